@@ -1,0 +1,34 @@
+# The handful of targets a newcomer needs. `make test` and `make demo` each work on a fresh clone.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench golden clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch first and pinned: pip then takes the CPU wheel and never a multi-GB CUDA build.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[repro,dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/artbot render --item 7
+
+test: $(STAMP)
+	$(BIN)/ruff check artbot repros tests
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check artbot repros tests
+	$(BIN)/ruff format --check artbot repros tests
+	$(BIN)/mypy
+
+# Regenerate tests/golden/ after an intended change to templates or findings; review the diff.
+golden: $(STAMP)
+	$(BIN)/python -m tests.golden_update
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -1,0 +1,233 @@
+"""artbot's command line: parse options, call one library function, print.
+
+Heavy modules (PyGithub, torch) are imported inside the commands that need them, so
+``artbot --help``, ``validate``, ``list`` and ``render`` start instantly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .errors import ArtbotError, CatalogInvalid
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Context:
+    def __init__(self, root: Path, debug: bool):
+        self.root = root
+        self.debug = debug
+
+    def catalog(self):  # type: ignore[no-untyped-def]
+        from .catalog import load_catalog
+
+        return load_catalog(self.root)
+
+
+def secrets() -> list[str]:
+    """Token values that must never reach output."""
+    return [v for k in ("GH_TOKEN", "GITHUB_TOKEN") if (v := os.environ.get(k))]
+
+
+def redact(text: str) -> str:
+    for value in secrets():
+        text = text.replace(value, "***")
+    return text
+
+
+def in_actions() -> bool:
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def fail(exc: BaseException, debug: bool) -> int:
+    """Print an error on stderr (token redacted) and return its exit code."""
+    if debug:
+        click.echo(redact("".join(traceback.format_exception(exc))), err=True)
+    if isinstance(exc, CatalogInvalid):
+        for problem in exc.problems:
+            click.echo(redact(str(problem)), err=True)
+            if in_actions():
+                click.echo(redact(problem.annotation()))
+        click.echo(f"{len(exc.problems)} problem(s); nothing was filed.", err=True)
+        return exc.exit_code
+    if isinstance(exc, ArtbotError):
+        message = redact(str(exc))
+        click.echo(f"error: {message}", err=True)
+        if in_actions():
+            click.echo("::error::" + message.replace("\n", "%0A"))
+        return exc.exit_code
+    click.echo(redact(f"internal error: {type(exc).__name__}: {exc}"), err=True)
+    if not debug:
+        click.echo("run again with --debug for a traceback", err=True)
+    return 1
+
+
+class ArtbotGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except Exception as exc:  # the one place expected failures become exit codes
+            debug = bool(ctx.obj and ctx.obj.debug)
+            ctx.exit(fail(exc, debug))
+
+
+@click.group(cls=ArtbotGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Repository holding findings/, templates/ and repros/.",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks (tokens redacted).")
+@click.pass_context
+def cli(ctx: click.Context, root: Path, debug: bool) -> None:
+    """artbot: file the findings of ART's numerics audit as GitHub issues, and keep them in step.
+
+    Exit codes: 0 ok, 1 failure at GitHub, 2 bad input or usage.
+    """
+    ctx.obj = Context(root, debug)
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+@cli.command()
+@pass_ctx
+def validate(obj: Context) -> None:
+    """Check every finding record; print each problem as path:line: field: message."""
+    catalog = obj.catalog()
+    click.echo(f"ok: {len(catalog.findings)} findings, audit {catalog.audit.commit}")
+
+
+@cli.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+@pass_ctx
+def list_(obj: Context, as_json: bool) -> None:
+    """List the findings: item, title, confidence, issue."""
+    catalog = obj.catalog()
+    rows = [
+        {
+            "item": f.item,
+            "title": f.title,
+            "confidence": f.confidence.level.value,
+            "issue": f.issue,
+            "file": catalog.files[f.item],
+        }
+        for f in catalog.findings
+    ]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        issue = f"#{r['issue']}" if r["issue"] else "-"
+        click.echo(f"{r['item']:>3}  {r['confidence']:<11}  {issue:<6}  {r['title']}")
+
+
+@cli.command()
+@click.option("--item", type=int, help="Render one item.")
+@click.option("--all", "all_", is_flag=True, help="Render every item (with --out).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write NN.md files here instead of printing.",
+)
+@click.option("--tracking-issue", type=int, help="Tracking issue number for the back-link.")
+@pass_ctx
+def render(
+    obj: Context, item: int | None, all_: bool, out: Path | None, tracking_issue: int | None
+) -> None:
+    """Render the issue title and body that `open` would file (no token needed)."""
+    from .render import render_issue
+    from .reprorun import load_result
+
+    if (item is None) == (not all_):
+        raise click.UsageError("give exactly one of --item N or --all")
+    if all_ and out is None:
+        raise click.UsageError("--all needs --out DIR")
+    catalog = obj.catalog()
+    findings = catalog.findings if all_ else [catalog.get(item)]  # type: ignore[arg-type]
+    for finding in findings:
+        issue = render_issue(
+            catalog,
+            finding,
+            tracking_issue=tracking_issue,
+            repro_result=load_result(catalog.root, finding.item),
+        )
+        text = f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
+        if out is None:
+            click.echo(text, nl=False)
+        else:
+            out.mkdir(parents=True, exist_ok=True)
+            path = out / f"{finding.item:02d}.md"
+            path.write_text(text, encoding="utf-8")
+            click.echo(f"wrote {path}")
+
+
+@cli.command()
+def schema() -> None:
+    """Print the JSON Schema of a finding record (for editors)."""
+    from .models import Finding
+
+    click.echo(json.dumps(Finding.model_json_schema(), indent=2))
+
+
+@cli.command()
+@click.option("--item", type=int, help="Run one item's reproduction.")
+@click.option("--all", "all_", is_flag=True, help="Run every item's reproduction.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Seconds before a script is stopped.",
+)
+@pass_ctx
+def repro(obj: Context, item: int | None, all_: bool, timeout_s: float) -> None:
+    """Run reproductions and store their output for `render` (findings/results/NN.json)."""
+    from .reprorun import run_repro, save_result, torch_version
+
+    if (item is None) == (not all_):
+        raise click.UsageError("give exactly one of --item N or --all")
+    catalog = obj.catalog()
+    findings = catalog.findings if all_ else [catalog.get(item)]  # type: ignore[arg-type]
+    torch = torch_version()
+    failed = 0
+    for n, finding in enumerate(findings, 1):
+        if all_:
+            click.echo(f"[{n}/{len(findings)}] item {finding.item}: {finding.repro} ...", err=True)
+        result = run_repro(
+            catalog.root, finding.item, finding.repro, timeout_s=timeout_s, torch=torch
+        )
+        save_result(catalog.root, result)
+        if not all_:
+            click.echo(result.stdout, nl=False)
+        click.echo(f"item {finding.item}: {result.summary()}")
+        if result.status != "ok":
+            failed += 1
+            click.echo(redact(result.stderr.strip()[-2000:]), err=True)
+    if failed:
+        raise ReproFailed(f"{failed} reproduction(s) did not finish cleanly")
+
+
+class ReproFailed(ArtbotError):
+    exit_code = 1
+
+
+def main() -> None:
+    cli(prog_name="artbot")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

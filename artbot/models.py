@@ -1,0 +1,132 @@
+"""pydantic records for the audit and its findings.
+
+One YAML file in ``findings/`` is one :class:`Finding`; ``findings/audit.yaml`` is the
+:class:`Audit`. Models are strict (``extra="forbid"``) so a typo in a key is an error,
+not a silently ignored field. Cross-file checks (duplicate items, repro paths on disk,
+locations under the source root) live in :mod:`artbot.catalog`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+RepoPath = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[^/].*")
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ConfidenceLevel(StrEnum):
+    confirmed = "confirmed"
+    plausible = "plausible"
+    speculative = "speculative"
+
+
+class Basis(StrEnum):
+    """How the confidence was earned."""
+
+    measurement = "measurement"
+    repro = "repro"
+    logic = "logic"
+    reading = "reading"
+
+
+class Confidence(_Strict):
+    level: ConfidenceLevel
+    basis: list[Basis] = Field(min_length=1)
+    note: NonEmpty
+
+
+class Location(_Strict):
+    """A line range in the audited repository, at the audit commit."""
+
+    path: RepoPath = Field(description="Path in the audited repository, e.g. src/art/loss.py")
+    lines: tuple[int, int] = Field(description="First and last line, inclusive (1-based)")
+    anchor: NonEmpty | None = Field(
+        default=None,
+        description="A short characteristic source line that appears inside the range.",
+    )
+    note: NonEmpty | None = Field(
+        default=None, description="What this location is, if not obvious."
+    )
+
+    @field_validator("lines")
+    @classmethod
+    def _range_is_sane(cls, lines: tuple[int, int]) -> tuple[int, int]:
+        start, end = lines
+        if start < 1 or end < 1:
+            raise ValueError(f"line numbers must be positive, got {start}-{end}")
+        if end < start:
+            raise ValueError(f"line range is inverted: {start}-{end}")
+        return lines
+
+    @property
+    def start(self) -> int:
+        return self.lines[0]
+
+    @property
+    def end(self) -> int:
+        return self.lines[1]
+
+
+class Evidence(_Strict):
+    """One measured figure, as the audit reported it."""
+
+    quantity: NonEmpty
+    value: NonEmpty = Field(description="The figure with its unit, e.g. '0.075 nats'.")
+    setting: NonEmpty | None = Field(
+        default=None, description="Model, data or shape it was measured on."
+    )
+
+
+class Fix(_Strict):
+    kind: Annotated[str, StringConstraints(pattern=r"^(fix|check|action)$")] = Field(
+        description="fix: a code change; check: an experiment that settles it; action: what to do."
+    )
+    text: NonEmpty
+
+
+class Finding(_Strict):
+    """One audit item: what is wrong, where, how we know, and what correct code would do."""
+
+    item: int = Field(ge=1, description="Item number in the tracking issue.")
+    title: NonEmpty
+    summary: NonEmpty = Field(description="One paragraph a reviewer reads first.")
+    affects: list[NonEmpty] = Field(min_length=1, description="Backends or code paths affected.")
+    locations: list[Location] = Field(min_length=1)
+    what: NonEmpty = Field(description="What happens.")
+    why: NonEmpty = Field(description="Why it matters.")
+    evidence: list[Evidence] = Field(
+        default_factory=list,
+        description="The audit's measured figures; empty where it measured none.",
+    )
+    effect: NonEmpty
+    expected: NonEmpty = Field(description="What correct code would do, stated testably.")
+    confidence: Confidence
+    impact: NonEmpty
+    fix: Fix
+    repro: RepoPath = Field(
+        description="Path of the reproduction script, e.g. repros/item07_tis.py"
+    )
+    labels: list[NonEmpty] = Field(default_factory=list, description="Labels beyond the audit's.")
+    issue: int | None = Field(
+        default=None, ge=1, description="Existing issue number; artbot never files such an item."
+    )
+
+
+class Audit(_Strict):
+    """The audit every finding belongs to."""
+
+    repository: Annotated[str, StringConstraints(pattern=r"^[\w.-]+/[\w.-]+$")]
+    commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
+    source_root: RepoPath = Field(description="Where the audited code lives, e.g. src/art/")
+    tracking_issue: int | None = Field(default=None, ge=1)
+    labels: list[NonEmpty] = Field(default_factory=list)
+    web_url: NonEmpty = "https://github.com"

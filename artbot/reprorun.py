@@ -1,0 +1,151 @@
+"""Run a finding's reproduction script and keep what it printed, with provenance.
+
+Each run happens in a subprocess with a timeout. The result is stored as JSON in
+``findings/results/NN.json`` so that ``artbot render`` can put the captured output into the
+issue. Only a run that exited 0 and printed a verdict counts as evidence (status ``ok``);
+a timeout or crash is stored as such and never rendered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TIMEOUT_S = 60.0
+_VERDICT_RE = re.compile(r"^verdict: (reproduced|not reproduced)\s*$", re.MULTILINE)
+_MAX_CAPTURE = 20_000  # characters kept of stdout/stderr each; issue bodies are capped at 65,536
+
+
+@dataclass(frozen=True)
+class ReproResult:
+    item: int
+    script: str
+    command: str
+    status: str  # ok | failed | timeout
+    exit_code: int | None
+    verdict: str | None
+    duration_s: float
+    stdout: str
+    stderr: str
+    python: str
+    torch: str | None
+    platform: str
+    finished_at: str
+
+    @property
+    def reproduced(self) -> bool:
+        return self.status == "ok" and self.verdict == "reproduced"
+
+    def summary(self) -> str:
+        if self.status == "timeout":
+            return f"timed out after {self.duration_s:.1f} s"
+        if self.status == "failed":
+            tail = self.stderr.strip().splitlines()[-1:] or ["no output on stderr"]
+            code = self.exit_code if self.exit_code is not None else "?"
+            return f"crashed (exit {code}): {tail[0]}"
+        return f"{self.verdict} in {self.duration_s:.1f} s"
+
+
+def torch_version(python: str = sys.executable) -> str | None:
+    """The torch version the scripts will see, without importing torch here."""
+    try:
+        out = subprocess.run(
+            [python, "-c", "import torch; print(torch.__version__)"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def run_repro(
+    root: Path,
+    item: int,
+    script: str,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    python: str = sys.executable,
+    torch: str | None = None,
+) -> ReproResult:
+    """Run ``root/script`` in a subprocess and capture what it printed."""
+    command = f"python {script}"
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    # Never hand a token to a script that doesn't need one.
+    for key in ("GH_TOKEN", "GITHUB_TOKEN"):
+        env.pop(key, None)
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(
+            [python, script],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=env,
+            check=False,
+        )
+        stdout, stderr, code = proc.stdout, proc.stderr, proc.returncode
+        status = "ok" if code == 0 else "failed"
+    except subprocess.TimeoutExpired as exc:
+        stdout, stderr, code, status = _text(exc.stdout), _text(exc.stderr), None, "timeout"
+    duration = time.monotonic() - started
+    verdicts = _VERDICT_RE.findall(stdout)
+    verdict = verdicts[-1] if verdicts else None
+    if status == "ok" and verdict is None:
+        status = "failed"
+        stderr += "\nartbot: the script printed no 'verdict:' line"
+    return ReproResult(
+        item=item,
+        script=script,
+        command=command,
+        status=status,
+        exit_code=code,
+        verdict=verdict,
+        duration_s=round(duration, 2),
+        stdout=stdout[-_MAX_CAPTURE:],
+        stderr=stderr[-_MAX_CAPTURE:],
+        python=platform.python_version(),
+        torch=torch,
+        platform=platform.platform(terse=True),
+        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+
+
+def results_path(root: Path, item: int) -> Path:
+    return root / "findings" / "results" / f"{item:02d}.json"
+
+
+def save_result(root: Path, result: ReproResult) -> Path:
+    path = results_path(root, result.item)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(result), indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)  # atomic: a crash never leaves half a result behind
+    return path
+
+
+def load_result(root: Path, item: int) -> dict[str, Any] | None:
+    """The stored result for ``item``, or None."""
+    path = results_path(root, item)
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
