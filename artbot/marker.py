@@ -32,9 +32,11 @@ class IssueMarker:
 
 def owned_region(body: str) -> str | None:
     """The artbot-owned part of an issue body (markers included), or None if absent or broken."""
-    start = body.find(BODY_START)
-    end = body.find(BODY_END, start + len(BODY_START)) if start >= 0 else -1
-    if start < 0 or end < 0:
+    end = body.find(BODY_END)
+    # The start nearest before the end: an orphaned start marker left by an earlier,
+    # broken region must not make the region swallow the human text after it.
+    start = body.rfind(BODY_START, 0, end) if end >= 0 else -1
+    if start < 0:
         return None
     return body[start : end + len(BODY_END)]
 
