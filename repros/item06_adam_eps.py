@@ -1,0 +1,199 @@
+"""Item 6: TrainerRank's Adam epsilon is PyTorch's 1e-8; the Megatron backend uses 1e-13.
+
+Models the optimizer step of ART's TrainerRank at e2a406a48 (openpipe-art 0.5.20):
+``art/trainer_rank/_impl.py`` lines 3266-3271 build ``torch.optim.AdamW(masters, lr, betas,
+weight_decay)`` over FP32 master copies with no ``eps`` (``AdamParams``, lines 94-99, has none), so
+eps = 1e-8; lines 3167-3181 clip with ``min(1, grad_clip_norm / (grad_norm + 1e-6))`` before the
+step. The Megatron backend's default ``OptimizerConfig`` (``art/megatron/train.py`` lines 274-283)
+has the same lr 5e-6, betas (0.9, 0.99), clip 0.1 and weight decay 0.1, and adam_eps = 1e-13.
+(The audit cites trainer_rank/_optimizer.py#L423-L428 and _impl.py#L120-L126 at e2a406a48; in
+0.5.20 the same code sits at the lines above.)
+
+What is measured, with the real ``torch.optim.AdamW``:
+1. The first step of one element for gradient magnitudes 1e-6 ... 1e-10, eps 1e-8 against 1e-13.
+   The arithmetic: step = lr * g / (|g| + eps) (bias corrections cancel on the first step).
+2. A LoRA layer's first updates: B starts at 0, so A's gradient is exactly 0 on step 1 and A does
+   not move; B moves by about lr. From step 2 on A's gradient is proportional to B (about lr), and
+   after tight global clipping its elements are about 1e-8, next to eps. Measured: A's Adam update
+   per step under eps 1e-8 (TrainerRank) and 1e-13 (Megatron), and their elementwise ratio.
+With the suggested fix (eps configurable in AdamParams, set to Megatron's 1e-13) the two backends
+take the same step; that comparison is reported as "fixed".
+
+Assumptions:
+- A rank-8 LoRA (alpha 16, scale 2) on a 2560 x 2560 projection (Qwen3-4B's hidden size), PEFT's
+  init (A uniform in +-1/sqrt(d_in), B = 0), 256 tokens per step with N(0, 1) activations and
+  N(0, 1e-6) upstream gradients, in FP32.
+- The global gradient norm that the clip uses covers 252 LoRA modules (36 layers x 7 projections);
+  they are modelled as having gradient norms like this one's, i.e. norm = sqrt(252) * this norm.
+  With clipping active the upstream gradient scale cancels; the per-element gradient size then
+  depends on the number of LoRA parameters, so other model sizes shift the numbers.
+- Megatron's fused Adam is taken to compute the same AdamW update as torch's (eps added to
+  sqrt(v_hat)); only eps differs between the two runs.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+LR, BETAS, WEIGHT_DECAY, CLIP_NORM = 5e-6, (0.9, 0.99), 0.1, 0.1
+EPS_TRAINER_RANK, EPS_MEGATRON = 1e-8, 1e-13
+GRAD_MAGNITUDES = (1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
+D_MODEL, RANK, LORA_SCALE, TOKENS, LORA_MODULES, STEPS = 2560, 8, 2.0, 256, 252, 4
+
+
+def adamw(params: list[torch.Tensor], eps: float) -> torch.optim.AdamW:
+    """TrainerRank's optimizer (_impl.py#L3266-L3271), with ``eps`` made explicit."""
+    return torch.optim.AdamW(params, lr=LR, betas=BETAS, weight_decay=WEIGHT_DECAY, eps=eps)
+
+
+def first_step(eps: float, grads: tuple[float, ...] = GRAD_MAGNITUDES) -> list[float]:
+    """One AdamW step from 0 with gradient ``g`` per element; returns |step| / lr per element."""
+    param = torch.nn.Parameter(torch.zeros(len(grads), dtype=torch.float32))
+    opt = adamw([param], eps)
+    param.grad = torch.tensor(grads, dtype=torch.float32)
+    opt.step()
+    # The parameter starts at 0, so weight decay adds nothing and the change is Adam's step.
+    return (param.detach().abs() / LR).tolist()
+
+
+def lora_run(eps: float, *, steps: int = STEPS, seed: int = 0) -> list[dict[str, Any]]:
+    """Train one LoRA pair from PEFT's init with global clipping; A's and B's updates per step."""
+    gen = torch.Generator().manual_seed(seed)
+    bound = 1.0 / math.sqrt(D_MODEL)
+    lora_a = torch.nn.Parameter((torch.rand(D_MODEL, RANK, generator=gen) * 2 - 1) * bound)
+    lora_b = torch.nn.Parameter(torch.zeros(RANK, D_MODEL))
+    opt = adamw([lora_a, lora_b], eps)
+    out = []
+    for step in range(1, steps + 1):
+        x = torch.randn(TOKENS, D_MODEL, generator=gen)
+        grad_y = torch.randn(TOKENS, D_MODEL, generator=gen) * 1e-3
+        (LORA_SCALE * (x @ lora_a) @ lora_b * grad_y).sum().backward()
+        layer_norm = math.sqrt(float(lora_a.grad.square().sum() + lora_b.grad.square().sum()))
+        grad_norm = math.sqrt(LORA_MODULES) * layer_norm
+        clip = min(1.0, CLIP_NORM / (grad_norm + 1.0e-6))  # _impl.py#L3169-L3175
+        for p in (lora_a, lora_b):
+            p.grad.mul_(clip)
+        a_before, b_before = lora_a.detach().clone(), lora_b.detach().clone()
+        grad_a = lora_a.grad.detach().clone()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        # AdamW decays first (p *= 1 - lr * wd), then adds the Adam step; undo the decay.
+        decay = 1 - LR * WEIGHT_DECAY
+        out.append(
+            {
+                "step": step,
+                "clip": clip,
+                "grad_a": grad_a,
+                "update_a": lora_a.detach() - a_before * decay,
+                "update_b": lora_b.detach() - b_before * decay,
+            }
+        )
+    return out
+
+
+def compare_lora(slow_eps: float, reference_eps: float) -> list[dict[str, Any]]:
+    """Per step: A's update under ``slow_eps`` against ``reference_eps`` (elementwise ratio)."""
+    slow, reference = lora_run(slow_eps), lora_run(reference_eps)
+    rows = []
+    for s, r in zip(slow, reference, strict=True):
+        moving = r["update_a"] != 0
+        ratio = (s["update_a"][moving] / r["update_a"][moving]).abs()
+        rows.append(
+            {
+                "step": s["step"],
+                "clip_factor": s["clip"],
+                "grad_a_median": float(r["grad_a"].abs().median()),
+                "update_a_over_lr": float(s["update_a"].abs().median()) / LR,
+                "update_a_over_lr_reference": float(r["update_a"].abs().median()) / LR,
+                "update_b_over_lr": float(s["update_b"].abs().median()) / LR,
+                # None while A has not moved yet (step 1: its gradient is exactly 0).
+                "update_ratio_median": float(ratio.median()) if ratio.numel() else None,
+            }
+        )
+    return rows
+
+
+def measure() -> dict[str, Any]:
+    """First-step sizes per eps; the LoRA run as cited (1e-8 vs 1e-13) and fixed (both 1e-13)."""
+    return {
+        "grad_magnitudes": list(GRAD_MAGNITUDES),
+        "first_step": {str(eps): first_step(eps) for eps in (EPS_TRAINER_RANK, EPS_MEGATRON)},
+        "lora": compare_lora(EPS_TRAINER_RANK, EPS_MEGATRON),
+        "lora_fixed": compare_lora(EPS_MEGATRON, EPS_MEGATRON),
+    }
+
+
+def first_a_update(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first step in which A moves (step 2: on step 1 its gradient is exactly 0)."""
+    return next(r for r in rows if r["update_a_over_lr_reference"] > 0)
+
+
+def is_reproduced(rows: list[dict[str, Any]]) -> bool:
+    """The finding holds when A's first update is damped by more than 10% against Megatron."""
+    return first_a_update(rows)["update_ratio_median"] < 0.9
+
+
+def build_report() -> _common.Report:
+    """Item 6: Adam eps 1e-8 (TrainerRank) against 1e-13 (Megatron)."""
+    _common.seed_everything(0)
+    m = measure()
+    report = _common.Report(
+        item="6",
+        title="TrainerRank's Adam epsilon isn't configurable and differs from the Megatron backend",
+        models="art/trainer_rank/_impl.py AdamW + clip (0.5.20 lines 3167-3181, 3266-3271; audit: "
+        "trainer_rank/_optimizer.py#L423-L428) against art/megatron/train.py#L274-L283",
+        setting={
+            "optimizer": f"torch.optim.AdamW lr={LR:g} betas={BETAS} weight_decay={WEIGHT_DECAY}",
+            "eps": f"TrainerRank {EPS_TRAINER_RANK:g} (torch default), Megatron {EPS_MEGATRON:g}",
+            "clip": f"min(1, {CLIP_NORM} / (global norm + 1e-6))",
+            "LoRA": f"rank {RANK}, scale {LORA_SCALE:g}, {D_MODEL}x{D_MODEL}, {TOKENS} tokens, "
+            f"global norm over {LORA_MODULES} such modules",
+        },
+    )
+    report.measure(
+        "first step / lr, eps 1e-8, g = " + ", ".join(f"{g:g}" for g in GRAD_MAGNITUDES),
+        m["first_step"][str(EPS_TRAINER_RANK)],
+        fixed=m["first_step"][str(EPS_MEGATRON)],
+        note="arithmetic: g / (|g| + eps); fixed = eps 1e-13",
+    )
+    for row, fixed_row in zip(m["lora"], m["lora_fixed"], strict=True):
+        step = row["step"]
+        report.measure(f"step {step}: global clip factor", row["clip_factor"])
+        report.measure(f"step {step}: median |grad A| after clip", row["grad_a_median"])
+        report.measure(
+            f"step {step}: median |update A| / lr, TrainerRank (eps 1e-8)",
+            row["update_a_over_lr"],
+            fixed=fixed_row["update_a_over_lr"],
+            note=f"Megatron (eps 1e-13): {row['update_a_over_lr_reference']:.4g}",
+        )
+        if row["update_ratio_median"] is not None:
+            report.measure(
+                f"step {step}: median |update A| ratio TrainerRank / Megatron",
+                row["update_ratio_median"],
+                fixed=fixed_row["update_ratio_median"],
+            )
+        report.measure(f"step {step}: median |update B| / lr, TrainerRank", row["update_b_over_lr"])
+    first = first_a_update(m["lora"])
+    report.note(
+        f"A first moves at step {first['step']}; its median update there is "
+        f"{first['update_ratio_median']:.3g} of Megatron's, with |grad A| about "
+        f"{first['grad_a_median']:.2g} against eps {EPS_TRAINER_RANK:g}."
+    )
+    report.reproduced = is_reproduced(m["lora"])
+    return report
+
+
+def main() -> int:
+    return _common.run(build_report)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

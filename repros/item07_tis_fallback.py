@@ -1,0 +1,274 @@
+"""Item 7: truncated importance sampling falls back to the policy ratio.
+
+Models ``loss_fn`` in ART's ``art/loss.py`` at e2a406a48 (openpipe-art 0.5.20, lines 263-404),
+the token-level path through lines 271-299 (masking, NaN fallback, ``prob_ratio = exp(new - old)``),
+363-374 (PPO and CISPO policy loss) and 375-385 (truncated importance sampling). When
+``truncated_importance_sampling`` is set and ``original_logprobs`` is ``None``, line 385 still
+multiplies the loss by ``clamp(prob_ratio, max=U)``, where ``prob_ratio`` is pi_new/pi_old.
+
+What is measured: for one trainable token with policy ratio r = exp(new - old), the factor the
+TIS branch multiplies into the per-token loss (loss with TIS / loss without it), for PPO and
+CISPO and both signs of the advantage. The arithmetic of line 385 says min(r, U); the intended
+factor is 1 (the sampler logprobs are missing, so there is no trainer/sampler correction to make).
+Also measured: the per-token gradient coefficient d loss / d new_logprob, to show the ratio
+applied a second time (CISPO: clip(r) * min(r, U) instead of clip(r)).
+
+Assumptions:
+- Token-level importance sampling (ART's default ``importance_sampling_level``); the model raises
+  on config keys it does not model (sequence level, ratio clamp/mask, Kimi tau, KL penalty).
+- FP32 logprobs, as on the Megatron and TrainerRank consumer paths.
+- U = 2.0 (ART has no default; any U > 1 shows the same min(r, U) shape).
+- PPO uses ART's defaults epsilon = epsilon_high = 0.2; CISPO epsilon = 1.0, epsilon_high = 4.0.
+- Inputs are already aligned (``AlignedInputs`` below stands in for ART's ``AlignedLossInputs``,
+  whose ``align_inputs`` returns itself), so no label shift is applied.
+- The suggested fix is modelled as: skip TIS when ``original_logprobs`` is absent (as ART 0.5.21
+  does, with a warning).
+
+``measure(impl=...)`` takes any callable with the signature of ART's ``loss_fn`` (the model here
+by default) and only reads ``.policy_loss`` from what it returns, so ART's own function can be
+passed in and given the same inputs.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+TIS_UPPER_BOUND = 2.0
+RATIOS = (0.25, 0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 8.0)
+NEW_LOGPROB = -1.5  # any finite negative value: CISPO's loss is proportional to it
+
+# Config keys whose lines the model below does not contain; it refuses them rather than
+# silently computing something ART would not.
+_UNMODELLED = (
+    "max_negative_advantage_importance_sampling_weight",
+    "mask_prob_ratio",
+    "kimi_k2_tau",
+    "kl_penalty_coef",
+)
+
+
+@dataclass
+class AlignedInputs:
+    """Stand-in for ``art.loss.AlignedLossInputs``: its fields and the methods loss_fn calls."""
+
+    assistant_mask: torch.Tensor
+    old_logprobs: torch.Tensor
+    advantages: torch.Tensor
+    weights: torch.Tensor
+    group_ids: torch.Tensor
+    original_logprobs: torch.Tensor | None = None
+    entropies_are_aligned: bool = False
+
+    def align_inputs(self) -> AlignedInputs:
+        return self
+
+    def denominator(self, mask: torch.Tensor, reduction: Literal["mean", "sum"]):
+        if reduction == "sum":
+            return 1.0
+        return mask.sum() + 1e-18
+
+    def aligned_entropies(self, entropies: torch.Tensor | None) -> torch.Tensor | None:
+        if entropies is None:
+            return None
+        raise NotImplementedError("entropies are not part of this reproduction")
+
+
+@dataclass
+class LossValues:
+    """The fields of ``art.loss.Loss`` this reproduction reads."""
+
+    policy_loss: torch.Tensor
+    policy_loss_sum: torch.Tensor
+
+
+def make_loss_fn(*, skip_tis_without_original_logprobs: bool = False) -> Callable[..., Any]:
+    """The modelled ``loss_fn``; ``skip_tis_without_original_logprobs`` is the suggested fix."""
+
+    def loss_fn(
+        inputs: AlignedInputs,
+        new_logprobs: torch.Tensor,
+        ref_logprobs: torch.Tensor | None,
+        entropies: torch.Tensor | None,
+        experimental_config: dict[str, Any],
+        reduction: Literal["mean", "sum"] = "mean",
+    ) -> LossValues:
+        if experimental_config.get("importance_sampling_level", "token") != "token":
+            raise ValueError("only token-level importance sampling is modelled")
+        if unmodelled := [k for k in _UNMODELLED if experimental_config.get(k)]:
+            raise ValueError(f"config keys not modelled: {unmodelled}")
+        aligned = inputs.align_inputs()
+        advantages = aligned.advantages
+        mask_bool = aligned.assistant_mask.to(dtype=torch.bool)
+        new_logprobs = torch.where(mask_bool, new_logprobs, new_logprobs.new_zeros(()))
+        old_logprobs = aligned.old_logprobs
+        old_logprobs = torch.where(mask_bool, old_logprobs, old_logprobs.new_zeros(()))
+        assistant_mask = mask_bool.to(new_logprobs.dtype)
+        weights = aligned.weights
+        old_logprobs = torch.where(torch.isnan(old_logprobs), new_logprobs.detach(), old_logprobs)
+        prob_ratio = torch.exp(new_logprobs - old_logprobs)  # loss.py#L299
+        ppo = experimental_config.get("ppo", False)
+        epsilon = experimental_config.get("epsilon", 0.2 if ppo else 1.0)
+        epsilon_high = experimental_config.get("epsilon_high", None if ppo else 4.0)
+        if epsilon_high is None:
+            epsilon_high = epsilon
+        if ppo:  # loss.py#L363-L367
+            policy_loss = -torch.min(
+                prob_ratio * advantages,
+                torch.clip(prob_ratio, 1 - epsilon, 1 + epsilon_high) * advantages,
+            )
+        else:  # CISPO, loss.py#L368-L374
+            policy_loss = -(
+                torch.clip(prob_ratio.detach(), 1 - epsilon, 1 + epsilon_high)
+                * advantages
+                * new_logprobs
+            )
+        if upper_bound := experimental_config.get("truncated_importance_sampling"):
+            original = aligned.original_logprobs
+            if original is not None:  # loss.py#L376-L384
+                original = torch.where(torch.isnan(original), new_logprobs.detach(), original)
+                prob_ratio = torch.exp(old_logprobs - original)
+            if original is not None or not skip_tis_without_original_logprobs:
+                # loss.py#L385: without original_logprobs this is still pi_new / pi_old.
+                policy_loss = policy_loss * torch.clamp(prob_ratio, max=upper_bound).detach()
+        policy_loss = policy_loss * weights * assistant_mask
+        denominator = aligned.denominator(assistant_mask, reduction)
+        return LossValues(policy_loss.sum() / denominator, policy_loss.sum())
+
+    return loss_fn
+
+
+loss_fn = make_loss_fn()
+loss_fn_fixed = make_loss_fn(skip_tis_without_original_logprobs=True)
+
+
+def one_token_inputs(ratio: float, advantage: float) -> tuple[AlignedInputs, torch.Tensor]:
+    """One trainable token whose policy ratio pi_new/pi_old is ``ratio``; no original_logprobs."""
+    new = torch.tensor([[NEW_LOGPROB]], dtype=torch.float32, requires_grad=True)
+    old = torch.tensor([[NEW_LOGPROB]], dtype=torch.float64) - torch.log(
+        torch.tensor(ratio, dtype=torch.float64)
+    )
+    inputs = AlignedInputs(
+        assistant_mask=torch.ones(1, 1, dtype=torch.bool),
+        old_logprobs=old.to(torch.float32),
+        advantages=torch.tensor([[advantage]], dtype=torch.float32),
+        weights=torch.ones(1, 1, dtype=torch.float32),
+        group_ids=torch.ones(1, 1, dtype=torch.int64),
+    )
+    return inputs, new
+
+
+def measure(
+    impl: Callable[..., Any] | None = None,
+    *,
+    ratios: tuple[float, ...] = RATIOS,
+    upper_bound: float = TIS_UPPER_BOUND,
+) -> dict[str, Any]:
+    """Per algorithm and advantage sign: the TIS factor and gradient coefficients at each ratio.
+
+    ``impl`` has the signature of ART's ``loss_fn(inputs, new_logprobs, ref_logprobs, entropies,
+    experimental_config, reduction="mean")`` and returns an object with ``.policy_loss``.
+    """
+    impl = impl or loss_fn
+    out: dict[str, Any] = {"ratios": list(ratios), "upper_bound": upper_bound, "cases": {}}
+    for algo, ppo in (("ppo", True), ("cispo", False)):
+        for advantage in (1.0, -1.0):
+            realized, tis_factor, grad_plain, grad_tis = [], [], [], []
+            for ratio in ratios:
+                losses, grads = [], []
+                with_tis = {"ppo": ppo, "truncated_importance_sampling": upper_bound}
+                for config in ({"ppo": ppo}, with_tis):
+                    inputs, new = one_token_inputs(ratio, advantage)
+                    loss = impl(inputs, new, None, None, config).policy_loss
+                    loss.backward()
+                    losses.append(float(loss.detach()))
+                    grads.append(float(new.grad[0, 0]))
+                # The ratio the FP32 tensors actually encode, for checks against min(r, U).
+                realized.append(
+                    math.exp(float(new.detach()[0, 0]) - float(inputs.old_logprobs[0, 0]))
+                )
+                tis_factor.append(losses[1] / losses[0])
+                # d loss / d new_logprob divided by -A: the weight each token's log-prob gets.
+                # (+ 0.0 turns the -0.0 of clipped tokens into 0.0 for printing)
+                grad_plain.append(grads[0] / -advantage + 0.0)
+                grad_tis.append(grads[1] / -advantage + 0.0)
+            out["cases"][f"{algo} A={advantage:+g}"] = {
+                "ratio": realized,
+                "tis_factor": tis_factor,
+                "grad_coef_without_tis": grad_plain,
+                "grad_coef_with_tis": grad_tis,
+            }
+    factors = [f for case in out["cases"].values() for f in case["tis_factor"]]
+    out["max_abs_factor_minus_1"] = max(abs(f - 1.0) for f in factors)
+    return out
+
+
+def is_reproduced(measured: dict[str, Any]) -> bool:
+    """The finding holds when TIS changes the loss although no sampler logprobs were given."""
+    return measured["max_abs_factor_minus_1"] > 1e-3
+
+
+def build_report() -> _common.Report:
+    """Item 7: the TIS weight applied when original_logprobs is missing."""
+    _common.seed_everything(0)
+    as_cited = measure(loss_fn)
+    fixed = measure(loss_fn_fixed)
+    report = _common.Report(
+        item="7",
+        title="Truncated importance sampling falls back to the policy ratio",
+        models="art/loss.py loss_fn at e2a406a48 (0.5.20 lines 263-404; audit: loss.py#L375-L385)",
+        setting={
+            "policy ratios r = pi_new/pi_old": list(as_cited["ratios"]),
+            "truncated_importance_sampling U": as_cited["upper_bound"],
+            "original_logprobs": "absent",
+            "importance_sampling_level": "token",
+            "PPO epsilon": "0.2 / 0.2",
+            "CISPO epsilon": "1.0 / 4.0",
+        },
+    )
+    for name, case in as_cited["cases"].items():
+        report.measure(
+            f"{name}: TIS factor on the loss",
+            case["tis_factor"],
+            fixed=fixed["cases"][name]["tis_factor"],
+            note="line 385 arithmetic: min(r, U); intended: 1",
+        )
+    for name in ("ppo A=+1", "ppo A=-1", "cispo A=+1"):
+        report.measure(
+            f"{name}: d loss / d logprob coefficient without TIS",
+            as_cited["cases"][name]["grad_coef_without_tis"],
+        )
+        report.measure(
+            f"{name}: d loss / d logprob coefficient with TIS",
+            as_cited["cases"][name]["grad_coef_with_tis"],
+            fixed=fixed["cases"][name]["grad_coef_with_tis"],
+        )
+    report.measure(
+        "max |TIS factor - 1| over ratios and cases",
+        as_cited["max_abs_factor_minus_1"],
+        fixed=fixed["max_abs_factor_minus_1"],
+        audit="the loss is multiplied by clamp(prob_ratio, max=U)",
+    )
+    report.note(
+        "With original_logprobs absent, TIS re-applies pi_new/pi_old: CISPO's token weight becomes "
+        "clip(r) * min(r, U), and PPO's unclipped-region gradient r * A becomes r * min(r, U) * A."
+    )
+    report.reproduced = is_reproduced(as_cited)
+    return report
+
+
+def main() -> int:
+    return _common.run(build_report)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,291 @@
+"""Item 8: unclamped exp(new - old) on the PPO path.
+
+Models ``loss_fn`` in ART's ``art/loss.py`` at e2a406a48 (openpipe-art 0.5.20, lines 263-404),
+the token-level path through lines 271-299 (masking, the NaN-only fallback for old logprobs,
+``prob_ratio = torch.exp(logprob_diff)`` with no clamp) and 363-374 (PPO's
+``-min(r * A, clip(r) * A)`` and CISPO's ``-(clip(r.detach()) * A * new_logprobs)``).
+
+What is measured: one sequence of four trainable tokens whose new logprobs come from FP32 logits
+through ``log_softmax`` (as on the Megatron and TrainerRank heads); token 1's old logprob is
+replaced by -inf or by a sentinel of -9999. For PPO and CISPO and A = +1 and -1: the loss, whether
+it is finite, and whether the gradients reaching the logprobs and the logits are finite. The audit
+expects PPO with A < 0 to give loss = +inf and NaN gradients, and CISPO to stay finite. The same
+is measured with the suggested fix: the log-ratio clamped to +-20 before exp. Controls: the same
+bad value on a masked (non-trainable) token, and all-finite old logprobs.
+
+Assumptions:
+- Token-level importance sampling, no TIS, KL penalty or Kimi tau (the model raises on them).
+- FP32 logits and logprobs; vocabulary 16 and random logits (the overflow does not depend on them:
+  exp(x) is inf in FP32 for any x > 88.7, and new - (-9999) is about 9999).
+- ART's defaults: PPO epsilon 0.2/0.2, CISPO epsilon 1.0/4.0; mean reduction; weights 1.
+- Inputs are already aligned (``AlignedInputs`` below stands in for ART's ``AlignedLossInputs``).
+- The fix is the audit's: ``exp(logprob_diff.clamp(-20, 20))``. (ART 0.5.21 also replaces
+  non-finite old logprobs, not only NaN ones, by the new logprobs.)
+
+``measure(impl=...)`` takes any callable with the signature of ART's ``loss_fn`` (the model here
+by default) and only reads ``.policy_loss`` from what it returns, so ART's own function can be
+passed in and given the same inputs.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+BAD_OLD_LOGPROBS = {"-inf": float("-inf"), "-9999": -9999.0}
+LOG_RATIO_BOUND = 20.0  # the audit's example bound for the fix
+SEQ_LEN, VOCAB, BAD_TOKEN = 4, 16, 1
+
+_UNMODELLED = (
+    "truncated_importance_sampling",
+    "max_negative_advantage_importance_sampling_weight",
+    "mask_prob_ratio",
+    "kimi_k2_tau",
+    "kl_penalty_coef",
+)
+
+
+@dataclass
+class AlignedInputs:
+    """Stand-in for ``art.loss.AlignedLossInputs``: its fields and the methods loss_fn calls."""
+
+    assistant_mask: torch.Tensor
+    old_logprobs: torch.Tensor
+    advantages: torch.Tensor
+    weights: torch.Tensor
+    group_ids: torch.Tensor
+    original_logprobs: torch.Tensor | None = None
+    entropies_are_aligned: bool = False
+
+    def align_inputs(self) -> AlignedInputs:
+        return self
+
+    def denominator(self, mask: torch.Tensor, reduction: Literal["mean", "sum"]):
+        if reduction == "sum":
+            return 1.0
+        return mask.sum() + 1e-18
+
+    def aligned_entropies(self, entropies: torch.Tensor | None) -> torch.Tensor | None:
+        if entropies is None:
+            return None
+        raise NotImplementedError("entropies are not part of this reproduction")
+
+
+@dataclass
+class LossValues:
+    """The fields of ``art.loss.Loss`` this reproduction reads."""
+
+    policy_loss: torch.Tensor
+    policy_loss_sum: torch.Tensor
+
+
+def make_loss_fn(*, log_ratio_bound: float | None = None) -> Callable[..., Any]:
+    """The modelled ``loss_fn``; a ``log_ratio_bound`` applies the suggested clamp before exp."""
+
+    def loss_fn(
+        inputs: AlignedInputs,
+        new_logprobs: torch.Tensor,
+        ref_logprobs: torch.Tensor | None,
+        entropies: torch.Tensor | None,
+        experimental_config: dict[str, Any],
+        reduction: Literal["mean", "sum"] = "mean",
+    ) -> LossValues:
+        if experimental_config.get("importance_sampling_level", "token") != "token":
+            raise ValueError("only token-level importance sampling is modelled")
+        if unmodelled := [k for k in _UNMODELLED if experimental_config.get(k)]:
+            raise ValueError(f"config keys not modelled: {unmodelled}")
+        aligned = inputs.align_inputs()
+        advantages = aligned.advantages
+        mask_bool = aligned.assistant_mask.to(dtype=torch.bool)
+        new_logprobs = torch.where(mask_bool, new_logprobs, new_logprobs.new_zeros(()))
+        old_logprobs = aligned.old_logprobs
+        old_logprobs = torch.where(mask_bool, old_logprobs, old_logprobs.new_zeros(()))
+        assistant_mask = mask_bool.to(new_logprobs.dtype)
+        weights = aligned.weights
+        # loss.py#L290-L294: only NaN is treated as "missing"; -inf and sentinels pass through.
+        old_logprobs = torch.where(torch.isnan(old_logprobs), new_logprobs.detach(), old_logprobs)
+        logprob_diff = new_logprobs - old_logprobs
+        if log_ratio_bound is not None:
+            logprob_diff = logprob_diff.clamp(-log_ratio_bound, log_ratio_bound)
+        prob_ratio = torch.exp(logprob_diff)  # loss.py#L299
+        ppo = experimental_config.get("ppo", False)
+        epsilon = experimental_config.get("epsilon", 0.2 if ppo else 1.0)
+        epsilon_high = experimental_config.get("epsilon_high", None if ppo else 4.0)
+        if epsilon_high is None:
+            epsilon_high = epsilon
+        if ppo:  # loss.py#L363-L367
+            policy_loss = -torch.min(
+                prob_ratio * advantages,
+                torch.clip(prob_ratio, 1 - epsilon, 1 + epsilon_high) * advantages,
+            )
+        else:  # CISPO, loss.py#L368-L374
+            policy_loss = -(
+                torch.clip(prob_ratio.detach(), 1 - epsilon, 1 + epsilon_high)
+                * advantages
+                * new_logprobs
+            )
+        policy_loss = policy_loss * weights * assistant_mask
+        denominator = aligned.denominator(assistant_mask, reduction)
+        return LossValues(policy_loss.sum() / denominator, policy_loss.sum())
+
+    return loss_fn
+
+
+loss_fn = make_loss_fn()
+loss_fn_fixed = make_loss_fn(log_ratio_bound=LOG_RATIO_BOUND)
+
+
+def run_case(
+    impl: Callable[..., Any],
+    *,
+    ppo: bool,
+    advantage: float,
+    bad_old_logprob: float | None,
+    bad_token_trainable: bool = True,
+) -> dict[str, Any]:
+    """One forward and backward through ``impl``; finiteness of the loss and of its gradients."""
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(1, SEQ_LEN, VOCAB, generator=gen, dtype=torch.float32)
+    logits.requires_grad_(True)
+    targets = torch.randint(0, VOCAB, (1, SEQ_LEN, 1), generator=gen)
+    new_logprobs = torch.log_softmax(logits, dim=-1).gather(-1, targets).squeeze(-1)
+    new_logprobs.retain_grad()
+    # A little off-policy drift on the finite tokens, then one bad old logprob.
+    old = new_logprobs.detach() + 0.05 * torch.randn(1, SEQ_LEN, generator=gen)
+    if bad_old_logprob is not None:
+        old[0, BAD_TOKEN] = bad_old_logprob
+    mask = torch.ones(1, SEQ_LEN, dtype=torch.bool)
+    if not bad_token_trainable:
+        mask[0, BAD_TOKEN] = False
+    inputs = AlignedInputs(
+        assistant_mask=mask,
+        old_logprobs=old,
+        advantages=torch.full((1, SEQ_LEN), advantage, dtype=torch.float32),
+        weights=torch.ones(1, SEQ_LEN, dtype=torch.float32),
+        group_ids=torch.ones(1, SEQ_LEN, dtype=torch.int64),
+    )
+    loss = impl(inputs, new_logprobs, None, None, {"ppo": ppo}).policy_loss
+    loss.backward()
+    grad_logits = logits.grad
+    return {
+        "loss": float(loss.detach()),
+        "loss_finite": math.isfinite(float(loss.detach())),
+        "grad_logprobs_finite": bool(torch.isfinite(new_logprobs.grad).all()),
+        "grad_logprob_bad_token": float(new_logprobs.grad[0, BAD_TOKEN]),
+        "grad_logits_finite": bool(torch.isfinite(grad_logits).all()),
+        "grad_logits_nan_count": int(torch.isnan(grad_logits).sum()),
+        "grad_logits_nonfinite_count": int((~torch.isfinite(grad_logits)).sum()),
+    }
+
+
+def measure(impl: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """Every case: {algo} A={sign} old={bad value}, plus the masked-token and finite controls.
+
+    ``impl`` has the signature of ART's ``loss_fn(inputs, new_logprobs, ref_logprobs, entropies,
+    experimental_config, reduction="mean")`` and returns an object with ``.policy_loss``.
+    """
+    impl = impl or loss_fn
+    cases: dict[str, dict[str, Any]] = {}
+    for algo, ppo in (("ppo", True), ("cispo", False)):
+        for advantage in (-1.0, 1.0):
+            for label, bad in BAD_OLD_LOGPROBS.items():
+                cases[f"{algo} A={advantage:+g} old={label}"] = run_case(
+                    impl, ppo=ppo, advantage=advantage, bad_old_logprob=bad
+                )
+            cases[f"{algo} A={advantage:+g} old=-inf on a masked token"] = run_case(
+                impl,
+                ppo=ppo,
+                advantage=advantage,
+                bad_old_logprob=float("-inf"),
+                bad_token_trainable=False,
+            )
+            cases[f"{algo} A={advantage:+g} all old finite"] = run_case(
+                impl, ppo=ppo, advantage=advantage, bad_old_logprob=None
+            )
+    return {"cases": cases}
+
+
+def _all_finite(case: dict[str, Any]) -> bool:
+    return case["loss_finite"] and case["grad_logprobs_finite"] and case["grad_logits_finite"]
+
+
+def _grad_counts(case: dict[str, Any]) -> str:
+    return f"{case['grad_logits_nonfinite_count']} ({case['grad_logits_nan_count']})"
+
+
+def is_reproduced(measured: dict[str, Any]) -> bool:
+    """The audit's claim: PPO with A < 0 and an old logprob of -inf or -9999 gives an infinite
+    loss and non-finite gradients."""
+    cases = measured["cases"]
+    return all(
+        math.isinf(cases[f"ppo A=-1 old={label}"]["loss"])
+        and not cases[f"ppo A=-1 old={label}"]["grad_logits_finite"]
+        for label in BAD_OLD_LOGPROBS
+    )
+
+
+def build_report() -> _common.Report:
+    """Item 8: loss and gradient finiteness with an old logprob of -inf or -9999."""
+    _common.seed_everything(0)
+    as_cited = measure(loss_fn)
+    fixed = measure(loss_fn_fixed)
+    report = _common.Report(
+        item="8",
+        title="Unclamped exp(new - old) on the PPO path",
+        models="art/loss.py loss_fn at e2a406a48 (0.5.20 lines 263-404; audit: loss.py#L299, "
+        "#L363-L367)",
+        setting={
+            "tokens": f"{SEQ_LEN} trainable, FP32 logits (vocab {VOCAB}) -> log_softmax",
+            "bad old logprob": f"token {BAD_TOKEN}: -inf or -9999",
+            "PPO epsilon": "0.2 / 0.2",
+            "CISPO epsilon": "1.0 / 4.0",
+            "fix": f"log-ratio clamped to +-{LOG_RATIO_BOUND:g} before exp",
+        },
+    )
+    for name, case in as_cited["cases"].items():
+        fixed_case = fixed["cases"][name]
+        audit = None
+        if name.startswith("ppo A=-1 old=-") and "masked" not in name:
+            audit = "loss +inf, gradients NaN"
+        elif name.startswith("cispo") and "masked" not in name and "finite" not in name:
+            audit = "safe (finite)"
+        report.measure(f"{name}: loss", case["loss"], fixed=fixed_case["loss"], audit=audit)
+        report.measure(
+            f"{name}: loss and gradients all finite",
+            _all_finite(case),
+            fixed=_all_finite(fixed_case),
+            note=f"non-finite (NaN) logits-grad entries: {_grad_counts(case)} as cited, "
+            f"{_grad_counts(fixed_case)} fixed",
+        )
+    ppo_pos = [as_cited["cases"][f"ppo A=+1 old={label}"] for label in BAD_OLD_LOGPROBS]
+    if all(c["loss_finite"] and not c["grad_logits_finite"] for c in ppo_pos):
+        report.note(
+            "PPO with A > 0 is not safe either: min() picks the finite clipped term, so the loss "
+            "is finite, but the backward of exp multiplies a zero gradient by exp(inf) = inf, "
+            "which is NaN."
+        )
+    clamped = fixed["cases"]["ppo A=-1 old=-inf"]
+    report.note(
+        f"With the clamp alone, PPO A=-1 and old=-inf gives a finite but huge loss "
+        f"({clamped['loss']:.3g}: exp({LOG_RATIO_BOUND:g}) over {SEQ_LEN} tokens) and a gradient "
+        f"of {clamped['grad_logprob_bad_token']:g} on that token's logprob."
+    )
+    report.reproduced = is_reproduced(as_cited)
+    return report
+
+
+def main() -> int:
+    return _common.run(build_report)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
