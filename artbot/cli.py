@@ -225,6 +225,176 @@ class ReproFailed(ArtbotError):
     exit_code = 1
 
 
+def github_options(f: F) -> F:
+    """Options shared by the commands that talk to GitHub."""
+    options = [
+        click.option(
+            "--repo",
+            "repo_name",
+            metavar="OWNER/NAME",
+            help="Repository to file in [default: $GITHUB_REPOSITORY, else the audited one].",
+        ),
+        click.option(
+            "--api-url",
+            metavar="URL",
+            help="GitHub API URL [default: $GITHUB_API_URL, else https://api.github.com].",
+        ),
+        click.option(
+            "--tracking-issue",
+            type=int,
+            help="Tracking issue number [default: findings/audit.yaml].",
+        ),
+        click.option(
+            "--cache",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="ETag cache file [default: ROOT/.artbot/cache.json].",
+        ),
+        click.option("--dry-run", is_flag=True, help="Print the plan; write nothing."),
+        click.option("--json", "as_json", is_flag=True, help="Print the plan and results as JSON."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def connect(
+    obj: Context,
+    catalog: Any,
+    repo_name: str | None,
+    api_url: str | None,
+    cache: Path | None,
+    dry_run: bool,
+) -> Any:
+    """The GitHub adapter for this run (imports PyGithub only now)."""
+    from .apply import default_cache_path
+    from .errors import BadInput
+    from .github import EtagCache, GitHubRepo, token_from_env
+
+    token = token_from_env()
+    if not token and not dry_run:
+        raise BadInput("no token: set GH_TOKEN or GITHUB_TOKEN (or use --dry-run)")
+    name = repo_name or os.environ.get("GITHUB_REPOSITORY") or catalog.audit.repository
+    url = api_url or os.environ.get("GITHUB_API_URL")
+    etags = EtagCache.load(cache or default_cache_path(catalog.root))
+    return GitHubRepo(name, api_url=url, token=token, cache=etags)
+
+
+def report(outcome: Any, as_json: bool, dry_run: bool) -> None:
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "plan": outcome.plan.as_json(),
+                    "done": outcome.done,
+                    "warnings": outcome.warnings,
+                    "issues": {
+                        str(k): {"number": v.number, "state": v.state, "url": v.html_url}
+                        for k, v in outcome.issues.items()
+                    },
+                    "checklist": outcome.checklist,
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+        return
+    click.echo("plan:")
+    for line in outcome.plan.text().splitlines():
+        click.echo(f"  {line}")
+    if dry_run:
+        click.echo("Dry run -- nothing has been written.")
+    for w in outcome.warnings:
+        click.echo(f"warning: {w}", err=True)
+        if in_actions():
+            click.echo(f"::warning::{w}")
+
+
+@cli.command(name="open")
+@click.option("--item", "items", type=int, multiple=True, help="Item to file (repeatable).")
+@click.option("--all", "all_", is_flag=True, help="Every item without an issue.")
+@github_options
+@pass_ctx
+def open_(
+    obj: Context,
+    items: tuple[int, ...],
+    all_: bool,
+    repo_name: str | None,
+    api_url: str | None,
+    tracking_issue: int | None,
+    cache: Path | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """File the dedicated issue for an item (once) and link it from the tracking checklist."""
+    from .apply import open_issues
+
+    if bool(items) == all_:
+        raise click.UsageError("give --item N (repeatable) or --all")
+    catalog = obj.catalog()
+    selected = catalog.items if all_ else list(items)
+    for n in selected:
+        catalog.get(n)  # unknown item: exit 2 before any request
+    tracking = tracking_issue or catalog.audit.tracking_issue
+    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
+    log = (lambda _: None) if as_json else click.echo
+    outcome = open_issues(catalog, repo, selected, tracking, dry_run=dry_run, log=log)
+    repo.cache.save()
+    if dry_run and not as_json:
+        from .apply import render_all
+        from .plan import Create
+
+        rendered = render_all(
+            catalog, [catalog.get(a.item) for a in outcome.plan.of(Create)], tracking
+        )
+        for issue in rendered.values():
+            click.echo(f"\n--- would file: {issue.title}\n\n{issue.body}")
+    report(outcome, as_json, dry_run)
+    if not as_json:
+        for n in selected:
+            issue = outcome.issues.get(n)
+            if issue:
+                click.echo(f"item {n}: {issue.html_url}")
+        if not tracking:
+            click.echo("note: no tracking issue configured; the checklist was not updated")
+
+
+@cli.command()
+@github_options
+@click.option(
+    "--summary",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="GITHUB_STEP_SUMMARY",
+    help="Append a markdown summary here [default: $GITHUB_STEP_SUMMARY].",
+)
+@pass_ctx
+def sync(
+    obj: Context,
+    repo_name: str | None,
+    api_url: str | None,
+    tracking_issue: int | None,
+    cache: Path | None,
+    dry_run: bool,
+    as_json: bool,
+    summary: Path | None,
+) -> None:
+    """Keep generated issues' bodies and the tracking checklist in step. Never closes issues."""
+    from .apply import sync as run_sync
+
+    catalog = obj.catalog()
+    tracking = tracking_issue or catalog.audit.tracking_issue
+    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
+    outcome = run_sync(
+        catalog, repo, tracking, dry_run=dry_run, log=(lambda _: None) if as_json else click.echo
+    )
+    repo.cache.save()
+    report(outcome, as_json, dry_run)
+    if summary:
+        from .summary import step_summary
+
+        with summary.open("a", encoding="utf-8") as fh:
+            fh.write(step_summary(catalog, outcome, dry_run=dry_run))
+
+
 def main() -> None:
     cli(prog_name="artbot")
 

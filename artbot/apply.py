@@ -1,0 +1,229 @@
+"""Carry out ``open`` and ``sync``: observe GitHub, plan (pure), apply, converge.
+
+Every write path is safe to re-run after a crash at any point:
+- issues are found by marker before anything is created, so a rerun never files twice;
+- after creating, the list is read again and extra issues for an item (a retried POST that
+  succeeded twice, or two runs at once) are closed as duplicates of the lowest number;
+- the tracking issue's body is re-read right before it is written and the checklist edit is
+  re-applied to that fresh body, so a human's edit made meanwhile is kept;
+- only the artbot-owned region of a generated issue is ever rewritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .catalog import Catalog
+from .checklist import ChecklistEntry, apply_block, read_block
+from .errors import RemoteError
+from .github import GitHubRepo, ObservedIssue
+from .marker import replace_owned_region
+from .models import Finding
+from .plan import (
+    CloseDuplicate,
+    Create,
+    EditBody,
+    LinkPreset,
+    Plan,
+    UpdateChecklist,
+    canonical,
+    checklist_entries,
+    plan_open,
+    plan_sync,
+)
+from .render import RenderedIssue, render_checklist, render_issue
+from .reprorun import load_result
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class Outcome:
+    """What a run did, for printing, ``--json`` and the Actions step summary."""
+
+    plan: Plan
+    done: list[str] = field(default_factory=list)
+    issues: dict[int, ObservedIssue] = field(default_factory=dict)  # item -> canonical issue
+    observed: list[ObservedIssue] = field(default_factory=list)
+    checklist: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def render_all(
+    catalog: Catalog, findings: Sequence[Finding], tracking_issue: int | None
+) -> dict[int, RenderedIssue]:
+    """Render before any request: a body over GitHub's limit stops the run with exit 2."""
+    return {
+        f.item: render_issue(
+            catalog,
+            f,
+            tracking_issue=tracking_issue,
+            repro_result=load_result(catalog.root, f.item),
+        )
+        for f in findings
+    }
+
+
+def observe(repo: GitHubRepo, catalog: Catalog) -> list[ObservedIssue]:
+    return repo.list_issues(list(catalog.audit.labels))
+
+
+def open_issues(
+    catalog: Catalog,
+    repo: GitHubRepo,
+    items: Sequence[int],
+    tracking_issue: int | None,
+    *,
+    dry_run: bool = False,
+    log: Log = lambda _: None,
+) -> Outcome:
+    """File the dedicated issues for ``items`` (once each) and refresh the checklist."""
+    findings = [catalog.get(i) for i in items]
+    rendered = render_all(catalog, findings, tracking_issue)
+    observed = observe(repo, catalog)
+    plan = plan_open(findings, rendered, observed, catalog.audit, tracking_issue)
+    outcome = Outcome(plan)
+    if dry_run:
+        outcome.issues = canonical(observed, catalog.audit)
+        outcome.observed = observed
+        return outcome
+
+    creates = plan.of(Create)
+    if creates:
+        _ensure_labels(repo, observed, [lbl for c in creates for lbl in c.labels], log)
+    for action in creates:
+        observed = _create_once(repo, catalog, rendered[action.item], observed, log, outcome)
+    if creates:
+        # A retried POST or a concurrent run may have filed an item twice; find out.
+        observed = observe(repo, catalog)
+    wanted = {f.item for f in findings}
+    for extra in plan_open(findings, rendered, observed, catalog.audit, None).of(CloseDuplicate):
+        if extra.item in wanted:
+            repo.edit_issue(extra.issue, state="closed", state_reason="duplicate")
+            outcome.done.append(f"closed #{extra.issue} as a duplicate of #{extra.keep}")
+            log(outcome.done[-1])
+    outcome.issues = canonical(observed, catalog.audit)
+    outcome.observed = observed
+    if tracking_issue:
+        entries = checklist_entries(catalog.findings, observed, catalog.audit)
+        _write_checklist(repo, catalog, tracking_issue, entries, outcome, log)
+    return outcome
+
+
+def _ensure_labels(
+    repo: GitHubRepo, observed: list[ObservedIssue], labels: list[str], log: Log
+) -> None:
+    # Labels already on our issues exist; only ask GitHub about the others.
+    seen = {lbl for i in observed for lbl in i.labels}
+    missing = [lbl for lbl in dict.fromkeys(labels) if lbl not in seen]
+    if not missing:
+        return
+    existing = repo.existing_labels()
+    for name in missing:
+        if name not in existing:
+            repo.create_label(name)
+            log(f"created label {name!r}")
+
+
+def _create_once(
+    repo: GitHubRepo,
+    catalog: Catalog,
+    issue: RenderedIssue,
+    observed: list[ObservedIssue],
+    log: Log,
+    outcome: Outcome,
+) -> list[ObservedIssue]:
+    try:
+        created = repo.create_issue(issue.title, issue.body, list(issue.labels))
+    except RemoteError:
+        # The create may have taken effect before the error (a 502 after the write, a dropped
+        # connection). GitHub is the source of truth: look before deciding it failed.
+        observed = observe(repo, catalog)
+        if issue.item not in canonical(observed, catalog.audit):
+            raise
+        created = canonical(observed, catalog.audit)[issue.item]
+        log(f"item {issue.item}: the create failed but had taken effect as #{created.number}")
+        return observed
+    outcome.done.append(f"item {issue.item}: filed #{created.number} {created.html_url}")
+    log(outcome.done[-1])
+    return [*observed, created]
+
+
+def _write_checklist(
+    repo: GitHubRepo,
+    catalog: Catalog,
+    number: int,
+    entries: Sequence[ChecklistEntry],
+    outcome: Outcome,
+    log: Log,
+) -> None:
+    block = render_checklist(entries, catalog.audit, catalog.root / "templates")
+    # Re-read right before writing and apply the edit to what is there now: GitHub has no
+    # compare-and-swap for issue bodies, so this keeps the window for losing a human's edit
+    # as short as one request. (Unchanged bodies come back as a free 304.)
+    fresh = repo.get_issue(number)
+    new_body = apply_block(fresh.body, block)
+    outcome.checklist = block
+    if new_body == fresh.body:
+        return
+    repo.edit_issue(number, body=new_body)
+    outcome.done.append(f"updated the checklist in #{number}")
+    log(outcome.done[-1])
+
+
+def sync(
+    catalog: Catalog,
+    repo: GitHubRepo,
+    tracking_issue: int | None,
+    *,
+    dry_run: bool = False,
+    notes: dict[int, str] | None = None,
+    log: Log = lambda _: None,
+) -> Outcome:
+    """Bring generated issues' bodies and the checklist in step with the catalog and GitHub.
+
+    Never creates, closes or reopens an issue.
+    """
+    rendered = render_all(catalog, catalog.findings, tracking_issue)
+    observed = observe(repo, catalog)
+    tracking = repo.get_issue(tracking_issue) if tracking_issue else None
+    templates = catalog.root / "templates"
+    plan = plan_sync(
+        catalog.findings,
+        rendered,
+        observed,
+        catalog.audit,
+        tracking_issue,
+        read_block(tracking.body) if tracking else None,
+        lambda entries: render_checklist(entries, catalog.audit, templates),
+        notes,
+    )
+    outcome = Outcome(plan, issues=canonical(observed, catalog.audit), observed=observed)
+    if dry_run:
+        return outcome
+    for action in plan.actions:
+        if isinstance(action, LinkPreset):
+            try:
+                repo.add_labels(action.issue, list(action.labels))
+                outcome.done.append(f"labelled #{action.issue} ({', '.join(action.labels)})")
+            except RemoteError as exc:
+                outcome.warnings.append(
+                    f"item {action.item}: could not label #{action.issue}: {exc}"
+                )
+        elif isinstance(action, EditBody):
+            fresh = repo.get_issue(action.issue)
+            body = replace_owned_region(fresh.body, rendered[action.item].body)
+            if body != fresh.body:
+                repo.edit_issue(action.issue, body=body)
+                outcome.done.append(f"item {action.item}: updated #{action.issue}")
+        elif isinstance(action, UpdateChecklist):
+            _write_checklist(repo, catalog, action.issue, action.entries, outcome, log)
+    for line in outcome.done:
+        log(line)
+    return outcome
+
+
+def default_cache_path(root: Path) -> Path:
+    return root / ".artbot" / "cache.json"

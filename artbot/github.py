@@ -1,0 +1,273 @@
+"""The GitHub adapter: the only module that talks to GitHub (through PyGithub).
+
+Design notes:
+- Our issues are found by their hidden marker in the label-filtered issues list, never by
+  search: the search index lags writes by seconds to minutes, so a search after a create can
+  miss the issue we just made and we would file it twice.
+- Reads are conditional (``If-None-Match`` with a saved ETag): an unchanged resource costs a
+  304, which GitHub does not count against the rate limit.
+- Every failure leaves as :class:`RemoteError` with a one-line reason. Messages are built
+  from status codes and GitHub's ``message`` only; the token never enters them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from github import Auth, Github, GithubException, GithubRetry
+
+from .errors import BadInput, RemoteError
+from .marker import IssueMarker
+
+DEFAULT_API_URL = "https://api.github.com"
+# GitHub asks clients to wait at least a minute after a secondary rate limit without Retry-After.
+DEFAULT_SECONDARY_RATE_WAIT = 60.0
+
+
+@dataclass(frozen=True)
+class ObservedIssue:
+    """An issue as GitHub reports it (pull requests are never turned into these)."""
+
+    number: int
+    title: str
+    body: str
+    state: str
+    state_reason: str | None
+    html_url: str
+    labels: tuple[str, ...]
+    marker: IssueMarker | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ObservedIssue:
+        body = data.get("body") or ""
+        return cls(
+            number=int(data["number"]),
+            title=data.get("title") or "",
+            body=body,
+            state=data.get("state") or "open",
+            state_reason=data.get("state_reason"),
+            html_url=data.get("html_url") or "",
+            labels=tuple(
+                lbl["name"] if isinstance(lbl, dict) else str(lbl)
+                for lbl in data.get("labels") or ()
+            ),
+            marker=IssueMarker.find(body),
+        )
+
+
+def token_from_env(env: dict[str, str] | None = None) -> str | None:
+    """``GH_TOKEN`` wins over ``GITHUB_TOKEN``, as with the gh CLI."""
+    env = dict(os.environ) if env is None else env
+    return env.get("GH_TOKEN") or env.get("GITHUB_TOKEN") or None
+
+
+@dataclass
+class EtagCache:
+    """Saved ETags and the JSON they stand for, keyed by request URL; optional file backing."""
+
+    path: Path | None = None
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path | None) -> EtagCache:
+        if path is None or not path.is_file():
+            return cls(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return cls(path)  # a corrupt cache only costs full reads
+        return cls(path, data if isinstance(data, dict) else {})
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.entries), encoding="utf-8")
+        tmp.replace(self.path)
+
+
+def _is_loopback(api_url: str) -> bool:
+    host = urllib.parse.urlparse(api_url).hostname or ""
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
+class GitHubRepo:
+    """One repository on GitHub (or the sandbox), with the few operations artbot needs."""
+
+    def __init__(
+        self,
+        repo: str,
+        *,
+        api_url: str | None = None,
+        token: str | None = None,
+        cache: EtagCache | None = None,
+        timeout: int = 15,
+        retries: int = 4,
+        secondary_rate_wait: float | None = None,
+    ):
+        self.full_name = repo
+        self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
+        self.cache = cache or EtagCache()
+        self.writes = 0
+        if secondary_rate_wait is None:
+            secondary_rate_wait = float(
+                os.environ.get("ARTBOT_SECONDARY_RATE_WAIT", DEFAULT_SECONDARY_RATE_WAIT)
+            )
+        local = _is_loopback(self.api_url)
+        self._gh = Github(
+            base_url=self.api_url,
+            auth=Auth.Token(token) if token else None,
+            timeout=timeout,
+            retry=GithubRetry(
+                total=retries,
+                backoff_factor=0.0 if local else 1.0,
+                secondary_rate_wait=secondary_rate_wait,
+                # A dropped connection on a write may or may not have taken effect; the
+                # create path re-lists afterwards to find out (see apply.py).
+                connect=retries,
+                read=retries,
+            ),
+            per_page=100,
+            lazy=True,
+            # PyGithub's pacing is right for github.com; the loopback sandbox needs none.
+            seconds_between_requests=0 if local else 0.25,
+            seconds_between_writes=0 if local else 1.0,
+        )
+        self._repo = self._gh.get_repo(repo)  # lazy: no request
+        self._url = f"/repos/{repo}"
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def _get(self, url: str, params: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """A conditional GET; returns (json, headers). A 304 returns the cached JSON."""
+        key = url + ("?" + urllib.parse.urlencode(sorted(params.items())) if params else "")
+        saved = self.cache.entries.get(key)
+        headers = {"If-None-Match": saved["etag"]} if saved else {}
+        with _remote(f"GET {url}"):
+            resp_headers, data = self._gh.requester.requestJsonAndCheck(
+                "GET", url, parameters=params, headers=headers
+            )
+        if data is None and saved is not None:  # 304 Not Modified
+            return saved["data"], resp_headers
+        etag = resp_headers.get("etag")
+        if etag:
+            self.cache.entries[key] = {"etag": etag, "data": data}
+        return data, resp_headers
+
+    def list_issues(self, labels: list[str]) -> list[ObservedIssue]:
+        """Every issue (open and closed) carrying all ``labels``; pull requests skipped."""
+        url = f"{self._url}/issues"
+        params: dict[str, Any] | None = {
+            "state": "all",
+            "labels": ",".join(labels),
+            "sort": "created",
+            "direction": "asc",
+            "per_page": 100,
+        }
+        out: list[ObservedIssue] = []
+        while True:
+            data, headers = self._get(url, params)
+            out += [ObservedIssue.from_json(d) for d in data if "pull_request" not in d]
+            next_url = _next_link(headers.get("link"))
+            if not next_url:
+                return out
+            parsed = urllib.parse.urlparse(next_url)
+            url = parsed.path
+            params = dict(urllib.parse.parse_qsl(parsed.query))
+
+    def get_issue(self, number: int) -> ObservedIssue:
+        data, _ = self._get(f"{self._url}/issues/{number}")
+        if "pull_request" in data:
+            raise BadInput(f"#{number} is a pull request, not an issue")
+        return ObservedIssue.from_json(data)
+
+    def existing_labels(self) -> set[str]:
+        data, _ = self._get(f"{self._url}/labels", {"per_page": 100})
+        return {d["name"] for d in data}
+
+    # -- writes --------------------------------------------------------------------------
+
+    def create_label(self, name: str) -> None:
+        with _remote(f"creating label {name!r}"):
+            try:
+                self.writes += 1
+                self._repo.create_label(name, "c5def5", "filed by artbot (numerics audit)")
+            except GithubException as exc:
+                if exc.status != 422:  # 422 already_exists: someone made it meanwhile
+                    raise
+
+    def create_issue(self, title: str, body: str, labels: list[str]) -> ObservedIssue:
+        with _remote("creating an issue"):
+            self.writes += 1
+            issue = self._repo.create_issue(title=title, body=body, labels=labels)
+        return ObservedIssue.from_json(issue.raw_data)
+
+    def edit_issue(self, number: int, **fields: Any) -> ObservedIssue:
+        with _remote(f"editing #{number}"):
+            self.writes += 1
+            issue = self._repo.get_issue(number)  # lazy: no request
+            issue.edit(**fields)
+        return ObservedIssue.from_json(issue.raw_data)
+
+    def add_labels(self, number: int, labels: list[str]) -> None:
+        with _remote(f"labelling #{number}"):
+            self.writes += 1
+            self._repo.get_issue(number).add_to_labels(*labels)
+
+    def comment(self, number: int, body: str) -> None:
+        with _remote(f"commenting on #{number}"):
+            self.writes += 1
+            self._repo.get_issue(number).create_comment(body)
+
+    def list_comments(self, number: int) -> list[dict[str, Any]]:
+        data, _ = self._get(f"{self._url}/issues/{number}/comments", {"per_page": 100})
+        return list(data)
+
+
+def _next_link(link: str | None) -> str | None:
+    """The ``rel="next"`` URL of an RFC 5988 Link header."""
+    for part in (link or "").split(","):
+        url, _, rel = part.partition(";")
+        if 'rel="next"' in rel:
+            return url.strip().strip("<>")
+    return None
+
+
+@contextmanager
+def _remote(what: str) -> Iterator[None]:
+    """Turn any client failure into a one-line :class:`RemoteError`."""
+    import requests
+
+    try:
+        yield
+    except GithubException as exc:
+        message = exc.data.get("message") if isinstance(exc.data, dict) else None
+        errors = exc.data.get("errors") if isinstance(exc.data, dict) else None
+        detail = f": {message}" if message else ""
+        if errors:
+            detail += (
+                " ("
+                + "; ".join(
+                    str(e.get("message") or e.get("code")) for e in errors if isinstance(e, dict)
+                )
+                + ")"
+            )
+        raise RemoteError(f"{what}: GitHub answered {exc.status}{detail}") from None
+    except requests.exceptions.RetryError as exc:
+        reason = str(exc.args[0].reason) if exc.args and hasattr(exc.args[0], "reason") else ""
+        raise RemoteError(f"{what}: gave up after retries ({_short(reason)})") from None
+    except requests.exceptions.RequestException as exc:
+        raise RemoteError(f"{what}: {type(exc).__name__}: {_short(str(exc))}") from None
+
+
+def _short(text: str) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line[:200]
