@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/artbot render --item 7
+	$(BIN)/artbot demo
 
 test: $(STAMP)
 	$(BIN)/ruff check artbot repros tests

@@ -395,6 +395,167 @@ def sync(
             fh.write(step_summary(catalog, outcome, dry_run=dry_run))
 
 
+@cli.command()
+@click.option("--item", type=int, default=7, show_default=True, help="Item to file.")
+@pass_ctx
+def demo(obj: Context, item: int) -> None:
+    """Run the main job on the embedded GitHub sandbox (no token, no network)."""
+    from .demo import run_demo
+
+    result = run_demo(obj.catalog(), item, log=click.echo)
+    click.echo(f"\n=== the new issue #{result.issue_number}: {result.issue_title}\n")
+    click.echo(result.issue_body)
+    click.echo(f"=== the checklist in tracking issue #{result.tracking_issue}\n")
+    click.echo(result.checklist)
+    click.echo("=== requests made: " + ", ".join(f"{k}: {v}" for k, v in result.requests.items()))
+
+
+@cli.command()
+@click.option("--port", type=int, default=0, show_default=True, help="Port (0: any free one).")
+@click.option(
+    "--state",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSON file that keeps the sandbox's state across restarts.",
+)
+@click.option(
+    "--repo",
+    "repos",
+    multiple=True,
+    default=["OpenPipe/ART"],
+    show_default=True,
+    help="OWNER/NAME to create if missing (repeatable).",
+)
+def sandbox(port: int, state: Path | None, repos: tuple[str, ...]) -> None:
+    """Run the loopback GitHub API sandbox in the foreground."""
+    from .sandbox import serve
+
+    serve(port, state, repos)
+
+
+# --- verify: check the findings against real ART code ------------------------------------
+
+
+def verify_source_options(f: F) -> F:
+    """--art-src DIR or --release VERSION, and --json, for the verify subcommands."""
+    options = [
+        click.option(
+            "--art-src",
+            type=click.Path(exists=True, file_okay=False, path_type=Path),
+            help="An ART git checkout, an unpacked openpipe-art wheel, or its art/ folder.",
+        ),
+        click.option(
+            "--release",
+            metavar="VERSION",
+            help="Check openpipe-art==VERSION (wheel fetched with pip into the cache).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def verify_tree(catalog: Any, art_src: Path | None, release: str | None) -> Any:
+    from .verify import open_tree, release_tree
+
+    if (art_src is None) == (release is None):
+        raise click.UsageError("give exactly one of --art-src DIR or --release VERSION")
+    if art_src is not None:
+        return open_tree(art_src, catalog.audit)
+    return release_tree(release, catalog.audit)  # type: ignore[arg-type]
+
+
+@cli.group(invoke_without_command=True)
+@click.option("--release", metavar="VERSION", help="Run both checks on openpipe-art==VERSION.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def verify(ctx: click.Context, release: str | None, as_json: bool) -> None:
+    """Check the findings against real ART code: the cited lines, and the repros run on
+    ART's own functions.
+
+    `artbot verify --release 0.5.21` runs `anchors` and `code` on that release's wheel, kept
+    in $ARTBOT_CACHE_DIR (default ~/.cache/artbot/wheels). Exit 1 when a location is not ok
+    or a code check could not run.
+    """
+    if ctx.invoked_subcommand is not None:
+        if release:
+            raise click.UsageError("put --release after the subcommand")
+        return
+    if not release:
+        raise click.UsageError("give --release VERSION, or a subcommand (anchors, code)")
+    from .verify import anchors_json, code_json, verify_anchors, verify_code
+
+    catalog = ctx.find_object(Context).catalog()  # type: ignore[union-attr]
+    tree = verify_tree(catalog, None, release)
+    anchors = verify_anchors(catalog, tree)
+    code = verify_code(catalog, tree)
+    if as_json:
+        data = {
+            "release": release,
+            "anchors": anchors_json(anchors, tree),
+            "code": code_json(code, tree),
+        }
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        from .verify import anchor_table, code_table
+
+        click.echo(anchor_table(catalog, anchors, tree))
+        click.echo()
+        click.echo(code_table(code, tree))
+    failed = not anchors_json(anchors, tree)["ok"] or not code_json(code, tree)["ran"]
+    ctx.exit(1 if failed else 0)
+
+
+@verify.command(name="anchors")
+@verify_source_options
+@click.pass_context
+def verify_anchors_cmd(
+    ctx: click.Context, art_src: Path | None, release: str | None, as_json: bool
+) -> None:
+    """Does every cited range still hold its anchor line? Exit 1 unless all are ok.
+
+    Status per location: ok, moved (with the range that holds the anchor now), missing (file
+    absent or anchor nowhere), out of range, no anchor (cannot be checked; not a failure).
+    A git checkout is read at the audit commit (`git show`), else its working tree.
+    """
+    from .verify import anchor_table, anchors_json, verify_anchors
+
+    catalog = ctx.find_object(Context).catalog()  # type: ignore[union-attr]
+    tree = verify_tree(catalog, art_src, release)
+    results = verify_anchors(catalog, tree)
+    data = anchors_json(results, tree)
+    if as_json or ctx.parent.params.get("as_json"):  # type: ignore[union-attr]
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        click.echo(anchor_table(catalog, results, tree))
+    ctx.exit(0 if data["ok"] else 1)
+
+
+@verify.command(name="code")
+@verify_source_options
+@click.pass_context
+def verify_code_cmd(
+    ctx: click.Context, art_src: Path | None, release: str | None, as_json: bool
+) -> None:
+    """Run the CPU repros (items 3, 7, 8, 9, 10) with ART's own functions from that tree.
+
+    Per item: reproduced, fixed, or could not run (with the missing import or the error).
+    ART's modules are imported file by file; package __init__ files are not run. Needs torch.
+    Exit 1 when a check could not run.
+    """
+    from .verify import code_json, code_table, verify_code
+
+    catalog = ctx.find_object(Context).catalog()  # type: ignore[union-attr]
+    tree = verify_tree(catalog, art_src, release)
+    results = verify_code(catalog, tree)
+    data = code_json(results, tree)
+    if as_json or ctx.parent.params.get("as_json"):  # type: ignore[union-attr]
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        click.echo(code_table(results, tree))
+    ctx.exit(0 if data["ran"] else 1)
+
+
 def main() -> None:
     cli(prog_name="artbot")
 

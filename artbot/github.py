@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from github import Auth, Github, GithubException, GithubRetry
+from github import Auth, Github, GithubException
+from github.GithubRetry import GithubRetry
 
 from .errors import BadInput, RemoteError
 from .marker import IssueMarker
@@ -94,6 +95,20 @@ class EtagCache:
         tmp.replace(self.path)
 
 
+class _Retry(GithubRetry):
+    """GithubRetry, except that a POST answered with a 5xx is not sent again.
+
+    A 5xx to a create may come after the issue was made; sending it again could file it
+    twice. Instead the caller re-lists and looks (GitHub is the source of truth). Rate-limit
+    answers (403/429) are still retried: GitHub did nothing then.
+    """
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        if method == "POST" and status_code >= 500:
+            return False
+        return bool(super().is_retry(method, status_code, has_retry_after))
+
+
 def _is_loopback(api_url: str) -> bool:
     host = urllib.parse.urlparse(api_url).hostname or ""
     return host in ("127.0.0.1", "localhost", "::1")
@@ -126,12 +141,12 @@ class GitHubRepo:
             base_url=self.api_url,
             auth=Auth.Token(token) if token else None,
             timeout=timeout,
-            retry=GithubRetry(
+            retry=_Retry(
                 total=retries,
                 backoff_factor=0.0 if local else 1.0,
                 secondary_rate_wait=secondary_rate_wait,
-                # A dropped connection on a write may or may not have taken effect; the
-                # create path re-lists afterwards to find out (see apply.py).
+                # A dropped connection on a POST may be retried after the write took effect;
+                # the create path re-lists afterwards and closes the extra (see apply.py).
                 connect=retries,
                 read=retries,
             ),
@@ -211,11 +226,13 @@ class GitHubRepo:
         return ObservedIssue.from_json(issue.raw_data)
 
     def edit_issue(self, number: int, **fields: Any) -> ObservedIssue:
+        # The PATCH reply is the edited issue; PyGithub's Issue.edit() would drop it.
         with _remote(f"editing #{number}"):
             self.writes += 1
-            issue = self._repo.get_issue(number)  # lazy: no request
-            issue.edit(**fields)
-        return ObservedIssue.from_json(issue.raw_data)
+            _, data = self._gh.requester.requestJsonAndCheck(
+                "PATCH", f"{self._url}/issues/{number}", input=fields
+            )
+        return ObservedIssue.from_json(data)
 
     def add_labels(self, number: int, labels: list[str]) -> None:
         with _remote(f"labelling #{number}"):

@@ -1,0 +1,81 @@
+"""The main job, end to end, on the embedded GitHub sandbox: no token, no network.
+
+Seeds a sandbox repository like ART's (the three dedicated issues #1108-#1110 and the
+tracking issue with the audit's own text), then runs ``open --item 7`` and ``sync`` through
+the same code paths as against GitHub, and shows what a maintainer would see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .apply import open_issues, sync
+from .catalog import Catalog
+from .checklist import read_block
+from .github import EtagCache, GitHubRepo
+from .sandbox import GitHubSandbox
+
+# Only the sandbox accepts this; it stands in for a token so writes are authenticated.
+SANDBOX_TOKEN = "sandbox-demo-token"
+SEED_FILE = "findings/tracking-issue.md"
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    tracking_issue: int
+    issue_number: int
+    issue_title: str
+    issue_body: str
+    checklist: str
+    requests: dict[str, int]
+
+
+def seed(sandbox: GitHubSandbox, catalog: Catalog) -> int:
+    """Create the audited repository with its dedicated issues and tracking issue."""
+    owner, name = catalog.audit.repository.split("/")
+    sandbox.create_repo(owner, name)
+    for f in catalog.findings:
+        if f.issue:
+            sandbox.seed_issue(
+                owner, name, f.title, f"(dedicated issue for audit item {f.item})", number=f.issue
+            )
+    text = (catalog.root / SEED_FILE).read_text(encoding="utf-8")
+    title, _, body = text.partition("\n")
+    last = max((f.issue or 0) for f in catalog.findings)
+    return sandbox.seed_issue(owner, name, title.strip(), body.lstrip("\n"), number=last + 1)
+
+
+def run_demo(catalog: Catalog, item: int = 7, log: Callable[[str], None] = print) -> DemoResult:
+    with GitHubSandbox() as sandbox:
+        tracking = seed(sandbox, catalog)
+        log(
+            f"sandbox: {sandbox.api_url} (repository {catalog.audit.repository}, "
+            f"tracking issue #{tracking})"
+        )
+        repo = GitHubRepo(
+            catalog.audit.repository,
+            api_url=sandbox.api_url,
+            token=SANDBOX_TOKEN,
+            cache=EtagCache(),
+        )
+        counts: dict[str, int] = {}
+        log(f"\n$ artbot open --item {item}")
+        sandbox.requests.clear()
+        opened = open_issues(catalog, repo, [item], tracking, log=log)
+        counts[f"open --item {item}"] = len(sandbox.requests.snapshot())
+        log("\n$ artbot sync")
+        sandbox.requests.clear()
+        sync(catalog, repo, tracking, log=log)
+        counts["sync"] = len(sandbox.requests.snapshot())
+        log("\n$ artbot sync   # again: nothing changed")
+        sandbox.requests.clear()
+        sync(catalog, repo, tracking, log=log)
+        counts["sync (no change)"] = len(sandbox.requests.snapshot())
+        owner, name = catalog.audit.repository.split("/")
+        number = opened.issues[item].number
+        issue = sandbox.get_issue(owner, name, number)
+        tracking_body = sandbox.get_issue(owner, name, tracking)["body"]
+        return DemoResult(
+            tracking, number, issue["title"], issue["body"], read_block(tracking_body) or "", counts
+        )

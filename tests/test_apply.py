@@ -1,0 +1,321 @@
+"""open and sync end to end: PyGithub over real HTTP against the sandbox, faults included."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from artbot.apply import open_issues, sync
+from artbot.catalog import load_catalog
+from artbot.checklist import read_block
+from artbot.cli import cli
+from artbot.github import EtagCache, GitHubRepo
+from artbot.marker import IssueMarker
+from artbot.sandbox import GitHubSandbox
+
+REPO = Path(__file__).resolve().parents[1]
+OWNER, NAME = "OpenPipe", "ART"
+CANARY = "ghp_CANARY0123456789abcdefCANARY"
+TRACKING = 1111
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A checkout of the catalog, so caches and results stay out of the repository."""
+    out = tmp_path / "checkout"
+    for part in ("findings", "templates", "repros"):
+        shutil.copytree(REPO / part, out / part, ignore=shutil.ignore_patterns("results"))
+    return out
+
+
+@pytest.fixture
+def art(sandbox: GitHubSandbox) -> GitHubSandbox:
+    """ART as the audit left it: #1108-#1110 filed by hand, then the tracking issue #1111."""
+    sandbox.create_repo(OWNER, NAME)
+    for number in (1108, 1109, 1110):
+        sandbox.seed_issue(OWNER, NAME, f"dedicated issue {number}", "by hand", number=number)
+    text = (REPO / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
+    title, _, body = text.partition("\n")
+    assert sandbox.seed_issue(OWNER, NAME, title, body.lstrip(), number=TRACKING) == TRACKING
+    sandbox.requests.clear()
+    return sandbox
+
+
+def artbot(sandbox: GitHubSandbox, root: Path, *args: str, token: str = CANARY) -> Result:
+    env = {
+        "GH_TOKEN": token,
+        "GITHUB_TOKEN": None,
+        "GITHUB_ACTIONS": None,
+        "GITHUB_REPOSITORY": None,
+        "ARTBOT_SECONDARY_RATE_WAIT": "1",
+    }
+    return CliRunner(env=env).invoke(
+        cli,
+        [
+            "--root",
+            str(root),
+            *args,
+            "--api-url",
+            sandbox.api_url,
+            "--repo",
+            f"{OWNER}/{NAME}",
+            "--tracking-issue",
+            str(TRACKING),
+        ],
+    )
+
+
+def issues_for(sandbox: GitHubSandbox, item: int, state: str | None = "open") -> list[dict]:
+    found = []
+    number = 1
+    while True:
+        try:
+            issue = sandbox.get_issue(OWNER, NAME, number)
+        except Exception:
+            if number > TRACKING:
+                return found
+            number += 1
+            continue
+        marker = IssueMarker.find(issue.get("body"))
+        if marker and marker.item == item and (state is None or issue["state"] == state):
+            found.append(issue)
+        number += 1
+
+
+def checklist(sandbox: GitHubSandbox) -> str:
+    return read_block(sandbox.get_issue(OWNER, NAME, TRACKING)["body"]) or ""
+
+
+def writes(sandbox: GitHubSandbox) -> list[str]:
+    return [f"{r.method} {r.path}" for r in sandbox.requests.snapshot() if r.method != "GET"]
+
+
+def test_open_files_once_and_links_the_checklist(art: GitHubSandbox, root: Path) -> None:
+    result = artbot(art, root, "open", "--item", "7")
+    assert result.exit_code == 0, result.output + result.stderr
+    [issue] = issues_for(art, 7)
+    assert issue["title"].startswith("Truncated importance sampling")
+    assert issue["html_url"] in result.output
+    block = checklist(art)
+    assert f"- [ ] #{issue['number']} 7. Truncated importance sampling" in block
+    assert "- [ ] #1108 1. " in block
+    assert "- [ ] 4. BF16 LM-head output logits" in block  # not filed yet: no link
+
+    art.requests.clear()
+    again = artbot(art, root, "open", "--item", "7")
+    assert again.exit_code == 0, again.output
+    assert "already filed" in again.output
+    assert len(issues_for(art, 7, state=None)) == 1
+    assert writes(art) == []
+    assert checklist(art).count("7. Truncated") == 1
+
+
+def test_human_text_outside_the_block_is_kept(art: GitHubSandbox, root: Path) -> None:
+    before = art.get_issue(OWNER, NAME, TRACKING)["body"]
+    assert artbot(art, root, "open", "--item", "7").exit_code == 0
+    after = art.get_issue(OWNER, NAME, TRACKING)["body"]
+    start, end = after.index("<!-- artbot:checklist:start"), after.index("checklist:end -->") + 17
+    assert (after[:start] + after[end:]).replace("\n", "") == before.replace("\n", "")
+
+
+def test_dry_run_needs_no_token_and_writes_nothing(art: GitHubSandbox, root: Path) -> None:
+    result = artbot(art, root, "open", "--item", "7", "--dry-run", token="")
+    assert result.exit_code == 0, result.output + result.stderr
+    assert "item 7: create issue" in result.output
+    assert "Dry run -- nothing has been written." in result.output
+    assert "### Expected behaviour" in result.output
+    assert writes(art) == []
+
+
+def test_preset_items_are_never_filed(art: GitHubSandbox, root: Path) -> None:
+    result = artbot(art, root, "open", "--item", "1")
+    assert result.exit_code == 0, result.output
+    assert "has its own issue #1108" in result.output
+    assert all(not issues_for(art, i, None) for i in (1, 2, 3))
+
+
+def test_killed_between_create_and_checklist_then_rerun_converges(
+    art: GitHubSandbox, root: Path
+) -> None:
+    # The checklist read fails for good (as if the process died there), after the create.
+    art.inject_fault("GET", rf"/issues/{TRACKING}$", "drop", times=50)
+    first = artbot(art, root, "open", "--item", "7")
+    assert first.exit_code == 1
+    assert len(issues_for(art, 7)) == 1
+    assert "7. Truncated" not in checklist(art)
+    art.clear_faults()
+    second = artbot(art, root, "open", "--item", "7")
+    assert second.exit_code == 0, second.output + second.stderr
+    [issue] = issues_for(art, 7, state=None)
+    assert f"#{issue['number']} 7. Truncated" in checklist(art)
+
+
+def test_502_after_the_create_took_effect_leaves_one_issue(art: GitHubSandbox, root: Path) -> None:
+    art.inject_fault("POST", r"/issues$", 502, after_write=True)
+    result = artbot(art, root, "open", "--item", "7")
+    assert result.exit_code == 0, result.output + result.stderr
+    assert len(issues_for(art, 7, state=None)) == 1
+    assert "had taken effect" in result.output
+
+
+@pytest.mark.parametrize("retry_after", [1, None])
+def test_secondary_rate_limit_waits_as_told(
+    art: GitHubSandbox, root: Path, retry_after: int | None
+) -> None:
+    art.inject_fault("POST", r"/issues$", "secondary_rate_limit", retry_after=retry_after)
+    started = time.monotonic()
+    result = artbot(art, root, "open", "--item", "7")
+    assert result.exit_code == 0, result.output + result.stderr
+    assert time.monotonic() - started >= 1.0  # Retry-After, else ARTBOT_SECONDARY_RATE_WAIT
+    assert len(issues_for(art, 7)) == 1
+
+
+def test_retries_exhausted_exit_1_with_one_line_then_rerun_finishes(
+    art: GitHubSandbox, root: Path
+) -> None:
+    art.inject_fault("GET", r"/issues$", 502, times=50)
+    result = artbot(art, root, "open", "--item", "7")
+    assert result.exit_code == 1
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "502" in errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+    art.clear_faults()
+    assert artbot(art, root, "open", "--item", "7").exit_code == 0
+    assert len(issues_for(art, 7)) == 1
+
+
+def _repo(sandbox: GitHubSandbox) -> GitHubRepo:
+    return GitHubRepo(f"{OWNER}/{NAME}", api_url=sandbox.api_url, token=CANARY, cache=EtagCache())
+
+
+def test_concurrent_runs_end_with_one_issue_per_item(art: GitHubSandbox, root: Path) -> None:
+    catalog = load_catalog(root)
+    errors: list[BaseException] = []
+
+    def run(fn) -> None:  # type: ignore[no-untyped-def]
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    jobs = [
+        lambda: open_issues(catalog, _repo(art), catalog.items, TRACKING),
+        lambda: open_issues(catalog, _repo(art), catalog.items, TRACKING),
+        lambda: sync(catalog, _repo(art), TRACKING),
+        lambda: sync(catalog, _repo(art), TRACKING),
+    ]
+    threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for item in range(4, 12):
+        assert len(issues_for(art, item)) == 1, f"item {item}"
+    sync(catalog, _repo(art), TRACKING)
+    block = checklist(art)
+    for item in range(4, 12):
+        [issue] = issues_for(art, item)
+        assert f"#{issue['number']} {item}. " in block
+
+
+def test_human_edit_between_read_and_write_survives(art: GitHubSandbox, root: Path) -> None:
+    catalog = load_catalog(root)
+    open_issues(catalog, _repo(art), [4, 5], TRACKING)
+    art.set_issue_state(OWNER, NAME, issues_for(art, 4)[0]["number"], "closed", "completed")
+
+    class HumanAfterFirstRead(GitHubRepo):
+        reads = 0
+
+        def get_issue(self, number: int):  # type: ignore[no-untyped-def]
+            issue = super().get_issue(number)
+            if number == TRACKING and self.reads == 0:
+                self.reads += 1
+                body = art.get_issue(OWNER, NAME, TRACKING)["body"]
+                art.edit_issue(OWNER, NAME, TRACKING, body=body + "\n\nA maintainer's note.\n")
+            return issue
+
+    repo = HumanAfterFirstRead(f"{OWNER}/{NAME}", api_url=art.api_url, token=CANARY)
+    outcome = sync(catalog, repo, TRACKING)
+    assert any("checklist" in d for d in outcome.done)
+    body = art.get_issue(OWNER, NAME, TRACKING)["body"]
+    assert body.endswith("A maintainer's note.\n")
+    assert "- [x] #" in read_block(body)  # type: ignore[operator]
+
+
+def test_body_over_the_limit_exits_2_before_any_request(art: GitHubSandbox, root: Path) -> None:
+    path = root / "findings" / "07-tis-fallback.yaml"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("evidence: []", "evidence: []\nwhat_extra: x"), encoding="utf-8")
+    path.write_text(text.replace("what: >-", "what: " + "x" * 70_000 + "\nold_what: >-", 1))
+    path.write_text(text.replace("effect: >-\n", "effect: >-\n  " + "y" * 70_000 + "\n", 1))
+    result = artbot(art, root, "open", "--item", "7")
+    assert result.exit_code == 2, result.output + result.stderr
+    assert "GitHub's limit is 65,536" in result.stderr
+    assert art.requests.snapshot() == []
+
+
+def test_sync_without_change_costs_two_304s_and_no_writes(art: GitHubSandbox, root: Path) -> None:
+    assert artbot(art, root, "open", "--all").exit_code == 0
+    assert artbot(art, root, "sync").exit_code == 0  # labels #1108-#1110 once
+    art.requests.clear()
+    assert artbot(art, root, "sync").exit_code == 0  # reads what that sync changed
+    assert writes(art) == []
+    art.requests.clear()
+    result = artbot(art, root, "sync")
+    assert result.exit_code == 0, result.output
+    log = art.requests.snapshot()
+    assert [(r.method, r.status) for r in log] == [("GET", 304), ("GET", 304)]
+
+
+def test_sync_after_three_state_changes(art: GitHubSandbox, root: Path) -> None:
+    assert artbot(art, root, "open", "--all").exit_code == 0
+    assert artbot(art, root, "sync").exit_code == 0
+    n = {i: issues_for(art, i)[0]["number"] for i in (4, 6, 9)}
+    art.set_issue_state(OWNER, NAME, n[4], "closed", "completed")
+    art.set_issue_state(OWNER, NAME, n[6], "closed", "not_planned")
+    art.set_issue_state(OWNER, NAME, n[9], "closed", "duplicate")
+    art.requests.clear()
+    result = artbot(art, root, "sync")
+    assert result.exit_code == 0, result.output
+    assert len(art.requests.snapshot()) <= 4
+    block = checklist(art)
+    assert f"- [x] #{n[4]} 4. " in block
+    assert f"- [x] #{n[6]} 6. " in block and "(not planned)" in block
+    assert all(i["state"] == "closed" for i in (art.get_issue(OWNER, NAME, x) for x in n.values()))
+
+
+def test_sync_updates_only_the_owned_region(art: GitHubSandbox, root: Path) -> None:
+    assert artbot(art, root, "open", "--item", "7").exit_code == 0
+    [issue] = issues_for(art, 7)
+    art.edit_issue(OWNER, NAME, issue["number"], body=issue["body"] + "\nReviewer: agreed.\n")
+    path = root / "findings" / "07-tis-fallback.yaml"
+    path.write_text(path.read_text().replace("Plausible (logic).", "Plausible (logic, re-read)."))
+    result = artbot(art, root, "sync")
+    assert result.exit_code == 0, result.output
+    body = art.get_issue(OWNER, NAME, issue["number"])["body"]
+    assert "Plausible (logic, re-read)." in body
+    assert body.endswith("\nReviewer: agreed.\n")
+    assert art.get_issue(OWNER, NAME, issue["number"])["state"] == "open"
+
+
+def test_canary_token_never_appears(art: GitHubSandbox, root: Path, tmp_path: Path) -> None:
+    outputs = []
+    for args in (["open", "--item", "7"], ["sync"], ["--debug", "open", "--item", "8"]):
+        outputs.append(artbot(art, root, *args))
+    art.inject_fault("*", r".*", 502, times=100)
+    outputs.append(artbot(art, root, "--debug", "sync"))
+    assert outputs[-1].exit_code == 1
+    art.clear_faults()
+    for result in outputs:
+        assert CANARY not in result.output + result.stderr
+        assert CANARY not in repr(result.exception)
+    assert CANARY not in repr(art.requests.snapshot())
+    for path in root.rglob("*"):
+        if path.is_file():
+            assert CANARY not in path.read_text(encoding="utf-8", errors="replace")
