@@ -32,3 +32,6 @@ golden: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+
+bench: $(STAMP)
+	$(BIN)/python -m tests.benchmarks

@@ -92,7 +92,7 @@ def open_issues(
 
     creates = plan.of(Create)
     if creates:
-        _ensure_labels(repo, observed, [lbl for c in creates for lbl in c.labels], log)
+        _ensure_labels(repo, observed, [lbl for c in creates for lbl in c.labels], catalog, log)
     for action in creates:
         observed = _create_once(repo, catalog, rendered[action.item], observed, log, outcome)
     if creates:
@@ -113,18 +113,22 @@ def open_issues(
 
 
 def _ensure_labels(
-    repo: GitHubRepo, observed: list[ObservedIssue], labels: list[str], log: Log
+    repo: GitHubRepo, observed: list[ObservedIssue], labels: list[str], catalog: Catalog, log: Log
 ) -> None:
-    # Labels already on our issues exist; only ask GitHub about the others.
-    seen = {lbl for i in observed for lbl in i.labels}
-    missing = [lbl for lbl in dict.fromkeys(labels) if lbl not in seen]
-    if not missing:
+    # Labels on our issues exist, and so do those an earlier run made sure of (remembered in
+    # the cache); only otherwise ask GitHub, and then settle every label the catalog uses.
+    known = {lbl for i in observed for lbl in i.labels} | repo.cache.labels
+    if all(lbl in known for lbl in labels):
         return
+    wanted = list(
+        dict.fromkeys([*catalog.audit.labels, *(x for f in catalog.findings for x in f.labels)])
+    )
     existing = repo.existing_labels()
-    for name in missing:
+    for name in wanted:
         if name not in existing:
             repo.create_label(name)
             log(f"created label {name!r}")
+    repo.cache.labels |= set(wanted)
 
 
 def _create_once(

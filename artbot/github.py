@@ -71,10 +71,12 @@ def token_from_env(env: dict[str, str] | None = None) -> str | None:
 
 @dataclass
 class EtagCache:
-    """Saved ETags and the JSON they stand for, keyed by request URL; optional file backing."""
+    """What artbot remembers between runs: saved ETags with the JSON they stand for (keyed by
+    request URL), and the labels it has made sure exist. Optional file backing."""
 
     path: Path | None = None
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    labels: set[str] = field(default_factory=set)
 
     @classmethod
     def load(cls, path: Path | None) -> EtagCache:
@@ -82,16 +84,17 @@ class EtagCache:
             return cls(path)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return cls(path)  # a corrupt cache only costs full reads
-        return cls(path, data if isinstance(data, dict) else {})
+            return cls(path, dict(data["etags"]), set(data["labels"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return cls(path)  # a corrupt or old cache only costs full reads
 
     def save(self) -> None:
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.entries), encoding="utf-8")
+        data = {"etags": self.entries, "labels": sorted(self.labels)}
+        tmp.write_text(json.dumps(data), encoding="utf-8")
         tmp.replace(self.path)
 
 

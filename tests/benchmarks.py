@@ -1,0 +1,132 @@
+"""Benchmarks (``make bench``): requests per operation against the sandbox, and CLI start-up.
+
+Counts come from the sandbox's request log, so they are exact and repeatable. The naive
+approach (one GET per known issue, then read and write the tracking issue) is measured on the
+same state for comparison. Start-up time is wall-clock, median of several runs: it is printed,
+never asserted (timed tests are flaky; the no-heavy-imports test guards start-up instead).
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from artbot.apply import open_issues, sync
+from artbot.catalog import load_catalog
+from artbot.github import EtagCache, GitHubRepo
+from artbot.sandbox import GitHubSandbox
+
+REPO = Path(__file__).resolve().parents[1]
+OWNER, NAME = "OpenPipe", "ART"
+TRACKING = 1111
+TARGETS = {
+    "open --item N": "<= 5 requests",
+    "sync, no change": "<= 2 requests, 0 writes",
+    "sync of 11 after 3 state changes": "<= 4 requests",
+}
+
+
+def measure(sandbox: GitHubSandbox, fn: Callable[[], object]) -> tuple[int, int, int]:
+    """(requests, writes, 304s) made by ``fn``."""
+    sandbox.requests.clear()
+    fn()
+    log = sandbox.requests.snapshot()
+    return (len(log), sum(r.method != "GET" for r in log), sum(r.status == 304 for r in log))
+
+
+def main() -> int:
+    root = Path(tempfile.mkdtemp()) / "checkout"
+    for part in ("findings", "templates", "repros"):
+        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("results"))
+    catalog = load_catalog(root)
+    rows: list[tuple[str, tuple[int, int, int], str]] = []
+    with GitHubSandbox() as sb:
+        sb.create_repo(OWNER, NAME)
+        for n in (1108, 1109, 1110):
+            sb.seed_issue(OWNER, NAME, f"dedicated issue {n}", "by hand", number=n)
+        body = (root / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
+        sb.seed_issue(OWNER, NAME, "Tracking: numerics audit", body, number=TRACKING)
+        cache = EtagCache()
+        repo = GitHubRepo(f"{OWNER}/{NAME}", api_url=sb.api_url, token="bench", cache=cache)
+
+        rows.append(
+            (
+                "open --item 4 (first run: creates labels)",
+                measure(sb, lambda: open_issues(catalog, repo, [4], TRACKING)),
+                "",
+            )
+        )
+        rows.append(
+            (
+                "sync (first: labels #1108-#1110 once)",
+                measure(sb, lambda: sync(catalog, repo, TRACKING)),
+                "",
+            )
+        )
+        rows.append(
+            (
+                "open --item N",
+                measure(sb, lambda: open_issues(catalog, repo, [7], TRACKING)),
+                TARGETS["open --item N"],
+            )
+        )
+        open_issues(catalog, repo, catalog.items, TRACKING)
+        sync(catalog, repo, TRACKING)
+        rows.append(
+            (
+                "sync, no change",
+                measure(sb, lambda: sync(catalog, repo, TRACKING)),
+                TARGETS["sync, no change"],
+            )
+        )
+        ours = sync(catalog, repo, TRACKING, dry_run=True).issues
+        for item, reason in ((4, "completed"), (6, "not_planned"), (9, "completed")):
+            sb.set_issue_state(OWNER, NAME, ours[item].number, "closed", reason)
+        rows.append(
+            (
+                "sync of 11 after 3 state changes",
+                measure(sb, lambda: sync(catalog, repo, TRACKING)),
+                TARGETS["sync of 11 after 3 state changes"],
+            )
+        )
+
+        def naive() -> None:
+            # What a bot without a marker list or ETags does: fetch every issue it knows of.
+            for number in [*(1108, 1109, 1110), *(i.number for i in ours.values())]:
+                repo._repo.get_issue(number).title  # noqa: B018 - forces the GET
+            tracking = repo._repo.get_issue(TRACKING)
+            tracking.edit(body=tracking.body)
+
+        for item, reason in ((5, "completed"), (8, "not_planned"), (10, "completed")):
+            sb.set_issue_state(OWNER, NAME, ours[item].number, "closed", reason)
+        rows.append(
+            ("naive: one GET per issue + tracking read/write", measure(sb, naive), "(comparison)")
+        )
+
+    print("| operation | requests | writes | 304s | target |")
+    print("|---|---:|---:|---:|---|")
+    for name, (req, wr, nm), target in rows:
+        print(f"| {name} | {req} | {wr} | {nm} | {target} |")
+
+    runs = []
+    for _ in range(5):
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "artbot.cli", "--help"], check=True, capture_output=True
+        )
+        runs.append(time.perf_counter() - started)
+    print(
+        f"\n`artbot --help` start-up: median {statistics.median(runs) * 1000:.0f} ms "
+        f"over {len(runs)} runs (wall clock, this machine)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
