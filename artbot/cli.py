@@ -462,7 +462,19 @@ def verify_tree(catalog: Any, art_src: Path | None, release: str | None) -> Any:
         raise click.UsageError("give exactly one of --art-src DIR or --release VERSION")
     if art_src is not None:
         return open_tree(art_src, catalog.audit)
-    return release_tree(release, catalog.audit)  # type: ignore[arg-type]
+    assert release is not None
+    return release_tree(release, catalog.audit)
+
+
+def verify_catalog(ctx: click.Context) -> Any:
+    obj = ctx.find_object(Context)
+    assert obj is not None
+    return obj.catalog()
+
+
+def verify_wants_json(ctx: click.Context, as_json: bool) -> bool:
+    """--json after the subcommand, or before it (on the group)."""
+    return as_json or bool(ctx.parent and ctx.parent.params.get("as_json"))
 
 
 @cli.group(invoke_without_command=True)
@@ -485,7 +497,7 @@ def verify(ctx: click.Context, release: str | None, as_json: bool) -> None:
         raise click.UsageError("give --release VERSION, or a subcommand (anchors, code)")
     from .verify import anchors_json, code_json, verify_anchors, verify_code
 
-    catalog = ctx.find_object(Context).catalog()  # type: ignore[union-attr]
+    catalog = verify_catalog(ctx)
     tree = verify_tree(catalog, None, release)
     anchors = verify_anchors(catalog, tree)
     code = verify_code(catalog, tree)
@@ -520,11 +532,11 @@ def verify_anchors_cmd(
     """
     from .verify import anchor_table, anchors_json, verify_anchors
 
-    catalog = ctx.find_object(Context).catalog()  # type: ignore[union-attr]
+    catalog = verify_catalog(ctx)
     tree = verify_tree(catalog, art_src, release)
     results = verify_anchors(catalog, tree)
     data = anchors_json(results, tree)
-    if as_json or ctx.parent.params.get("as_json"):  # type: ignore[union-attr]
+    if verify_wants_json(ctx, as_json):
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         click.echo(anchor_table(catalog, results, tree))
@@ -545,11 +557,11 @@ def verify_code_cmd(
     """
     from .verify import code_json, code_table, verify_code
 
-    catalog = ctx.find_object(Context).catalog()  # type: ignore[union-attr]
+    catalog = verify_catalog(ctx)
     tree = verify_tree(catalog, art_src, release)
     results = verify_code(catalog, tree)
     data = code_json(results, tree)
-    if as_json or ctx.parent.params.get("as_json"):  # type: ignore[union-attr]
+    if verify_wants_json(ctx, as_json):
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         click.echo(code_table(results, tree))
