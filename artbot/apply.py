@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .catalog import Catalog
 from .checklist import ChecklistEntry, apply_block, read_block
@@ -23,6 +24,7 @@ from .marker import replace_owned_region
 from .models import Finding
 from .plan import (
     CloseDuplicate,
+    Comment,
     Create,
     EditBody,
     LinkPreset,
@@ -183,13 +185,20 @@ def sync(
     tracking_issue: int | None,
     *,
     dry_run: bool = False,
-    notes: dict[int, str] | None = None,
+    verified: tuple[str, Sequence[Any]] | None = None,
     log: Log = lambda _: None,
 ) -> Outcome:
     """Bring generated issues' bodies and the checklist in step with the catalog and GitHub.
 
+    ``verified`` is (version, results of :func:`artbot.verify.verify_code`): each result
+    becomes a checklist note, and a comment on the generated issue when its status changed.
     Never creates, closes or reopens an issue.
     """
+    notes = None
+    if verified is not None:
+        from .verify import verification_notes
+
+        notes = verification_notes(verified[1])
     rendered = render_all(catalog, catalog.findings, tracking_issue)
     observed = observe(repo, catalog)
     tracking = repo.get_issue(tracking_issue) if tracking_issue else None
@@ -205,9 +214,12 @@ def sync(
         notes,
     )
     outcome = Outcome(plan, issues=canonical(observed, catalog.audit), observed=observed)
+    if verified is not None:
+        comments = _verification_comments(repo, outcome.issues, *verified)
+        outcome.plan = Plan((*plan.actions, *comments))
     if dry_run:
         return outcome
-    for action in plan.actions:
+    for action in outcome.plan.actions:
         if isinstance(action, LinkPreset):
             try:
                 repo.add_labels(action.issue, list(action.labels))
@@ -224,9 +236,31 @@ def sync(
                 outcome.done.append(f"item {action.item}: updated #{action.issue}")
         elif isinstance(action, UpdateChecklist):
             _write_checklist(repo, catalog, action.issue, action.entries, outcome, log)
+        elif isinstance(action, Comment):
+            repo.comment(action.issue, action.body)
+            outcome.done.append(f"item {action.item}: commented on #{action.issue}")
     for line in outcome.done:
         log(line)
     return outcome
+
+
+def _verification_comments(
+    repo: GitHubRepo, issues: dict[int, ObservedIssue], version: str, results: Sequence[Any]
+) -> list[Comment]:
+    """One comment per generated issue whose verification status changed (idempotent)."""
+    from .verify import comments_to_post
+
+    out = []
+    for result in results:
+        issue = issues.get(result.item)
+        if issue is None:
+            continue
+        bodies = [c.get("body") or "" for c in repo.list_comments(issue.number)]
+        out += [
+            Comment(result.item, issue.number, body)
+            for body in comments_to_post(bodies, result.item, version, result.status)
+        ]
+    return out
 
 
 def default_cache_path(root: Path) -> Path:

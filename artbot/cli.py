@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -351,15 +350,22 @@ def open_(
     report(outcome, as_json, dry_run)
     if not as_json:
         for n in selected:
-            issue = outcome.issues.get(n)
-            if issue:
-                click.echo(f"item {n}: {issue.html_url}")
+            filed = outcome.issues.get(n)
+            if filed:
+                click.echo(f"item {n}: {filed.html_url}")
         if not tracking:
             click.echo("note: no tracking issue configured; the checklist was not updated")
 
 
 @cli.command()
 @github_options
+@click.option(
+    "--verify",
+    "verify_version",
+    metavar="VERSION",
+    help="Also run the reproductions against openpipe-art VERSION's own code: note the result "
+    "in the checklist and comment once per generated issue when it changes.",
+)
 @click.option(
     "--summary",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -375,6 +381,7 @@ def sync(
     cache: Path | None,
     dry_run: bool,
     as_json: bool,
+    verify_version: str | None,
     summary: Path | None,
 ) -> None:
     """Keep generated issues' bodies and the tracking checklist in step. Never closes issues."""
@@ -383,8 +390,19 @@ def sync(
     catalog = obj.catalog()
     tracking = tracking_issue or catalog.audit.tracking_issue
     repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
+    verified = None
+    if verify_version:
+        from .verify import release_tree, verify_code
+
+        tree = release_tree(verify_version, catalog.audit)
+        verified = (verify_version, verify_code(catalog, tree))
     outcome = run_sync(
-        catalog, repo, tracking, dry_run=dry_run, log=(lambda _: None) if as_json else click.echo
+        catalog,
+        repo,
+        tracking,
+        dry_run=dry_run,
+        verified=verified,
+        log=(lambda _: None) if as_json else click.echo,
     )
     repo.cache.save()
     report(outcome, as_json, dry_run)
@@ -573,4 +591,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

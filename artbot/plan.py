@@ -106,6 +106,19 @@ class ChecklistUpToDate:
         return f"tracking issue #{self.issue}: checklist up to date"
 
 
+@dataclass(frozen=True)
+class Comment:
+    """A verification comment on a generated issue (posted once per status change)."""
+
+    item: int
+    issue: int
+    body: str
+
+    def describe(self) -> str:
+        first = self.body.splitlines()[1] if "\n" in self.body else self.body
+        return f"item {self.item}: comment on #{self.issue}: {first}"
+
+
 Action = (
     Create
     | Exists
@@ -116,8 +129,9 @@ Action = (
     | Duplicate
     | UpdateChecklist
     | ChecklistUpToDate
+    | Comment
 )
-WRITES = (Create, LinkPreset, EditBody, CloseDuplicate, UpdateChecklist)
+WRITES = (Create, LinkPreset, EditBody, CloseDuplicate, UpdateChecklist, Comment)
 
 
 @dataclass(frozen=True)

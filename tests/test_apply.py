@@ -319,3 +319,30 @@ def test_canary_token_never_appears(art: GitHubSandbox, root: Path, tmp_path: Pa
     for path in root.rglob("*"):
         if path.is_file():
             assert CANARY not in path.read_text(encoding="utf-8", errors="replace")
+
+
+def test_sync_verify_notes_and_comments_once_per_status_change(
+    art: GitHubSandbox, root: Path
+) -> None:
+    from artbot.verify import CodeResult, CodeStatus
+
+    catalog = load_catalog(root)
+    open_issues(catalog, _repo(art), [7, 10], TRACKING)
+    fixed = [
+        CodeResult(7, CodeStatus.fixed, "openpipe-art 0.5.21", "TIS skipped"),
+        CodeResult(10, CodeStatus.reproduced, "openpipe-art 0.5.21", "ratio 0.866"),
+    ]
+    outcome = sync(catalog, _repo(art), TRACKING, verified=("0.5.21", fixed))
+    assert sum("commented" in d for d in outcome.done) == 2
+    block = checklist(art)
+    assert (
+        "7. Truncated importance sampling falls back to the policy ratio — no longer "
+        "reproduces in openpipe-art 0.5.21" in block
+    )
+    again = sync(catalog, _repo(art), TRACKING, verified=("0.5.21", fixed))
+    assert not any("commented" in d for d in again.done)
+    n7 = issues_for(art, 7)[0]["number"]
+    assert art.get_issue(OWNER, NAME, n7)["state"] == "open"  # never closed by artbot
+    regressed = [CodeResult(7, CodeStatus.reproduced, "openpipe-art 0.5.22", "back")]
+    third = sync(catalog, _repo(art), TRACKING, verified=("0.5.22", regressed))
+    assert [d for d in third.done if "commented" in d] == [f"item 7: commented on #{n7}"]
