@@ -1,0 +1,256 @@
+"""Item 1 (#1108): Transformer Engine's fused cross-entropy zeroes target gradients for p >= 0.998.
+
+What ART runs (openpipe-art 0.5.20, the code audited at e2a406a48):
+- ``art/megatron/provider.py`` L730-L731 sets ``cross_entropy_loss_fusion = True`` and
+  ``cross_entropy_fusion_impl = "te"``; ``art/megatron/train.py`` L1398-L1403 and
+  ``art/megatron/selective_lm_head.py`` ``forward_token_losses`` (L131-L179) get per-token losses
+  from ``model(..., labels=...)``. Megatron then calls TE's
+  ``parallel_cross_entropy(logits, labels, 0.0, False, tp_group)``: no label smoothing,
+  ``reduce_loss=False``, on the BF16 logits of the output layer. The megatron runtime pins
+  transformer-engine 2.11.0 (CUDA 12) / 2.14.1 (CUDA 13).
+- In those TE versions ``transformer_engine/common/triton/cross_entropy.py`` does, per row:
+  ``online_softmax_kernel`` finds the max m and the sum d of exp(x - m) in FP32, over blocks of
+  min(32768, next_pow2(V)) logits; ``cross_entropy_kernel`` step 4 writes
+  ``exp(x - m) / d`` for every column into the logits buffer, cast to the logits' dtype (BF16);
+  step 6 loads the target's entry back from that BF16 buffer, adds -1 and stores it again; in
+  backward ``element_mul_kernel`` multiplies the buffer by the per-token grad_output.
+  (ART 0.5.21's ``art/megatron/te_cross_entropy.py`` patches exactly steps 4 and 6.)
+So the target's gradient is ``bf16(p) - 1`` (Triton's FP32-to-BF16 casts round to nearest even,
+its default). BF16 keeps 8 significant bits, so just below 1.0
+(in [0.5, 1)) its values are 2**-8 apart; p rounds up to exactly 1.0 once 1 - p <= 2**-9 (the
+midpoint 1 - 2**-9 ties to 1.0, whose significand is even), and the target gradient is then 0.
+The threshold is p >= 1 - 2**-9 = 0.998046875. Below it the target gradient is still
+quantized to multiples of 2**-8.
+
+The fix (``fixed=True``) is what ART 0.5.21 patches in: form ``p - 1`` for the target in FP32 and
+store once in the logits' dtype; ``fp32_store=True`` keeps the whole gradient in FP32 (newer TE
+writes to an FP32 gradient buffer). Either removes the zeros.
+
+What is measured, on rows of BF16 logits: which rows get an exactly-zero target gradient, the
+smallest p (float64, from the same BF16 logits) with a zero and the largest with a non-zero
+target gradient, set beside 1 - 2**-9 and the audit's 0.998; the relative error of the target
+gradient against float64 -(1 - p). When transformer_engine and CUDA are present, the same rows
+go through TE's own kernel and its zero pattern is compared (otherwise that check is skipped).
+
+Assumptions: vocabulary 151,936 (Qwen3); 256 rows; other logits N(0, 2.5**2); the target logit
+uniform on [35, 47); 1 - p set by three competing logits (random shares of 1 - p, each rounded
+to BF16), log-uniform on [1e-5, 0.5] for half of the rows and on [2**-10.5, 2**-7.5] (around the
+threshold) for the other half; grad_output = 1 per token (a summed SFT loss; any factor keeps a
+zero at zero). Seed 0.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+VOCAB = 151_936
+ROWS = 256
+COMPETITORS = 3
+CHUNK = 64
+BLOCK = min(32768, 1 << (VOCAB - 1).bit_length())  # TE: min(MAX_FUSED_SIZE, next_pow2(V))
+THRESHOLD = 1.0 - 2.0**-9  # p at or above which bf16(p) == 1.0
+AUDIT_THRESHOLD = "p >= 0.998"
+
+
+@functools.lru_cache(maxsize=1)
+def make_logits(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """BF16 logits [ROWS, VOCAB] and target ids [ROWS] with 1 - p spread as described above.
+
+    Cached: every variant is measured on the same draw. Do not modify the returned tensors.
+    """
+    gen = _common.seed_everything(seed)
+    logits = 2.5 * torch.randn(ROWS, VOCAB, generator=gen)
+    ids = torch.randperm(VOCAB, generator=gen)[: ROWS * (1 + COMPETITORS)].reshape(ROWS, -1)
+    targets, competitors = ids[:, 0], ids[:, 1:]
+    target_logit = _common.to_bf16(35.0 + 12.0 * torch.rand(ROWS, generator=gen))
+    half = ROWS // 2
+    log_q = torch.empty(ROWS)
+    log_q[:half] = math.log(1e-5) + (math.log(0.5) - math.log(1e-5)) * torch.rand(
+        half, generator=gen
+    )
+    low, high = -10.5 * math.log(2.0), -7.5 * math.log(2.0)
+    log_q[half:] = low + (high - low) * torch.rand(ROWS - half, generator=gen)
+    shares = torch.rand(ROWS, COMPETITORS, generator=gen) + 0.05
+    shares = shares / shares.sum(dim=1, keepdim=True)
+    # 1 - p = q means the others sum to q / (1 - q) of the target's exp(x_t).
+    odds = log_q - torch.log1p(-log_q.exp())
+    rows = torch.arange(ROWS)[:, None]
+    logits[rows, competitors] = target_logit[:, None] + odds[:, None] + shares.log()
+    logits[torch.arange(ROWS), targets] = target_logit
+    return logits.bfloat16(), targets
+
+
+def te_softmax_stats(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``online_softmax_kernel``: running max m and sum d of exp(x - m), FP32, block by block."""
+    x = logits.float()
+    m = torch.full((x.shape[0],), float("-inf"))
+    d = torch.zeros(x.shape[0])
+    for start in range(0, x.shape[1], BLOCK):
+        block = x[:, start : start + BLOCK]
+        m_new = torch.maximum(m, block.max(dim=1).values)
+        d = d * torch.exp(m - m_new) + torch.exp(block - m_new[:, None]).sum(dim=1)
+        m = m_new
+    return m, d
+
+
+def te_logit_grad(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    grad_output: torch.Tensor,
+    *,
+    fixed: bool = False,
+    fp32_store: bool = False,
+) -> torch.Tensor:
+    """The gradient buffer TE leaves behind for BF16 ``logits`` (reduce_loss=False, no smoothing).
+
+    ``fixed``: the target's -1 is added in FP32 before the single store (ART 0.5.21's patch).
+    ``fp32_store``: the gradient buffer is FP32 (no BF16 store at all).
+    """
+    m, d = te_softmax_stats(logits)
+    rows = torch.arange(logits.shape[0])
+    store = torch.float32 if fp32_store else logits.dtype
+    probs = torch.exp(logits.float() - m[:, None]) / d[:, None]  # step 4, FP32
+    if fixed or fp32_store:
+        probs[rows, targets] -= 1.0
+        grad = probs.to(store)
+    else:
+        grad = probs.to(store)  # step 4's store into the BF16 logits buffer
+        reloaded = grad[rows, targets].float()  # step 6: X_y = tl.load(X_ptr + y)
+        grad[rows, targets] = (reloaded - 1.0).to(store)  # X_y += -1; tl.store
+    # element_mul_kernel: buffer * grad_output, computed in FP32, stored in the buffer's dtype.
+    return (grad.float() * grad_output[:, None]).to(store)
+
+
+def te_kernel_target_grad(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor | None:
+    """The target gradients from TE's own kernel on CUDA, or None where TE or CUDA is missing."""
+    if not torch.cuda.is_available():
+        return None
+    try:
+        from transformer_engine.pytorch.cross_entropy import parallel_cross_entropy
+    except ImportError:
+        return None
+    x = logits.cuda()[None].clone().requires_grad_(True)
+    labels = targets.cuda()[None]
+    loss = parallel_cross_entropy(x, labels, 0.0, False, None)  # Megatron's call
+    loss.backward(torch.ones_like(loss))
+    return x.grad[0, torch.arange(logits.shape[0], device="cuda"), labels[0]].float().cpu()
+
+
+def measure(fixed: bool = False, fp32_store: bool = False, seed: int = 0) -> dict[str, Any]:
+    """Zero target gradients and their threshold in p, on the cited path or a fixed one."""
+    logits, targets = make_logits(seed)
+    one_minus_p, target_grad = [], []
+    for start in range(0, ROWS, CHUNK):
+        rows = slice(start, start + CHUNK)
+        x, y = logits[rows], targets[rows]
+        log_p = _common.log_softmax64(x).gather(1, y[:, None]).squeeze(1)
+        grad = te_logit_grad(x, y, torch.ones(x.shape[0]), fixed=fixed, fp32_store=fp32_store)
+        one_minus_p.append(-torch.expm1(log_p))
+        target_grad.append(grad.gather(1, y[:, None]).squeeze(1).double())
+    q = torch.cat(one_minus_p)
+    p = 1.0 - q
+    grad = torch.cat(target_grad)
+    zero = grad == 0
+    rel_err = ((grad + q) / q).abs()  # exact target gradient of -log p: p - 1 = -q
+    below = q > 2.0**-9
+    return {
+        "fixed": fixed,
+        "fp32_store": fp32_store,
+        "p": p.tolist(),
+        "target_grad": grad.tolist(),
+        "zero_rows": int(zero.sum()),
+        "zero_rows_below_threshold": int((zero & below).sum()),
+        "largest_1mp_with_zero_grad": float(q[zero].max()) if bool(zero.any()) else None,
+        "smallest_1mp_with_nonzero_grad": float(q[~zero].min()) if bool((~zero).any()) else None,
+        "rel_err_max_p_0.99_to_threshold": float(rel_err[(p > 0.99) & below].max()),
+        "rel_err_median_p_below_0.99": float(rel_err[p <= 0.99].median()),
+    }
+
+
+def is_reproduced(result: dict[str, Any]) -> bool:
+    """Target gradients are exactly zero for p from about 0.998 up (1 - p <= 0.002), as audited."""
+    edge = result["largest_1mp_with_zero_grad"]
+    return result["zero_rows"] > 0 and edge is not None and abs(edge - 0.002) < 5e-4
+
+
+def build_report() -> _common.Report:
+    """Item 1 (#1108): TE cross-entropy target gradients in BF16, emulated on CPU."""
+    cited = measure()
+    fixed = measure(fixed=True)
+    fp32 = measure(fp32_store=True)
+    report = _common.Report(
+        item="1",
+        title="#1108 Megatron backend: TE fused cross-entropy zeroes target gradients",
+        models="art/megatron/provider.py L730-L731 (cross_entropy_fusion_impl='te') -> "
+        "TE 2.11/2.14 parallel_cross_entropy, "
+        "transformer_engine/common/triton/cross_entropy.py steps 4 and 6",
+        setting={
+            "vocab": VOCAB,
+            "rows": ROWS,
+            "softmax block": BLOCK,
+            "p range (float64)": [min(cited["p"]), max(cited["p"])],
+            "grad_output": 1.0,
+            "seed": 0,
+        },
+    )
+    report.measure(
+        "rows with an exactly-zero target gradient",
+        cited["zero_rows"],
+        fixed=fixed["zero_rows"],
+        note=f"FP32 gradient store: {fp32['zero_rows']}; rows with p < 1 - 2**-9 among the zeros: "
+        f"{cited['zero_rows_below_threshold']}",
+    )
+    report.measure(
+        "largest 1 - p with a zero target gradient",
+        cited["largest_1mp_with_zero_grad"],
+        audit=f"{AUDIT_THRESHOLD} (1 - p <= 0.002)",
+        fixed=fixed["largest_1mp_with_zero_grad"],
+        note=f"theory: 2**-9 = {2.0**-9}, i.e. p >= {THRESHOLD}",
+    )
+    report.measure(
+        "smallest 1 - p with a non-zero target gradient",
+        cited["smallest_1mp_with_nonzero_grad"],
+        fixed=fixed["smallest_1mp_with_nonzero_grad"],
+        note="theory: just above 2**-9",
+    )
+    report.measure(
+        "max relative error of target gradients, 0.99 < p < 1 - 2**-9",
+        cited["rel_err_max_p_0.99_to_threshold"],
+        fixed=fixed["rel_err_max_p_0.99_to_threshold"],
+        note="cited: bf16(p) - 1 is a multiple of 2**-8; fixed: one BF16 rounding, under 2**-8",
+    )
+    report.measure(
+        "median relative error of target gradients, p <= 0.99",
+        cited["rel_err_median_p_below_0.99"],
+        fixed=fixed["rel_err_median_p_below_0.99"],
+    )
+    te_grad = te_kernel_target_grad(*make_logits(0))
+    if te_grad is None:
+        report.note("TE kernel check skipped: transformer_engine or CUDA is not available here.")
+    else:
+        te_zero = te_grad == 0
+        emulated_zero = torch.tensor(cited["target_grad"]) == 0
+        report.measure(
+            "rows where TE's own kernel and this emulation disagree on a zero target gradient",
+            int((te_zero != emulated_zero).sum()),
+            note=f"TE's kernel zeroed {int(te_zero.sum())} rows",
+        )
+    report.reproduced = is_reproduced(cited) and not is_reproduced(fixed)
+    return report
+
+
+def main() -> int:
+    return _common.run(build_report)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

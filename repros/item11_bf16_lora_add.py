@@ -1,0 +1,163 @@
+"""Item 11: the LoRA delta is added to the base output in BF16 in the forward pass.
+
+Models the LoRA forward in ``art/megatron/lora.py`` at e2a406a48 (lines 1019-1020 and 1414; in
+openpipe-art 0.5.20 ``LoRA.forward`` L933-L934 and ``SelfAttentionLinearProjLoRA.forward``
+L1328, with the same ``base + adapter`` add in the other wrappers):
+- ``LoRA.forward``: ``out = (x @ a_t) @ b_t`` then ``out * scale``, all BF16, so the delta
+  reaches the add as a BF16 tensor;
+- the wrapper returns ``base_output + lora_output``: BF16 + BF16, rounded once to BF16
+  (round-to-nearest-even).
+The suggested test adds the delta in FP32; that is the ``fixed`` side here (the sum is kept in
+FP32).
+
+What is measured, for deltas sized 2**-12 to 2**0 of the base (half-power-of-two steps), as the
+effective delta ``(base + delta) - base`` against the delta itself:
+- the fraction of the delta lost, 1 - <effective, delta> / <delta, delta>;
+- the fraction of elements whose delta rounds away completely (effective delta exactly 0).
+Two ways to size the delta:
+- ``per_element``: delta = r * |base| with a random sign. This shows the threshold: BF16 keeps 8
+  significant bits, so for |base| in [2**e, 2**(e+1)) the spacing is 2**(e-7) and half of it is
+  2**(e-8), between 2**-9 and 2**-8 of |base|. Below r = 2**-9 every delta is lost, above
+  r = 2**-8 none is lost completely; in between it depends on where |base| sits in its binade.
+- ``gaussian``: independent N(0, 1) base and N(0, r**2) delta, r the RMS ratio: the smooth curve
+  a layer with unrelated base and delta would see.
+
+Assumptions: the base output is N(0, 1) in BF16 over 32 tokens x 2560 features (Qwen3-4B's
+hidden size); the delta is a BF16 tensor (its own BF16 rounding in the LoRA GEMMs is not this
+item's subject); only the ratio of delta to base matters, not their scale. Seed 0.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+SHAPE = (32, 2560)
+EXPONENTS = [k / 2 for k in range(-24, 1)]  # r = 2**-12 ... 2**0 in half-power steps
+
+
+def make_operands(ratio: float, mode: str, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """BF16 base output and BF16 LoRA delta with the delta sized ``ratio`` of the base."""
+    gen = _common.seed_everything(seed)
+    base = torch.randn(SHAPE, generator=gen).bfloat16()
+    if mode == "per_element":
+        sign = torch.randint(0, 2, SHAPE, generator=gen) * 2 - 1
+        delta = (ratio * base.float().abs() * sign).bfloat16()
+    elif mode == "gaussian":
+        delta = (ratio * torch.randn(SHAPE, generator=gen)).bfloat16()
+    else:
+        raise ValueError(f"unknown mode {mode!r}")
+    return base, delta
+
+
+def add(base: torch.Tensor, delta: torch.Tensor, fixed: bool) -> torch.Tensor:
+    """``base_output + lora_output`` as lora.py does it (BF16), or in FP32 (the fix)."""
+    if fixed:
+        return base.float() + delta.float()
+    return base + delta
+
+
+def loss_of_delta(base: torch.Tensor, delta: torch.Tensor, total: torch.Tensor) -> dict[str, float]:
+    """How much of ``delta`` survived in ``total`` (float64 arithmetic on the stored values)."""
+    d = delta.double()
+    effective = total.double() - base.double()
+    return {
+        "lost": 1.0 - float((effective * d).sum() / (d * d).sum()),
+        "fully_lost": float(((effective == 0) & (d != 0)).double().mean()),
+    }
+
+
+def measure(fixed: bool = False, seed: int = 0) -> dict[str, Any]:
+    """Fraction of the delta lost at each ratio, for both ways of sizing the delta."""
+    out: dict[str, Any] = {"fixed": fixed, "ratios": [2.0**e for e in EXPONENTS]}
+    for mode in ("per_element", "gaussian"):
+        rows = []
+        for ratio in out["ratios"]:
+            base, delta = make_operands(ratio, mode, seed)
+            rows.append(loss_of_delta(base, delta, add(base, delta, fixed)))
+        out[mode] = {key: [row[key] for row in rows] for key in ("lost", "fully_lost")}
+    return out
+
+
+def threshold(result: dict[str, Any]) -> dict[str, float | None]:
+    """Largest per-element ratio that loses every delta, smallest that loses none completely."""
+    ratios, fully = result["ratios"], result["per_element"]["fully_lost"]
+    all_lost = [r for r, f in zip(ratios, fully, strict=True) if f == 1.0]
+    none_lost = [r for r, f in zip(ratios, fully, strict=True) if f == 0.0]
+    return {
+        "all_lost_up_to": max(all_lost) if all_lost else None,
+        "none_lost_from": min(none_lost) if none_lost else None,
+    }
+
+
+def is_reproduced(result: dict[str, Any]) -> bool:
+    """Deltas under half a BF16 ulp of the base vanish: every one with r < 2**-9 is lost."""
+    below_half_ulp = [
+        f
+        for r, f in zip(result["ratios"], result["per_element"]["fully_lost"], strict=True)
+        if r < 2.0**-9
+    ]
+    return bool(below_half_ulp) and min(below_half_ulp) == 1.0
+
+
+def build_report() -> _common.Report:
+    """Item 11: fraction of a LoRA delta lost in the BF16 add, against an FP32 add."""
+    cited = measure(fixed=False)
+    fixed = measure(fixed=True)
+    report = _common.Report(
+        item="11",
+        title="The LoRA delta is added in BF16 in the forward pass",
+        models="art/megatron/lora.py L1019-L1020, L1414 at e2a406a48 "
+        "(0.5.20: LoRA.forward L933-L934, SelfAttentionLinearProjLoRA.forward L1328)",
+        setting={
+            "base": f"N(0, 1) in BF16, {SHAPE[0]} x {SHAPE[1]}",
+            "ratios": "2**-12 .. 2**0 in half-power steps",
+            "half BF16 ulp of |base| in [2**e, 2**(e+1))": "2**(e-8), i.e. 2**-9..2**-8 of |base|",
+            "seed": 0,
+        },
+    )
+    for mode, label in (("per_element", "|delta| = r |base|"), ("gaussian", "RMS ratio r")):
+        for i, exponent in enumerate(EXPONENTS):
+            if exponent != int(exponent):
+                continue  # the whole powers are enough for the table; tests use every point
+            report.measure(
+                f"{label}, r = 2**{int(exponent)}: fraction of delta lost",
+                cited[mode]["lost"][i],
+                fixed=fixed[mode]["lost"][i],
+            )
+    edges = threshold(cited)
+    report.measure(
+        "largest r at which every per-element delta is lost",
+        edges["all_lost_up_to"],
+        note="theory: 2**-9 (half an ulp is at least 2**-9 of |base|; ties go to the even base)",
+    )
+    report.measure(
+        "smallest r at which no per-element delta is lost completely",
+        edges["none_lost_from"],
+        note="theory: the first point above 2**-8 (at 2**-8 a base that is a power of two ties)",
+    )
+    report.note(
+        "A negative 'lost' fraction means the delta grew: between 2**-9 and 2**-8 a delta just "
+        "over half an ulp rounds up to a whole ulp, up to twice its size."
+    )
+    report.note(
+        "The audit gives no figure for this item (confidence: speculative); these are the "
+        "arithmetic's. As the audit says, gradients are unaffected: the add's backward passes "
+        "the upstream gradient through unchanged, whatever the forward rounded."
+    )
+    report.reproduced = is_reproduced(cited) and not is_reproduced(fixed)
+    return report
+
+
+def main() -> int:
+    return _common.run(build_report)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
