@@ -115,6 +115,11 @@ class Finding(_Strict):
     repro: RepoPath = Field(
         description="Path of the reproduction script, e.g. repros/item07_tis.py"
     )
+    reproduction_notes: list[NonEmpty] = Field(
+        default_factory=list,
+        description="Where the reproduction measured something beyond, or different from, the "
+        "audit's figures, and why (synthetic data, another model). Never the audit's own words.",
+    )
     labels: list[NonEmpty] = Field(default_factory=list, description="Labels beyond the audit's.")
     issue: int | None = Field(
         default=None, ge=1, description="Existing issue number; artbot never files such an item."

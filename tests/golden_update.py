@@ -1,0 +1,17 @@
+"""Regenerate tests/golden/ from the shipped catalog: `make golden`, then review the diff."""
+
+from __future__ import annotations
+
+from tests.test_render import GOLDEN_DIR, GOLDEN_ITEMS, golden_text
+
+
+def main() -> None:
+    GOLDEN_DIR.mkdir(exist_ok=True)
+    for item in GOLDEN_ITEMS:
+        path = GOLDEN_DIR / f"issue-{item:02d}.md"
+        path.write_text(golden_text(item), encoding="utf-8")
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Rendered issue bodies: golden files, and what every body must contain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from artbot.catalog import load_catalog
+from artbot.cli import cli
+from artbot.errors import BadInput
+from artbot.marker import IssueMarker, owned_region
+from artbot.render import GITHUB_BODY_LIMIT, permalink, render_issue
+
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN_DIR = Path(__file__).parent / "golden"
+GOLDEN_ITEMS = (4, 7, 9)
+TRACKING = 1111
+
+
+def golden_text(item: int) -> str:
+    """The rendered issue as the golden file holds it (no captured repro output: it varies)."""
+    catalog = load_catalog(REPO)
+    issue = render_issue(catalog, catalog.get(item), tracking_issue=TRACKING)
+    return f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
+
+
+@pytest.mark.parametrize("item", GOLDEN_ITEMS)
+def test_golden(item: int) -> None:
+    expected = (GOLDEN_DIR / f"issue-{item:02d}.md").read_text(encoding="utf-8")
+    assert golden_text(item) == expected, "rendering changed: run `make golden` and review"
+
+
+@pytest.mark.parametrize("item", range(1, 12))
+def test_every_body_has_what_a_reviewer_needs(item: int) -> None:
+    catalog = load_catalog(REPO)
+    finding = catalog.get(item)
+    issue = render_issue(catalog, finding, tracking_issue=TRACKING)
+    body = issue.body
+    for loc in finding.locations:
+        link = permalink(catalog.audit, loc)
+        assert link.startswith("https://github.com/OpenPipe/ART/blob/e2a406a48/src/art/")
+        assert f"#L{loc.start}-L{loc.end}" in link
+        assert link in body
+    assert " ".join(finding.expected.split()) in " ".join(body.split())
+    assert IssueMarker.find(body) == IssueMarker("e2a406a48", item)
+    assert f"python {finding.repro}" in body
+    assert catalog.sources[finding.repro].strip() in body
+    assert f"#{TRACKING}" in body
+    assert owned_region(body) is not None
+    assert len(body) <= GITHUB_BODY_LIMIT
+
+
+def test_permalink_format() -> None:
+    catalog = load_catalog(REPO)
+    loc = catalog.get(7).locations[0]
+    assert permalink(catalog.audit, loc) == (
+        "https://github.com/OpenPipe/ART/blob/e2a406a48/src/art/loss.py#L375-L385"
+    )
+
+
+def test_body_over_limit_is_bad_input(tmp_path: Path) -> None:
+    catalog = load_catalog(REPO)
+    finding = catalog.get(7).model_copy(update={"what": "x" * (GITHUB_BODY_LIMIT + 1)})
+    with pytest.raises(BadInput, match="GitHub's limit is 65,536"):
+        render_issue(catalog, finding)
+
+
+def test_strict_undefined(tmp_path: Path) -> None:
+    (tmp_path / "issue_title.md.j2").write_text("{{ finding.nope }}")
+    (tmp_path / "issue_body.md.j2").write_text("x")
+    catalog = load_catalog(REPO)
+    with pytest.raises(BadInput, match="UndefinedError"):
+        render_issue(catalog, catalog.get(7), templates_dir=tmp_path)
+
+
+def test_render_cli(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["--root", str(REPO), "render", "--item", "7"])
+    assert result.exit_code == 0, result.output
+    assert "src/art/loss.py#L375-L385" in result.output
+    result = CliRunner().invoke(
+        cli, ["--root", str(REPO), "render", "--all", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{i:02d}.md" for i in range(1, 12)]
+
+
+def test_list_json() -> None:
+    import json
+
+    result = CliRunner().invoke(cli, ["--root", str(REPO), "list", "--json"])
+    assert result.exit_code == 0
+    rows = json.loads(result.output)
+    assert [r["item"] for r in rows] == list(range(1, 12))
+    assert [r["issue"] for r in rows[:3]] == [1108, 1109, 1110]
+    assert all(r["issue"] is None for r in rows[3:])
