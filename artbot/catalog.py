@@ -7,6 +7,7 @@ where that value is written, and a missing field at the mapping that should hold
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +20,8 @@ from .errors import BadInput, CatalogInvalid, Problem
 from .models import Audit, Finding
 
 AUDIT_FILE = "audit.yaml"
-# Every repro imports this helper module from its own folder.
-REPRO_HELPER = "repros/_common.py"
+# A repro imports helper modules (``_common``, ...) from its own folder, by these lines.
+_HELPER_IMPORT = re.compile(r"^\s*(?:import|from)\s+(_[A-Za-z0-9_]+)\b", re.MULTILINE)
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -32,8 +33,8 @@ class Catalog:
     audit: Audit
     findings: tuple[Finding, ...]
     files: dict[int, str] = field(default_factory=dict)  # item -> path relative to root
-    # Text of every repro script (and of the shared helper), read at load time so that
-    # rendering touches no files.
+    # Text of every repro script and of the helper modules they import, read at load time so
+    # that rendering touches no files.
     sources: dict[str, str] = field(default_factory=dict)
 
     def get(self, item: int) -> Finding:
@@ -42,6 +43,19 @@ class Catalog:
                 return f
         known = ", ".join(str(f.item) for f in self.findings)
         raise BadInput(f"no finding with item {item} (known: {known})")
+
+    def helpers(self, script: str) -> list[str]:
+        """Paths of the ``repros/_*.py`` modules ``script`` imports, directly or through another."""
+        folder = script.rsplit("/", 1)[0]
+        found: list[str] = []
+        todo = [script]
+        while todo:
+            for name in _HELPER_IMPORT.findall(self.sources.get(todo.pop(), "")):
+                path = f"{folder}/{name}.py"
+                if path in self.sources and path not in found:
+                    found.append(path)
+                    todo.append(path)
+        return found
 
     @property
     def items(self) -> list[int]:
@@ -72,7 +86,9 @@ def load_catalog(root: Path) -> Catalog:
         raise CatalogInvalid(problems)
 
     ordered = sorted(loaded, key=lambda t: t[1].item)
-    scripts = {f.repro for _, f, _ in ordered} | {REPRO_HELPER}
+    folders = {root / f.repro for _, f, _ in ordered}
+    helpers = {h for p in folders for h in p.parent.glob("_*.py")}
+    scripts = {f.repro for _, f, _ in ordered} | {_rel(root, h) for h in helpers}
     return Catalog(
         root=root,
         audit=audit,

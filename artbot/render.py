@@ -13,7 +13,7 @@ from typing import Any
 
 import jinja2
 
-from .catalog import REPRO_HELPER, Catalog
+from .catalog import Catalog
 from .errors import BadInput
 from .marker import BODY_END, BODY_START, IssueMarker
 from .models import Audit, Finding, Location
@@ -80,9 +80,8 @@ def render_issue(
             "path": finding.repro,
             "command": f"python {finding.repro}",
             "script": catalog.sources[finding.repro],
-            "helper_path": REPRO_HELPER,
-            # The issue carries the helper too, so the script runs from the issue alone.
-            "helper": catalog.sources.get(REPRO_HELPER, ""),
+            # The issue carries the helper modules too, so the script runs from the issue alone.
+            "helpers": [(p, catalog.sources[p]) for p in catalog.helpers(finding.repro)],
             "result": usable_result(repro_result),
         },
         "source_file": catalog.files.get(finding.item, "findings/"),

@@ -47,6 +47,10 @@ def test_every_body_has_what_a_reviewer_needs(item: int) -> None:
     assert IssueMarker.find(body) == IssueMarker("e2a406a48", item)
     assert f"python {finding.repro}" in body
     assert catalog.sources[finding.repro].strip() in body
+    helpers = catalog.helpers(finding.repro)
+    assert "repros/_common.py" in helpers  # what the script imports travels with it
+    for path in helpers:
+        assert catalog.sources[path].strip() in body
     assert f"#{TRACKING}" in body
     assert owned_region(body) is not None
     assert len(body) <= GITHUB_BODY_LIMIT
