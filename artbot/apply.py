@@ -49,6 +49,7 @@ class Outcome:
     done: list[str] = field(default_factory=list)
     issues: dict[int, ObservedIssue] = field(default_factory=dict)  # item -> canonical issue
     observed: list[ObservedIssue] = field(default_factory=list)
+    rendered: dict[int, RenderedIssue] = field(default_factory=dict)
     checklist: str | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -86,7 +87,7 @@ def open_issues(
     rendered = render_all(catalog, findings, tracking_issue)
     observed = observe(repo, catalog)
     plan = plan_open(findings, rendered, observed, catalog.audit, tracking_issue)
-    outcome = Outcome(plan)
+    outcome = Outcome(plan, rendered=rendered)
     if dry_run:
         outcome.issues = canonical(observed, catalog.audit)
         outcome.observed = observed

@@ -339,13 +339,10 @@ def open_(
     outcome = open_issues(catalog, repo, selected, tracking, dry_run=dry_run, log=log)
     repo.cache.save()
     if dry_run and not as_json:
-        from .apply import render_all
         from .plan import Create
 
-        rendered = render_all(
-            catalog, [catalog.get(a.item) for a in outcome.plan.of(Create)], tracking
-        )
-        for issue in rendered.values():
+        for action in outcome.plan.of(Create):
+            issue = outcome.rendered[action.item]
             click.echo(f"\n--- would file: {issue.title}\n\n{issue.body}")
     report(outcome, as_json, dry_run)
     if not as_json:
