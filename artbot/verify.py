@@ -803,7 +803,10 @@ def load_repro(path: Path) -> ModuleType:
     """Import a repro script by path, leaving ``sys.path`` and ``sys.modules`` as they were."""
     name = f"_artbot_repro_{path.stem}"
     saved_path = list(sys.path)
-    saved_common = sys.modules.pop("_common", None)
+    # The script imports its folder's helper modules (_common, _art_loss, ...) by bare name:
+    # load this folder's, and put back whatever was there before.
+    helpers = {p.stem for p in path.parent.glob("_*.py")}
+    saved = {h: sys.modules.pop(h) for h in helpers if h in sys.modules}
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise _CannotRun(f"cannot import {path}")
@@ -814,9 +817,9 @@ def load_repro(path: Path) -> ModuleType:
     finally:
         sys.path[:] = saved_path
         sys.modules.pop(name, None)
-        sys.modules.pop("_common", None)
-        if saved_common is not None:
-            sys.modules["_common"] = saved_common
+        for helper in helpers:
+            sys.modules.pop(helper, None)
+        sys.modules.update(saved)
     return module
 
 

@@ -19,12 +19,15 @@ Assumptions:
 - FP32 logprobs, as on the Megatron and TrainerRank consumer paths.
 - U = 2.0 (ART has no default; any U > 1 shows the same min(r, U) shape).
 - PPO uses ART's defaults epsilon = epsilon_high = 0.2; CISPO epsilon = 1.0, epsilon_high = 4.0.
-- Inputs are already aligned (``AlignedInputs`` below stands in for ART's ``AlignedLossInputs``,
+- Inputs are already aligned (``AlignedInputs`` stands in for ART's ``AlignedLossInputs``,
   whose ``align_inputs`` returns itself), so no label shift is applied.
 - The suggested fix is modelled as: skip TIS when ``original_logprobs`` is absent (as ART 0.5.21
   does, with a warning).
 
-``measure(impl=...)`` takes any callable with the signature of ART's ``loss_fn`` (the model here
+The model of ``loss_fn`` is in ``_art_loss.py`` (shared with item 8), whose docstring lists the
+lines it covers; this script sets its ``skip_tis_without_original_logprobs`` knob for the fix.
+
+``measure(impl=...)`` takes any callable with the signature of ART's ``loss_fn`` (the modelled one
 by default) and only reads ``.policy_loss`` from what it returns, so ART's own function can be
 passed in and given the same inputs.
 """
@@ -34,118 +37,23 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _art_loss  # noqa: E402
 import _common  # noqa: E402
+
+# Re-exported so that callers can build inputs as this script's AlignedInputs.
+AlignedInputs = _art_loss.AlignedInputs
+LossValues = _art_loss.LossValues
+make_loss_fn = _art_loss.make_loss_fn
 
 TIS_UPPER_BOUND = 2.0
 RATIOS = (0.25, 0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 8.0)
 NEW_LOGPROB = -1.5  # any finite negative value: CISPO's loss is proportional to it
-
-# Config keys whose lines the model below does not contain; it refuses them rather than
-# silently computing something ART would not.
-_UNMODELLED = (
-    "max_negative_advantage_importance_sampling_weight",
-    "mask_prob_ratio",
-    "kimi_k2_tau",
-    "kl_penalty_coef",
-)
-
-
-@dataclass
-class AlignedInputs:
-    """Stand-in for ``art.loss.AlignedLossInputs``: its fields and the methods loss_fn calls."""
-
-    assistant_mask: torch.Tensor
-    old_logprobs: torch.Tensor
-    advantages: torch.Tensor
-    weights: torch.Tensor
-    group_ids: torch.Tensor
-    original_logprobs: torch.Tensor | None = None
-    entropies_are_aligned: bool = False
-
-    def align_inputs(self) -> AlignedInputs:
-        return self
-
-    def denominator(self, mask: torch.Tensor, reduction: Literal["mean", "sum"]):
-        if reduction == "sum":
-            return 1.0
-        return mask.sum() + 1e-18
-
-    def aligned_entropies(self, entropies: torch.Tensor | None) -> torch.Tensor | None:
-        if entropies is None:
-            return None
-        raise NotImplementedError("entropies are not part of this reproduction")
-
-
-@dataclass
-class LossValues:
-    """The fields of ``art.loss.Loss`` this reproduction reads."""
-
-    policy_loss: torch.Tensor
-    policy_loss_sum: torch.Tensor
-
-
-def make_loss_fn(*, skip_tis_without_original_logprobs: bool = False) -> Callable[..., Any]:
-    """The modelled ``loss_fn``; ``skip_tis_without_original_logprobs`` is the suggested fix."""
-
-    def loss_fn(
-        inputs: AlignedInputs,
-        new_logprobs: torch.Tensor,
-        ref_logprobs: torch.Tensor | None,
-        entropies: torch.Tensor | None,
-        experimental_config: dict[str, Any],
-        reduction: Literal["mean", "sum"] = "mean",
-    ) -> LossValues:
-        if experimental_config.get("importance_sampling_level", "token") != "token":
-            raise ValueError("only token-level importance sampling is modelled")
-        if unmodelled := [k for k in _UNMODELLED if experimental_config.get(k)]:
-            raise ValueError(f"config keys not modelled: {unmodelled}")
-        aligned = inputs.align_inputs()
-        advantages = aligned.advantages
-        mask_bool = aligned.assistant_mask.to(dtype=torch.bool)
-        new_logprobs = torch.where(mask_bool, new_logprobs, new_logprobs.new_zeros(()))
-        old_logprobs = aligned.old_logprobs
-        old_logprobs = torch.where(mask_bool, old_logprobs, old_logprobs.new_zeros(()))
-        assistant_mask = mask_bool.to(new_logprobs.dtype)
-        weights = aligned.weights
-        old_logprobs = torch.where(torch.isnan(old_logprobs), new_logprobs.detach(), old_logprobs)
-        prob_ratio = torch.exp(new_logprobs - old_logprobs)  # loss.py#L299
-        ppo = experimental_config.get("ppo", False)
-        epsilon = experimental_config.get("epsilon", 0.2 if ppo else 1.0)
-        epsilon_high = experimental_config.get("epsilon_high", None if ppo else 4.0)
-        if epsilon_high is None:
-            epsilon_high = epsilon
-        if ppo:  # loss.py#L363-L367
-            policy_loss = -torch.min(
-                prob_ratio * advantages,
-                torch.clip(prob_ratio, 1 - epsilon, 1 + epsilon_high) * advantages,
-            )
-        else:  # CISPO, loss.py#L368-L374
-            policy_loss = -(
-                torch.clip(prob_ratio.detach(), 1 - epsilon, 1 + epsilon_high)
-                * advantages
-                * new_logprobs
-            )
-        if upper_bound := experimental_config.get("truncated_importance_sampling"):
-            original = aligned.original_logprobs
-            if original is not None:  # loss.py#L376-L384
-                original = torch.where(torch.isnan(original), new_logprobs.detach(), original)
-                prob_ratio = torch.exp(old_logprobs - original)
-            if original is not None or not skip_tis_without_original_logprobs:
-                # loss.py#L385: without original_logprobs this is still pi_new / pi_old.
-                policy_loss = policy_loss * torch.clamp(prob_ratio, max=upper_bound).detach()
-        policy_loss = policy_loss * weights * assistant_mask
-        denominator = aligned.denominator(assistant_mask, reduction)
-        return LossValues(policy_loss.sum() / denominator, policy_loss.sum())
-
-    return loss_fn
-
 
 loss_fn = make_loss_fn()
 loss_fn_fixed = make_loss_fn(skip_tis_without_original_logprobs=True)

@@ -14,15 +14,19 @@ is measured with the suggested fix: the log-ratio clamped to +-20 before exp. Co
 bad value on a masked (non-trainable) token, and all-finite old logprobs.
 
 Assumptions:
-- Token-level importance sampling, no TIS, KL penalty or Kimi tau (the model raises on them).
+- Token-level importance sampling; no TIS (not set here), KL penalty or Kimi tau (the model
+  raises on those).
 - FP32 logits and logprobs; vocabulary 16 and random logits (the overflow does not depend on them:
   exp(x) is inf in FP32 for any x > 88.7, and new - (-9999) is about 9999).
 - ART's defaults: PPO epsilon 0.2/0.2, CISPO epsilon 1.0/4.0; mean reduction; weights 1.
-- Inputs are already aligned (``AlignedInputs`` below stands in for ART's ``AlignedLossInputs``).
+- Inputs are already aligned (``AlignedInputs`` stands in for ART's ``AlignedLossInputs``).
 - The fix is the audit's: ``exp(logprob_diff.clamp(-20, 20))``. (ART 0.5.21 also replaces
   non-finite old logprobs, not only NaN ones, by the new logprobs.)
 
-``measure(impl=...)`` takes any callable with the signature of ART's ``loss_fn`` (the model here
+The model of ``loss_fn`` is in ``_art_loss.py`` (shared with item 7), whose docstring lists the
+lines it covers; this script sets its ``log_ratio_bound`` knob for the fix.
+
+``measure(impl=...)`` takes any callable with the signature of ART's ``loss_fn`` (the modelled one
 by default) and only reads ``.policy_loss`` from what it returns, so ART's own function can be
 passed in and given the same inputs.
 """
@@ -32,113 +36,23 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _art_loss  # noqa: E402
 import _common  # noqa: E402
+
+# Re-exported so that callers can build inputs as this script's AlignedInputs.
+AlignedInputs = _art_loss.AlignedInputs
+LossValues = _art_loss.LossValues
+make_loss_fn = _art_loss.make_loss_fn
 
 BAD_OLD_LOGPROBS = {"-inf": float("-inf"), "-9999": -9999.0}
 LOG_RATIO_BOUND = 20.0  # the audit's example bound for the fix
 SEQ_LEN, VOCAB, BAD_TOKEN = 4, 16, 1
-
-_UNMODELLED = (
-    "truncated_importance_sampling",
-    "max_negative_advantage_importance_sampling_weight",
-    "mask_prob_ratio",
-    "kimi_k2_tau",
-    "kl_penalty_coef",
-)
-
-
-@dataclass
-class AlignedInputs:
-    """Stand-in for ``art.loss.AlignedLossInputs``: its fields and the methods loss_fn calls."""
-
-    assistant_mask: torch.Tensor
-    old_logprobs: torch.Tensor
-    advantages: torch.Tensor
-    weights: torch.Tensor
-    group_ids: torch.Tensor
-    original_logprobs: torch.Tensor | None = None
-    entropies_are_aligned: bool = False
-
-    def align_inputs(self) -> AlignedInputs:
-        return self
-
-    def denominator(self, mask: torch.Tensor, reduction: Literal["mean", "sum"]):
-        if reduction == "sum":
-            return 1.0
-        return mask.sum() + 1e-18
-
-    def aligned_entropies(self, entropies: torch.Tensor | None) -> torch.Tensor | None:
-        if entropies is None:
-            return None
-        raise NotImplementedError("entropies are not part of this reproduction")
-
-
-@dataclass
-class LossValues:
-    """The fields of ``art.loss.Loss`` this reproduction reads."""
-
-    policy_loss: torch.Tensor
-    policy_loss_sum: torch.Tensor
-
-
-def make_loss_fn(*, log_ratio_bound: float | None = None) -> Callable[..., Any]:
-    """The modelled ``loss_fn``; a ``log_ratio_bound`` applies the suggested clamp before exp."""
-
-    def loss_fn(
-        inputs: AlignedInputs,
-        new_logprobs: torch.Tensor,
-        ref_logprobs: torch.Tensor | None,
-        entropies: torch.Tensor | None,
-        experimental_config: dict[str, Any],
-        reduction: Literal["mean", "sum"] = "mean",
-    ) -> LossValues:
-        if experimental_config.get("importance_sampling_level", "token") != "token":
-            raise ValueError("only token-level importance sampling is modelled")
-        if unmodelled := [k for k in _UNMODELLED if experimental_config.get(k)]:
-            raise ValueError(f"config keys not modelled: {unmodelled}")
-        aligned = inputs.align_inputs()
-        advantages = aligned.advantages
-        mask_bool = aligned.assistant_mask.to(dtype=torch.bool)
-        new_logprobs = torch.where(mask_bool, new_logprobs, new_logprobs.new_zeros(()))
-        old_logprobs = aligned.old_logprobs
-        old_logprobs = torch.where(mask_bool, old_logprobs, old_logprobs.new_zeros(()))
-        assistant_mask = mask_bool.to(new_logprobs.dtype)
-        weights = aligned.weights
-        # loss.py#L290-L294: only NaN is treated as "missing"; -inf and sentinels pass through.
-        old_logprobs = torch.where(torch.isnan(old_logprobs), new_logprobs.detach(), old_logprobs)
-        logprob_diff = new_logprobs - old_logprobs
-        if log_ratio_bound is not None:
-            logprob_diff = logprob_diff.clamp(-log_ratio_bound, log_ratio_bound)
-        prob_ratio = torch.exp(logprob_diff)  # loss.py#L299
-        ppo = experimental_config.get("ppo", False)
-        epsilon = experimental_config.get("epsilon", 0.2 if ppo else 1.0)
-        epsilon_high = experimental_config.get("epsilon_high", None if ppo else 4.0)
-        if epsilon_high is None:
-            epsilon_high = epsilon
-        if ppo:  # loss.py#L363-L367
-            policy_loss = -torch.min(
-                prob_ratio * advantages,
-                torch.clip(prob_ratio, 1 - epsilon, 1 + epsilon_high) * advantages,
-            )
-        else:  # CISPO, loss.py#L368-L374
-            policy_loss = -(
-                torch.clip(prob_ratio.detach(), 1 - epsilon, 1 + epsilon_high)
-                * advantages
-                * new_logprobs
-            )
-        policy_loss = policy_loss * weights * assistant_mask
-        denominator = aligned.denominator(assistant_mask, reduction)
-        return LossValues(policy_loss.sum() / denominator, policy_loss.sum())
-
-    return loss_fn
-
 
 loss_fn = make_loss_fn()
 loss_fn_fixed = make_loss_fn(log_ratio_bound=LOG_RATIO_BOUND)
