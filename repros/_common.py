@@ -139,6 +139,16 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def run(build_report, argv: list[str] | None = None) -> int:
     """Entry point shared by the scripts: ``build_report()`` returns a :class:`Report`."""
     parser = argparse.ArgumentParser(description=(build_report.__doc__ or "").strip() or None)
@@ -147,7 +157,8 @@ def run(build_report, argv: list[str] | None = None) -> int:
     torch.set_num_threads(min(2, torch.get_num_threads()))
     report = build_report()
     if args.json:
-        json.dump(report.as_dict(), sys.stdout, indent=2, default=str)
+        # Strict JSON: inf and NaN (real measurements here) become the strings "inf", "nan".
+        json.dump(_finite(report.as_dict()), sys.stdout, indent=2, default=str, allow_nan=False)
         sys.stdout.write("\n")
     else:
         print(report.text())

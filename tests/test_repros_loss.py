@@ -232,6 +232,10 @@ def test_report_text_ends_with_verdict(item: str) -> None:
     assert any(m.fixed is not None for m in report.measurements)
 
 
+def _not_json(token: str) -> None:
+    raise AssertionError(f"--json printed {token}, which is not JSON")
+
+
 def test_scripts_run_standalone_with_json(tmp_path: Path) -> None:
     # Run from an unrelated folder: each script must find _common.py next to itself.
     procs = {
@@ -247,7 +251,7 @@ def test_scripts_run_standalone_with_json(tmp_path: Path) -> None:
     for item, proc in procs.items():
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
-        report = json.loads(out)
+        report = json.loads(out, parse_constant=_not_json)  # strict: no Infinity or NaN
         assert report["item"] == item
         assert report["verdict"] == "reproduced"
         assert report["measurements"]
