@@ -492,6 +492,17 @@ def verify_wants_json(ctx: click.Context, as_json: bool) -> bool:
     return as_json or bool(ctx.parent and ctx.parent.params.get("as_json"))
 
 
+def verify_emit(
+    ctx: click.Context, as_json: bool, data: Any, table: Callable[[], str], *, ok: bool
+) -> None:
+    """Print a verify result as JSON or as its table; exit 1 unless ``ok``."""
+    if verify_wants_json(ctx, as_json):
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        click.echo(table())
+    ctx.exit(0 if ok else 1)
+
+
 @cli.group(invoke_without_command=True)
 @click.option("--release", metavar="VERSION", help="Run both checks on openpipe-art==VERSION.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -551,11 +562,7 @@ def verify_anchors_cmd(
     tree = verify_tree(catalog, art_src, release)
     results = verify_anchors(catalog, tree)
     data = anchors_json(results, tree)
-    if verify_wants_json(ctx, as_json):
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
-    else:
-        click.echo(anchor_table(catalog, results, tree))
-    ctx.exit(0 if data["ok"] else 1)
+    verify_emit(ctx, as_json, data, lambda: anchor_table(catalog, results, tree), ok=data["ok"])
 
 
 @verify.command(name="code")
@@ -576,11 +583,7 @@ def verify_code_cmd(
     tree = verify_tree(catalog, art_src, release)
     results = verify_code(catalog, tree)
     data = code_json(results, tree)
-    if verify_wants_json(ctx, as_json):
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
-    else:
-        click.echo(code_table(results, tree))
-    ctx.exit(0 if data["ran"] else 1)
+    verify_emit(ctx, as_json, data, lambda: code_table(results, tree), ok=data["ran"])
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import Catalog
-from .plan import EditBody, LinkPreset, UpdateChecklist
+from .plan import ChecklistUpToDate, EditBody, LinkPreset, UpdateChecklist
 from .render import environment
 
 
@@ -16,9 +16,9 @@ def summary_rows(catalog: Catalog, outcome: Any) -> list[dict[str, Any]]:
             changed.setdefault(action.item, []).append("body updated")
         elif isinstance(action, LinkPreset):
             changed.setdefault(action.item, []).append("labelled")
+    by_number = {i.number: i for i in outcome.observed}
     rows = []
     for f in catalog.findings:
-        by_number = {i.number: i for i in outcome.observed}
         issue = by_number.get(f.issue) if f.issue else outcome.issues.get(f.item)
         number = f.issue or (issue.number if issue else None)
         if issue is None:
@@ -44,11 +44,8 @@ def summary_rows(catalog: Catalog, outcome: Any) -> list[dict[str, Any]]:
 
 def step_summary(catalog: Catalog, outcome: Any, *, dry_run: bool) -> str:
     updates = outcome.plan.of(UpdateChecklist)
-    tracking = updates[0].issue if updates else None
-    if tracking is None:
-        for action in outcome.plan.actions:
-            if type(action).__name__ == "ChecklistUpToDate":
-                tracking = action.issue
+    checklist_actions = [*updates, *outcome.plan.of(ChecklistUpToDate)]
+    tracking = checklist_actions[0].issue if checklist_actions else None
     status = "checklist updated" if updates else "checklist up to date"
     if dry_run and updates:
         status = "checklist would be updated"
