@@ -279,7 +279,9 @@ def build_report() -> _common.Report:
             "tokens": TOKENS,
             "candidates per token": f"{CANDIDATES}, top logit uniform on {list(TOP_LOGIT_RANGE)}, "
             "the others min(s_t * (running sum of Exp(1)), 30) below it, s_t = s0 * exp(N(0, 1))",
-            "calibrated candidate entropy (mean)": f"{TARGET_ENTROPY} nats, s0 = {result['s0']:.3g}",
+            "calibrated candidate entropy (mean)": (
+                f"{TARGET_ENTROPY} nats, s0 = {result['s0']:.3g}"
+            ),
             "achieved entropy over the vocabulary (mean / median)": (
                 f"{result['entropy_mean']:.3g} / {result['entropy_median']:.3g} nats"
             ),

@@ -31,7 +31,7 @@ Assumptions:
 - one LoRA pair on a 2560 x 2560 projection (Qwen3-4B's hidden size), rank 8 and alpha 32
   (ART's dense defaults in ``art/megatron/lora_config.py``), scale 4;
 - A_T ~ N(0, 1/in) and B_T ~ N(0, 0.02**2): B has left zero, as it has after the first steps;
-- each backward call sees 128 tokens: x ~ N(0, 1) and an upstream gradient for the LoRA output
+- each backward call sees 64 tokens: x ~ N(0, 1) and an upstream gradient for the LoRA output
   made of N(0, 1) noise plus a fixed rank-8 linear function of x of the same variance, so calls
   share a common gradient direction but each is mostly noise; both in BF16. The mean cosine
   between two calls' gradients is printed in the setting. Seed 0.
@@ -53,7 +53,7 @@ IN_FEATURES = 2560
 OUT_FEATURES = 2560
 RANK = 8
 ALPHA = 32.0
-TOKENS_PER_CALL = 128
+TOKENS_PER_CALL = 64
 SHARED_RANK = 8
 COUNTS = (1, 4, 16, 64, 256, 1024)
 # FP32 staging of at most 1024 BF16 values: errors below this print as "< 1e-06".
@@ -210,8 +210,8 @@ def build_report() -> _common.Report:
     report.note(
         "The error is mostly unbiased up to a few hundred calls, as the audit says, but not "
         "entirely: its component along the gradient is negative (magnitudes shrink) and grows "
-        f"with the call count, to a cosine of {drift:.2f} at {max(COUNTS)} calls. At a power of two "
-        "the spacing above is twice the spacing below, so a small step away from zero can be "
+        f"with the call count, to a cosine of {drift:.2f} at {max(COUNTS)} calls. At a power of "
+        "two the spacing above is twice the spacing below, so a small step away from zero can be "
         "rounded off while the same step toward zero is kept: a BF16 running sum drifts toward "
         "zero."
     )

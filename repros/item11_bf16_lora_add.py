@@ -210,7 +210,8 @@ def build_report() -> _common.Report:
     )
     for row, fixed_row in zip(cited["one_step"]["rows"], fixed["one_step"]["rows"], strict=True):
         k = row["steps"]
-        label = f"{k} step{'s' if k > 1 else ''} (delta RMS {row['delta_rms_over_base_rms']:.2g} of base)"
+        size = row["delta_rms_over_base_rms"]
+        label = f"{k} step{'s' if k > 1 else ''} (delta RMS {size:.2g} of base)"
         report.measure(
             f"{label}: fraction of the FP32-add logprob change lost",
             row["change_lost"],

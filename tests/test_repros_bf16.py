@@ -20,12 +20,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 REPROS = Path(__file__).resolve().parents[1] / "repros"
-SCRIPTS = (
-    "item04_bf16_lm_head",
-    "item05_bf16_grad_accum",
-    "item11_bf16_lora_add",
-    "item01_te_cross_entropy",
-)
 
 
 def _load(name: str) -> ModuleType:
@@ -69,7 +63,19 @@ def item04_result(item04):
 
 def test_item04_reproduced_with_bf16_logits_and_not_with_fp32(item04, item04_result):
     assert item04.is_reproduced(item04_result["cited"])
+    # The FP32-output head (the suggested fix) is an FP32 reference: its error is ~0.
+    assert item04_result["fixed"]["logprob_error"]["p99"] < 1e-4
     assert not item04.is_reproduced(item04_result["fixed"])
+
+
+def test_item04_setting_is_a_language_models_and_errors_are_binned(item04_result):
+    # Calibrated to 0.6 nats over the candidates; the full vocabulary adds almost nothing.
+    assert 0.4 <= item04_result["entropy_mean"] <= 0.9
+    assert item04_result["tail_mass_max"] < 1e-6
+    bins = item04_result["cited"]["by_p_target"]
+    assert sum(b["tokens"] for b in bins.values()) == 128
+    # Confident tokens carry the smallest errors: (1 - p_t) d_t - sum_j p_j d_j.
+    assert bins["0.99-1"]["p90"] < bins["0-0.5"]["p90"]
 
 
 def test_item04_logits_sit_where_bf16_spacing_is_a_quarter(item04):
@@ -178,9 +184,10 @@ def test_item05_error_is_mostly_noise_with_a_shrink(item05_result):
 def test_item05_stays_reproduced_at_1024_calls_with_a_biased_error(item05, item05_result):
     cited = item05_result["cited"]
     assert cited[1024]["rel_l2"] > cited[256]["rel_l2"]
-    # The bias is reported, not gated: a verdict that required an unbiased error would flip here.
-    assert cited[1024]["err_cos_with_grad"] < -0.1
     assert item05.is_reproduced(cited)
+    # The bias is reported, not gated: a more biased error is still the finding.
+    biased = {n: {**m, "err_cos_with_grad": -0.5} for n, m in cited.items()}
+    assert item05.is_reproduced(biased)
 
 
 def test_item05_fixed_form_is_not_reproduced(item05, item05_result):
@@ -334,7 +341,8 @@ def test_item01_te_kernel_agrees_with_the_emulation(item01, item01_results):
 # Each as a script -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
+# Every script's text output is run by tests/test_repros_captured.py; one --json run is enough.
+@pytest.mark.parametrize("name", ["item11_bf16_lora_add"])
 def test_script_prints_a_json_report(name, tmp_path):
     # Run from elsewhere: the script must find _common through its own folder.
     proc = subprocess.run(

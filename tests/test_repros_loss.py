@@ -80,6 +80,8 @@ def test_adam_lora_a_waits_for_b_then_is_damped_by_eps(adam: ModuleType, adam_me
 
 
 def test_adam_verdicts(adam: ModuleType, adam_measured) -> None:
+    # |g| <~ eps: A's first gradient is within 10x of eps, and its update is damped.
+    assert adam.first_a_update(adam_measured["lora"])["grad_a_median"] < 10 * adam.EPS_TRAINER_RANK
     assert adam.is_reproduced(adam_measured["lora"])
     assert not adam.is_reproduced(adam_measured["lora_fixed"])
     assert all(
