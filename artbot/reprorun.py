@@ -41,10 +41,6 @@ class ReproResult:
     platform: str
     finished_at: str
 
-    @property
-    def reproduced(self) -> bool:
-        return self.status == "ok" and self.verdict == "reproduced"
-
     def summary(self) -> str:
         if self.status == "timeout":
             return f"timed out after {self.duration_s:.1f} s"

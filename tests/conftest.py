@@ -19,7 +19,6 @@ settings.register_profile("nightly", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-
 @pytest.fixture
 def sandbox() -> Iterator[GitHubSandbox]:
     """A started, empty sandbox (no repositories yet); stopped after the test."""
