@@ -59,6 +59,19 @@ class Catalog:
     def items(self) -> list[int]:
         return [f.item for f in self.findings]
 
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per finding as ``artbot list`` shows it: item, title, confidence, issue, file."""
+        return [
+            {
+                "item": f.item,
+                "title": f.title,
+                "confidence": f.confidence.level.value,
+                "issue": f.issue,
+                "file": self.files[f.item],
+            }
+            for f in self.findings
+        ]
+
 
 def load_catalog(root: Path) -> Catalog:
     """Load and validate ``root/findings``; raise :class:`CatalogInvalid` listing every problem."""

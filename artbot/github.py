@@ -13,7 +13,6 @@ Design notes:
 from __future__ import annotations
 
 import json
-import os
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,16 +25,9 @@ from github.GithubRetry import GithubRetry
 
 from .errors import BadInput, RemoteError
 from .models import ObservedIssue
+from .settings import TOKEN_VARIABLES, Settings
 
 DEFAULT_API_URL = "https://api.github.com"
-# GitHub asks clients to wait at least a minute after a secondary rate limit without Retry-After.
-DEFAULT_SECONDARY_RATE_WAIT = 60.0
-
-
-def token_from_env(env: dict[str, str] | None = None) -> str | None:
-    """``GH_TOKEN`` wins over ``GITHUB_TOKEN``, as with the gh CLI."""
-    env = dict(os.environ) if env is None else env
-    return env.get("GH_TOKEN") or env.get("GITHUB_TOKEN") or None
 
 
 @dataclass
@@ -107,9 +99,7 @@ class GitHubRepo:
         self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
         self.cache = cache or EtagCache()
         if secondary_rate_wait is None:
-            secondary_rate_wait = float(
-                os.environ.get("ARTBOT_SECONDARY_RATE_WAIT", DEFAULT_SECONDARY_RATE_WAIT)
-            )
+            secondary_rate_wait = Settings.from_env().secondary_rate_wait
         local = _is_loopback(self.api_url)
         self._gh = Github(
             base_url=self.api_url,
@@ -257,3 +247,28 @@ def _remote(what: str) -> Iterator[None]:
 def _short(text: str) -> str:
     line = text.splitlines()[0] if text else ""
     return line[:200]
+
+
+def connect(
+    settings: Settings,
+    default_repository: str,
+    *,
+    repo_name: str | None = None,
+    api_url: str | None = None,
+    cache_path: Path,
+    dry_run: bool = False,
+) -> GitHubRepo:
+    """The adapter for one run: flags first, then the environment (``settings``), then defaults.
+
+    Without a token only a dry run may proceed (reads are anonymous).
+    """
+    if not settings.token and not dry_run:
+        names = " or ".join(TOKEN_VARIABLES)
+        raise BadInput(f"no token: set {names} (or use --dry-run)")
+    return GitHubRepo(
+        repo_name or settings.repository or default_repository,
+        api_url=api_url or settings.api_url,
+        token=settings.token,
+        cache=EtagCache.load(cache_path),
+        secondary_rate_wait=settings.secondary_rate_wait,
+    )
