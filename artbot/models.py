@@ -4,14 +4,20 @@ One YAML file in ``findings/`` is one :class:`Finding`; ``findings/audit.yaml`` 
 :class:`Audit`. Models are strict (``extra="forbid"``) so a typo in a key is an error,
 not a silently ignored field. Cross-file checks (duplicate items, repro paths on disk,
 locations under the source root) live in :mod:`artbot.catalog`.
+
+:class:`ObservedIssue` is an issue as GitHub reports it: what the planner compares the
+catalog with. It lives here, not in the GitHub adapter, so the planner loads no GitHub client.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from .marker import IssueMarker
 
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 RepoPath = Annotated[
@@ -135,3 +141,37 @@ class Audit(_Strict):
     tracking_issue: int | None = Field(default=None, ge=1)
     labels: list[NonEmpty] = Field(default_factory=list)
     web_url: NonEmpty = "https://github.com"
+
+
+# --- what GitHub holds -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ObservedIssue:
+    """An issue as GitHub reports it (pull requests are never turned into these)."""
+
+    number: int
+    title: str
+    body: str
+    state: str
+    state_reason: str | None
+    html_url: str
+    labels: tuple[str, ...]
+    marker: IssueMarker | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ObservedIssue:
+        body = data.get("body") or ""
+        return cls(
+            number=int(data["number"]),
+            title=data.get("title") or "",
+            body=body,
+            state=data.get("state") or "open",
+            state_reason=data.get("state_reason"),
+            html_url=data.get("html_url") or "",
+            labels=tuple(
+                lbl["name"] if isinstance(lbl, dict) else str(lbl)
+                for lbl in data.get("labels") or ()
+            ),
+            marker=IssueMarker.find(body),
+        )

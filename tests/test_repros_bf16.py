@@ -7,7 +7,6 @@ independently of the script's own figures.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import subprocess
@@ -17,17 +16,15 @@ from types import ModuleType
 
 import pytest
 
+from artbot.scripts import import_script
+
 torch = pytest.importorskip("torch")
 
 REPROS = Path(__file__).resolve().parents[1] / "repros"
 
 
 def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"repro_{name}", REPROS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_script(REPROS / f"{name}.py", f"repro_{name}")
 
 
 def _bf16_half_gap(base: torch.Tensor, toward_zero: torch.Tensor) -> torch.Tensor:
