@@ -192,7 +192,8 @@ def build_report() -> _common.Report:
             f"equal rewards [{rewards[0]}] x {len(rewards)}: advantages",
             sorted(set(cited_group["advantages"])),
             fixed=sorted(set(fixed_group["advantages"])),
-            note=f"population-std path: {sorted(set(cited_group['population']))}",
+            note="population-std path: "
+            + ", ".join(f"{x:.3g}" for x in sorted(set(cited_group["population"]))),
         )
     report.note(
         "Equal-reward groups should get no advantage. The ratio verdict does not use them: an "
