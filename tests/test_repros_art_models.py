@@ -105,3 +105,25 @@ def test_item09_packer_model_is_art_0520_prefix_tree_pack(art_0520: ArtModules) 
     repro = _repro("item09")
     pack = art_0520.load("megatron/prefix_tree_packing.py").prefix_tree_pack
     _same(repro.measure(pack_impl=pack), repro.measure())
+
+
+def test_item09_ancestor_masks_are_art_0521_masks(art_0521: ArtModules) -> None:
+    """0.5.21's service.py selects each segment's group and its ancestors from
+    ``parse_prefix_tree_row``; the repro's ``ancestor_masks`` models that."""
+    repro = _repro("item09")
+    parse = art_0521.load("megatron/prefix_tree.py").parse_prefix_tree_row
+
+    def art_masks(group_ids: Any, parent_ids: Any) -> list[tuple[int, Any]]:
+        row = parse(group_ids=group_ids, parent_ids=parent_ids)
+        return [
+            (s.group_id, torch.isin(group_ids, group_ids.new_tensor((s.group_id, *s.ancestors))))
+            for s in row.segments
+        ]
+
+    rows = [repro.two_branch_row()[0], repro.nested_row()[0]]
+    rows += [repro.trigger_row(n)[0] for n in repro.TRIGGER_PROMPT_LENGTHS]
+    for row in rows:
+        ours = repro.ancestor_masks(row.group_ids, row.parent_ids)
+        theirs = art_masks(row.group_ids, row.parent_ids)
+        assert [g for g, _ in ours] == [g for g, _ in theirs]
+        assert all(torch.equal(a, b) for (_, a), (_, b) in zip(ours, theirs, strict=True))
