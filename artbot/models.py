@@ -99,6 +99,21 @@ class Fix(_Strict):
     text: NonEmpty
 
 
+Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=90)]
+ClaimId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", max_length=60)]
+
+
+class Claim(_Strict):
+    """One checkable statement of a finding. ART fixes claims one at a time, so each is
+    reproduced, fixed or not checked on its own (see :mod:`artbot.status`)."""
+
+    id: ClaimId = Field(description="kebab-case slug, unique within the finding")
+    text: NonEmpty = Field(description="The claim in the audit's words, one sentence.")
+    symptom: Title = Field(
+        description="The symptom as an issue title, when this claim is what remains."
+    )
+
+
 class Finding(_Strict):
     """One audit item: what is wrong, where, how we know, and what correct code would do."""
 
@@ -118,6 +133,10 @@ class Finding(_Strict):
     confidence: Confidence
     impact: NonEmpty
     fix: Fix
+    claims: list[Claim] = Field(
+        default_factory=list,
+        description="The finding's checkable claims, each with its own verdict.",
+    )
     repro: RepoPath = Field(
         description="Path of the reproduction script, e.g. repros/item07_tis.py"
     )
