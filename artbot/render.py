@@ -123,3 +123,14 @@ def render_checklist(entries: Sequence[Any], audit: Audit, templates_dir: Path) 
         )
     except jinja2.TemplateError as exc:
         raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
+
+
+def render_status_comment(view: Any, issue_state: str, audit: Audit, templates_dir: Path) -> str:
+    """The comment artbot posts once when an item's recorded status changes."""
+    env = environment(templates_dir)
+    try:
+        return env.get_template("status_comment.md.j2").render(
+            status=view, issue_state=issue_state, audit=audit
+        )
+    except jinja2.TemplateError as exc:
+        raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc

@@ -184,7 +184,9 @@ def status_state(view: StatusView) -> str:
 def _with_marker(view: StatusView) -> StatusView:
     from dataclasses import replace
 
-    return replace(view, marker=f"<!-- artbot:status item={view.item} state={status_state(view)} -->")
+    return replace(
+        view, marker=f"<!-- artbot:status item={view.item} state={status_state(view)} -->"
+    )
 
 
 def stated_status(body: str | None, item: int) -> str | None:
