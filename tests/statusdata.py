@@ -107,9 +107,9 @@ def install(root: Path, finding: Finding, status: ItemStatus) -> None:
     path = status_path(root, status.item)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dump_status(status), encoding="utf-8")
-    if finding.claims:
-        return
     [yml] = sorted((root / "findings").glob(f"{finding.item:02d}-*.yaml"))
     text = yml.read_text(encoding="utf-8")
+    if finding.claims or "\nclaims:" in text:
+        return
     block = yaml.safe_dump({"claims": STAND_INS[finding.item]}, sort_keys=False, width=200)
     yml.write_text(text.rstrip("\n") + "\n" + block, encoding="utf-8")
