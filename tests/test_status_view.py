@@ -1,0 +1,116 @@
+"""What an issue states about its finding's status, and the filing decision: pure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from artbot.catalog import load_catalog
+from artbot.render import render_issue
+from artbot.status import ItemStatus
+from artbot.status_view import cell_text, stated_in_comments, stated_status, status_view
+from tests.statusdata import (
+    F,
+    N,
+    R,
+    claims_of,
+    fixed_item,
+    partial_item,
+    point,
+    reproduced_item,
+    with_claims,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def catalog():  # type: ignore[no-untyped-def]
+    return load_catalog(ROOT)
+
+
+def test_a_fully_fixed_item_is_filed_closed_naming_the_release(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = with_claims(catalog.get(7))
+    view = status_view(finding, fixed_item(finding))
+    assert view is not None
+    assert (view.filing, view.fixed_in, view.newest) == ("closed", "0.5.21", "0.5.23")
+    assert view.title is None  # the finding's own title
+
+
+def test_a_partial_item_is_open_and_titled_by_what_remains(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = with_claims(catalog.get(9))
+    view = status_view(finding, partial_item(finding))
+    assert view is not None
+    [remaining] = view.remaining
+    symptom = next(c.symptom for c in finding.claims if c.id == remaining.claim)
+    assert (view.filing, view.fixed_in, view.title) == ("open", None, symptom)
+    assert [r.fixed_in for r in view.fixed] == ["0.5.21"] * len(view.fixed)
+
+
+def test_an_unchecked_claim_keeps_the_issue_open(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = with_claims(catalog.get(9))
+    ids = [c.id for c in finding.claims]
+    verdicts = {ids[0]: F, **{cid: N for cid in ids[1:]}}
+    status = ItemStatus(
+        item=9,
+        points=[
+            point("audit", "e2a406a48", dict.fromkeys(ids, R)),
+            point("release", "0.5.23", verdicts),
+        ],
+    )
+    view = status_view(finding, status)
+    assert view is not None
+    assert view.filing == "open" and view.fixed_in is None
+    assert [r.claim for r in view.unchecked] == ids[1:]
+
+
+def test_a_claim_that_regressed_is_not_fixed(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = with_claims(catalog.get(7))
+    ids = [c.id for c in finding.claims]
+    status = ItemStatus(
+        item=7,
+        points=[*fixed_item(finding).points, point("release", "0.5.24", dict.fromkeys(ids, R))],
+    )
+    view = status_view(finding, status)
+    assert view is not None and view.filing == "open" and view.fixed_in is None
+    assert view.newest == "0.5.24" and [r.claim for r in view.remaining] == ids
+
+
+def test_render_puts_the_status_first_and_outside_code(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = with_claims(catalog.get(7))
+    body = render_issue(catalog, finding, tracking_issue=1111, status=fixed_item(finding)).body
+    lead = [ln for ln in body.splitlines() if ln and not ln.startswith("<!--")][0]
+    assert lead.startswith("**Fixed in 0.5.21.**")
+    assert body.index("Fixed in 0.5.21") < body.index("```")
+
+
+def test_render_of_a_reproduced_item_names_the_newest_release(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = catalog.get(6).model_copy(update={"claims": claims_of(catalog.get(7))})
+    status = reproduced_item(finding)
+    body = render_issue(catalog, finding, status=status).body
+    assert "**Still present in openpipe-art 0.5.23**, the newest release checked" in body
+
+
+def test_no_status_renders_as_before(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = catalog.get(7)
+    assert render_issue(catalog, finding).body == render_issue(catalog, finding, status=None).body
+    assert "artbot:status" not in render_issue(catalog, finding).body
+
+
+def test_the_state_token_round_trips_through_the_marker(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = with_claims(catalog.get(9))
+    view = status_view(finding, partial_item(finding))
+    assert view is not None
+    assert stated_status(f"text\n{view.marker}\nmore", 9) == view.state
+    assert stated_status(view.marker, 7) is None
+    assert stated_in_comments(["a", view.marker, "b"], 9) == view.state
+
+
+@given(st.text())
+def test_cells_are_one_line_without_pipes(text: str) -> None:
+    cell = cell_text(text)
+    assert "|" not in cell and "\n" not in cell and "\r" not in cell and "<" not in cell
+    assert len(cell) <= 80
