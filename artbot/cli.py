@@ -105,6 +105,7 @@ def render(
     """Render the issue title and body that `open` would file (no token needed)."""
     from .render import render_issue
     from .reprorun import load_result
+    from .status import load_status
 
     if (item is None) == (not all_):
         raise click.UsageError("give exactly one of --item N or --all")
@@ -118,6 +119,7 @@ def render(
             finding,
             tracking_issue=tracking_issue,
             repro_result=load_result(catalog.root, finding.item),
+            status=load_status(catalog.root, finding.item),
         )
         text = f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
         if out is None:
@@ -333,15 +335,28 @@ def sync(
 
 
 @cli.command()
-@click.option("--item", type=int, default=7, show_default=True, help="Item to file.")
+@click.option(
+    "--item",
+    "items",
+    type=int,
+    multiple=True,
+    help="Item to file (repeatable) [default: 7 and 9].",
+)
 @pass_ctx
-def demo(obj: Context, item: int) -> None:
+def demo(obj: Context, items: tuple[int, ...]) -> None:
     """Run the main job on the embedded GitHub sandbox (no token, no network)."""
-    from .demo import run_demo
+    from .demo import DEMO_ITEMS, run_demo
 
-    result = run_demo(obj.catalog(), item, log=click.echo)
-    click.echo(f"\n=== the new issue #{result.issue_number}: {result.issue_title}\n")
-    click.echo(result.issue_body)
+    result = run_demo(obj.catalog(), items or DEMO_ITEMS, log=click.echo)
+    for issue in result.issues:
+        state = issue.state + (f", {issue.state_reason}" if issue.state == "closed" else "")
+        click.echo(f"\n=== item {issue.item}: issue #{issue.number} ({state}): {issue.title}\n")
+        if not issue.status_recorded:
+            click.echo(
+                f"(no status recorded for item {issue.item}: filed as the audit describes it; "
+                "`artbot verify --release latest --record` records one)\n"
+            )
+        click.echo(issue.body)
     click.echo(f"=== the checklist in tracking issue #{result.tracking_issue}\n")
     click.echo(result.checklist)
     click.echo("=== requests made: " + ", ".join(f"{k}: {v}" for k, v in result.requests.items()))

@@ -220,3 +220,17 @@ def test_status_of_a_regressed_release_is_commented_and_not_reopened(
     [comment] = status_comments(art, issue["number"])
     assert "still present in openpipe-art 0.5.24" in comment and "does not reopen" in comment
     assert art.get_issue(OWNER, NAME, issue["number"])["state"] == "closed"
+
+
+def test_demo_shows_a_fixed_item_closed_and_a_partial_item_open(root: Path) -> None:
+    from artbot.demo import run_demo
+
+    setup_status(root, 7, fixed_item)
+    setup_status(root, 9, partial_item)
+    result = run_demo(load_catalog(root), log=lambda _: None)
+    seven, nine = result.issues
+    assert (seven.item, seven.state, seven.state_reason) == (7, "closed", "completed")
+    assert (nine.item, nine.state) == (9, "open") and "optimizer" in nine.title.lower()
+    assert line_of(result.checklist, 7).startswith(f"- [x] #{seven.number} 7.")
+    assert line_of(result.checklist, 9).endswith("— partly fixed in 0.5.21")
+    assert result.requests["sync (no change)"] <= 2
