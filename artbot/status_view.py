@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from .models import Claim, Finding
-from .status import ClaimResult, ClaimVerdict, ItemStatus, StatusPoint, Verdict
+from .status import ClaimResult, ClaimVerdict, ItemStatus, StatusError, StatusPoint, Verdict
 
 Filing = Literal["open", "closed"]
 _DETAIL_MAX = 80
-_STATE_RE = re.compile(r"<!-- artbot:status item=(\d+) state=([a-z0-9=,.+!-]+) -->")
+_STATE_RE = re.compile(r"<!-- artbot:status item=(\d+) state=([A-Za-z0-9=,.+!-]+) -->")
+# What a point's label (a version or a commit) and a claim id may be: they reach headings,
+# hidden markers and the state token, so anything else is refused rather than escaped.
+_LABEL_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!-]{0,39}")
+_CLAIM_RE = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 FILED_CLOSED = "<!-- artbot:filed state=closed -->"
 
 
@@ -113,7 +117,13 @@ def status_view(finding: Finding, status: ItemStatus | None) -> StatusView | Non
     if status is None:
         return None
     if status.item != finding.item:
-        raise ValueError(f"status of item {status.item} given for item {finding.item}")
+        raise StatusError(f"status of item {status.item} given for item {finding.item}")
+    for p in status.points:
+        if not _LABEL_RE.fullmatch(p.label):
+            raise StatusError(f"item {status.item}: {p.label!r} is not a version or commit")
+        bad = [cid for cid in p.claims if not _CLAIM_RE.fullmatch(cid) or len(cid) > 60]
+        if bad:
+            raise StatusError(f"item {status.item}: {bad[0]!r} is not a claim id (kebab-case)")
     columns = _columns(status)
     releases = status.releases()
     newest_point = releases[-1] if releases else None
@@ -161,7 +171,7 @@ def status_view(finding: Finding, status: ItemStatus | None) -> StatusView | Non
         title=title,
         marker="",
     )
-    return _with_marker(view)
+    return replace(view, marker=f"<!-- artbot:status item={view.item} state={view.state} -->")
 
 
 def _claim(finding: Finding, row: Row) -> Claim | None:
@@ -179,14 +189,6 @@ def status_state(view: StatusView) -> str:
     if view.fixed_in:
         token += f",in={view.fixed_in}"
     return token
-
-
-def _with_marker(view: StatusView) -> StatusView:
-    from dataclasses import replace
-
-    return replace(
-        view, marker=f"<!-- artbot:status item={view.item} state={status_state(view)} -->"
-    )
 
 
 def stated_status(body: str | None, item: int) -> str | None:

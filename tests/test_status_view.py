@@ -114,3 +114,18 @@ def test_cells_are_one_line_without_pipes(text: str) -> None:
     cell = cell_text(text)
     assert "|" not in cell and "\n" not in cell and "\r" not in cell and "<" not in cell
     assert len(cell) <= 80
+
+
+@pytest.mark.parametrize(
+    ("label", "claim"),
+    [("0.5.21 -->", "tis"), ("", "tis"), ("0.5.21", "Not Kebab"), ("0.5.21", "a|b")],
+)
+def test_labels_and_claim_ids_that_could_break_a_marker_are_refused(
+    catalog, label: str, claim: str
+) -> None:  # type: ignore[no-untyped-def]
+    from artbot.status import StatusError
+
+    finding = with_claims(catalog.get(7))
+    status = ItemStatus(item=7, points=[point("release", label, {claim: F})])
+    with pytest.raises(StatusError):
+        status_view(finding, status)
