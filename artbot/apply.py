@@ -228,12 +228,16 @@ def sync(
     Never creates, closes or reopens an issue.
     """
     notes = None
+    views = status_views(catalog, catalog.findings)
     if verified is not None:
         from .verify import verification_notes
 
-        notes = verification_notes(verified[1])
+        # An item with a recorded status is ticked and commented on from that record (one
+        # comment per status change); the whole-item verify note and comment are for the rest.
+        results = [r for r in verified[1] if views.get(r.item) is None]
+        verified = (verified[0], results)
+        notes = verification_notes(results)
     rendered = render_all(catalog, catalog.findings, tracking_issue)
-    views = status_views(catalog, catalog.findings)
     observed = observe(repo, catalog)
     tracking = repo.get_issue(tracking_issue) if tracking_issue else None
     templates = catalog.root / "templates"

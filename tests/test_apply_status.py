@@ -234,3 +234,24 @@ def test_demo_shows_a_fixed_item_closed_and_a_partial_item_open(root: Path) -> N
     assert line_of(result.checklist, 7).startswith(f"- [x] #{seven.number} 7.")
     assert line_of(result.checklist, 9).endswith("— partly fixed in 0.5.21")
     assert result.requests["sync (no change)"] <= 2
+
+
+def test_a_recorded_status_supersedes_the_whole_item_verify_comment(
+    art: GitHubSandbox, root: Path
+) -> None:
+    from artbot.verify import CodeResult, CodeStatus
+
+    setup_status(root, 9, partial_item)
+    catalog = load_catalog(root)
+    open_issues(catalog, _repo(art), [9, 10], TRACKING)
+    results = [
+        CodeResult(9, CodeStatus.fixed, "openpipe-art 0.5.21", "masks"),
+        CodeResult(10, CodeStatus.fixed, "openpipe-art 0.5.21", "population std"),
+    ]
+    outcome = sync(catalog, _repo(art), TRACKING, verified=("0.5.21", results))
+    [ten] = issues_for(art, 10)
+    assert [d for d in outcome.done if "commented" in d] == [
+        f"item 10: commented on #{ten['number']}"
+    ]
+    line = line_of(checklist(art), 9)
+    assert line.endswith("— partly fixed in 0.5.21")  # not "no longer reproduces": 9 is partial
