@@ -345,21 +345,10 @@ def sync(
 @pass_ctx
 def demo(obj: Context, items: tuple[int, ...]) -> None:
     """Run the main job on the embedded GitHub sandbox (no token, no network)."""
-    from .demo import DEMO_ITEMS, run_demo
+    from .demo import DEMO_ITEMS, describe, run_demo
 
     result = run_demo(obj.catalog(), items or DEMO_ITEMS, log=click.echo)
-    for issue in result.issues:
-        state = issue.state + (f", {issue.state_reason}" if issue.state == "closed" else "")
-        click.echo(f"\n=== item {issue.item}: issue #{issue.number} ({state}): {issue.title}\n")
-        if not issue.status_recorded:
-            click.echo(
-                f"(no status recorded for item {issue.item}: filed as the audit describes it; "
-                "`artbot verify --release latest --record` records one)\n"
-            )
-        click.echo(issue.body)
-    click.echo(f"=== the checklist in tracking issue #{result.tracking_issue}\n")
-    click.echo(result.checklist)
-    click.echo("=== requests made: " + ", ".join(f"{k}: {v}" for k, v in result.requests.items()))
+    click.echo(describe(result))
 
 
 @cli.command()

@@ -107,3 +107,21 @@ def run_demo(
             )
         tracking_body = sandbox.get_issue(owner, name, tracking)["body"]
         return DemoResult(tracking, tuple(shown), read_block(tracking_body) or "", counts)
+
+
+def describe(result: DemoResult) -> str:
+    """What a maintainer would see: each new issue, then the tracking checklist."""
+    out = []
+    for issue in result.issues:
+        state = issue.state + (f", {issue.state_reason}" if issue.state == "closed" else "")
+        out.append(f"\n=== item {issue.item}: issue #{issue.number} ({state}): {issue.title}\n")
+        if not issue.status_recorded:
+            out.append(
+                f"(no status recorded for item {issue.item}: filed as the audit describes it; "
+                "`artbot verify --release latest --record` records one)\n"
+            )
+        out.append(issue.body)
+    out.append(f"=== the checklist in tracking issue #{result.tracking_issue}\n")
+    out.append(result.checklist)
+    out.append("=== requests made: " + ", ".join(f"{k}: {v}" for k, v in result.requests.items()))
+    return "\n".join(out)
