@@ -129,3 +129,25 @@ def test_labels_and_claim_ids_that_could_break_a_marker_are_refused(
     status = ItemStatus(item=7, points=[point("release", label, {claim: F})])
     with pytest.raises(StatusError):
         status_view(finding, status)
+
+
+_verdicts = st.sampled_from([R, F, N])
+
+
+@given(st.data())
+def test_the_filing_decision_never_claims_more_than_was_checked(catalog, data) -> None:  # type: ignore[no-untyped-def]
+    finding = with_claims(catalog.get(9))
+    ids = [c.id for c in finding.claims]
+    releases = data.draw(st.lists(st.dictionaries(st.sampled_from(ids), _verdicts), max_size=4))
+    points = [point("audit", "e2a406a48", dict.fromkeys(ids, R))]
+    points += [point("release", f"0.5.{21 + i}", v) for i, v in enumerate(releases)]
+    view = status_view(finding, ItemStatus(item=9, points=points))
+    assert view is not None
+    newest = points[-1].claims if releases else {}
+    if view.filing == "closed":
+        assert all(newest.get(cid) is not None and newest[cid].verdict is F for cid in ids)
+        assert view.fixed_in is not None and not view.remaining and not view.unchecked
+    assert len(view.fixed) + len(view.remaining) + len(view.unchecked) == len(ids)
+    if view.title is not None:
+        assert view.fixed and len(view.remaining) + len(view.unchecked) == 1
+    assert stated_status(view.marker, 9) == view.state
