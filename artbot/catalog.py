@@ -7,6 +7,7 @@ where that value is written, and a missing field at the mapping that should hold
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,6 +243,7 @@ def _cross_checks(
                     rel, _line_for(node, ("repro",), ""), "repro", f"{finding.repro} does not exist"
                 )
             )
+        problems += _claim_checks(root, rel, finding, node)
         if audit is not None:
             src = audit.source_root.rstrip("/") + "/"
             for i, location in enumerate(finding.locations):
@@ -254,4 +256,31 @@ def _cross_checks(
                             f"{location.path} is outside the audited source root {src}",
                         )
                     )
+    return problems
+
+
+def _claim_checks(root: Path, rel: str, finding: Finding, node: yaml.Node) -> list[Problem]:
+    """Claim ids unique in the record, and the ids its stored result reports equal to them."""
+    problems: list[Problem] = []
+    ids = [c.id for c in finding.claims]
+    line = _line_for(node, ("claims",), "")
+    if len(set(ids)) != len(ids):
+        problems.append(Problem(rel, line, "claims", f"duplicate claim ids in {ids}"))
+    result = root / "findings" / "results" / f"{finding.item:02d}.json"
+    if not result.is_file():
+        return problems
+    try:
+        reported = json.loads(result.read_text(encoding="utf-8")).get("claims") or {}
+    except (ValueError, AttributeError):
+        return problems  # a result that cannot be read is the runner's concern, not the record's
+    if reported and set(reported) != set(ids):
+        problems.append(
+            Problem(
+                rel,
+                line,
+                "claims",
+                f"{_rel(root, result)} reports claims {sorted(reported)}, the record has "
+                f"{sorted(ids)}",
+            )
+        )
     return problems

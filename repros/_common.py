@@ -72,6 +72,14 @@ class Report:
     measurements: list[Measurement] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     reproduced: bool | None = None
+    claims: dict[str, str] = field(default_factory=dict)
+
+    def claim(self, claim_id: str, reproduced: bool | None, why: str = "") -> None:
+        """Record one claim's verdict: True reproduced, False fixed, None not checked (``why``)."""
+        if reproduced is None:
+            self.claims[claim_id] = f"not checked ({why or 'no check on this setup'})"
+        else:
+            self.claims[claim_id] = "reproduced" if reproduced else "fixed"
 
     def measure(
         self,
@@ -101,11 +109,14 @@ class Report:
                 "torch": torch.__version__,
                 "platform": platform.platform(),
             },
+            "claims": self.claims,
             "verdict": self.verdict,
         }
 
     @property
     def verdict(self) -> str:
+        if self.claims:
+            return derive_verdict(list(self.claims.values()))
         return "reproduced" if self.reproduced else "not reproduced"
 
     def text(self) -> str:
@@ -123,8 +134,18 @@ class Report:
                 row += f"  ({m.note})"
             lines.append(row)
         lines += [f"note: {n}" for n in self.notes]
+        lines += [f"claim {cid}: {v}" for cid, v in self.claims.items()]
         lines.append(f"verdict: {self.verdict}")
         return "\n".join(lines)
+
+
+def derive_verdict(claims: list[str]) -> str:
+    """A finding's verdict from its claims' (reproduced | fixed | not checked (why))."""
+    checked = [c for c in claims if not c.startswith("not checked")]
+    if not checked:
+        return "not checked"
+    hits = sum(c == "reproduced" for c in checked)
+    return "reproduced" if hits == len(checked) else "partial" if hits else "fixed"
 
 
 def floored(value: float, floor: float) -> float | str:

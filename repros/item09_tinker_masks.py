@@ -553,3 +553,38 @@ def main() -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def optim_step_per_row(service_source: str) -> bool | None:
+    """Claim ``one-optimizer-step-per-packed-row``, read from ART's tinker/service.py source by
+    AST: True when ``TinkerService.train`` calls ``optim_step_async`` inside a ``for`` loop,
+    False when it calls it outside every loop, None when it has no such method or call."""
+    import ast
+
+    for cls in ast.walk(ast.parse(service_source)):
+        if not isinstance(cls, ast.ClassDef) or cls.name != "TinkerService":
+            continue
+        for fn in cls.body:
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == "train":
+                return _optim_in_loop(fn, in_loop=False)
+    return None
+
+
+def _optim_in_loop(node: Any, *, in_loop: bool) -> bool | None:
+    import ast
+
+    found: bool | None = None
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue  # a nested definition's calls are not the loop's
+        if (
+            isinstance(child, ast.Call)
+            and isinstance(child.func, ast.Attribute)
+            and child.func.attr == "optim_step_async"
+        ):
+            found = found or in_loop
+        loop = in_loop or isinstance(child, (ast.For, ast.AsyncFor, ast.While))
+        inner = _optim_in_loop(child, in_loop=loop)
+        if inner is not None:
+            found = bool(found) or inner
+    return found
