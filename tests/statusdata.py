@@ -1,16 +1,13 @@
 """Status records built in tests: hand-written, never measured.
 
-The claims of items 7 and 9 are taken from the catalog when it declares them; until every
-YAML does, the claims below stand in (the audit's words, shortened). The verdicts are the
-shape ``artbot verify --record`` writes, chosen per test; they are not measurements and are
-only ever written to a test's temporary checkout.
+The claims are the catalog's own. The verdicts have the shape ``artbot verify --record``
+writes, chosen per test; they are not measurements and are only ever written to a test's
+temporary checkout.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import yaml
 
 from artbot.models import Claim, Finding
 from artbot.status import (
@@ -24,38 +21,16 @@ from artbot.status import (
 
 R, F, N = ClaimVerdict.reproduced, ClaimVerdict.fixed, ClaimVerdict.not_checked
 
-STAND_INS: dict[int, list[dict[str, str]]] = {
-    7: [
-        {
-            "id": "tis-uses-policy-ratio",
-            "text": "Without original_logprobs, TIS multiplies the policy loss by the clamped "
-            "policy ratio.",
-            "symptom": "TIS without original_logprobs reweights by the policy ratio",
-        }
-    ],
-    9: [
-        {
-            "id": "wrong-per-datum-masks",
-            "text": "Each datum's mask lets sibling branches into its context.",
-            "symptom": "Legacy Tinker service builds per-datum masks that leak sibling branches",
-        },
-        {
-            "id": "optimizer-step-per-row",
-            "text": "optim_step_async is called once per packed row instead of once per step.",
-            "symptom": "Legacy Tinker service steps the optimizer once per packed row",
-        },
-    ],
-}
-
 
 def claims_of(finding: Finding) -> list[Claim]:
-    if finding.claims:
-        return list(finding.claims)
-    return [Claim(**c) for c in STAND_INS[finding.item]]
+    assert finding.claims, f"item {finding.item} declares no claims"
+    return list(finding.claims)
 
 
 def with_claims(finding: Finding) -> Finding:
-    return finding.model_copy(update={"claims": claims_of(finding)})
+    """The finding as the catalog holds it (every record declares its claims)."""
+    claims_of(finding)
+    return finding
 
 
 def point(source: str, label: str, verdicts: dict[str, ClaimVerdict], **kw: str) -> StatusPoint:
@@ -103,13 +78,8 @@ def reproduced_item(finding: Finding, newest: str = "0.5.23") -> ItemStatus:
 
 
 def install(root: Path, finding: Finding, status: ItemStatus) -> None:
-    """Write ``status`` into a test's checkout, and the stand-in claims into its YAML."""
+    """Write ``status`` into a test's checkout (``findings/status/NN.json``)."""
+    assert status.item == finding.item
     path = status_path(root, status.item)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dump_status(status), encoding="utf-8")
-    [yml] = sorted((root / "findings").glob(f"{finding.item:02d}-*.yaml"))
-    text = yml.read_text(encoding="utf-8")
-    if finding.claims or "\nclaims:" in text:
-        return
-    block = yaml.safe_dump({"claims": STAND_INS[finding.item]}, sort_keys=False, width=200)
-    yml.write_text(text.rstrip("\n") + "\n" + block, encoding="utf-8")

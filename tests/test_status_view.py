@@ -16,7 +16,6 @@ from tests.statusdata import (
     F,
     N,
     R,
-    claims_of,
     fixed_item,
     partial_item,
     point,
@@ -88,7 +87,7 @@ def test_render_puts_the_status_first_and_outside_code(catalog) -> None:  # type
 
 
 def test_render_of_a_reproduced_item_names_the_newest_release(catalog) -> None:  # type: ignore[no-untyped-def]
-    finding = catalog.get(6).model_copy(update={"claims": claims_of(catalog.get(7))})
+    finding = catalog.get(6)
     status = reproduced_item(finding)
     body = render_issue(catalog, finding, status=status).body
     assert "**Still present in openpipe-art 0.5.23**, the newest release checked" in body
