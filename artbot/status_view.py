@@ -48,6 +48,7 @@ class Column:
 class Row:
     claim: str  # the claim id
     text: str  # the audit's words, one line, table-safe
+    sentence: str  # the audit's words, one line, for running text
     cells: tuple[str, ...]  # one per column: "reproduced", "fixed", "not checked (why)"
     fixed_in: str | None  # the release from which this claim stays fixed
 
@@ -74,10 +75,15 @@ class StatusView:
         return status_state(self)
 
 
-def cell_text(text: str, limit: int = _DETAIL_MAX) -> str:
-    """One line, no table pipes, at most ``limit`` characters."""
-    flat = " ".join(text.split()).replace("|", "/").replace("<", "&lt;")
+def one_line(text: str, limit: int = _DETAIL_MAX) -> str:
+    """One line, no raw HTML, at most ``limit`` characters."""
+    flat = " ".join(text.split()).replace("<", "&lt;")
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def cell_text(text: str, limit: int = _DETAIL_MAX) -> str:
+    """:func:`one_line`, with every ``|`` escaped so it cannot end a table cell."""
+    return one_line(text, limit).replace("\\", "\\\\").replace("|", "\\|")
 
 
 def _cell(result: ClaimResult | None) -> str:
@@ -135,6 +141,7 @@ def status_view(finding: Finding, status: ItemStatus | None) -> StatusView | Non
             Row(
                 claim=cid,
                 text=cell_text(text, 200),
+                sentence=one_line(text, 200),
                 cells=tuple(_cell(point.claims.get(cid)) for _, point in columns),
                 fixed_in=status.fixed_in(cid) if newest_point else None,
             )
