@@ -163,6 +163,9 @@ def test_sync_applies_a_new_release_that_fixes_the_rest(art: GitHubSandbox, root
     catalog = load_catalog(root)
     outcome = sync(catalog, _repo(art), TRACKING)
     assert f"item 9: commented on #{number} (status)" in outcome.done
+    from artbot.summary import step_summary
+
+    assert "| status: fixed, body updated |" in step_summary(catalog, outcome, dry_run=False)
     [comment] = status_comments(art, number)
     assert "fixed in openpipe-art 0.5.24" in comment and "close this one if you agree" in comment
     body = art.get_issue(OWNER, NAME, number)["body"]
