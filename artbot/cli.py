@@ -284,8 +284,9 @@ def open_(
     "--verify",
     "verify_version",
     metavar="VERSION",
-    help="Also run the reproductions against openpipe-art VERSION's own code: note the result "
-    "in the checklist and comment once per generated issue when it changes.",
+    help="Also run the reproductions against openpipe-art VERSION's own code (`latest`: the "
+    "newest release): note the result in the checklist and comment once per generated issue "
+    "when it changes.",
 )
 @click.option(
     "--summary",
@@ -313,8 +314,12 @@ def sync(
     repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
     verified = None
     if verify_version:
+        from .releases import resolve
         from .verify import release_tree, verify_code
 
+        if verify_version == "latest":
+            verify_version = resolve(verify_version)
+            click.echo(f"verify: the newest openpipe-art release is {verify_version}", err=True)
         tree = release_tree(verify_version, catalog.audit)
         verified = (verify_version, verify_code(catalog, tree))
     outcome = run_sync(
