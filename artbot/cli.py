@@ -105,6 +105,7 @@ def render(
     """Render the issue title and body that `open` would file (no token needed)."""
     from .render import render_issue
     from .reprorun import load_result
+    from .status import load_status
 
     if (item is None) == (not all_):
         raise click.UsageError("give exactly one of --item N or --all")
@@ -118,6 +119,7 @@ def render(
             finding,
             tracking_issue=tracking_issue,
             repro_result=load_result(catalog.root, finding.item),
+            status=load_status(catalog.root, finding.item),
         )
         text = f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
         if out is None:
@@ -282,8 +284,9 @@ def open_(
     "--verify",
     "verify_version",
     metavar="VERSION",
-    help="Also run the reproductions against openpipe-art VERSION's own code: note the result "
-    "in the checklist and comment once per generated issue when it changes.",
+    help="Also run the reproductions against openpipe-art VERSION's own code (`latest`: the "
+    "newest release): note the result in the checklist and comment once per generated issue "
+    "when it changes.",
 )
 @click.option(
     "--summary",
@@ -311,8 +314,12 @@ def sync(
     repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
     verified = None
     if verify_version:
+        from .releases import resolve
         from .verify import release_tree, verify_code
 
+        if verify_version == "latest":
+            verify_version = resolve(verify_version)
+            click.echo(f"verify: the newest openpipe-art release is {verify_version}", err=True)
         tree = release_tree(verify_version, catalog.audit)
         verified = (verify_version, verify_code(catalog, tree))
     outcome = run_sync(
@@ -333,18 +340,20 @@ def sync(
 
 
 @cli.command()
-@click.option("--item", type=int, default=7, show_default=True, help="Item to file.")
+@click.option(
+    "--item",
+    "items",
+    type=int,
+    multiple=True,
+    help="Item to file (repeatable) [default: 7 and 9].",
+)
 @pass_ctx
-def demo(obj: Context, item: int) -> None:
+def demo(obj: Context, items: tuple[int, ...]) -> None:
     """Run the main job on the embedded GitHub sandbox (no token, no network)."""
-    from .demo import run_demo
+    from .demo import DEMO_ITEMS, describe, run_demo
 
-    result = run_demo(obj.catalog(), item, log=click.echo)
-    click.echo(f"\n=== the new issue #{result.issue_number}: {result.issue_title}\n")
-    click.echo(result.issue_body)
-    click.echo(f"=== the checklist in tracking issue #{result.tracking_issue}\n")
-    click.echo(result.checklist)
-    click.echo("=== requests made: " + ", ".join(f"{k}: {v}" for k, v in result.requests.items()))
+    result = run_demo(obj.catalog(), items or DEMO_ITEMS, log=click.echo)
+    click.echo(describe(result))
 
 
 @cli.command()

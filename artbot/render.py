@@ -17,6 +17,8 @@ from .catalog import Catalog
 from .errors import BadInput
 from .marker import BODY_END, BODY_START, IssueMarker
 from .models import Audit, Finding, Location
+from .status import ItemStatus
+from .status_view import status_view
 
 # GitHub rejects an issue body longer than this (422 "body is too long").
 GITHUB_BODY_LIMIT = 65_536
@@ -63,6 +65,7 @@ def render_issue(
     tracking_issue: int | None = None,
     repro_result: Mapping[str, Any] | None = None,
     templates_dir: Path | None = None,
+    status: ItemStatus | None = None,
 ) -> RenderedIssue:
     """Title and body of the dedicated issue for ``finding``.
 
@@ -85,6 +88,8 @@ def render_issue(
             "result": usable_result(repro_result),
         },
         "source_file": catalog.files.get(finding.item, "findings/"),
+        # Where the finding stands in ART (findings/status/NN.json); None when not recorded.
+        "status": status_view(finding, status),
         "marker": str(marker),
         "body_start": BODY_START,
         "body_end": BODY_END,
@@ -115,6 +120,17 @@ def render_checklist(entries: Sequence[Any], audit: Audit, templates_dir: Path) 
     try:
         return env.get_template("checklist.md.j2").render(
             entries=entries, audit_commit=audit.commit
+        )
+    except jinja2.TemplateError as exc:
+        raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
+
+
+def render_status_comment(view: Any, issue_state: str, audit: Audit, templates_dir: Path) -> str:
+    """The comment artbot posts once when an item's recorded status changes."""
+    env = environment(templates_dir)
+    try:
+        return env.get_template("status_comment.md.j2").render(
+            status=view, issue_state=issue_state, audit=audit
         )
     except jinja2.TemplateError as exc:
         raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
