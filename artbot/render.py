@@ -39,8 +39,7 @@ def permalink(audit: Audit, location: Location) -> str:
         else f"#L{location.start}-L{location.end}"
     )
     return (
-        f"{audit.web_url.rstrip('/')}/{audit.repository}/blob/{audit.commit}/"
-        f"{location.path}{lines}"
+        f"{audit.web_url.rstrip('/')}/{audit.repository}/blob/{audit.commit}/{location.path}{lines}"
     )
 
 

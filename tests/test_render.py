@@ -41,7 +41,8 @@ def test_every_body_has_what_a_reviewer_needs(item: int) -> None:
     for loc in finding.locations:
         link = permalink(catalog.audit, loc)
         assert link.startswith("https://github.com/OpenPipe/ART/blob/e2a406a48/src/art/")
-        assert f"#L{loc.start}-L{loc.end}" in link
+        lines = f"#L{loc.start}" if loc.start == loc.end else f"#L{loc.start}-L{loc.end}"
+        assert link.endswith(lines)
         assert link in body
     assert " ".join(finding.expected.split()) in " ".join(body.split())
     assert IssueMarker.find(body) == IssueMarker("e2a406a48", item)
