@@ -7,7 +7,6 @@ where that value is written, and a missing field at the mapping that should hold
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +17,9 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import BadInput, CatalogInvalid, Problem
 from .models import Audit, Finding
+from .scripts import helper_imports
 
 AUDIT_FILE = "audit.yaml"
-# A repro imports helper modules (``_common``, ...) from its own folder, by these lines.
-_HELPER_IMPORT = re.compile(r"^\s*(?:import|from)\s+(_[A-Za-z0-9_]+)\b", re.MULTILINE)
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -50,7 +48,7 @@ class Catalog:
         found: list[str] = []
         todo = [script]
         while todo:
-            for name in _HELPER_IMPORT.findall(self.sources.get(todo.pop(), "")):
+            for name in helper_imports(self.sources.get(todo.pop(), "")):
                 path = f"{folder}/{name}.py"
                 if path in self.sources and path not in found:
                     found.append(path)
@@ -60,6 +58,19 @@ class Catalog:
     @property
     def items(self) -> list[int]:
         return [f.item for f in self.findings]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per finding as ``artbot list`` shows it: item, title, confidence, issue, file."""
+        return [
+            {
+                "item": f.item,
+                "title": f.title,
+                "confidence": f.confidence.level.value,
+                "issue": f.issue,
+                "file": self.files[f.item],
+            }
+            for f in self.findings
+        ]
 
 
 def load_catalog(root: Path) -> Catalog:

@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .settings import without_tokens
+
 DEFAULT_TIMEOUT_S = 60.0
 _VERDICT_RE = re.compile(r"^verdict: (reproduced|not reproduced)\s*$", re.MULTILINE)
 _MAX_CAPTURE = 20_000  # characters kept of stdout/stderr each; issue bodies are capped at 65,536
@@ -40,10 +42,6 @@ class ReproResult:
     torch: str | None
     platform: str
     finished_at: str
-
-    @property
-    def reproduced(self) -> bool:
-        return self.status == "ok" and self.verdict == "reproduced"
 
     def summary(self) -> str:
         if self.status == "timeout":
@@ -81,10 +79,8 @@ def run_repro(
 ) -> ReproResult:
     """Run ``root/script`` in a subprocess and capture what it printed."""
     command = f"python {script}"
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
     # Never hand a token to a script that doesn't need one.
-    for key in ("GH_TOKEN", "GITHUB_TOKEN"):
-        env.pop(key, None)
+    env = {**without_tokens(os.environ), "PYTHONHASHSEED": "0"}
     started = time.monotonic()
     try:
         proc = subprocess.run(
