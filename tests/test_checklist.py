@@ -127,7 +127,8 @@ def test_template_completed_reopened_and_note():
     assert block.splitlines()[2:] == [
         "- [x] 6. Adam epsilon — #1113",
         "- [ ] 7. TIS fallback — #1114",
-        "- [x] 8. Unclamped exp — #1115 (not planned) — no longer reproduces in openpipe-art 0.5.21",
+        "- [x] 8. Unclamped exp — #1115 (not planned) — no longer reproduces in "
+        "openpipe-art 0.5.21",
         "- [ ] 9. Tinker masks — #1116 — fix in review",
     ]
 

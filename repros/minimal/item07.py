@@ -1,4 +1,4 @@
-"""Item 7: with TIS set and no original_logprobs, the loss is multiplied by clamp(prob_ratio, max=U).
+"""Item 7: with TIS set and no original_logprobs, loss is multiplied by clamp(prob_ratio, max=U).
 
 ART at e2a406a48, src/art/loss.py#L375-L385 (ART's own code: art.loss.loss_fn), roughly:
     if truncated_importance_sampling is not None:
