@@ -34,11 +34,45 @@ class RenderedIssue:
 
 
 def permalink(audit: Audit, location: Location) -> str:
-    """A line-range permalink at the audit commit."""
-    return (
-        f"{audit.web_url.rstrip('/')}/{audit.repository}/blob/{audit.commit}/"
-        f"{location.path}#L{location.start}-L{location.end}"
+    """A permalink at the audit commit: ``#L299`` for one line, ``#L375-L385`` for a range."""
+    lines = (
+        f"#L{location.start}"
+        if location.start == location.end
+        else f"#L{location.start}-L{location.end}"
     )
+    return (
+        f"{audit.web_url.rstrip('/')}/{audit.repository}/blob/{audit.commit}/{location.path}{lines}"
+    )
+
+
+def tool_commit(root: Path) -> str | None:
+    """The artbot commit checked out at ``root`` (for permalinks to full repro scripts)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and len(sha) == 40 else None
+
+
+def minimal_repro_path(finding: Finding) -> str:
+    return f"repros/minimal/item{finding.item:02d}.py"
+
+
+def summary_lines(result: Mapping[str, Any] | None) -> list[str]:
+    """The claim and note lines of a captured run, escaped for a markdown table cell."""
+    if not result:
+        return []
+    keep = [
+        line.strip()
+        for line in str(result.get("stdout", "")).splitlines()
+        if line.startswith(("claim ", "note:"))
+    ]
+    return [line.replace("|", "\\|") for line in keep]
 
 
 def environment(templates_dir: Path) -> jinja2.Environment:
@@ -66,6 +100,7 @@ def render_issue(
     repro_result: Mapping[str, Any] | None = None,
     templates_dir: Path | None = None,
     status: ItemStatus | None = None,
+    commit: str | None = None,
 ) -> RenderedIssue:
     """Title and body of the dedicated issue for ``finding``.
 
@@ -74,6 +109,10 @@ def render_issue(
     audit = catalog.audit
     env = environment(templates_dir or catalog.root / "templates")
     marker = IssueMarker(audit.commit, finding.item)
+    sha = commit or tool_commit(catalog.root)
+    minimal_path = minimal_repro_path(finding)
+    minimal_file = catalog.root / minimal_path
+    minimal = minimal_file.read_text(encoding="utf-8") if minimal_file.is_file() else None
     context = {
         "audit": audit,
         "finding": finding,
@@ -82,10 +121,13 @@ def render_issue(
         "repro": {
             "path": finding.repro,
             "command": f"python {finding.repro}",
-            "script": catalog.sources[finding.repro],
-            # The issue carries the helper modules too, so the script runs from the issue alone.
-            "helpers": [(p, catalog.sources[p]) for p in catalog.helpers(finding.repro)],
+            "url": f"{audit.web_url.rstrip('/')}/{audit.tool_repository}/blob/"
+            f"{sha or 'main'}/{finding.repro}",
+            "commit_note": None if sha else "link points at the main branch: no commit was known",
+            "minimal": minimal,
+            "minimal_path": minimal_path,
             "result": usable_result(repro_result),
+            "claim_lines": summary_lines(usable_result(repro_result)),
         },
         "source_file": catalog.files.get(finding.item, "findings/"),
         # Where the finding stands in ART (findings/status/NN.json); None when not recorded.

@@ -15,7 +15,6 @@ import threading
 from pathlib import Path
 from types import ModuleType
 
-
 _PARSE_LOCK = threading.Lock()
 
 
