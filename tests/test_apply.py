@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import threading
 import time
@@ -29,7 +30,7 @@ def root(tmp_path: Path) -> Path:
     """A checkout of the catalog, so caches and results stay out of the repository."""
     out = tmp_path / "checkout"
     for part in ("findings", "templates", "repros"):
-        shutil.copytree(REPO / part, out / part, ignore=shutil.ignore_patterns("results"))
+        shutil.copytree(REPO / part, out / part, ignore=shutil.ignore_patterns("results", "status"))
     return out
 
 
@@ -91,6 +92,12 @@ def checklist(sandbox: GitHubSandbox) -> str:
     return read_block(sandbox.get_issue(OWNER, NAME, TRACKING)["body"]) or ""
 
 
+def item_line(block: str, item: int) -> str:
+    """The checklist line of ``item`` (``- [ ] 7. <title> — #N``)."""
+    [line] = [ln for ln in block.splitlines() if ln.startswith("- [") and f"] {item}. " in ln]
+    return line
+
+
 def writes(sandbox: GitHubSandbox) -> list[str]:
     return [f"{r.method} {r.path}" for r in sandbox.requests.snapshot() if r.method != "GET"]
 
@@ -102,8 +109,9 @@ def test_open_files_once_and_links_the_checklist(art: GitHubSandbox, root: Path)
     assert issue["title"].startswith("Truncated importance sampling")
     assert issue["html_url"] in result.output
     block = checklist(art)
-    assert f"- [ ] #{issue['number']} 7. Truncated importance sampling" in block
-    assert "- [ ] #1108 1. " in block
+    title = "Truncated importance sampling falls back to the policy ratio"
+    assert item_line(block, 7) == f"- [ ] 7. {title} — #{issue['number']}"
+    assert re.search(r"^- \[ \] 1\. .* — #1108$", block, re.M)
     assert "- [ ] 4. BF16 LM-head output logits" in block  # not filed yet: no link
 
     art.requests.clear()
@@ -128,7 +136,7 @@ def test_dry_run_needs_no_token_and_writes_nothing(art: GitHubSandbox, root: Pat
     assert result.exit_code == 0, result.output + result.stderr
     assert "item 7: create issue" in result.output
     assert "Dry run -- nothing has been written." in result.output
-    assert "### Expected behaviour" in result.output
+    assert "### Expected vs actual" in result.output
     assert writes(art) == []
 
 
@@ -147,12 +155,13 @@ def test_killed_between_create_and_checklist_then_rerun_converges(
     first = artbot(art, root, "open", "--item", "7")
     assert first.exit_code == 1
     assert len(issues_for(art, 7)) == 1
-    assert "7. Truncated" not in checklist(art)
+    seven = [ln for ln in checklist(art).splitlines() if "] 7. " in ln]
+    assert not any("— #" in ln for ln in seven)  # listed at most, never linked
     art.clear_faults()
     second = artbot(art, root, "open", "--item", "7")
     assert second.exit_code == 0, second.output + second.stderr
     [issue] = issues_for(art, 7, state=None)
-    assert f"#{issue['number']} 7. Truncated" in checklist(art)
+    assert item_line(checklist(art), 7).endswith(f"— #{issue['number']}")
 
 
 def test_502_after_the_create_took_effect_leaves_one_issue(art: GitHubSandbox, root: Path) -> None:
@@ -221,7 +230,7 @@ def test_concurrent_runs_end_with_one_issue_per_item(art: GitHubSandbox, root: P
     block = checklist(art)
     for item in range(4, 12):
         [issue] = issues_for(art, item)
-        assert f"#{issue['number']} {item}. " in block
+        assert f"— #{issue['number']}" in item_line(block, item)
 
 
 def test_human_edit_between_read_and_write_survives(art: GitHubSandbox, root: Path) -> None:
@@ -245,7 +254,7 @@ def test_human_edit_between_read_and_write_survives(art: GitHubSandbox, root: Pa
     assert any("checklist" in d for d in outcome.done)
     body = art.get_issue(OWNER, NAME, TRACKING)["body"]
     assert body.endswith("A maintainer's note.\n")
-    assert "- [x] #" in read_block(body)  # type: ignore[operator]
+    assert re.search(r"^- \[x\] \d+\. .* — #\d+", read_block(body) or "", re.M)
 
 
 def test_body_over_the_limit_exits_2_before_any_request(art: GitHubSandbox, root: Path) -> None:
@@ -285,8 +294,8 @@ def test_sync_after_three_state_changes(art: GitHubSandbox, root: Path) -> None:
     assert result.exit_code == 0, result.output
     assert len(art.requests.snapshot()) <= 4
     block = checklist(art)
-    assert f"- [x] #{n[4]} 4. " in block
-    assert f"- [x] #{n[6]} 6. " in block and "(not planned)" in block
+    assert re.search(rf"^- \[x\] 4\. .* — #{n[4]}$", block, re.M)
+    assert re.search(rf"^- \[x\] 6\. .* — #{n[6]} \(not planned\)$", block, re.M)
     assert all(i["state"] == "closed" for i in (art.get_issue(OWNER, NAME, x) for x in n.values()))
 
 
@@ -335,10 +344,9 @@ def test_sync_verify_notes_and_comments_once_per_status_change(
     outcome = sync(catalog, _repo(art), TRACKING, verified=("0.5.21", fixed))
     assert sum("commented" in d for d in outcome.done) == 2
     block = checklist(art)
-    assert (
-        "7. Truncated importance sampling falls back to the policy ratio — no longer "
-        "reproduces in openpipe-art 0.5.21" in block
-    )
+    assert "7. Truncated importance sampling falls back to the policy ratio — #" in item_line(
+        block, 7
+    ) and item_line(block, 7).endswith("— no longer reproduces in openpipe-art 0.5.21")
     again = sync(catalog, _repo(art), TRACKING, verified=("0.5.21", fixed))
     assert not any("commented" in d for d in again.done)
     n7 = issues_for(art, 7)[0]["number"]

@@ -239,7 +239,7 @@ def test_open_through_the_repo_interface_files_once(catalog: Catalog, repo: Memo
     [created] = [line for line in repo.log if line.startswith("create")]
     assert first.issues[7].number == int(created.split("#")[1])
     block = read_block(repo.issues[TRACKING].body) or ""
-    assert f"#{first.issues[7].number} 7. " in block
+    assert "] 7. " in block and f"— #{first.issues[7].number}" in block
 
     repo.log.clear()
     second = open_issues(catalog, repo, [7], TRACKING)

@@ -40,8 +40,9 @@ def test_ok_run_is_stored_and_rendered_with_provenance(mini: Path) -> None:
     assert stored is not None and stored["stdout"] == result.stdout
     catalog = load_catalog(mini)
     body = render_issue(catalog, catalog.get(7), repro_result=stored).body
-    assert "measured: 42 nats" in body
-    assert "Captured output (reproduced; Python " in body and "torch 2.13.0+cpu" in body
+    # The body summarises the captured output (claims, verdict) and states its environment.
+    assert "| verdict | **reproduced** |" in body
+    assert "torch 2.13.0+cpu" in body and f"Python {result.python}" in body
 
 
 @pytest.mark.parametrize(

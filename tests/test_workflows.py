@@ -420,8 +420,8 @@ def test_sync_step_fills_the_checklist_and_writes_the_summary(
     start, end = body.index(CHECKLIST_START), body.index(CHECKLIST_END)
     block = body[start:end]
     for record in records():
-        link = f"#{record['issue']} " if record.get("issue") else ""
-        assert f"{link}{record['item']}. {record['title']}" in block, record["item"]
+        link = f" — #{record['issue']}" if record.get("issue") else ""
+        assert f"{record['item']}. {record['title']}{link}" in block, record["item"]
     # Only the block was added; the audit's own text is all still there.
     outside = body[:start] + body[end + len(CHECKLIST_END) :]
     assert outside.split() == before.split()
