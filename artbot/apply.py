@@ -19,9 +19,8 @@ from typing import Any
 from .catalog import Catalog
 from .checklist import ChecklistEntry, apply_block, read_block
 from .errors import RemoteError
-from .github import GitHubRepo, ObservedIssue
 from .marker import replace_owned_region
-from .models import Finding
+from .models import Finding, ObservedIssue
 from .plan import (
     CloseDuplicate,
     Comment,
@@ -36,6 +35,7 @@ from .plan import (
     plan_sync,
 )
 from .render import RenderedIssue, render_checklist, render_issue
+from .repo import Repo
 from .reprorun import load_result
 
 Log = Callable[[str], None]
@@ -69,13 +69,13 @@ def render_all(
     }
 
 
-def observe(repo: GitHubRepo, catalog: Catalog) -> list[ObservedIssue]:
+def observe(repo: Repo, catalog: Catalog) -> list[ObservedIssue]:
     return repo.list_issues(list(catalog.audit.labels))
 
 
 def open_issues(
     catalog: Catalog,
-    repo: GitHubRepo,
+    repo: Repo,
     items: Sequence[int],
     tracking_issue: int | None,
     *,
@@ -116,7 +116,7 @@ def open_issues(
 
 
 def _ensure_labels(
-    repo: GitHubRepo, observed: list[ObservedIssue], labels: list[str], catalog: Catalog, log: Log
+    repo: Repo, observed: list[ObservedIssue], labels: list[str], catalog: Catalog, log: Log
 ) -> None:
     # Labels on our issues exist, and so do those an earlier run made sure of (remembered in
     # the cache); only otherwise ask GitHub, and then settle every label the catalog uses.
@@ -135,7 +135,7 @@ def _ensure_labels(
 
 
 def _create_once(
-    repo: GitHubRepo,
+    repo: Repo,
     catalog: Catalog,
     issue: RenderedIssue,
     observed: list[ObservedIssue],
@@ -159,7 +159,7 @@ def _create_once(
 
 
 def _write_checklist(
-    repo: GitHubRepo,
+    repo: Repo,
     catalog: Catalog,
     number: int,
     entries: Sequence[ChecklistEntry],
@@ -182,7 +182,7 @@ def _write_checklist(
 
 def sync(
     catalog: Catalog,
-    repo: GitHubRepo,
+    repo: Repo,
     tracking_issue: int | None,
     *,
     dry_run: bool = False,
@@ -246,7 +246,7 @@ def sync(
 
 
 def _verification_comments(
-    repo: GitHubRepo, issues: dict[int, ObservedIssue], version: str, results: Sequence[Any]
+    repo: Repo, issues: dict[int, ObservedIssue], version: str, results: Sequence[Any]
 ) -> list[Comment]:
     """One comment per generated issue whose verification status changed (idempotent)."""
     from .verify import comments_to_post

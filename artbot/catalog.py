@@ -7,7 +7,7 @@ where that value is written, and a missing field at the mapping that should hold
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,14 +18,13 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import BadInput, CatalogInvalid, Problem
 from .models import Audit, Finding
+from .scripts import helper_imports
 
 AUDIT_FILE = "audit.yaml"
 # A record is a few hundred nodes; these bounds stop a hostile file (a "billion laughs" of
 # nested aliases, thousands of nested brackets) long before it costs time or stack.
 MAX_NODES = 20_000
 MAX_DEPTH = 64
-# A repro imports helper modules (``_common``, ...) from its own folder, by these lines.
-_HELPER_IMPORT = re.compile(r"^\s*(?:import|from)\s+(_[A-Za-z0-9_]+)\b", re.MULTILINE)
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -54,7 +53,7 @@ class Catalog:
         found: list[str] = []
         todo = [script]
         while todo:
-            for name in _HELPER_IMPORT.findall(self.sources.get(todo.pop(), "")):
+            for name in helper_imports(self.sources.get(todo.pop(), "")):
                 path = f"{folder}/{name}.py"
                 if path in self.sources and path not in found:
                     found.append(path)
@@ -64,6 +63,19 @@ class Catalog:
     @property
     def items(self) -> list[int]:
         return [f.item for f in self.findings]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per finding as ``artbot list`` shows it: item, title, confidence, issue, file."""
+        return [
+            {
+                "item": f.item,
+                "title": f.title,
+                "confidence": f.confidence.level.value,
+                "issue": f.issue,
+                "file": self.files[f.item],
+            }
+            for f in self.findings
+        ]
 
 
 def load_catalog(root: Path) -> Catalog:
@@ -330,6 +342,7 @@ def _cross_checks(
                     rel, _line_for(node, ("repro",), ""), "repro", f"{finding.repro} does not exist"
                 )
             )
+        problems += _claim_checks(root, rel, finding, node)
         if audit is not None:
             src = audit.source_root.rstrip("/") + "/"
             for i, location in enumerate(finding.locations):
@@ -342,4 +355,31 @@ def _cross_checks(
                             f"{location.path} is outside the audited source root {src}",
                         )
                     )
+    return problems
+
+
+def _claim_checks(root: Path, rel: str, finding: Finding, node: yaml.Node) -> list[Problem]:
+    """Claim ids unique in the record, and the ids its stored result reports equal to them."""
+    problems: list[Problem] = []
+    ids = [c.id for c in finding.claims]
+    line = _line_for(node, ("claims",), "")
+    if len(set(ids)) != len(ids):
+        problems.append(Problem(rel, line, "claims", f"duplicate claim ids in {ids}"))
+    result = root / "findings" / "results" / f"{finding.item:02d}.json"
+    if not result.is_file():
+        return problems
+    try:
+        reported = json.loads(result.read_text(encoding="utf-8")).get("claims") or {}
+    except (ValueError, AttributeError):
+        return problems  # a result that cannot be read is the runner's concern, not the record's
+    if reported and set(reported) != set(ids):
+        problems.append(
+            Problem(
+                rel,
+                line,
+                "claims",
+                f"{_rel(root, result)} reports claims {sorted(reported)}, the record has "
+                f"{sorted(ids)}",
+            )
+        )
     return problems

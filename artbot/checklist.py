@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import ArtbotError
+from .errors import ChecklistError
 
 START_MARKER = "<!-- artbot:checklist:start -->"
 END_MARKER = "<!-- artbot:checklist:end -->"
@@ -43,10 +43,6 @@ _DEDICATED_RE = re.compile(
 # "•" is what the seed body uses; "-", "*", "+" and "1." / "1)" are markdown's own bullets.
 _BULLET_RE = re.compile(r"[ \t]*(?:•[ \t]*|[-*+][ \t]+|\d{1,9}[.)][ \t]+)\S")
 _CONTINUATION_RE = re.compile(r"(?: {2,}|\t)\S")
-
-
-class ChecklistError(ArtbotError, ValueError):
-    """The tracking issue's body has broken or duplicated checklist markers, or the block does."""
 
 
 @dataclass(frozen=True)

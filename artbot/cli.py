@@ -7,66 +7,31 @@ Heavy modules (PyGithub, torch) are imported inside the commands that need them,
 from __future__ import annotations
 
 import json
-import os
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from .errors import ArtbotError, CatalogInvalid
+from .errors import ReproFailed
+from .output import fail, redact, report
+from .settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Context:
-    def __init__(self, root: Path, debug: bool):
-        self.root = root
-        self.debug = debug
+    """What every command gets: the run's :class:`Settings`, built once from flags and env."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.root = settings.root
+        self.debug = settings.debug
 
     def catalog(self):  # type: ignore[no-untyped-def]
         from .catalog import load_catalog
 
         return load_catalog(self.root)
-
-
-def secrets() -> list[str]:
-    """Token values that must never reach output."""
-    return [v for k in ("GH_TOKEN", "GITHUB_TOKEN") if (v := os.environ.get(k))]
-
-
-def redact(text: str) -> str:
-    for value in secrets():
-        text = text.replace(value, "***")
-    return text
-
-
-def in_actions() -> bool:
-    return os.environ.get("GITHUB_ACTIONS") == "true"
-
-
-def fail(exc: BaseException, debug: bool) -> int:
-    """Print an error on stderr (token redacted) and return its exit code."""
-    if debug:
-        click.echo(redact("".join(traceback.format_exception(exc))), err=True)
-    if isinstance(exc, CatalogInvalid):
-        for problem in exc.problems:
-            click.echo(redact(str(problem)), err=True)
-            if in_actions():
-                click.echo(redact(problem.annotation()))
-        click.echo(f"{len(exc.problems)} problem(s); nothing was filed.", err=True)
-        return exc.exit_code
-    if isinstance(exc, ArtbotError):
-        message = redact(str(exc))
-        click.echo(f"error: {message}", err=True)
-        if in_actions():
-            click.echo("::error::" + message.replace("\n", "%0A"))
-        return exc.exit_code
-    click.echo(redact(f"internal error: {type(exc).__name__}: {exc}"), err=True)
-    if not debug:
-        click.echo("run again with --debug for a traceback", err=True)
-    return 1
 
 
 class ArtbotGroup(click.Group):
@@ -76,8 +41,8 @@ class ArtbotGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except Exception as exc:  # the one place expected failures become exit codes
-            debug = bool(ctx.obj and ctx.obj.debug)
-            ctx.exit(fail(exc, debug))
+            settings = ctx.obj.settings if ctx.obj else Settings.from_env()
+            ctx.exit(fail(exc, settings))
 
 
 @click.group(cls=ArtbotGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -93,9 +58,9 @@ class ArtbotGroup(click.Group):
 def cli(ctx: click.Context, root: Path, debug: bool) -> None:
     """artbot: file the findings of ART's numerics audit as GitHub issues, and keep them in step.
 
-    Exit codes: 0 ok, 1 failure at GitHub, 2 bad input or usage.
+    Exit codes: 0 ok, 1 remote or run failure, 2 bad input or usage.
     """
-    ctx.obj = Context(root, debug)
+    ctx.obj = Context(Settings.from_env(root=root, debug=debug))
 
 
 pass_ctx = click.make_pass_decorator(Context)
@@ -115,16 +80,7 @@ def validate(obj: Context) -> None:
 def list_(obj: Context, as_json: bool) -> None:
     """List the findings: item, title, confidence, issue."""
     catalog = obj.catalog()
-    rows = [
-        {
-            "item": f.item,
-            "title": f.title,
-            "confidence": f.confidence.level.value,
-            "issue": f.issue,
-            "file": catalog.files[f.item],
-        }
-        for f in catalog.findings
-    ]
+    rows = catalog.rows()
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -215,13 +171,9 @@ def repro(obj: Context, item: int | None, all_: bool, timeout_s: float) -> None:
         click.echo(f"item {finding.item}: {result.summary()}")
         if result.status != "ok":
             failed += 1
-            click.echo(redact(result.stderr.strip()[-2000:]), err=True)
+            click.echo(redact(result.stderr.strip()[-2000:], obj.settings.secrets), err=True)
     if failed:
         raise ReproFailed(f"{failed} reproduction(s) did not finish cleanly")
-
-
-class ReproFailed(ArtbotError):
-    exit_code = 1
 
 
 def github_options(f: F) -> F:
@@ -266,46 +218,16 @@ def connect(
 ) -> Any:
     """The GitHub adapter for this run (imports PyGithub only now)."""
     from .apply import default_cache_path
-    from .errors import BadInput
-    from .github import EtagCache, GitHubRepo, token_from_env
+    from .github import connect as connect_repo
 
-    token = token_from_env()
-    if not token and not dry_run:
-        raise BadInput("no token: set GH_TOKEN or GITHUB_TOKEN (or use --dry-run)")
-    name = repo_name or os.environ.get("GITHUB_REPOSITORY") or catalog.audit.repository
-    url = api_url or os.environ.get("GITHUB_API_URL")
-    etags = EtagCache.load(cache or default_cache_path(catalog.root))
-    return GitHubRepo(name, api_url=url, token=token, cache=etags)
-
-
-def report(outcome: Any, as_json: bool, dry_run: bool) -> None:
-    if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "plan": outcome.plan.as_json(),
-                    "done": outcome.done,
-                    "warnings": outcome.warnings,
-                    "issues": {
-                        str(k): {"number": v.number, "state": v.state, "url": v.html_url}
-                        for k, v in outcome.issues.items()
-                    },
-                    "checklist": outcome.checklist,
-                },
-                indent=2,
-                ensure_ascii=False,
-            )
-        )
-        return
-    click.echo("plan:")
-    for line in outcome.plan.text().splitlines():
-        click.echo(f"  {line}")
-    if dry_run:
-        click.echo("Dry run -- nothing has been written.")
-    for w in outcome.warnings:
-        click.echo(f"warning: {w}", err=True)
-        if in_actions():
-            click.echo(f"::warning::{w}")
+    return connect_repo(
+        obj.settings,
+        catalog.audit.repository,
+        repo_name=repo_name,
+        api_url=api_url,
+        cache_path=cache or default_cache_path(catalog.root),
+        dry_run=dry_run,
+    )
 
 
 @cli.command(name="open")
@@ -344,7 +266,7 @@ def open_(
         for action in outcome.plan.of(Create):
             issue = outcome.rendered[action.item]
             click.echo(f"\n--- would file: {issue.title}\n\n{issue.body}")
-    report(outcome, as_json, dry_run)
+    report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
     if not as_json:
         for n in selected:
             filed = outcome.issues.get(n)
@@ -402,7 +324,7 @@ def sync(
         log=(lambda _: None) if as_json else click.echo,
     )
     repo.cache.save()
-    report(outcome, as_json, dry_run)
+    report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
     if summary:
         from .summary import step_summary
 

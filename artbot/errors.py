@@ -1,4 +1,7 @@
-"""The one error family artbot raises; ``cli.py`` turns each into a message and an exit code."""
+"""The one error family artbot raises; :func:`artbot.output.fail` turns each into a message
+and an exit code: 0 ok, 1 remote or run failure (:class:`RemoteError`, :class:`ReproFailed`,
+:class:`ChecklistError`, any other :class:`ArtbotError`), 2 bad input or usage
+(:class:`BadInput`, :class:`CatalogInvalid`, click's usage errors)."""
 
 from __future__ import annotations
 
@@ -31,14 +34,6 @@ class Problem:
         field = f" {self.field}:" if self.field else ""
         return f"{where}:{field} {self.message}"
 
-    def annotation(self) -> str:
-        """The same problem as a GitHub Actions workflow command."""
-        loc = f"file={self.path}" + (f",line={self.line}" if self.line else "")
-        text = f"{self.field}: {self.message}" if self.field else self.message
-        # Workflow commands end at a newline; escape as the Actions toolkit does.
-        text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        return f"::error {loc}::{text}"
-
 
 class CatalogInvalid(BadInput):
     """The catalog did not validate; carries every problem found in one pass."""
@@ -52,3 +47,13 @@ class RemoteError(ArtbotError):
     """GitHub (or the sandbox) refused or failed a request."""
 
     exit_code = 1
+
+
+class ReproFailed(ArtbotError):
+    """A reproduction crashed, timed out or printed no verdict."""
+
+    exit_code = 1
+
+
+class ChecklistError(ArtbotError, ValueError):
+    """The tracking issue's body has broken or duplicated checklist markers, or the block does."""

@@ -13,7 +13,6 @@ Design notes:
 from __future__ import annotations
 
 import json
-import os
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,48 +24,10 @@ from github import Auth, Github, GithubException
 from github.GithubRetry import GithubRetry
 
 from .errors import BadInput, RemoteError
-from .marker import IssueMarker
+from .models import ObservedIssue
+from .settings import TOKEN_VARIABLES, Settings
 
 DEFAULT_API_URL = "https://api.github.com"
-# GitHub asks clients to wait at least a minute after a secondary rate limit without Retry-After.
-DEFAULT_SECONDARY_RATE_WAIT = 60.0
-
-
-@dataclass(frozen=True)
-class ObservedIssue:
-    """An issue as GitHub reports it (pull requests are never turned into these)."""
-
-    number: int
-    title: str
-    body: str
-    state: str
-    state_reason: str | None
-    html_url: str
-    labels: tuple[str, ...]
-    marker: IssueMarker | None
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ObservedIssue:
-        body = data.get("body") or ""
-        return cls(
-            number=int(data["number"]),
-            title=data.get("title") or "",
-            body=body,
-            state=data.get("state") or "open",
-            state_reason=data.get("state_reason"),
-            html_url=data.get("html_url") or "",
-            labels=tuple(
-                lbl["name"] if isinstance(lbl, dict) else str(lbl)
-                for lbl in data.get("labels") or ()
-            ),
-            marker=IssueMarker.find(body),
-        )
-
-
-def token_from_env(env: dict[str, str] | None = None) -> str | None:
-    """``GH_TOKEN`` wins over ``GITHUB_TOKEN``, as with the gh CLI."""
-    env = dict(os.environ) if env is None else env
-    return env.get("GH_TOKEN") or env.get("GITHUB_TOKEN") or None
 
 
 @dataclass
@@ -118,7 +79,10 @@ def _is_loopback(api_url: str) -> bool:
 
 
 class GitHubRepo:
-    """One repository on GitHub (or the sandbox), with the few operations artbot needs."""
+    """One repository on GitHub (or the sandbox), with the few operations artbot needs.
+
+    Implements :class:`artbot.repo.Repo`, the interface :mod:`artbot.apply` is written against.
+    """
 
     def __init__(
         self,
@@ -134,11 +98,8 @@ class GitHubRepo:
         self.full_name = repo
         self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
         self.cache = cache or EtagCache()
-        self.writes = 0
         if secondary_rate_wait is None:
-            secondary_rate_wait = float(
-                os.environ.get("ARTBOT_SECONDARY_RATE_WAIT", DEFAULT_SECONDARY_RATE_WAIT)
-            )
+            secondary_rate_wait = Settings.from_env().secondary_rate_wait
         local = _is_loopback(self.api_url)
         self._gh = Github(
             base_url=self.api_url,
@@ -216,7 +177,6 @@ class GitHubRepo:
     def create_label(self, name: str) -> None:
         with _remote(f"creating label {name!r}"):
             try:
-                self.writes += 1
                 self._repo.create_label(name, "c5def5", "filed by artbot (numerics audit)")
             except GithubException as exc:
                 if exc.status != 422:  # 422 already_exists: someone made it meanwhile
@@ -224,14 +184,12 @@ class GitHubRepo:
 
     def create_issue(self, title: str, body: str, labels: list[str]) -> ObservedIssue:
         with _remote("creating an issue"):
-            self.writes += 1
             issue = self._repo.create_issue(title=title, body=body, labels=labels)
         return ObservedIssue.from_json(issue.raw_data)
 
     def edit_issue(self, number: int, **fields: Any) -> ObservedIssue:
         # The PATCH reply is the edited issue; PyGithub's Issue.edit() would drop it.
         with _remote(f"editing #{number}"):
-            self.writes += 1
             _, data = self._gh.requester.requestJsonAndCheck(
                 "PATCH", f"{self._url}/issues/{number}", input=fields
             )
@@ -239,12 +197,10 @@ class GitHubRepo:
 
     def add_labels(self, number: int, labels: list[str]) -> None:
         with _remote(f"labelling #{number}"):
-            self.writes += 1
             self._repo.get_issue(number).add_to_labels(*labels)
 
     def comment(self, number: int, body: str) -> None:
         with _remote(f"commenting on #{number}"):
-            self.writes += 1
             self._repo.get_issue(number).create_comment(body)
 
     def list_comments(self, number: int) -> list[dict[str, Any]]:
@@ -291,3 +247,28 @@ def _remote(what: str) -> Iterator[None]:
 def _short(text: str) -> str:
     line = text.splitlines()[0] if text else ""
     return line[:200]
+
+
+def connect(
+    settings: Settings,
+    default_repository: str,
+    *,
+    repo_name: str | None = None,
+    api_url: str | None = None,
+    cache_path: Path,
+    dry_run: bool = False,
+) -> GitHubRepo:
+    """The adapter for one run: flags first, then the environment (``settings``), then defaults.
+
+    Without a token only a dry run may proceed (reads are anonymous).
+    """
+    if not settings.token and not dry_run:
+        names = " or ".join(TOKEN_VARIABLES)
+        raise BadInput(f"no token: set {names} (or use --dry-run)")
+    return GitHubRepo(
+        repo_name or settings.repository or default_repository,
+        api_url=api_url or settings.api_url,
+        token=settings.token,
+        cache=EtagCache.load(cache_path),
+        secondary_rate_wait=settings.secondary_rate_wait,
+    )

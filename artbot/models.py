@@ -4,16 +4,20 @@ One YAML file in ``findings/`` is one :class:`Finding`; ``findings/audit.yaml`` 
 :class:`Audit`. Models are strict (``extra="forbid"``) so a typo in a key is an error,
 not a silently ignored field. Cross-file checks (duplicate items, repro paths on disk,
 locations under the source root) live in :mod:`artbot.catalog`.
+
+:class:`ObservedIssue` is an issue as GitHub reports it: what the planner compares the
+catalog with. It lives here, not in the GitHub adapter, so the planner loads no GitHub client.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from .marker import MARKER_PREFIX
+from .marker import MARKER_PREFIX, IssueMarker
 
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 RepoPath = Annotated[
@@ -21,7 +25,7 @@ RepoPath = Annotated[
 ]
 # GitHub's limit for an issue title.
 TITLE_LIMIT = 256
-Title = Annotated[
+IssueTitle = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=TITLE_LIMIT),
 ]
@@ -120,11 +124,26 @@ class Fix(_Strict):
     text: NonEmpty
 
 
+Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=90)]
+ClaimId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", max_length=60)]
+
+
+class Claim(_Strict):
+    """One checkable statement of a finding. ART fixes claims one at a time, so each is
+    reproduced, fixed or not checked on its own (see :mod:`artbot.status`)."""
+
+    id: ClaimId = Field(description="kebab-case slug, unique within the finding")
+    text: NonEmpty = Field(description="The claim in the audit's words, one sentence.")
+    symptom: Title = Field(
+        description="The symptom as an issue title, when this claim is what remains."
+    )
+
+
 class Finding(_Strict):
     """One audit item: what is wrong, where, how we know, and what correct code would do."""
 
     item: int = Field(ge=1, description="Item number in the tracking issue.")
-    title: Title = Field(description="One line of at most 256 characters.")
+    title: IssueTitle = Field(description="One line of at most 256 characters.")
     summary: NonEmpty = Field(description="One paragraph a reviewer reads first.")
     affects: list[NonEmpty] = Field(min_length=1, description="Backends or code paths affected.")
     locations: list[Location] = Field(min_length=1)
@@ -139,6 +158,10 @@ class Finding(_Strict):
     confidence: Confidence
     impact: NonEmpty
     fix: Fix
+    claims: list[Claim] = Field(
+        default_factory=list,
+        description="The finding's checkable claims, each with its own verdict.",
+    )
     repro: RepoPath = Field(
         description="Path of the reproduction script, e.g. repros/item07_tis.py"
     )
@@ -169,3 +192,37 @@ class Audit(_Strict):
     tracking_issue: int | None = Field(default=None, ge=1)
     labels: list[NonEmpty] = Field(default_factory=list)
     web_url: NonEmpty = "https://github.com"
+
+
+# --- what GitHub holds -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ObservedIssue:
+    """An issue as GitHub reports it (pull requests are never turned into these)."""
+
+    number: int
+    title: str
+    body: str
+    state: str
+    state_reason: str | None
+    html_url: str
+    labels: tuple[str, ...]
+    marker: IssueMarker | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ObservedIssue:
+        body = data.get("body") or ""
+        return cls(
+            number=int(data["number"]),
+            title=data.get("title") or "",
+            body=body,
+            state=data.get("state") or "open",
+            state_reason=data.get("state_reason"),
+            html_url=data.get("html_url") or "",
+            labels=tuple(
+                lbl["name"] if isinstance(lbl, dict) else str(lbl)
+                for lbl in data.get("labels") or ()
+            ),
+            marker=IssueMarker.find(body),
+        )

@@ -11,9 +11,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .checklist import ChecklistEntry
-from .github import ObservedIssue
 from .marker import owned_region
-from .models import Audit, Finding
+from .models import Audit, Finding, ObservedIssue
 from .render import RenderedIssue
 
 
@@ -131,16 +130,11 @@ Action = (
     | ChecklistUpToDate
     | Comment
 )
-WRITES = (Create, LinkPreset, EditBody, CloseDuplicate, UpdateChecklist, Comment)
 
 
 @dataclass(frozen=True)
 class Plan:
     actions: tuple[Action, ...] = field(default_factory=tuple)
-
-    @property
-    def writes(self) -> tuple[Action, ...]:
-        return tuple(a for a in self.actions if isinstance(a, WRITES))
 
     def of(self, kind: type) -> list[Any]:
         return [a for a in self.actions if isinstance(a, kind)]

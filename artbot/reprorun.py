@@ -15,13 +15,22 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .settings import without_tokens
+
 DEFAULT_TIMEOUT_S = 60.0
-_VERDICT_RE = re.compile(r"^verdict: (reproduced|not reproduced)\s*$", re.MULTILINE)
+_VERDICT_RE = re.compile(
+    r"^verdict: (reproduced|not reproduced|partial|fixed|not checked)\s*$", re.MULTILINE
+)
+# One line per claim, printed before the verdict: ``claim <id>: reproduced|fixed|not checked (why)``
+_CLAIM_RE = re.compile(
+    r"^claim ([a-z0-9]+(?:-[a-z0-9]+)*): (reproduced|fixed|not checked(?: \([^\n]*\))?)\s*$",
+    re.MULTILINE,
+)
 _MAX_CAPTURE = 20_000  # characters kept of stdout/stderr each; issue bodies are capped at 65,536
 
 
@@ -40,10 +49,9 @@ class ReproResult:
     torch: str | None
     platform: str
     finished_at: str
-
-    @property
-    def reproduced(self) -> bool:
-        return self.status == "ok" and self.verdict == "reproduced"
+    claims: dict[str, str] = field(
+        default_factory=dict
+    )  # claim id -> reproduced|fixed|not checked (why)
 
     def summary(self) -> str:
         if self.status == "timeout":
@@ -81,10 +89,8 @@ def run_repro(
 ) -> ReproResult:
     """Run ``root/script`` in a subprocess and capture what it printed."""
     command = f"python {script}"
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
     # Never hand a token to a script that doesn't need one.
-    for key in ("GH_TOKEN", "GITHUB_TOKEN"):
-        env.pop(key, None)
+    env = {**without_tokens(os.environ), "PYTHONHASHSEED": "0"}
     started = time.monotonic()
     try:
         proc = subprocess.run(
@@ -120,7 +126,13 @@ def run_repro(
         torch=torch,
         platform=platform.platform(terse=True),
         finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        claims=parse_claims(stdout),
     )
+
+
+def parse_claims(stdout: str) -> dict[str, str]:
+    """The per-claim verdicts a script printed (the last line for a claim wins)."""
+    return {cid: verdict for cid, verdict in _CLAIM_RE.findall(stdout)}
 
 
 def _text(data: bytes | str | None) -> str:

@@ -706,9 +706,22 @@ def _item09(repro: ModuleType, art: ArtModules) -> CheckOutcome:
         repro.is_reproduced(measured),
         f"two-branch row, masks from {how}: positions leaked into datums {leaks or 'none'}, "
         f"{two['wrong_context_tokens']} of {two['trainable_tokens']} trainable tokens in the "
-        "wrong context",
+        "wrong context" + _item09_optim_step(repro, art),
         tuple(ran),
         scope=_ITEM09_SCOPE,
+    )
+
+
+def _item09_optim_step(repro: ModuleType, art: ArtModules) -> str:
+    # The second claim (one optimizer step per packed row), read from the source by AST; it is
+    # not yet part of the verdict, which covers the masks only.
+    file = art.package_dir / "tinker/service.py"
+    per_row = repro.optim_step_per_row(file.read_text(encoding="utf-8")) if file.is_file() else None
+    if per_row is None:
+        return "; optimizer step: TinkerService.train not found (not checked)"
+    where = "inside" if per_row else "outside"
+    return (
+        f"; optimizer step: optim_step_async {where} the per-row loop (AST of TinkerService.train)"
     )
 
 

@@ -72,6 +72,14 @@ class Report:
     measurements: list[Measurement] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     reproduced: bool | None = None
+    claims: dict[str, str] = field(default_factory=dict)
+
+    def claim(self, claim_id: str, reproduced: bool | None, why: str = "") -> None:
+        """Record one claim's verdict: True reproduced, False fixed, None not checked (``why``)."""
+        if reproduced is None:
+            self.claims[claim_id] = f"not checked ({why or 'no check on this setup'})"
+        else:
+            self.claims[claim_id] = "reproduced" if reproduced else "fixed"
 
     def measure(
         self,
@@ -101,11 +109,14 @@ class Report:
                 "torch": torch.__version__,
                 "platform": platform.platform(),
             },
+            "claims": self.claims,
             "verdict": self.verdict,
         }
 
     @property
     def verdict(self) -> str:
+        if self.claims:
+            return derive_verdict(list(self.claims.values()))
         return "reproduced" if self.reproduced else "not reproduced"
 
     def text(self) -> str:
@@ -123,15 +134,40 @@ class Report:
                 row += f"  ({m.note})"
             lines.append(row)
         lines += [f"note: {n}" for n in self.notes]
+        lines += [f"claim {cid}: {v}" for cid, v in self.claims.items()]
         lines.append(f"verdict: {self.verdict}")
         return "\n".join(lines)
 
 
+def derive_verdict(claims: list[str]) -> str:
+    """A finding's verdict from its claims' (reproduced | fixed | not checked (why))."""
+    checked = [c for c in claims if not c.startswith("not checked")]
+    if not checked:
+        return "not checked"
+    hits = sum(c == "reproduced" for c in checked)
+    return "reproduced" if hits == len(checked) else "partial" if hits else "fixed"
+
+
+def floored(value: float, floor: float) -> float | str:
+    """``value``, or ``"< floor"`` when it is below ``floor`` (and not exactly 0).
+
+    For figures at rounding level (an FP32 reference's error, ~1e-7) whose digits depend on the
+    CPU's summation order: what is stable across machines is that they are below the floor.
+    """
+    if value == 0 or abs(value) >= floor:
+        return value
+    return f"< {floor:g}"
+
+
 def _fmt(v: Any) -> str:
+    # Three significant digits: BF16 kernels differ between CPUs in the last digits, and the
+    # printed report is compared with a fresh run on whatever machine runs the tests.
     if isinstance(v, float):
-        if v == 0 or math.isinf(v) or math.isnan(v):
+        if v == 0:
+            return "0"
+        if math.isinf(v) or math.isnan(v):
             return str(v)
-        return f"{v:.4g}"
+        return f"{v:.3g}"
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_fmt(x) for x in v) + "]"
     if isinstance(v, dict):

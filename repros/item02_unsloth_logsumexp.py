@@ -304,6 +304,7 @@ def build_report() -> _common.Report:
         "BF16 hidden states, which is what BF16 autocast hands to _calculate_logprobs."
     )
     report.reproduced = is_reproduced(cited)
+    report.claim("zeroed-logprob-and-gradient", report.reproduced)
     if is_reproduced(fixed):
         report.note("the suggested fix did not remove the measured effect")
     return report

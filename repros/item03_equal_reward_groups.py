@@ -357,14 +357,22 @@ def measure(
     }
 
 
-def is_reproduced(m: dict[str, Any]) -> bool:
-    """An equal-reward group trains at |advantage| about 1 in the full-scale batch, and the
-    balance batch has NaN advantages."""
+def claim_verdicts(m: dict[str, Any]) -> dict[str, bool]:
+    """Per claim: an equal-reward group trains at |advantage| about 1 in the full-scale batch;
+    the balance batch has NaN advantages."""
     g = m["full_scale"]["equal_group"]
     full_scale = (
         g["tokens"] > 0 and g["min"] is not None and min(abs(g["min"]), abs(g["max"])) > 0.5
     )
-    return full_scale and m["nan_balance"]["nan_tokens"] > 0
+    return {
+        "full-scale-advantage-for-equal-reward-groups": bool(full_scale),
+        "nan-advantages": m["nan_balance"]["nan_tokens"] > 0,
+    }
+
+
+def is_reproduced(m: dict[str, Any]) -> bool:
+    """Both claims reproduced."""
+    return all(claim_verdicts(m).values())
 
 
 def build_report() -> _common.Report:
@@ -446,6 +454,8 @@ def build_report() -> _common.Report:
         "before packing. The -inf batch is reported as a related case, outside the verdict."
     )
     report.reproduced = is_reproduced(cited)
+    for claim_id, hit in claim_verdicts(cited).items():
+        report.claim(claim_id, hit)
     if is_reproduced(fixed):
         report.note("the suggested fix did not remove the measured effect")
     return report

@@ -171,6 +171,7 @@ def build_report() -> _common.Report:
         "clip(r) * min(r, U), and PPO's unclipped-region gradient r * A becomes r * min(r, U) * A."
     )
     report.reproduced = is_reproduced(as_cited)
+    report.claim("policy-ratio-applied-twice", report.reproduced)
     return report
 
 

@@ -194,6 +194,7 @@ def build_report() -> _common.Report:
         f"of {clamped['grad_logprob_bad_token']:g} on that token's logprob."
     )
     report.reproduced = is_reproduced(as_cited)
+    report.claim("inf-loss-nan-gradients", report.reproduced)
     return report
 
 

@@ -24,10 +24,17 @@ Assumptions, stated because the script does not run Tinker:
 - A trainable token at position u is scored by the logprob at u - 1 (ART's loss shifts the
   assistant mask by one, loss.py L222), and that logprob comes from the last datum whose
   mask covers u - 1.
-- Segment planner: the model below reproduces the planner's group/parent numbering for
-  ``min_shared_segment_length=1``; ART's Tinker path uses 64, which changes which runs are
-  long enough to share, not how ids are assigned. Token ids are small integers chosen so
-  every segment is recognisable; the padding token is 0 (ART uses the tokenizer's EOS).
+- Segment planner: ART's Tinker path packs with ``min_shared_segment_length=64``: TinkerBackend
+  is a LocalBackend, whose ``_get_packed_tensors`` (``local/backend.py`` L1118-L1126) calls
+  ``packed_tensors_from_tokenized_results`` with the default
+  ``DEFAULT_MIN_PREFIX_TREE_SHARED_SEGMENT_LENGTH = 64`` (``preprocessing/pack.py`` L28);
+  ``tinker/service.py`` reads those packed tensors from disk. A shared run shorter than 64
+  tokens is not shared: each sequence becomes its own root segment, and its mask is then right.
+  So the finding needs a group whose shareable prompt (``prompt_length``, one token short of
+  the prompt) is at least 64 tokens; measured below as ``trigger``. The small rows that show
+  the masks are packed with ``min_shared_segment_length=1`` so they stay readable: the same
+  numbering ART gives rows whose prompts are long enough. Token ids are small integers chosen
+  so every segment is recognisable; the padding token is 0 (ART uses the tokenizer's EOS).
 - The suggested mask fix is the audit's ``(group == g) | (group == parent(g))``, applied in
   the same loop. 0.5.21 instead uses the group and all its ancestors (from
   ``art.megatron.prefix_tree.parse_prefix_tree_row``); that is reported beside it because
@@ -87,8 +94,6 @@ def prefix_tree_pack(
     Segments are emitted depth first; group ids count up from 1 in emission order and a root
     segment's parent id is its own group id (prefix_tree_packing.py L241-L260).
     """
-    if min_shared_segment_length > 1:
-        raise ValueError("this model covers min_shared_segment_length <= 1 only")
     rows = [[int(t) for t in s.tolist()] for s in sequences]
     limits = [len(r) for r in rows] if shareable_lengths is None else list(shareable_lengths)
     segments: list[tuple[int, int, int, int, int]] = []  # (seq, start, end, group, parent)
@@ -114,8 +119,21 @@ def prefix_tree_pack(
         stop = min(min(len(rows[i]), limits[i]) for i in share)
         while end < stop and len({rows[i][end] for i in share}) == 1:
             end += 1
-        if end > start:
+        if end > start and end - start >= min_shared_segment_length:
             walk(share, end, emit(share[0], start, end, parent), depth + 1)
+            return
+        if end > start:
+            # Too short to share (prefix_tree_packing.py L334-L349): a sequence that cannot
+            # branch past ``end`` is emitted whole from ``start``; the rest are regrouped by
+            # their token at ``end`` and walked again from ``start``.
+            rebranch: dict[int, list[int]] = {}
+            for i in share:
+                if len(rows[i]) > end and limits[i] > end:
+                    rebranch.setdefault(rows[i][end], []).append(i)
+                else:
+                    emit(i, start, len(rows[i]), parent)
+            for branch in rebranch.values():
+                walk(branch, start, parent, depth)
             return
         branches: dict[int, list[int]] = {}
         for i in share:  # first-seen order of the next token, as ART partitions branches
@@ -315,17 +333,61 @@ def _build_row(
     prompt_len: int,
     seq_len: int,
     pack_impl: Callable[..., Any],
+    min_shared_segment_length: int = 1,
 ) -> tuple[PackedRow, torch.Tensor]:
     packed = pack_impl(
         [torch.tensor(s) for s in seqs],
         max_depth=seq_len,  # pack.py L680: the row planner allows any depth
         shareable_lengths=shareable,
-        min_shared_segment_length=1,
+        min_shared_segment_length=min_shared_segment_length,
     )
     row = pad_row(packed, seq_len)
     completion = {t for s in seqs for t in s[prompt_len:]}
     assistant = torch.tensor([t in completion for t in row.tokens.tolist()])
     return row, assistant
+
+
+ART_MIN_SHARED_SEGMENT_LENGTH = 64  # pack.py L28, the Tinker path's packing default
+TRIGGER_PROMPT_LENGTHS = (16, 64, 65, 128)
+
+
+def trigger_row(
+    prompt_len: int, pack_impl: Callable[..., Any] = prefix_tree_pack
+) -> tuple[PackedRow, torch.Tensor]:
+    """The two-branch case with a ``prompt_len``-token prompt, packed as ART's Tinker path packs
+    (``min_shared_segment_length=64``; the group's shareable prompt is ``prompt_len - 1``)."""
+    prompt = list(range(1000, 1000 + prompt_len))
+    seqs = [prompt + [21, 22, 23], prompt + [31, 32, 33]]
+    return _build_row(
+        seqs,
+        shareable=[prompt_len - 1] * 2,
+        prompt_len=prompt_len,
+        seq_len=2 * prompt_len + 8,
+        pack_impl=pack_impl,
+        min_shared_segment_length=ART_MIN_SHARED_SEGMENT_LENGTH,
+    )
+
+
+def measure_trigger(
+    mask_impl: MaskImpl = tinker_datum_masks,
+    pack_impl: Callable[..., Any] = prefix_tree_pack,
+) -> dict[str, dict[str, Any]]:
+    """Per prompt length: whether the row shares a prefix segment and whether a datum leaks."""
+    out = {}
+    for prompt_len in TRIGGER_PROMPT_LENGTHS:
+        row, assistant = trigger_row(prompt_len, pack_impl)
+        rep = row_report(row, assistant, mask_impl)
+        out[str(prompt_len)] = {
+            "shared_segment": any(g != p for g, p in _parent_map(*_ids_t(row)).items()),
+            "leaked_positions": sum(len(v) for v in rep["extra"].values()),
+            "wrong_context_tokens": rep["wrong_context_tokens"],
+            "trainable_tokens": rep["trainable_tokens"],
+        }
+    return out
+
+
+def _ids_t(row: PackedRow) -> tuple[torch.Tensor, torch.Tensor]:
+    return row.group_ids, row.parent_ids
 
 
 def measure(
@@ -351,18 +413,21 @@ def measure(
         "rows_per_step": rows_per_step,
         "optimizer_steps": client.calls.count("optim_step"),
         "calls": client.calls,
+        "trigger": measure_trigger(mask_impl, pack_impl),
     }
 
 
 def is_reproduced(m: dict[str, Any]) -> bool:
     """The audit's claims on its own setting, the two-branch row: a sibling branch leaks
     into a datum, the root's datum covers the whole row, and there is more than one
-    optimizer step per ART step."""
+    optimizer step per ART step; and with ART's packing (min_shared_segment_length 64) a
+    long enough prompt puts tokens in the wrong context."""
     two = m["two_branch"]
     sibling_leak = any(two["extra"][g] for g in two["expected"])
     root_whole = any(two["root_datum_covers_row"].values())
     extra_steps = m["optimizer_steps"] > 1
-    return sibling_leak and root_whole and extra_steps
+    at_art_packing = any(t["wrong_context_tokens"] for t in m["trigger"].values())
+    return sibling_leak and root_whole and extra_steps and at_art_packing
 
 
 def build_report() -> _common.Report:
@@ -438,6 +503,24 @@ def build_report() -> _common.Report:
         fixed=two_fixed["padding_datum"],
         note=f"with all ancestors, padding skipped: {chain['two_branch']['padding_datum']}",
     )
+    for prompt_len, t in cited["trigger"].items():
+        t_fixed = fixed["trigger"][prompt_len]
+        report.measure(
+            f"{prompt_len}-token prompt, min_shared_segment_length "
+            f"{ART_MIN_SHARED_SEGMENT_LENGTH}: prefix shared / tokens in the wrong context",
+            f"{'shared' if t['shared_segment'] else 'not shared'}, "
+            f"{t['wrong_context_tokens']} of {t['trainable_tokens']}",
+            fixed=f"{t_fixed['wrong_context_tokens']} of {t_fixed['trainable_tokens']}",
+        )
+    shared = [int(n) for n, t in cited["trigger"].items() if t["shared_segment"]]
+    report.note(
+        f"Trigger: ART's Tinker path packs with min_shared_segment_length "
+        f"{ART_MIN_SHARED_SEGMENT_LENGTH}, so only a group whose prompt is long enough shares a "
+        f"prefix segment (here from a {min(shared) if shared else '-'}-token prompt: its "
+        "prompt_length, one token shorter, is the shareable part). Shorter prompts are packed "
+        "as separate roots and their masks are right. The two small rows above are packed with "
+        "min_shared_segment_length 1 to stay readable."
+    )
     report.note(
         "Masks are listed as row positions. On the two-branch row every datum covers the whole "
         "row, so the second branch's tokens are scored with the first branch in their context."
@@ -470,3 +553,38 @@ def main() -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def optim_step_per_row(service_source: str) -> bool | None:
+    """Claim ``one-optimizer-step-per-packed-row``, read from ART's tinker/service.py source by
+    AST: True when ``TinkerService.train`` calls ``optim_step_async`` inside a ``for`` loop,
+    False when it calls it outside every loop, None when it has no such method or call."""
+    import ast
+
+    for cls in ast.walk(ast.parse(service_source)):
+        if not isinstance(cls, ast.ClassDef) or cls.name != "TinkerService":
+            continue
+        for fn in cls.body:
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == "train":
+                return _optim_in_loop(fn, in_loop=False)
+    return None
+
+
+def _optim_in_loop(node: Any, *, in_loop: bool) -> bool | None:
+    import ast
+
+    found: bool | None = None
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue  # a nested definition's calls are not the loop's
+        if (
+            isinstance(child, ast.Call)
+            and isinstance(child.func, ast.Attribute)
+            and child.func.attr == "optim_step_async"
+        ):
+            found = found or in_loop
+        loop = in_loop or isinstance(child, (ast.For, ast.AsyncFor, ast.While))
+        inner = _optim_in_loop(child, in_loop=loop)
+        if inner is not None:
+            found = bool(found) or inner
+    return found

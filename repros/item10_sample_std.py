@@ -10,14 +10,22 @@ Models two ART functions at e2a406a48 (openpipe-art 0.5.20):
 What is measured: for groups of n = 2, 4 and 8 rewards, the ratio of tinker_native's advantage to
 the population-std advantage, element by element. The arithmetic says
 sqrt((n - 1) / n) * (1 + 1e-6 / std_pop) (the 1e-6 is tokenize.py's guard); the audit gives 0.87
-at n = 4. With the suggested fix (one convention: ``std(unbiased=False)``, as ART 0.5.21 does) the
-ratio is 1 up to that guard.
+at n = 4. The fixed form is what ART 0.5.21 ships: ``std(unbiased=False)`` and, before it, a guard
+that returns zeros when all rewards are equal (within 1e-12); the ratio is then 1 up to
+tokenize.py's 1e-6.
+
+Also measured: groups whose rewards are all equal but not exactly representable in FP32 (0.22 x 3,
+0.15 x 8). They should get no advantage. In 0.5.20 they do: the FP32 mean of three FP32 0.22s
+is one ulp (2**-26) below 0.22, so every element of ``centered`` is +1.5e-8; torch's ``std()``
+of the same tensor is 1.8e-8, above the 1e-8 guard, and the division gives every member
++sqrt((n - 1) / n): +0.8165 on [0.22] x 3, +0.9354 on [0.15] x 8. A population std alone would
+give +1.0 there; 0.5.21's equality guard returns exact zeros, as does the float64 population path.
 
 Assumptions:
 - ``scale_rewards`` is on in tokenize.py and ``normalize_advantages=True`` in tinker_native (their
   defaults), so both normalize.
 - Rewards are either 0/1 (pass/fail) or uniform on [0, 1]; the ratio does not depend on the draw.
-  Groups whose rewards are all equal have no advantage on either path and are left out.
+  Equal-reward groups are measured separately (``measure_equal_groups``), not in the ratios.
 
 ``measure(impl=...)`` takes any callable with the signature of ART's
 ``compute_advantages(rewards: list[float], normalize_advantages: bool = True) -> list[float]``.
@@ -41,17 +49,21 @@ GROUPS_PER_KIND = 32
 AUDIT_RATIO = {4: 0.87}
 
 
-def make_compute_advantages(*, unbiased: bool) -> Callable[..., list[float]]:
-    """tinker_native's ``compute_advantages``; ``unbiased=False`` is the suggested fix."""
+def make_compute_advantages(*, fixed: bool) -> Callable[..., list[float]]:
+    """tinker_native's ``compute_advantages`` as in 0.5.20, or (``fixed``) as in 0.5.21."""
 
     def compute_advantages(rewards: list[float], normalize_advantages: bool = True) -> list[float]:
         if not rewards:
             return []
+        # 0.5.21 returns zeros for a group of equal rewards before any FP32 arithmetic.
+        if fixed and all(abs(r - rewards[0]) <= 1e-12 for r in rewards[1:]):
+            return [0.0] * len(rewards)
         rewards_tensor = torch.tensor(rewards, dtype=torch.float32)
         centered = rewards_tensor - rewards_tensor.mean()
         if not normalize_advantages:
             return centered.tolist()
-        std_reward = rewards_tensor.std(unbiased=unbiased)  # data.py#L41: std() is n - 1
+        # data.py#L41: 0.5.20's std() is the sample (n - 1) std; 0.5.21 passes unbiased=False.
+        std_reward = rewards_tensor.std(unbiased=not fixed)
         if std_reward > 1e-8:
             return (centered / std_reward).tolist()
         return [0.0] * len(rewards)
@@ -59,8 +71,11 @@ def make_compute_advantages(*, unbiased: bool) -> Callable[..., list[float]]:
     return compute_advantages
 
 
-compute_advantages = make_compute_advantages(unbiased=True)
-compute_advantages_fixed = make_compute_advantages(unbiased=False)
+compute_advantages = make_compute_advantages(fixed=False)
+compute_advantages_fixed = make_compute_advantages(fixed=True)
+
+# Equal rewards that FP32 does not hold exactly: the mean of the FP32 values is an ulp off.
+EQUAL_GROUPS = ([0.22] * 3, [0.15] * 8, [0.0] * 4, [1.0] * 4)
 
 
 def population_std_advantages(rewards: list[float]) -> list[float]:
@@ -120,6 +135,24 @@ def measure(
     return out
 
 
+def measure_equal_groups(impl: Callable[..., list[float]] | None = None) -> list[dict[str, Any]]:
+    """Advantages of groups whose rewards are all equal, on ``impl`` and the population path."""
+    impl = impl or compute_advantages
+    return [
+        {
+            "rewards": rewards,
+            "advantages": impl(list(rewards), normalize_advantages=True),
+            "population": population_std_advantages(list(rewards)),
+        }
+        for rewards in EQUAL_GROUPS
+    ]
+
+
+def max_equal_group_advantage(groups: list[dict[str, Any]]) -> float:
+    """Largest |advantage| given to any member of an equal-reward group."""
+    return max(abs(a) for g in groups for a in g["advantages"])
+
+
 def is_reproduced(measured: dict[str, Any]) -> bool:
     """The finding holds when the two conventions differ by more than 1% at every group size."""
     return all(abs(m["ratio_median"] - 1.0) > 0.01 for m in measured.values())
@@ -151,6 +184,22 @@ def build_report() -> _common.Report:
             note=f"range {m['ratio_min']:.6f}-{m['ratio_max']:.6f}; "
             f"sqrt((n-1)/n) = {math.sqrt((n - 1) / n):.6f}",
         )
+    equal_cited = measure_equal_groups(compute_advantages)
+    equal_fixed = measure_equal_groups(compute_advantages_fixed)
+    for cited_group, fixed_group in zip(equal_cited, equal_fixed, strict=True):
+        rewards = cited_group["rewards"]
+        report.measure(
+            f"equal rewards [{rewards[0]}] x {len(rewards)}: advantages",
+            sorted(set(cited_group["advantages"])),
+            fixed=sorted(set(fixed_group["advantages"])),
+            note="population-std path: "
+            + ", ".join(f"{x:.3g}" for x in sorted(set(cited_group["population"]))),
+        )
+    report.note(
+        "Equal-reward groups should get no advantage. The ratio verdict does not use them: an "
+        "FP32 reward that is not exact (0.22, 0.15) gives every member +sqrt((n - 1) / n) on "
+        "0.5.20, a second effect of the same function that 0.5.21's equality guard removes."
+    )
     report.reproduced = is_reproduced(as_cited)
     return report
 

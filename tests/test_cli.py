@@ -71,3 +71,18 @@ def test_schema_is_json_schema() -> None:
     assert schema["title"] == "Finding"
     assert "expected" in schema["required"]
     assert schema["additionalProperties"] is False
+
+
+def test_python_dash_m_artbot_is_the_cli() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "artbot", "--help"], capture_output=True, text=True, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Usage: artbot ")
+    assert "sync" in done.stdout
+
+
+def test_importing_the_planner_does_not_load_pygithub() -> None:
+    probe = "import artbot.plan, sys; assert 'github' not in sys.modules, 'github loaded'"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr

@@ -7,7 +7,6 @@ against numbers copied from a run.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import subprocess
@@ -17,6 +16,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
+from artbot.scripts import import_script
 
 REPROS = Path(__file__).resolve().parents[1] / "repros"
 SCRIPTS = {
@@ -31,12 +32,7 @@ def load(name: str) -> ModuleType:
     """Import a repro script by path, as a maintainer would run it."""
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPROS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_script(REPROS / f"{name}.py")
 
 
 # --- item 6: Adam eps -------------------------------------------------------------------------
@@ -80,6 +76,8 @@ def test_adam_lora_a_waits_for_b_then_is_damped_by_eps(adam: ModuleType, adam_me
 
 
 def test_adam_verdicts(adam: ModuleType, adam_measured) -> None:
+    # |g| <~ eps: A's first gradient is within 10x of eps, and its update is damped.
+    assert adam.first_a_update(adam_measured["lora"])["grad_a_median"] < 10 * adam.EPS_TRAINER_RANK
     assert adam.is_reproduced(adam_measured["lora"])
     assert not adam.is_reproduced(adam_measured["lora_fixed"])
     assert all(

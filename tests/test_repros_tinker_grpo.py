@@ -4,7 +4,6 @@ quantity matches what the arithmetic implies, worked out here by hand."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import subprocess
@@ -14,12 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 
-REPROS = Path(__file__).resolve().parents[1] / "repros"
-sys.path.insert(0, str(REPROS))
+from artbot.scripts import import_script
 
-item09 = importlib.import_module("item09_tinker_masks")
-item02 = importlib.import_module("item02_unsloth_logsumexp")
-item03 = importlib.import_module("item03_equal_reward_groups")
+REPROS = Path(__file__).resolve().parents[1] / "repros"
+
+item09 = import_script(REPROS / "item09_tinker_masks.py")
+item02 = import_script(REPROS / "item02_unsloth_logsumexp.py")
+item03 = import_script(REPROS / "item03_equal_reward_groups.py")
 
 
 def span(a: int, b: int) -> list[int]:

@@ -520,9 +520,9 @@ def test_concurrent_creates_get_distinct_numbers(sandbox: GitHubSandbox) -> None
     assert sorted(results) == list(range(1, 41))
 
 
-def test_main_serves_in_the_foreground(tmp_path: Path) -> None:
+def test_artbot_sandbox_serves_in_the_foreground(tmp_path: Path) -> None:
     state = tmp_path / "demo.json"
-    command = [sys.executable, "-m", "artbot.sandbox", "--state", str(state), "--repo", REPO]
+    command = [sys.executable, "-m", "artbot", "sandbox", "--state", str(state), "--repo", REPO]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None

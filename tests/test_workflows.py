@@ -208,6 +208,19 @@ def test_ci_runs_make_test_on_python_311_and_312() -> None:
     assert any(re.match(r"make test\b", r.strip()) for r in runs), runs
 
 
+def test_ci_runs_the_property_tests_with_random_examples_nightly() -> None:
+    workflow = load("ci.yml")
+    [entry] = triggers(workflow)["schedule"]
+    minute, hour, day, month, weekday = entry["cron"].split()
+    assert len(cron_field(minute, 0, 59)) == len(cron_field(hour, 0, 23)) == 1
+    assert (day, month, weekday) == ("*", "*", "*")
+    [job] = workflow["jobs"].values()
+    [step] = [s for s in job["steps"] if re.match(r"make test\b", s.get("run", "").strip())]
+    profile = step["env"]["HYPOTHESIS_PROFILE"]
+    assert "github.event_name == 'schedule' && 'nightly'" in profile
+    assert profile.endswith("|| 'ci' }}")
+
+
 PINNED = re.compile(r"^\s*-?\s*uses:\s*([\w.-]+/[\w./-]+)@([0-9a-f]{40})\s+#\s*v\d+\.\d+\.\d+\s*$")
 
 

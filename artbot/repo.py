@@ -1,0 +1,54 @@
+"""The repository interface that :mod:`artbot.apply` is written against.
+
+:class:`artbot.github.GitHubRepo` implements it over HTTP (PyGithub); tests may implement it
+in memory. Importing this module loads no GitHub client.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from .models import ObservedIssue
+
+
+class KnownLabels(Protocol):
+    """What a repository remembers between runs: the labels artbot has made sure exist."""
+
+    labels: set[str]
+
+
+class Repo(Protocol):
+    """One repository: the reads and writes that ``open`` and ``sync`` need, nothing more.
+
+    Every failure at the remote end leaves as :class:`artbot.errors.RemoteError`.
+    """
+
+    @property
+    def full_name(self) -> str: ...
+
+    @property
+    def cache(self) -> KnownLabels: ...
+
+    def list_issues(self, labels: list[str]) -> list[ObservedIssue]:
+        """Every issue (open and closed) carrying all ``labels``; pull requests skipped."""
+        ...
+
+    def get_issue(self, number: int) -> ObservedIssue: ...
+
+    def existing_labels(self) -> set[str]: ...
+
+    def create_label(self, name: str) -> None:
+        """Create a label; one that already exists is not an error."""
+        ...
+
+    def create_issue(self, title: str, body: str, labels: list[str]) -> ObservedIssue: ...
+
+    def edit_issue(self, number: int, **fields: Any) -> ObservedIssue:
+        """PATCH the issue with ``fields`` (title, body, state, ...); returns the edited issue."""
+        ...
+
+    def add_labels(self, number: int, labels: list[str]) -> None: ...
+
+    def comment(self, number: int, body: str) -> None: ...
+
+    def list_comments(self, number: int) -> list[dict[str, Any]]: ...

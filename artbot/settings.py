@@ -1,0 +1,72 @@
+"""Settings: what a run takes from its flags and the environment, read in one place.
+
+:meth:`Settings.from_env` is the only reader of artbot's environment variables; every other
+module gets a :class:`Settings` (or one of its values) passed in.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# Where the token comes from, in order: GH_TOKEN wins over GITHUB_TOKEN, as with the gh CLI.
+TOKEN_VARIABLES = ("GH_TOKEN", "GITHUB_TOKEN")
+# GitHub asks clients to wait at least a minute after a secondary rate limit without Retry-After.
+DEFAULT_SECONDARY_RATE_WAIT = 60.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One run's settings. ``repr`` never shows the token."""
+
+    root: Path = Path(".")
+    debug: bool = False
+    token: str | None = None
+    secrets: tuple[str, ...] = ()  # every token value set, to redact from output
+    repository: str | None = None  # $GITHUB_REPOSITORY
+    api_url: str | None = None  # $GITHUB_API_URL
+    in_actions: bool = False  # $GITHUB_ACTIONS == "true": print workflow annotations
+    secondary_rate_wait: float = DEFAULT_SECONDARY_RATE_WAIT  # $ARTBOT_SECONDARY_RATE_WAIT
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        root: Path = Path("."),
+        debug: bool = False,
+    ) -> Settings:
+        env = os.environ if env is None else env
+        secrets = tuple(v for k in TOKEN_VARIABLES if (v := env.get(k)))
+        return cls(
+            root=root,
+            debug=debug,
+            token=secrets[0] if secrets else None,
+            secrets=secrets,
+            repository=env.get("GITHUB_REPOSITORY") or None,
+            api_url=env.get("GITHUB_API_URL") or None,
+            in_actions=env.get("GITHUB_ACTIONS") == "true",
+            secondary_rate_wait=float(
+                env.get("ARTBOT_SECONDARY_RATE_WAIT", DEFAULT_SECONDARY_RATE_WAIT)
+            ),
+        )
+
+    def __repr__(self) -> str:
+        token = "***" if self.token else None
+        return (
+            f"Settings(root={self.root!r}, debug={self.debug}, token={token}, "
+            f"repository={self.repository!r}, api_url={self.api_url!r}, "
+            f"in_actions={self.in_actions}, secondary_rate_wait={self.secondary_rate_wait})"
+        )
+
+
+def token_from_env(env: Mapping[str, str] | None = None) -> str | None:
+    """``GH_TOKEN`` wins over ``GITHUB_TOKEN``, as with the gh CLI."""
+    return Settings.from_env(env).token
+
+
+def without_tokens(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` minus every token variable (for subprocesses that must not see one)."""
+    return {k: v for k, v in env.items() if k not in TOKEN_VARIABLES}

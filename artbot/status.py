@@ -1,0 +1,135 @@
+"""Where each finding stands in ART: per-claim verdicts at several points, pure data.
+
+A finding is a set of claims and ART fixes them one at a time, so a status is recorded per
+claim, at each *point* it was checked: the audit commit, a released openpipe-art version, or a
+checkout of ART's main. ``findings/status/NN.json`` holds one :class:`ItemStatus` (written by
+``artbot verify --record``), so rendering and planning stay offline and reproducible.
+
+Verdicts of a finding are derived, never stored: ``reproduced`` when every checked claim is
+reproduced, ``partial`` when some are, ``fixed`` when none is, ``not checked`` when no claim was
+checked at that point.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ArtbotError
+
+STATUS_DIR = Path("findings") / "status"
+
+
+class ClaimVerdict(StrEnum):
+    reproduced = "reproduced"
+    fixed = "fixed"
+    not_checked = "not checked"
+
+
+class Verdict(StrEnum):
+    """A finding's verdict at one point, derived from its claims."""
+
+    reproduced = "reproduced"
+    partial = "partial"
+    fixed = "fixed"
+    not_checked = "not checked"
+
+
+def derive(verdicts: list[ClaimVerdict]) -> Verdict:
+    checked = [v for v in verdicts if v is not ClaimVerdict.not_checked]
+    if not checked:
+        return Verdict.not_checked
+    reproduced = sum(v is ClaimVerdict.reproduced for v in checked)
+    if reproduced == len(checked):
+        return Verdict.reproduced
+    return Verdict.partial if reproduced else Verdict.fixed
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClaimResult(_Strict):
+    verdict: ClaimVerdict
+    detail: str = Field(default="", description="What was measured; for not checked, why not.")
+
+
+class StatusPoint(_Strict):
+    """One point at which the finding was checked."""
+
+    source: Literal["audit", "release", "main"]
+    label: str = Field(description="The commit or version, e.g. e2a406a48, 0.5.21")
+    checked_on: str = Field(description="ISO date of the check")
+    artbot_version: str
+    how: str = Field(default="", description="What ran: ART's functions, a model, a source reading")
+    claims: dict[str, ClaimResult]
+
+    @property
+    def verdict(self) -> Verdict:
+        return derive([c.verdict for c in self.claims.values()])
+
+
+class ItemStatus(_Strict):
+    item: int
+    points: list[StatusPoint] = Field(min_length=1)
+
+    def releases(self) -> list[StatusPoint]:
+        return [p for p in self.points if p.source == "release"]
+
+    @property
+    def newest(self) -> StatusPoint:
+        """The newest release checked, else the audit point."""
+        releases = self.releases()
+        return releases[-1] if releases else self.points[0]
+
+    @property
+    def main(self) -> StatusPoint | None:
+        return next((p for p in self.points if p.source == "main"), None)
+
+    def fixed_in(self, claim: str | None = None) -> str | None:
+        """The first release at which ``claim`` (or every claim, when None) is fixed and stays
+        fixed in every later release checked."""
+        first: str | None = None
+        for point in self.releases():
+            if claim is None:
+                ok = point.verdict is Verdict.fixed
+            else:
+                result = point.claims.get(claim)
+                ok = result is not None and result.verdict is ClaimVerdict.fixed
+            if ok and first is None:
+                first = point.label
+            elif not ok:
+                first = None
+        return first
+
+    def remaining(self) -> list[str]:
+        """Claims still reproduced at the newest release checked."""
+        return [
+            cid for cid, r in self.newest.claims.items() if r.verdict is ClaimVerdict.reproduced
+        ]
+
+
+class StatusError(ArtbotError):
+    """A status file that cannot be read."""
+
+
+def status_path(root: Path, item: int) -> Path:
+    return root / STATUS_DIR / f"{item:02d}.json"
+
+
+def load_status(root: Path, item: int) -> ItemStatus | None:
+    path = status_path(root, item)
+    if not path.is_file():
+        return None
+    try:
+        return ItemStatus.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, ValidationError) as exc:
+        raise StatusError(f"{path}: not a valid status record: {exc}") from exc
+
+
+def dump_status(status: ItemStatus) -> str:
+    return json.dumps(status.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"

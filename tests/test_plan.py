@@ -1,0 +1,247 @@
+"""The planner on an in-memory repository: desired vs observed state, no HTTP.
+
+``MemoryRepo`` implements :class:`artbot.repo.Repo` with a dict of issues; the end-to-end
+tests over HTTP (PyGithub against the sandbox) are in test_apply.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from artbot.apply import open_issues, render_all
+from artbot.catalog import Catalog, load_catalog
+from artbot.checklist import read_block
+from artbot.marker import IssueMarker
+from artbot.models import ObservedIssue
+from artbot.plan import (
+    ChecklistUpToDate,
+    CloseDuplicate,
+    Create,
+    Duplicate,
+    EditBody,
+    Exists,
+    LinkPreset,
+    Preset,
+    UpdateChecklist,
+    canonical,
+    checklist_entries,
+    plan_open,
+    plan_sync,
+)
+from artbot.repo import Repo
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACKING = 1111
+
+
+@dataclass
+class Labels:
+    labels: set[str] = field(default_factory=set)
+
+
+@dataclass
+class MemoryRepo:
+    """Issues in a dict; every write is appended to ``log``."""
+
+    full_name: str = "OpenPipe/ART"
+    cache: Labels = field(default_factory=Labels)
+    issues: dict[int, ObservedIssue] = field(default_factory=dict)
+    labels: set[str] = field(default_factory=set)
+    log: list[str] = field(default_factory=list)
+
+    def add(self, title: str, body: str, labels: tuple[str, ...] = (), **kw: Any) -> ObservedIssue:
+        number = max(self.issues, default=0) + 1
+        issue = ObservedIssue(
+            number=number,
+            title=title,
+            body=body,
+            state=kw.get("state", "open"),
+            state_reason=kw.get("state_reason"),
+            html_url=f"https://github.com/{self.full_name}/issues/{number}",
+            labels=labels,
+            marker=IssueMarker.find(body),
+        )
+        self.issues[number] = issue
+        return issue
+
+    def list_issues(self, labels: list[str]) -> list[ObservedIssue]:
+        return [i for n, i in sorted(self.issues.items()) if set(labels) <= set(i.labels)]
+
+    def get_issue(self, number: int) -> ObservedIssue:
+        return self.issues[number]
+
+    def existing_labels(self) -> set[str]:
+        return set(self.labels)
+
+    def create_label(self, name: str) -> None:
+        self.log.append(f"label {name}")
+        self.labels.add(name)
+
+    def create_issue(self, title: str, body: str, labels: list[str]) -> ObservedIssue:
+        issue = self.add(title, body, tuple(labels))
+        self.log.append(f"create #{issue.number}")
+        return issue
+
+    def edit_issue(self, number: int, **fields: Any) -> ObservedIssue:
+        self.log.append(f"edit #{number} {sorted(fields)}")
+        self.issues[number] = replace(self.issues[number], **fields)
+        if "body" in fields:
+            self.issues[number] = replace(
+                self.issues[number], marker=IssueMarker.find(fields["body"])
+            )
+        return self.issues[number]
+
+    def add_labels(self, number: int, labels: list[str]) -> None:
+        self.log.append(f"labels #{number}")
+        issue = self.issues[number]
+        self.issues[number] = replace(issue, labels=issue.labels + tuple(labels))
+
+    def comment(self, number: int, body: str) -> None:
+        self.log.append(f"comment #{number}")
+
+    def list_comments(self, number: int) -> list[dict[str, Any]]:
+        return []
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return load_catalog(ROOT)
+
+
+@pytest.fixture
+def repo(catalog: Catalog) -> MemoryRepo:
+    """ART as the audit left it: #1108-#1110 filed by hand (no labels yet), then #1111."""
+    memory = MemoryRepo()
+    for number in (1108, 1109, 1110):
+        memory.issues[number] = ObservedIssue(
+            number, f"issue {number}", "by hand", "open", None, "", (), None
+        )
+    tracking = ObservedIssue(TRACKING, "tracking", "Dedicated issues\n", "open", None, "", (), None)
+    memory.issues[TRACKING] = tracking
+    return memory
+
+
+def ours(catalog: Catalog, item: int, number: int, **kw: Any) -> ObservedIssue:
+    """An issue artbot filed for ``item``, with the body it renders today."""
+    finding = catalog.get(item)
+    [rendered] = render_all(catalog, [finding], TRACKING).values()
+    return ObservedIssue(
+        number=number,
+        title=rendered.title,
+        body=kw.pop("body", rendered.body),
+        state=kw.pop("state", "open"),
+        state_reason=kw.pop("state_reason", None),
+        html_url="",
+        labels=tuple(catalog.audit.labels),
+        marker=IssueMarker(catalog.audit.commit, item),
+    )
+
+
+def test_the_memory_repo_is_a_repo() -> None:
+    repo: Repo = MemoryRepo()  # mypy-checked shape; at run time, the methods exist
+    assert all(callable(getattr(repo, name)) for name in ("list_issues", "edit_issue", "comment"))
+
+
+def test_open_creates_what_is_missing_and_presets_what_has_an_issue(catalog: Catalog) -> None:
+    findings = [catalog.get(1), catalog.get(7)]
+    rendered = render_all(catalog, findings, TRACKING)
+    plan = plan_open(findings, rendered, [], catalog.audit, TRACKING)
+    assert plan.of(Preset) == [Preset(1, 1108)]
+    [create] = plan.of(Create)
+    assert (create.item, create.title) == (7, rendered[7].title)
+    assert plan.of(UpdateChecklist) == [UpdateChecklist(TRACKING, ())]
+
+
+def test_open_finds_an_existing_issue_by_marker_not_by_title(catalog: Catalog) -> None:
+    findings = [catalog.get(7)]
+    rendered = render_all(catalog, findings, TRACKING)
+    renamed = replace(ours(catalog, 7, 1200), title="renamed by a maintainer")
+    plan = plan_open(findings, rendered, [renamed], catalog.audit, None)
+    assert plan.actions == (Exists(7, 1200, "open"),)
+
+
+def test_an_issue_of_another_audit_commit_is_not_ours(catalog: Catalog) -> None:
+    other = replace(ours(catalog, 7, 1200), marker=IssueMarker("0000000", 7))
+    assert canonical([other], catalog.audit) == {}
+
+
+def test_the_lowest_number_wins_and_later_copies_are_duplicates(catalog: Catalog) -> None:
+    findings = [catalog.get(7)]
+    rendered = render_all(catalog, findings, TRACKING)
+    issues = [ours(catalog, 7, 1300), ours(catalog, 7, 1200)]
+    assert canonical(issues, catalog.audit)[7].number == 1200
+    opened = plan_open(findings, rendered, issues, catalog.audit, None)
+    assert opened.of(CloseDuplicate) == [CloseDuplicate(7, 1300, 1200)]
+    synced = plan_sync(findings, rendered, issues, catalog.audit, None, None, str)
+    assert synced.of(Duplicate) == [Duplicate(7, 1300, 1200)]
+
+
+def test_an_issue_closed_as_duplicate_is_never_the_canonical_one(catalog: Catalog) -> None:
+    issues = [
+        ours(catalog, 7, 1200, state="closed", state_reason="duplicate"),
+        ours(catalog, 7, 1300),
+    ]
+    assert canonical(issues, catalog.audit)[7].number == 1300
+
+
+def test_sync_edits_only_a_body_whose_owned_region_changed(catalog: Catalog) -> None:
+    findings = [catalog.get(7), catalog.get(8)]
+    rendered = render_all(catalog, findings, TRACKING)
+    fresh = ours(catalog, 7, 1200)
+    body = rendered[8].body.replace("<!-- artbot:body:end -->", "stale\n<!-- artbot:body:end -->")
+    stale = ours(catalog, 8, 1201, body=body)
+    plan = plan_sync(findings, rendered, [fresh, stale], catalog.audit, None, None, str)
+    assert plan.of(EditBody) == [EditBody(8, 1201)]
+
+
+def test_sync_text_outside_the_owned_region_is_not_a_change(catalog: Catalog) -> None:
+    findings = [catalog.get(7)]
+    rendered = render_all(catalog, findings, TRACKING)
+    edited = ours(catalog, 7, 1200, body=rendered[7].body + "\n\nA maintainer's note.")
+    plan = plan_sync(findings, rendered, [edited], catalog.audit, None, None, str)
+    assert plan.of(EditBody) == []
+
+
+def test_sync_links_preset_issues_it_cannot_see_and_checks_the_checklist(
+    catalog: Catalog,
+) -> None:
+    findings = list(catalog.findings)
+    rendered = render_all(catalog, findings, TRACKING)
+    entries = checklist_entries(findings, [], catalog.audit)
+    assert [(e.item, e.issue) for e in entries][:3] == [(1, 1108), (2, 1109), (3, 1110)]
+    assert all(e.issue is None for e in entries[3:])
+
+    def block(e: Any) -> str:
+        return repr(e)
+
+    plan = plan_sync(findings, rendered, [], catalog.audit, TRACKING, block(entries), block)
+    labels = tuple(catalog.audit.labels)
+    assert plan.of(LinkPreset) == [LinkPreset(n - 1107, n, labels) for n in (1108, 1109, 1110)]
+    assert plan.of(ChecklistUpToDate) == [ChecklistUpToDate(TRACKING)]
+    changed = plan_sync(findings, rendered, [], catalog.audit, TRACKING, "old", block)
+    assert changed.of(UpdateChecklist) == [UpdateChecklist(TRACKING, entries)]
+
+
+def test_closed_issues_read_closed_in_the_checklist_with_their_reason(catalog: Catalog) -> None:
+    closed = ours(catalog, 7, 1200, state="closed", state_reason="not_planned")
+    [entry] = [
+        e for e in checklist_entries(catalog.findings, [closed], catalog.audit) if e.item == 7
+    ]
+    assert (entry.issue, entry.state, entry.state_reason) == (1200, "closed", "not_planned")
+
+
+def test_open_through_the_repo_interface_files_once(catalog: Catalog, repo: MemoryRepo) -> None:
+    first = open_issues(catalog, repo, [7], TRACKING)
+    [created] = [line for line in repo.log if line.startswith("create")]
+    assert first.issues[7].number == int(created.split("#")[1])
+    block = read_block(repo.issues[TRACKING].body) or ""
+    assert f"#{first.issues[7].number} 7. " in block
+
+    repo.log.clear()
+    second = open_issues(catalog, repo, [7], TRACKING)
+    assert second.issues[7].number == first.issues[7].number
+    assert not [line for line in repo.log if line.startswith("create")]
