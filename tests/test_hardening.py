@@ -1,0 +1,71 @@
+"""Hardening (#12), the GitHub half: PyGithub over HTTP against the sandbox, faults injected.
+
+The pure half (markers, validate) is in test_hardening_input.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from artbot.sandbox import GitHubSandbox
+from tests.test_apply import NAME, OWNER, TRACKING, art, artbot, checklist, root  # noqa: F401
+
+
+def test_rate_limited_checklist_patch_is_retried(art: GitHubSandbox, root: Path) -> None:
+    """#12 item 3: a 403 secondary rate limit with Retry-After on the PATCH, then a 429
+    without one: both retried, the checklist written."""
+    art.inject_fault("PATCH", rf"/issues/{TRACKING}$", "secondary_rate_limit", retry_after=0)
+    art.inject_fault("PATCH", rf"/issues/{TRACKING}$", 429)
+    result = artbot(art, root, "open", "--item", "4")
+    assert result.exit_code == 0, result.output
+    assert "#1112" in checklist(art)
+    assert not art.pending_faults
+
+
+def test_connection_reset_after_create_files_once(art: GitHubSandbox, root: Path) -> None:
+    """#12 item 3: a dropped connection after the POST took effect is not re-sent blind."""
+    art.inject_fault("POST", r"/issues$", "drop", after_write=True)
+    result = artbot(art, root, "open", "--item", "4")
+    assert result.exit_code == 0, result.output
+    posts = [r for r in art.requests if r.method == "POST" and r.path.endswith("/issues")]
+    assert len(posts) == 1
+    with pytest.raises(Exception):
+        art.get_issue(OWNER, NAME, 1113)  # no second issue was filed
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://host/api", "http://", "http://h:x/"])
+def test_malformed_api_url_is_a_one_line_usage_error(
+    art: GitHubSandbox, root: Path, url: str
+) -> None:
+    """#12 item 5: exit 2, no internal error, nothing sent."""
+    from click.testing import CliRunner
+
+    from artbot.cli import cli
+
+    result = CliRunner(env={"GH_TOKEN": "x"}).invoke(
+        cli, ["--root", str(root), "sync", "--api-url", url, "--tracking-issue", str(TRACKING)]
+    )
+    assert result.exit_code == 2, result.output
+    assert "internal error" not in result.output
+    assert "--api-url" in result.output
+    assert len(art.requests) == 0
+
+
+@pytest.mark.parametrize("command", [("sync",), ("open", "--item", "4"), ("render", "--item", "4")])
+def test_negative_tracking_issue_is_refused_before_any_request(
+    art: GitHubSandbox, root: Path, command: tuple[str, ...]
+) -> None:
+    """#12 item 5: `--tracking-issue -5` is never sent to GitHub."""
+    from click.testing import CliRunner
+
+    from artbot.cli import cli
+
+    result = CliRunner(env={"GH_TOKEN": "x"}).invoke(
+        cli,
+        ["--root", str(root), *command, "--tracking-issue", "-5", "--api-url", art.api_url],
+    )
+    assert result.exit_code == 2, result.output
+    assert "internal error" not in result.output
+    assert len(art.requests) == 0
