@@ -69,3 +69,24 @@ def test_negative_tracking_issue_is_refused_before_any_request(
     assert result.exit_code == 2, result.output
     assert "internal error" not in result.output
     assert len(art.requests) == 0
+
+
+def test_warnings_are_redacted_and_their_annotation_escaped(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """#12 item 6: a warning carrying the token (e.g. echoed back by a server) is redacted
+    on stderr and in its ::warning:: annotation, whose text is escaped (one line)."""
+    from artbot.apply import Outcome
+    from artbot.output import report
+    from artbot.plan import Plan
+    from artbot.settings import Settings
+
+    token = "ghp_CANARY0123456789abcdefCANARY"
+    settings = Settings(token=token, secrets=(token,), in_actions=True)
+    outcome = Outcome(Plan(), warnings=[f"could not label #5: 100% denied for {token}\n::error::x"])
+    report(outcome, settings, as_json=False, dry_run=False)
+    out, err = capsys.readouterr()
+    assert token not in out + err
+    warning_lines = [line for line in out.splitlines() if line.startswith("::warning::")]
+    assert warning_lines == ["::warning::could not label #5: 100%25 denied for ***%0A::error::x"]
+    assert "::error::" not in [line[:9] for line in out.splitlines()]
