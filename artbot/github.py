@@ -149,7 +149,10 @@ class GitHubRepo:
 
     def _get(self, url: str, params: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """A conditional GET; returns (json, headers). A 304 returns the cached JSON."""
-        key = url + ("?" + urllib.parse.urlencode(sorted(params.items())) if params else "")
+        # Keyed by API root too: a cache written against the sandbox (or another GitHub
+        # Enterprise host) is never trusted against github.com.
+        query = "?" + urllib.parse.urlencode(sorted(params.items())) if params else ""
+        key = f"{self.api_url} {url}{query}"
         saved = self.cache.entries.get(key)
         headers = {"If-None-Match": saved["etag"]} if saved else {}
         with _remote(f"GET {url}"):

@@ -90,3 +90,25 @@ def test_warnings_are_redacted_and_their_annotation_escaped(
     warning_lines = [line for line in out.splitlines() if line.startswith("::warning::")]
     assert warning_lines == ["::warning::could not label #5: 100%25 denied for ***%0A::error::x"]
     assert "::error::" not in [line[:9] for line in out.splitlines()]
+
+
+def test_etag_cache_is_not_trusted_against_another_api_url(
+    art: GitHubSandbox, root: Path, tmp_path: Path
+) -> None:
+    """#12 item 7: an entry saved against one API root is not sent to another."""
+    from artbot.github import EtagCache, GitHubRepo
+
+    cache = EtagCache(tmp_path / "cache.json")
+    GitHubRepo(f"{OWNER}/{NAME}", api_url=art.api_url, cache=cache).get_issue(TRACKING)
+    assert cache.entries
+    with GitHubSandbox() as other:
+        other.create_repo(OWNER, NAME)
+        for number in (1108, 1109, 1110):
+            other.seed_issue(OWNER, NAME, f"#{number}", "x", number=number)
+        other.seed_issue(OWNER, NAME, "another tracking issue", "other body", number=TRACKING)
+        repo = GitHubRepo(f"{OWNER}/{NAME}", api_url=other.api_url, cache=cache)
+        assert repo.get_issue(TRACKING).body == "other body"
+        assert [r.status for r in other.requests] == [200]
+    # one entry per API root for the same path: neither answers for the other
+    assert len(cache.entries) == 2
+    assert all(key.startswith((art.api_url + " ", other.api_url + " ")) for key in cache.entries)
