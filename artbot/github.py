@@ -184,7 +184,7 @@ class GitHubRepo:
             if not next_url:
                 return out
             parsed = urllib.parse.urlparse(next_url)
-            url = parsed.path
+            url = relative_path(self.api_url, parsed.path)
             params = dict(urllib.parse.parse_qsl(parsed.query))
 
     def get_issue(self, number: int) -> ObservedIssue:
@@ -231,6 +231,19 @@ class GitHubRepo:
     def list_comments(self, number: int) -> list[dict[str, Any]]:
         data, _ = self._get(f"{self._url}/issues/{number}/comments", {"per_page": 100})
         return list(data)
+
+
+def relative_path(api_url: str, path: str) -> str:
+    """``path`` (from a ``Link`` URL) relative to the API root, which PyGithub prepends again.
+
+    On GitHub Enterprise the root is ``http://host/api/v3``; its ``Link`` URLs hold
+    ``/api/v3/repos/...``, which must be requested as ``/repos/...`` or page 2 would be
+    ``/api/v3/api/v3/repos/...``.
+    """
+    base = urllib.parse.urlparse(api_url).path.rstrip("/")
+    if base and (path == base or path.startswith(base + "/")):
+        return path[len(base) :] or "/"
+    return path
 
 
 def _next_link(link: str | None) -> str | None:

@@ -202,3 +202,21 @@ def test_validate_cli_exits_2_with_one_line_per_problem(mini: Path, name: str) -
     assert result.exit_code == 2
     assert "internal error" not in result.output
     assert f"findings/08-{name}.yaml:1:" in result.output
+
+
+@pytest.mark.parametrize(
+    ("api_url", "path", "expected"),
+    [
+        ("http://host/api/v3", "/api/v3/repos/o/n/issues", "/repos/o/n/issues"),
+        ("http://host/api/v3/", "/api/v3/repos/o/n/issues", "/repos/o/n/issues"),
+        ("https://api.github.com", "/repos/o/n/issues", "/repos/o/n/issues"),
+        ("http://host/api/v3", "/api/v3x/repos", "/api/v3x/repos"),
+    ],
+)
+def test_enterprise_link_path_is_relative_to_the_api_root(
+    api_url: str, path: str, expected: str
+) -> None:
+    """#12 item 6: page 2 on GitHub Enterprise is not requested as /api/v3/api/v3/..."""
+    from artbot.github import relative_path
+
+    assert relative_path(api_url, path) == expected
