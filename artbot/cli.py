@@ -378,6 +378,26 @@ def sandbox(port: int, state: Path | None, repos: tuple[str, ...]) -> None:
     serve(port, state, repos)
 
 
+@cli.command(name="export-tests")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder to write the tests into (e.g. ART's tests/ folder).",
+)
+@click.pass_obj
+def export_tests_cmd(obj: Context, out: Path) -> None:
+    """Write the regression tests ART can merge (repros/regression/test_*.py) into OUT.
+
+    Each imports `art....` as ART's own tests do, asserts what the audit expects, and needs no
+    artbot: it fails on the audited code and passes where ART fixed the claim.
+    """
+    from .export import export_tests
+
+    for path in export_tests(obj.root, out):
+        click.echo(f"wrote {path}")
+
+
 # --- verify: in artbot/verify/cli.py ------------------------------------------------------
 
 from .verify.cli import verify  # noqa: E402
