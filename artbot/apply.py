@@ -6,7 +6,13 @@ Every write path is safe to re-run after a crash at any point:
   succeeded twice, or two runs at once) are closed as duplicates of the lowest number;
 - the tracking issue's body is re-read right before it is written and the checklist edit is
   re-applied to that fresh body, so a human's edit made meanwhile is kept;
-- only the artbot-owned region of a generated issue is ever rewritten.
+- only the artbot-owned region of a generated issue is ever rewritten;
+- a fixed item is filed, then closed as completed; its body carries a hidden "filed closed"
+  line outside the owned region, so a re-run after a crash between the two closes it, and an
+  issue a human reopened (``state_reason: reopened``) is never closed again;
+- a status change is commented on before the body's status table is updated, and the
+  comment carries the status it states, so a re-run after a crash in between posts no second
+  comment.
 """
 
 from __future__ import annotations
@@ -23,20 +29,26 @@ from .marker import replace_owned_region
 from .models import Finding, ObservedIssue
 from .plan import (
     CloseDuplicate,
+    CloseFixed,
     Comment,
     Create,
     EditBody,
     LinkPreset,
     Plan,
+    StatusChange,
     UpdateChecklist,
     canonical,
     checklist_entries,
+    filed_body,
     plan_open,
     plan_sync,
+    status_comment,
 )
-from .render import RenderedIssue, render_checklist, render_issue
+from .render import RenderedIssue, render_checklist, render_issue, render_status_comment
 from .repo import Repo
 from .reprorun import load_result
+from .status import load_status
+from .status_view import StatusView, status_view
 
 Log = Callable[[str], None]
 
@@ -64,9 +76,15 @@ def render_all(
             f,
             tracking_issue=tracking_issue,
             repro_result=load_result(catalog.root, f.item),
+            status=load_status(catalog.root, f.item),
         )
         for f in findings
     }
+
+
+def status_views(catalog: Catalog, findings: Sequence[Finding]) -> dict[int, StatusView | None]:
+    """Each item's recorded status (``findings/status/NN.json``) as the issue states it."""
+    return {f.item: status_view(f, load_status(catalog.root, f.item)) for f in findings}
 
 
 def observe(repo: Repo, catalog: Catalog) -> list[ObservedIssue]:
@@ -85,8 +103,9 @@ def open_issues(
     """File the dedicated issues for ``items`` (once each) and refresh the checklist."""
     findings = [catalog.get(i) for i in items]
     rendered = render_all(catalog, findings, tracking_issue)
+    views = status_views(catalog, catalog.findings)
     observed = observe(repo, catalog)
-    plan = plan_open(findings, rendered, observed, catalog.audit, tracking_issue)
+    plan = plan_open(findings, rendered, observed, catalog.audit, tracking_issue, views)
     outcome = Outcome(plan, rendered=rendered)
     if dry_run:
         outcome.issues = canonical(observed, catalog.audit)
@@ -97,20 +116,32 @@ def open_issues(
     if creates:
         _ensure_labels(repo, observed, [lbl for c in creates for lbl in c.labels], catalog, log)
     for action in creates:
-        observed = _create_once(repo, catalog, rendered[action.item], observed, log, outcome)
+        body = filed_body(rendered[action.item].body, views.get(action.item))
+        observed = _create_once(repo, catalog, rendered[action.item], body, observed, log, outcome)
     if creates:
-        # A retried POST or a concurrent run may have filed an item twice; find out.
-        observed = observe(repo, catalog)
+        # A retried POST or a concurrent run may have filed an item twice; find out. The
+        # issues just created are kept too, in case the list does not show them yet.
+        listed = observe(repo, catalog)
+        numbers = {i.number for i in listed}
+        observed = [*listed, *(i for i in observed if i.number not in numbers)]
     wanted = {f.item for f in findings}
-    for extra in plan_open(findings, rendered, observed, catalog.audit, None).of(CloseDuplicate):
+    again = plan_open(findings, rendered, observed, catalog.audit, None, views)
+    for extra in again.of(CloseDuplicate):
         if extra.item in wanted:
             repo.edit_issue(extra.issue, state="closed", state_reason="duplicate")
             outcome.done.append(f"closed #{extra.issue} as a duplicate of #{extra.keep}")
             log(outcome.done[-1])
+    # Fixed items: close what was just filed, or what a crashed run filed and did not close.
+    closed = {}
+    for fix in again.of(CloseFixed):
+        closed[fix.issue] = repo.edit_issue(fix.issue, state="closed", state_reason="completed")
+        outcome.done.append(f"item {fix.item}: closed #{fix.issue} as completed ({fix.fixed_in})")
+        log(outcome.done[-1])
+    observed = [closed.get(i.number, i) for i in observed]
     outcome.issues = canonical(observed, catalog.audit)
     outcome.observed = observed
     if tracking_issue:
-        entries = checklist_entries(catalog.findings, observed, catalog.audit)
+        entries = checklist_entries(catalog.findings, observed, catalog.audit, None, views)
         _write_checklist(repo, catalog, tracking_issue, entries, outcome, log)
     return outcome
 
@@ -138,12 +169,13 @@ def _create_once(
     repo: Repo,
     catalog: Catalog,
     issue: RenderedIssue,
+    body: str,
     observed: list[ObservedIssue],
     log: Log,
     outcome: Outcome,
 ) -> list[ObservedIssue]:
     try:
-        created = repo.create_issue(issue.title, issue.body, list(issue.labels))
+        created = repo.create_issue(issue.title, body, list(issue.labels))
     except RemoteError:
         # The create may have taken effect before the error (a 502 after the write, a dropped
         # connection). GitHub is the source of truth: look before deciding it failed.
@@ -196,10 +228,15 @@ def sync(
     Never creates, closes or reopens an issue.
     """
     notes = None
+    views = status_views(catalog, catalog.findings)
     if verified is not None:
         from .verify import verification_notes
 
-        notes = verification_notes(verified[1])
+        # An item with a recorded status is ticked and commented on from that record (one
+        # comment per status change); the whole-item verify note and comment are for the rest.
+        results = [r for r in verified[1] if views.get(r.item) is None]
+        verified = (verified[0], results)
+        notes = verification_notes(results)
     rendered = render_all(catalog, catalog.findings, tracking_issue)
     observed = observe(repo, catalog)
     tracking = repo.get_issue(tracking_issue) if tracking_issue else None
@@ -213,6 +250,7 @@ def sync(
         read_block(tracking.body) if tracking else None,
         lambda entries: render_checklist(entries, catalog.audit, templates),
         notes,
+        views,
     )
     outcome = Outcome(plan, issues=canonical(observed, catalog.audit), observed=observed)
     if verified is not None:
@@ -229,6 +267,17 @@ def sync(
                 outcome.warnings.append(
                     f"item {action.item}: could not label #{action.issue}: {exc}"
                 )
+        elif isinstance(action, StatusChange):
+            view = views[action.item]
+            assert view is not None
+            text = render_status_comment(
+                view, outcome.issues[action.item].state, catalog.audit, templates
+            )
+            bodies = [c.get("body") or "" for c in repo.list_comments(action.issue)]
+            comment = status_comment(action, bodies, text)
+            if comment is not None:
+                repo.comment(comment.issue, comment.body)
+                outcome.done.append(f"item {action.item}: commented on #{action.issue} (status)")
         elif isinstance(action, EditBody):
             fresh = repo.get_issue(action.issue)
             body = replace_owned_region(fresh.body, rendered[action.item].body)

@@ -42,6 +42,7 @@ _DEDICATED_RE = re.compile(
 )
 # "•" is what the seed body uses; "-", "*", "+" and "1." / "1)" are markdown's own bullets.
 _BULLET_RE = re.compile(r"[ \t]*(?:•[ \t]*|[-*+][ \t]+|\d{1,9}[.)][ \t]+)\S")
+_VERSION_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!-]{0,39}")
 _CONTINUATION_RE = re.compile(r"(?: {2,}|\t)\S")
 
 
@@ -52,6 +53,8 @@ class ChecklistEntry:
     ``state`` and ``state_reason`` are GitHub's issue fields (``state_reason`` is e.g.
     ``completed``, ``not_planned`` or ``duplicate``); both are None while ``issue`` is None.
     ``note`` is an optional short status, e.g. "no longer reproduces in openpipe-art 0.5.21".
+    ``fixed_in`` is the release from which every claim of the item is fixed (the line is then
+    ticked whatever the issue's state); ``partly_fixed_in`` the release that fixed some of them.
     """
 
     item: int
@@ -60,6 +63,8 @@ class ChecklistEntry:
     state: IssueState | None
     state_reason: str | None
     note: str | None = None
+    fixed_in: str | None = None
+    partly_fixed_in: str | None = None
 
     def __post_init__(self) -> None:
         # A newline in a title or note would end the task-list line and break the list.
@@ -69,6 +74,9 @@ class ChecklistEntry:
             raise ValueError(f"item {self.item}: title must be one non-empty line")
         if self.note is not None and (not self.note.strip() or _has_newline(self.note)):
             raise ValueError(f"item {self.item}: note must be one non-empty line")
+        for version in (self.fixed_in, self.partly_fixed_in):
+            if version is not None and not _VERSION_RE.fullmatch(version):
+                raise ValueError(f"item {self.item}: {version!r} is not a version number")
         if self.issue is not None and self.issue < 1:
             raise ValueError(f"item {self.item}: issue must be >= 1, got {self.issue}")
         if self.state not in (*_STATES, None):

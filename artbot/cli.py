@@ -109,6 +109,7 @@ def render(
     """Render the issue title and body that `open` would file (no token needed)."""
     from .render import render_issue
     from .reprorun import load_result
+    from .status import load_status
 
     if (item is None) == (not all_):
         raise click.UsageError("give exactly one of --item N or --all")
@@ -122,6 +123,7 @@ def render(
             finding,
             tracking_issue=tracking_issue,
             repro_result=load_result(catalog.root, finding.item),
+            status=load_status(catalog.root, finding.item),
         )
         text = f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
         if out is None:
@@ -286,8 +288,9 @@ def open_(
     "--verify",
     "verify_version",
     metavar="VERSION",
-    help="Also run the reproductions against openpipe-art VERSION's own code: note the result "
-    "in the checklist and comment once per generated issue when it changes.",
+    help="Also run the reproductions against openpipe-art VERSION's own code (`latest`: the "
+    "newest release): note the result in the checklist and comment once per generated issue "
+    "when it changes.",
 )
 @click.option(
     "--summary",
@@ -315,8 +318,12 @@ def sync(
     repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
     verified = None
     if verify_version:
+        from .releases import resolve
         from .verify import release_tree, verify_code
 
+        if verify_version == "latest":
+            verify_version = resolve(verify_version)
+            click.echo(f"verify: the newest openpipe-art release is {verify_version}", err=True)
         tree = release_tree(verify_version, catalog.audit)
         verified = (verify_version, verify_code(catalog, tree))
     outcome = run_sync(
@@ -337,18 +344,20 @@ def sync(
 
 
 @cli.command()
-@click.option("--item", type=int, default=7, show_default=True, help="Item to file.")
+@click.option(
+    "--item",
+    "items",
+    type=int,
+    multiple=True,
+    help="Item to file (repeatable) [default: 7 and 9].",
+)
 @pass_ctx
-def demo(obj: Context, item: int) -> None:
+def demo(obj: Context, items: tuple[int, ...]) -> None:
     """Run the main job on the embedded GitHub sandbox (no token, no network)."""
-    from .demo import run_demo
+    from .demo import DEMO_ITEMS, describe, run_demo
 
-    result = run_demo(obj.catalog(), item, log=click.echo)
-    click.echo(f"\n=== the new issue #{result.issue_number}: {result.issue_title}\n")
-    click.echo(result.issue_body)
-    click.echo(f"=== the checklist in tracking issue #{result.tracking_issue}\n")
-    click.echo(result.checklist)
-    click.echo("=== requests made: " + ", ".join(f"{k}: {v}" for k, v in result.requests.items()))
+    result = run_demo(obj.catalog(), items or DEMO_ITEMS, log=click.echo)
+    click.echo(describe(result))
 
 
 @cli.command()
@@ -373,143 +382,31 @@ def sandbox(port: int, state: Path | None, repos: tuple[str, ...]) -> None:
     serve(port, state, repos)
 
 
-# --- verify: check the findings against real ART code ------------------------------------
+@cli.command(name="export-tests")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder to write the tests into (e.g. ART's tests/ folder).",
+)
+@click.pass_obj
+def export_tests_cmd(obj: Context, out: Path) -> None:
+    """Write the regression tests ART can merge (repros/regression/test_*.py) into OUT.
 
-
-def verify_source_options(f: F) -> F:
-    """--art-src DIR or --release VERSION, and --json, for the verify subcommands."""
-    options = [
-        click.option(
-            "--art-src",
-            type=click.Path(exists=True, file_okay=False, path_type=Path),
-            help="An ART git checkout, an unpacked openpipe-art wheel, or its art/ folder.",
-        ),
-        click.option(
-            "--release",
-            metavar="VERSION",
-            help="Check openpipe-art==VERSION (wheel fetched with pip into the cache).",
-        ),
-        click.option("--json", "as_json", is_flag=True, help="Print JSON."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
-
-
-def verify_tree(catalog: Any, art_src: Path | None, release: str | None) -> Any:
-    from .verify import open_tree, release_tree
-
-    if (art_src is None) == (release is None):
-        raise click.UsageError("give exactly one of --art-src DIR or --release VERSION")
-    if art_src is not None:
-        return open_tree(art_src, catalog.audit)
-    assert release is not None
-    return release_tree(release, catalog.audit)
-
-
-def verify_catalog(ctx: click.Context) -> Any:
-    obj = ctx.find_object(Context)
-    assert obj is not None
-    return obj.catalog()
-
-
-def verify_wants_json(ctx: click.Context, as_json: bool) -> bool:
-    """--json after the subcommand, or before it (on the group)."""
-    return as_json or bool(ctx.parent and ctx.parent.params.get("as_json"))
-
-
-def verify_emit(
-    ctx: click.Context, as_json: bool, data: Any, table: Callable[[], str], *, ok: bool
-) -> None:
-    """Print a verify result as JSON or as its table; exit 1 unless ``ok``."""
-    if verify_wants_json(ctx, as_json):
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
-    else:
-        click.echo(table())
-    ctx.exit(0 if ok else 1)
-
-
-@cli.group(invoke_without_command=True)
-@click.option("--release", metavar="VERSION", help="Run both checks on openpipe-art==VERSION.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.pass_context
-def verify(ctx: click.Context, release: str | None, as_json: bool) -> None:
-    """Check the findings against real ART code: the cited lines, and the repros run on
-    ART's own functions.
-
-    `artbot verify --release 0.5.21` runs `anchors` and `code` on that release's wheel, kept
-    in $ARTBOT_CACHE_DIR (default ~/.cache/artbot/wheels). Exit 1 when a location is not ok
-    or a code check could not run.
+    Each imports `art....` as ART's own tests do, asserts what the audit expects, and needs no
+    artbot: it fails on the audited code and passes where ART fixed the claim.
     """
-    if ctx.invoked_subcommand is not None:
-        if release:
-            raise click.UsageError("put --release after the subcommand")
-        return
-    if not release:
-        raise click.UsageError("give --release VERSION, or a subcommand (anchors, code)")
-    from .verify import anchors_json, code_json, verify_anchors, verify_code
+    from .export import export_tests
 
-    catalog = verify_catalog(ctx)
-    tree = verify_tree(catalog, None, release)
-    anchors = verify_anchors(catalog, tree)
-    code = verify_code(catalog, tree)
-    if as_json:
-        data = {
-            "release": release,
-            "anchors": anchors_json(anchors, tree),
-            "code": code_json(code, tree),
-        }
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
-    else:
-        from .verify import anchor_table, code_table
-
-        click.echo(anchor_table(catalog, anchors, tree))
-        click.echo()
-        click.echo(code_table(code, tree))
-    failed = not anchors_json(anchors, tree)["ok"] or not code_json(code, tree)["ran"]
-    ctx.exit(1 if failed else 0)
+    for path in export_tests(obj.root, out):
+        click.echo(f"wrote {path}")
 
 
-@verify.command(name="anchors")
-@verify_source_options
-@click.pass_context
-def verify_anchors_cmd(
-    ctx: click.Context, art_src: Path | None, release: str | None, as_json: bool
-) -> None:
-    """Does every cited range still hold its anchor line? Exit 1 unless all are ok.
+# --- verify: in artbot/verify/cli.py ------------------------------------------------------
 
-    Status per location: ok, moved (with the range that holds the anchor now), missing (file
-    absent or anchor nowhere), out of range, no anchor (cannot be checked; not a failure).
-    A git checkout is read at the audit commit (`git show`), else its working tree.
-    """
-    from .verify import anchor_table, anchors_json, verify_anchors
+from .verify.cli import verify  # noqa: E402
 
-    catalog = verify_catalog(ctx)
-    tree = verify_tree(catalog, art_src, release)
-    results = verify_anchors(catalog, tree)
-    data = anchors_json(results, tree)
-    verify_emit(ctx, as_json, data, lambda: anchor_table(catalog, results, tree), ok=data["ok"])
-
-
-@verify.command(name="code")
-@verify_source_options
-@click.pass_context
-def verify_code_cmd(
-    ctx: click.Context, art_src: Path | None, release: str | None, as_json: bool
-) -> None:
-    """Run the CPU repros (items 3, 7, 8, 9, 10) with ART's own functions from that tree.
-
-    Per item: reproduced, fixed, or could not run (with the missing import or the error).
-    ART's modules are imported file by file; package __init__ files are not run. Needs torch.
-    Exit 1 when a check could not run.
-    """
-    from .verify import code_json, code_table, verify_code
-
-    catalog = verify_catalog(ctx)
-    tree = verify_tree(catalog, art_src, release)
-    results = verify_code(catalog, tree)
-    data = code_json(results, tree)
-    verify_emit(ctx, as_json, data, lambda: code_table(results, tree), ok=data["ran"])
+cli.add_command(verify)
 
 
 def main() -> None:

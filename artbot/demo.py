@@ -1,13 +1,15 @@
 """The main job, end to end, on the embedded GitHub sandbox: no token, no network.
 
 Seeds a sandbox repository like ART's (the three dedicated issues #1108-#1110 and the
-tracking issue with the audit's own text), then runs ``open --item 7`` and ``sync`` through
-the same code paths as against GitHub, and shows what a maintainer would see.
+tracking issue with the audit's own text), then runs ``open --item 7 --item 9`` and ``sync``
+through the same code paths as against GitHub, and shows what a maintainer would see. With the
+recorded status (``findings/status/NN.json``), item 7 (fixed in a release) is filed closed
+and ticked, and item 9 (partly fixed) is filed open about what remains.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .apply import open_issues, sync
@@ -15,6 +17,7 @@ from .catalog import Catalog
 from .checklist import read_block
 from .github import EtagCache, GitHubRepo
 from .sandbox import GitHubSandbox
+from .status import load_status
 
 # Only the sandbox accepts this; it stands in for a token so writes are authenticated.
 SANDBOX_TOKEN = "sandbox-demo-token"
@@ -22,11 +25,20 @@ SEED_FILE = "findings/tracking-issue.md"
 
 
 @dataclass(frozen=True)
+class DemoIssue:
+    item: int
+    number: int
+    title: str
+    state: str
+    state_reason: str | None
+    body: str
+    status_recorded: bool
+
+
+@dataclass(frozen=True)
 class DemoResult:
     tracking_issue: int
-    issue_number: int
-    issue_title: str
-    issue_body: str
+    issues: tuple[DemoIssue, ...]
     checklist: str
     requests: dict[str, int]
 
@@ -46,7 +58,12 @@ def seed(sandbox: GitHubSandbox, catalog: Catalog) -> int:
     return sandbox.seed_issue(owner, name, title.strip(), body.lstrip("\n"), number=last + 1)
 
 
-def run_demo(catalog: Catalog, item: int = 7, log: Callable[[str], None] = print) -> DemoResult:
+DEMO_ITEMS = (7, 9)
+
+
+def run_demo(
+    catalog: Catalog, items: Sequence[int] = DEMO_ITEMS, log: Callable[[str], None] = print
+) -> DemoResult:
     with GitHubSandbox() as sandbox:
         tracking = seed(sandbox, catalog)
         log(
@@ -60,10 +77,11 @@ def run_demo(catalog: Catalog, item: int = 7, log: Callable[[str], None] = print
             cache=EtagCache(),
         )
         counts: dict[str, int] = {}
-        log(f"\n$ artbot open --item {item}")
+        command = "open " + " ".join(f"--item {i}" for i in items)
+        log(f"\n$ artbot {command}")
         sandbox.requests.clear()
-        opened = open_issues(catalog, repo, [item], tracking, log=log)
-        counts[f"open --item {item}"] = len(sandbox.requests.snapshot())
+        opened = open_issues(catalog, repo, list(items), tracking, log=log)
+        counts[command] = len(sandbox.requests.snapshot())
         log("\n$ artbot sync")
         sandbox.requests.clear()
         sync(catalog, repo, tracking, log=log)
@@ -73,9 +91,37 @@ def run_demo(catalog: Catalog, item: int = 7, log: Callable[[str], None] = print
         sync(catalog, repo, tracking, log=log)
         counts["sync (no change)"] = len(sandbox.requests.snapshot())
         owner, name = catalog.audit.repository.split("/")
-        number = opened.issues[item].number
-        issue = sandbox.get_issue(owner, name, number)
+        shown = []
+        for item in items:
+            issue = sandbox.get_issue(owner, name, opened.issues[item].number)
+            shown.append(
+                DemoIssue(
+                    item,
+                    issue["number"],
+                    issue["title"],
+                    issue["state"],
+                    issue.get("state_reason"),
+                    issue["body"],
+                    load_status(catalog.root, item) is not None,
+                )
+            )
         tracking_body = sandbox.get_issue(owner, name, tracking)["body"]
-        return DemoResult(
-            tracking, number, issue["title"], issue["body"], read_block(tracking_body) or "", counts
-        )
+        return DemoResult(tracking, tuple(shown), read_block(tracking_body) or "", counts)
+
+
+def describe(result: DemoResult) -> str:
+    """What a maintainer would see: each new issue, then the tracking checklist."""
+    out = []
+    for issue in result.issues:
+        state = issue.state + (f", {issue.state_reason}" if issue.state == "closed" else "")
+        out.append(f"\n=== item {issue.item}: issue #{issue.number} ({state}): {issue.title}\n")
+        if not issue.status_recorded:
+            out.append(
+                f"(no status recorded for item {issue.item}: filed as the audit describes it; "
+                "`artbot verify --release latest --record` records one)\n"
+            )
+        out.append(issue.body)
+    out.append(f"=== the checklist in tracking issue #{result.tracking_issue}\n")
+    out.append(result.checklist)
+    out.append("=== requests made: " + ", ".join(f"{k}: {v}" for k, v in result.requests.items()))
+    return "\n".join(out)

@@ -57,3 +57,9 @@ class ReproFailed(ArtbotError):
 
 class ChecklistError(ArtbotError, ValueError):
     """The tracking issue's body has broken or duplicated checklist markers, or the block does."""
+
+
+class ReleaseUnavailable(ArtbotError):
+    """The wheel of a release could not be fetched or unpacked."""
+
+    exit_code = 1

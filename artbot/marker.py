@@ -110,3 +110,31 @@ def replace_owned_region(body: str, rendered: str) -> str:
         sep = "" if body.endswith("\n") or not body else "\n"
         return f"{body}{sep}{new_region}\n"
     return body[: span[0]] + new_region + body[span[1] :]
+
+
+VERIFY_STATUSES = ("reproduced", "partial", "fixed", "not checked", "could not run")
+_VERIFY_RE = re.compile(
+    r"<!-- artbot:verify item=(\d+) version=([0-9A-Za-z.+!-]+) status=([a-z-]+) -->"
+)
+
+
+@dataclass(frozen=True)
+class VerifyMarker:
+    """The hidden line that makes a verification comment recognisable."""
+
+    item: int
+    version: str
+    status: str  # one of VERIFY_STATUSES
+
+    def __str__(self) -> str:
+        token = self.status.replace(" ", "-")
+        return f"<!-- artbot:verify item={self.item} version={self.version} status={token} -->"
+
+    @classmethod
+    def find_all(cls, body: str | None) -> list[VerifyMarker]:
+        found = []
+        for m in _VERIFY_RE.finditer(body or ""):
+            status = m.group(3).replace("-", " ")
+            if status in VERIFY_STATUSES:
+                found.append(cls(int(m.group(1)), m.group(2), status))
+        return found

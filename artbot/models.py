@@ -11,6 +11,7 @@ catalog with. It lives here, not in the GitHub adapter, so the planner loads no 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
@@ -73,6 +74,28 @@ class Confidence(_Strict):
     level: ConfidenceLevel
     basis: list[Basis] = Field(min_length=1)
     note: NonEmpty
+
+    @field_validator("note")
+    @classmethod
+    def _note_says_more(cls, note: str) -> str:
+        words = re.sub(r"[^a-z ]", " ", note.lower()).split()
+        filler = {
+            "plausible",
+            "confirmed",
+            "speculative",
+            "by",
+            "measurement",
+            "repro",
+            "logic",
+            "reading",
+            "and",
+            "from",
+        }
+        if not words or set(words) <= filler:
+            raise ValueError(
+                f"confidence note {note!r} only restates level and basis; say what was checked"
+            )
+        return note
 
 
 class Location(_Strict):
@@ -192,6 +215,10 @@ class Audit(_Strict):
     tracking_issue: int | None = Field(default=None, ge=1)
     labels: list[NonEmpty] = Field(default_factory=list)
     web_url: NonEmpty = "https://github.com"
+    tool_repository: Annotated[str, StringConstraints(pattern=r"^[\w.-]+/[\w.-]+$")] = Field(
+        default="OWNER/artbot",
+        description="Where artbot itself is hosted; full repro scripts are linked there.",
+    )
 
 
 # --- what GitHub holds -------------------------------------------------------------------

@@ -14,6 +14,7 @@ from .checklist import ChecklistEntry
 from .marker import owned_region
 from .models import Audit, Finding, ObservedIssue
 from .render import RenderedIssue
+from .status_view import FILED_CLOSED, StatusView, stated_in_comments, stated_status
 
 
 @dataclass(frozen=True)
@@ -21,9 +22,45 @@ class Create:
     item: int
     title: str
     labels: tuple[str, ...]
+    # The recorded status decides how the issue is filed (see artbot.status_view):
+    # fixed_in set -> filed, then closed as completed; partly_fixed_in -> open, scoped to
+    # what remains.
+    fixed_in: str | None = None
+    partly_fixed_in: str | None = None
 
     def describe(self) -> str:
-        return f"item {self.item}: create issue {self.title!r}"
+        text = f"item {self.item}: create issue {self.title!r}"
+        if self.fixed_in:
+            return f"{text}, then close it as completed (fixed in {self.fixed_in})"
+        if self.partly_fixed_in:
+            return f"{text}, open, scoped to what remains (partly fixed in {self.partly_fixed_in})"
+        return text
+
+
+@dataclass(frozen=True)
+class CloseFixed:
+    """Close an issue artbot filed for a fixed item whose close did not happen (a crash)."""
+
+    item: int
+    issue: int
+    fixed_in: str
+
+    def describe(self) -> str:
+        return f"item {self.item}: close #{self.issue} as completed (fixed in {self.fixed_in})"
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """The recorded status differs from what the issue states: one comment, then the edit."""
+
+    item: int
+    issue: int
+    before: str | None
+    after: str
+
+    def describe(self) -> str:
+        was = self.before or "no status"
+        return f"item {self.item}: status of #{self.issue} changed ({was} -> {self.after})"
 
 
 @dataclass(frozen=True)
@@ -120,6 +157,8 @@ class Comment:
 
 Action = (
     Create
+    | CloseFixed
+    | StatusChange
     | Exists
     | Preset
     | LinkPreset
@@ -189,8 +228,9 @@ def checklist_entries(
     observed: Sequence[ObservedIssue],
     audit: Audit,
     notes: Mapping[int, str] | None = None,
+    views: Mapping[int, StatusView | None] | None = None,
 ) -> tuple[ChecklistEntry, ...]:
-    """The checklist as it should read given what GitHub holds now."""
+    """The checklist as it should read given what GitHub holds now (and the recorded status)."""
     found = canonical(observed, audit)
     by_number = {i.number: i for i in observed}
     entries = []
@@ -205,9 +245,23 @@ def checklist_entries(
                 state=_state(issue) if issue else ("open" if number else None),
                 state_reason=issue.state_reason if issue and issue.state == "closed" else None,
                 note=(notes or {}).get(f.item),
+                **_fixed((views or {}).get(f.item)),
             )
         )
     return tuple(entries)
+
+
+def _fixed(view: StatusView | None) -> dict[str, str | None]:
+    if view is None:
+        return {}
+    if view.fixed_in:
+        return {"fixed_in": view.fixed_in}
+    firsts = sorted((r.fixed_in for r in view.fixed if r.fixed_in), key=lambda v: _version_key(v))
+    return {"partly_fixed_in": firsts[0]} if firsts else {}
+
+
+def _version_key(version: str) -> tuple[Any, ...]:
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in version.split("."))
 
 
 def _state(issue: ObservedIssue) -> Any:
@@ -231,18 +285,27 @@ def plan_open(
     observed: Sequence[ObservedIssue],
     audit: Audit,
     tracking_issue: int | None,
+    views: Mapping[int, StatusView | None] | None = None,
 ) -> Plan:
-    """What ``artbot open`` will do for ``findings`` (already selected)."""
+    """What ``artbot open`` will do for ``findings`` (already selected).
+
+    ``views`` is each item's recorded status: a fully fixed item is filed and then closed as
+    completed, and an issue filed that way whose close was lost is closed on the next run.
+    """
     found = canonical(observed, audit)
     actions: list[Action] = []
     for f in findings:
+        view = (views or {}).get(f.item)
         if f.issue:
             actions.append(Preset(f.item, f.issue))
         elif f.item in found:
-            actions.append(Exists(f.item, found[f.item].number, found[f.item].state))
+            issue = found[f.item]
+            actions.append(Exists(f.item, issue.number, issue.state))
+            if view is not None and view.fixed_in and close_was_lost(issue):
+                actions.append(CloseFixed(f.item, issue.number, view.fixed_in))
         else:
             r = rendered[f.item]
-            actions.append(Create(f.item, r.title, r.labels))
+            actions.append(Create(f.item, r.title, r.labels, **_fixed(view)))
     items = {f.item for f in findings}
     actions += [
         CloseDuplicate(i.marker.item, i.number, keep)
@@ -255,6 +318,30 @@ def plan_open(
     return Plan(tuple(actions))
 
 
+def close_was_lost(issue: ObservedIssue) -> bool:
+    """artbot filed ``issue`` to be closed (the marker outside its region says so), it is
+    open, and it was never closed: GitHub sets ``state_reason: reopened`` when a human
+    reopens an issue, and that decision is never overridden."""
+    return issue.state == "open" and issue.state_reason is None and FILED_CLOSED in issue.body
+
+
+def filed_body(body: str, view: StatusView | None) -> str:
+    """The body ``open`` creates: a fixed item's carries :data:`FILED_CLOSED` before the owned
+    region, where ``sync`` never rewrites it, so a re-run can tell a lost close from a
+    human's decision to keep the issue open."""
+    return f"{FILED_CLOSED}\n{body}" if view is not None and view.fixed_in else body
+
+
+def status_comment(
+    change: StatusChange, comment_bodies: Sequence[str], text: str
+) -> Comment | None:
+    """The comment for ``change`` unless the newest artbot status comment already states it
+    (a re-run after a crash between the comment and the body edit)."""
+    if stated_in_comments(comment_bodies, change.item) == change.after:
+        return None
+    return Comment(change.item, change.issue, text)
+
+
 def plan_sync(
     findings: Sequence[Finding],
     rendered: Mapping[int, RenderedIssue],
@@ -264,16 +351,27 @@ def plan_sync(
     tracking_block: str | None,
     render_block: Any,
     notes: Mapping[int, str] | None = None,
+    views: Mapping[int, StatusView | None] | None = None,
 ) -> Plan:
-    """What ``artbot sync`` will do. ``render_block(entries) -> str`` renders the checklist."""
+    """What ``artbot sync`` will do. ``render_block(entries) -> str`` renders the checklist.
+
+    When an item's recorded status differs from the one its issue's region states, a
+    :class:`StatusChange` (one comment) comes before the :class:`EditBody` that updates the
+    status table. Sync never closes or reopens: a fix is commented on and ticked, not closed.
+    """
     found = canonical(observed, audit)
     actions: list[Action] = list(_preset_links(findings, observed, audit))
     for f in findings:
         issue = found.get(f.item)
         if issue is None or f.issue:
             continue
+        view = (views or {}).get(f.item)
+        region = owned_region(issue.body)
+        before = stated_status(region, f.item)
+        if view is not None and before != view.state:
+            actions.append(StatusChange(f.item, issue.number, before, view.state))
         want = owned_region(rendered[f.item].body)
-        if owned_region(issue.body) != want:
+        if region != want:
             actions.append(EditBody(f.item, issue.number))
     actions += [
         Duplicate(i.marker.item, i.number, keep)
@@ -281,7 +379,7 @@ def plan_sync(
         if i.marker is not None
     ]
     if tracking_issue:
-        entries = checklist_entries(findings, observed, audit, notes)
+        entries = checklist_entries(findings, observed, audit, notes, views)
         if tracking_block == render_block(entries):
             actions.append(ChecklistUpToDate(tracking_issue))
         else:

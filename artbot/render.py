@@ -17,6 +17,8 @@ from .catalog import Catalog
 from .errors import BadInput
 from .marker import BODY_END, BODY_START, MARKER_PREFIX, IssueMarker, marker_lines, region_span
 from .models import TITLE_LIMIT, Audit, Finding, Location
+from .status import ItemStatus
+from .status_view import status_view
 
 # GitHub rejects an issue body longer than this (422 "body is too long").
 GITHUB_BODY_LIMIT = 65_536
@@ -32,11 +34,45 @@ class RenderedIssue:
 
 
 def permalink(audit: Audit, location: Location) -> str:
-    """A line-range permalink at the audit commit."""
-    return (
-        f"{audit.web_url.rstrip('/')}/{audit.repository}/blob/{audit.commit}/"
-        f"{location.path}#L{location.start}-L{location.end}"
+    """A permalink at the audit commit: ``#L299`` for one line, ``#L375-L385`` for a range."""
+    lines = (
+        f"#L{location.start}"
+        if location.start == location.end
+        else f"#L{location.start}-L{location.end}"
     )
+    return (
+        f"{audit.web_url.rstrip('/')}/{audit.repository}/blob/{audit.commit}/{location.path}{lines}"
+    )
+
+
+def tool_commit(root: Path) -> str | None:
+    """The artbot commit checked out at ``root`` (for permalinks to full repro scripts)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and len(sha) == 40 else None
+
+
+def minimal_repro_path(finding: Finding) -> str:
+    return f"repros/minimal/item{finding.item:02d}.py"
+
+
+def summary_lines(result: Mapping[str, Any] | None) -> list[str]:
+    """The claim and note lines of a captured run, escaped for a markdown table cell."""
+    if not result:
+        return []
+    keep = [
+        line.strip()
+        for line in str(result.get("stdout", "")).splitlines()
+        if line.startswith(("claim ", "note:"))
+    ]
+    return [line.replace("|", "\\|") for line in keep]
 
 
 def environment(templates_dir: Path) -> jinja2.Environment:
@@ -63,6 +99,8 @@ def render_issue(
     tracking_issue: int | None = None,
     repro_result: Mapping[str, Any] | None = None,
     templates_dir: Path | None = None,
+    status: ItemStatus | None = None,
+    commit: str | None = None,
 ) -> RenderedIssue:
     """Title and body of the dedicated issue for ``finding``.
 
@@ -71,6 +109,10 @@ def render_issue(
     audit = catalog.audit
     env = environment(templates_dir or catalog.root / "templates")
     marker = IssueMarker(audit.commit, finding.item)
+    sha = commit or tool_commit(catalog.root)
+    minimal_path = minimal_repro_path(finding)
+    minimal_file = catalog.root / minimal_path
+    minimal = minimal_file.read_text(encoding="utf-8") if minimal_file.is_file() else None
     context = {
         "audit": audit,
         "finding": finding,
@@ -79,12 +121,17 @@ def render_issue(
         "repro": {
             "path": finding.repro,
             "command": f"python {finding.repro}",
-            "script": catalog.sources[finding.repro],
-            # The issue carries the helper modules too, so the script runs from the issue alone.
-            "helpers": [(p, catalog.sources[p]) for p in catalog.helpers(finding.repro)],
+            "url": f"{audit.web_url.rstrip('/')}/{audit.tool_repository}/blob/"
+            f"{sha or 'main'}/{finding.repro}",
+            "commit_note": None if sha else "link points at the main branch: no commit was known",
+            "minimal": minimal,
+            "minimal_path": minimal_path,
             "result": usable_result(repro_result),
+            "claim_lines": summary_lines(usable_result(repro_result)),
         },
         "source_file": catalog.files.get(finding.item, "findings/"),
+        # Where the finding stands in ART (findings/status/NN.json); None when not recorded.
+        "status": status_view(finding, status),
         "marker": str(marker),
         "body_start": BODY_START,
         "body_end": BODY_END,
@@ -110,14 +157,18 @@ def render_issue(
 
 
 def check_markers(body: str, marker: IssueMarker, where: str) -> None:
-    """A rendered body holds exactly one owned region with its finding marker and no other
-    artbot marker text (a repro script or captured output could carry one)."""
+    """A rendered body holds exactly one owned region with its finding marker, and no copy
+    of a region, finding or checklist marker (a repro script or its output could carry one).
+    Other artbot markers the templates write (status) are allowed."""
     ok = (
         len(marker_lines(body, BODY_START)) == 1
         and len(marker_lines(body, BODY_END)) == 1
         and region_span(body) is not None
         and IssueMarker.find(body) == marker
-        and body.count(MARKER_PREFIX) == 3
+        and body.count(BODY_START) == 1
+        and body.count(BODY_END) == 1
+        and body.count("<!-- artbot:finding") == 1
+        and "<!-- artbot:checklist" not in body
     )
     if not ok:
         raise BadInput(
@@ -139,6 +190,17 @@ def render_checklist(entries: Sequence[Any], audit: Audit, templates_dir: Path) 
     try:
         return env.get_template("checklist.md.j2").render(
             entries=entries, audit_commit=audit.commit
+        )
+    except jinja2.TemplateError as exc:
+        raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
+
+
+def render_status_comment(view: Any, issue_state: str, audit: Audit, templates_dir: Path) -> str:
+    """The comment artbot posts once when an item's recorded status changes."""
+    env = environment(templates_dir)
+    try:
+        return env.get_template("status_comment.md.j2").render(
+            status=view, issue_state=issue_state, audit=audit
         )
     except jinja2.TemplateError as exc:
         raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc

@@ -11,8 +11,11 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
+
+_PARSE_LOCK = threading.Lock()
 
 
 def helper_imports(source: str) -> list[str]:
@@ -23,7 +26,10 @@ def helper_imports(source: str) -> list[str]:
     does not parse imports nothing that can be found.
     """
     try:
-        tree = ast.parse(source)
+        # CPython 3.11's ast.parse is not thread-safe ("AST constructor recursion depth
+        # mismatch", python/cpython#106905); open and sync may render from several threads.
+        with _PARSE_LOCK:
+            tree = ast.parse(source)
     except SyntaxError:
         return []
     found: list[tuple[int, int, str]] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import Catalog
-from .plan import ChecklistUpToDate, EditBody, LinkPreset, UpdateChecklist
+from .plan import ChecklistUpToDate, EditBody, LinkPreset, StatusChange, UpdateChecklist
 from .render import environment
 
 
@@ -16,6 +16,9 @@ def summary_rows(catalog: Catalog, outcome: Any) -> list[dict[str, Any]]:
             changed.setdefault(action.item, []).append("body updated")
         elif isinstance(action, LinkPreset):
             changed.setdefault(action.item, []).append("labelled")
+        elif isinstance(action, StatusChange):
+            now = action.after.split(",")[0].replace("-", " ")
+            changed.setdefault(action.item, []).append(f"status: {now}")
     by_number = {i.number: i for i in outcome.observed}
     rows = []
     for f in catalog.findings:

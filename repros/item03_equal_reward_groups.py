@@ -366,7 +366,8 @@ def claim_verdicts(m: dict[str, Any]) -> dict[str, bool]:
     )
     return {
         "full-scale-advantage-for-equal-reward-groups": bool(full_scale),
-        "nan-advantages": m["nan_balance"]["nan_tokens"] > 0,
+        # NaN from the balance batch or from a group of -inf rewards, which is equal too.
+        "nan-advantages": m["nan_balance"]["nan_tokens"] > 0 or m["neg_inf"]["nan_tokens"] > 0,
     }
 
 
@@ -451,7 +452,7 @@ def build_report() -> _common.Report:
     report.note(
         "NaN with finite rewards needs advantage_balance = +/-1; with the default 0 the "
         "normalizer is 0 only if every trainable advantage is 0, and exact zeros are dropped "
-        "before packing. The -inf batch is reported as a related case, outside the verdict."
+        "before packing. A group of -inf rewards (equal too) counts toward the NaN claim."
     )
     report.reproduced = is_reproduced(cited)
     for claim_id, hit in claim_verdicts(cited).items():
@@ -471,6 +472,66 @@ def _span(g: dict[str, Any]) -> str:
 
 def _dropped(value: float | None) -> float | str:
     return "dropped" if value is None else value
+
+
+_INLINE_ADVANTAGE = "advantage /= reward_std + 1e-6"
+
+
+def check_art(art: Any) -> dict[str, Any]:
+    """Claim by claim against ART's code in ``art`` (see artbot's verify): pack normalization
+    runs ART's own function; the GRPO advantage is inline in ``tokenize_trajectory_groups`` (a
+    generator that needs a tokenizer), so which form a release has is read from its source and
+    this script's model of that form is used."""
+    pack = art.load("preprocessing/pack.py")
+    ran = [f"{art.name}/preprocessing/pack.py:packed_tensors_from_tokenized_results"]
+    tokenize = art.source("preprocessing/tokenize.py")
+    if "rewards_have_zero_variance(" in tokenize:
+        zero_variance = art.load("utils/grpo.py").rewards_have_zero_variance
+
+        def advantages(rewards: Sequence[float], scale_rewards: bool) -> list[float | None]:
+            # tokenize.py gives a zero-variance group advantage 0, which drops it.
+            if zero_variance(list(rewards)):
+                return [None] * len(rewards)
+            return list(grpo_advantages(rewards, scale_rewards))
+
+        impl: Any = advantages
+        how = "ART's rewards_have_zero_variance around this script's model of the advantage"
+        ran.append(f"{art.name}/utils/grpo.py:rewards_have_zero_variance")
+    elif _INLINE_ADVANTAGE in tokenize:
+        impl = grpo_advantages
+        how = "this script's model of the inline advantage block found in tokenize.py"
+    else:
+        raise RuntimeError(
+            f"{art.name}/preprocessing/tokenize.py computes GRPO advantages neither as audited "
+            "nor with rewards_have_zero_variance"
+        )
+    measured = measure(impl, pack_impl=pack.packed_tensors_from_tokenized_results)
+    verdicts = claim_verdicts(measured)
+    group = measured["full_scale"]["equal_group"]
+    trained = (
+        f"the equal-reward group trains on {group['tokens']} tokens at packed advantage "
+        f"{_span(group)}"
+        if group["tokens"]
+        else "the equal-reward group is dropped"
+    )
+    nan, inf = measured["nan_balance"], measured["neg_inf"]
+    nan_detail = (
+        f"NaN advantages with advantage_balance=1: {nan['nan_tokens']} of "
+        f"{nan['assistant_tokens']} tokens; with a group of -inf rewards: {inf['nan_tokens']} of "
+        f"{inf['assistant_tokens']}"
+    )
+    return {
+        "claims": {
+            "full-scale-advantage-for-equal-reward-groups": (
+                verdicts["full-scale-advantage-for-equal-reward-groups"],
+                f"advantages from {how}: {trained}",
+            ),
+            "nan-advantages": (verdicts["nan-advantages"], nan_detail),
+        },
+        "detail": f"advantages from {how}: {trained}; {nan_detail}",
+        "ran": ran,
+        "scope": "pack normalization run; the GRPO advantage block is modelled",
+    }
 
 
 def main() -> int:

@@ -224,7 +224,50 @@ def build_report() -> _common.Report:
         "same clip) have smaller per-element gradients and more damping; fewer, less."
     )
     report.reproduced = is_reproduced(m["lora"])
+    report.claim(
+        "eps-not-configurable",
+        None,
+        "ART's AdamParams is read by `artbot verify`, this script models the optimizer only",
+    )
+    report.claim("eps-damps-tiny-updates", is_reproduced(m["lora"]))
     return report
+
+
+def check_art(art: Any) -> dict[str, Any]:
+    """Read ART's TrainerRank code in ``art`` (its text, nothing run; see artbot's verify): does
+    ``AdamParams`` have an eps field, and is ``AdamW`` constructed with ``eps=``? The damping
+    claim follows when eps stays PyTorch's 1e-8; its size is this script's measurement. (Text,
+    not ``ast``: newer releases use syntax this Python may not parse.)"""
+    import re
+
+    source = art.source("trainer_rank/_impl.py")
+    if not source:
+        raise RuntimeError(f"{art.name}/trainer_rank/_impl.py not found")
+    found = re.search(r"^class AdamParams\b.*?:\n((?:[ \t]+.*\n|\n)*)", source, re.M)
+    if found is None:
+        raise RuntimeError(f"{art.name}/trainer_rank/_impl.py defines no AdamParams")
+    fields = re.findall(r"^[ \t]+(\w+)\s*:", found.group(1), re.M)
+    calls = [m.end() for m in re.finditer(r"\bAdamW\(", source)]
+    passes_eps = any(re.search(r"\beps\s*=", source[c : source.find(")", c) + 1]) for c in calls)
+    configurable = any("eps" in f for f in fields) and passes_eps
+    detail = (
+        f"AdamParams fields: {', '.join(fields)}; AdamW called "
+        f"{'with' if passes_eps else 'without'} eps="
+    )
+    damp = (
+        "eps stays PyTorch's 1e-8, the value this script measures"
+        if not passes_eps
+        else "AdamW gets an eps: the damping depends on the value passed (not measured here)"
+    )
+    return {
+        "claims": {
+            "eps-not-configurable": (not configurable, detail),
+            "eps-damps-tiny-updates": (None if passes_eps else True, damp),
+        },
+        "detail": detail,
+        "ran": [f"{art.name}/trainer_rank/_impl.py:AdamParams (source read, not run)"],
+        "scope": "source reading of TrainerRank's optimizer construction",
+    }
 
 
 def main() -> int:

@@ -175,6 +175,22 @@ def build_report() -> _common.Report:
     return report
 
 
+def check_art(art: Any) -> dict[str, Any]:
+    """Run this measurement with ART's own ``loss_fn`` from ``art`` (see artbot's verify)."""
+    measured = measure(art.load("loss.py").loss_fn)
+    hit = is_reproduced(measured)
+    detail = (
+        f"max |TIS factor - 1| = {measured['max_abs_factor_minus_1']:.3g} without "
+        f"original_logprobs (U = {measured['upper_bound']:g}; 0 when TIS is skipped)"
+    )
+    return {
+        "claims": {"policy-ratio-applied-twice": (hit, detail)},
+        "detail": detail,
+        "ran": [f"{art.name}/loss.py:loss_fn"],
+        "scope": None,
+    }
+
+
 def main() -> int:
     return _common.run(build_report)
 

@@ -198,6 +198,23 @@ def build_report() -> _common.Report:
     return report
 
 
+def check_art(art: Any) -> dict[str, Any]:
+    """Run this measurement with ART's own ``loss_fn`` from ``art`` (see artbot's verify)."""
+    measured = measure(art.load("loss.py").loss_fn)
+    case = measured["cases"]["ppo A=-1 old=-inf"]
+    finite = case["grad_logits_finite"] and case["grad_logprobs_finite"]
+    detail = (
+        f"PPO, A = -1, old logprob -inf: loss {case['loss']:.4g}, "
+        f"gradients {'finite' if finite else 'not finite'}"
+    )
+    return {
+        "claims": {"inf-loss-nan-gradients": (is_reproduced(measured), detail)},
+        "detail": detail,
+        "ran": [f"{art.name}/loss.py:loss_fn"],
+        "scope": None,
+    }
+
+
 def main() -> int:
     return _common.run(build_report)
 

@@ -533,6 +533,12 @@ def build_report() -> _common.Report:
     report.reproduced = is_reproduced(cited)
     if is_reproduced(fixed):
         report.note("the suggested fix did not remove the measured effect")
+    two = cited["two_branch"]
+    masks_hit = any(two["extra"][g] for g in two["expected"]) and any(
+        t["wrong_context_tokens"] for t in cited["trigger"].values()
+    )
+    report.claim("wrong-per-datum-masks", masks_hit)
+    report.claim("one-optimizer-step-per-packed-row", cited["optimizer_steps"] > 1)
     return report
 
 
@@ -545,6 +551,71 @@ def _first_leaf(rep: dict[str, Any]) -> int:
     parents = dict(zip(*_ids(rep), strict=True))
     parents.pop(PAD_GROUP, None)
     return min(g for g, p in parents.items() if g != p and g not in set(parents.values()))
+
+
+def _segment_groups(segment: Any) -> tuple[int, ...]:
+    return (segment.group_id, *segment.ancestors)
+
+
+_INLINE_MASK = '| (packed_tensors["parent_ids"][i] == parent_id)'
+
+
+def check_art(art: Any) -> dict[str, Any]:
+    """Claim by claim against ART's code in ``art`` (see artbot's verify): the masks are
+    built with ART's own packing (and, where a release has it, its ``parse_prefix_tree_row``);
+    the optimizer-step claim is read from ``TinkerService.train``'s source (AST), not run."""
+    packing = art.load("megatron/prefix_tree_packing.py")
+    service = art.source("tinker/service.py")
+    ran = [f"{art.name}/megatron/prefix_tree_packing.py:prefix_tree_pack"]
+    if "parse_prefix_tree_row(" in service:
+        parse = art.load("megatron/prefix_tree.py").parse_prefix_tree_row
+
+        def masks(group_ids: Any, parent_ids: Any) -> list[tuple[int, Any]]:
+            # service.py selects, for each segment, the segment's group and its ancestors.
+            row = parse(group_ids=group_ids, parent_ids=parent_ids)
+            return [
+                (
+                    s.group_id,
+                    torch.isin(group_ids, group_ids.new_tensor((s.group_id, *s.ancestors))),
+                )
+                for s in row.segments
+            ]
+
+        mask_impl: Any = masks
+        how = "ART's parse_prefix_tree_row"
+        ran.append(f"{art.name}/megatron/prefix_tree.py:parse_prefix_tree_row")
+    elif _INLINE_MASK in service:
+        mask_impl = tinker_datum_masks
+        how = "this script's model of the inline mask expression found in tinker/service.py"
+    else:
+        raise RuntimeError(
+            f"{art.name}/tinker/service.py builds its masks neither with the audited inline "
+            "expression nor with parse_prefix_tree_row"
+        )
+    measured = measure(mask_impl, pack_impl=packing.prefix_tree_pack)
+    two = measured["two_branch"]
+    leaks = {g: v for g, v in two["extra"].items() if v}
+    masks_detail = (
+        f"two-branch row, masks from {how}: positions leaked into datums {leaks or 'none'}, "
+        f"{two['wrong_context_tokens']} of {two['trainable_tokens']} trainable tokens in the "
+        "wrong context"
+    )
+    per_row = optim_step_per_row(service)
+    ran.append(f"{art.name}/tinker/service.py:TinkerService.train (source read, not run)")
+    if per_row is None:
+        step_detail = "TinkerService.train or its optim_step_async call not found in the source"
+    else:
+        where = "inside" if per_row else "outside"
+        step_detail = f"optim_step_async {where} the per-row loop (AST of TinkerService.train)"
+    return {
+        "claims": {
+            "wrong-per-datum-masks": (two["wrong_context_tokens"] > 0, masks_detail),
+            "one-optimizer-step-per-packed-row": (per_row, step_detail),
+        },
+        "detail": f"{masks_detail}; {step_detail}",
+        "ran": ran,
+        "scope": "masks run on ART's packing; the optimizer step is read from the source",
+    }
 
 
 def main() -> int:

@@ -204,6 +204,19 @@ def build_report() -> _common.Report:
     return report
 
 
+def check_art(art: Any) -> dict[str, Any]:
+    """Run this measurement with ART's own ``compute_advantages`` (see artbot's verify)."""
+    measured = measure(art.load("tinker_native/data.py").compute_advantages)
+    ratios = ", ".join(f"n={n}: {m['ratio_median']:.4f}" for n, m in measured.items())
+    detail = f"advantage ratio to the population-std backends (median) {ratios}"
+    return {
+        "claims": {"sample-std-advantages": (is_reproduced(measured), detail)},
+        "detail": detail,
+        "ran": [f"{art.name}/tinker_native/data.py:compute_advantages"],
+        "scope": None,
+    }
+
+
 def main() -> int:
     return _common.run(build_report)
 

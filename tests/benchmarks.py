@@ -40,6 +40,52 @@ def measure(sandbox: GitHubSandbox, fn: Callable[[], object]) -> tuple[int, int,
     return (len(log), sum(r.method != "GET" for r in log), sum(r.status == 304 for r in log))
 
 
+def status_rows() -> list[tuple[str, tuple[int, int, int], str]]:
+    """Filing by status, on hand-written status records (tests/statusdata.py): the request
+    counts depend on the decisions, not on what the verdicts were measured from."""
+    from artbot.status import ItemStatus
+    from tests.statusdata import F, claims_of, fixed_item, install, partial_item, point
+
+    root = Path(tempfile.mkdtemp()) / "checkout"
+    for part in ("findings", "templates", "repros"):
+        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("results"))
+    for item, build in ((7, fixed_item), (9, partial_item)):
+        install(root, load_catalog(root).get(item), build(load_catalog(root).get(item)))
+    catalog = load_catalog(root)
+    rows: list[tuple[str, tuple[int, int, int], str]] = []
+    with GitHubSandbox() as sb:
+        sb.create_repo(OWNER, NAME)
+        for n in (1108, 1109, 1110):
+            sb.seed_issue(OWNER, NAME, f"dedicated issue {n}", "by hand", number=n)
+        body = (root / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
+        sb.seed_issue(OWNER, NAME, "Tracking: numerics audit", body, number=TRACKING)
+        repo = GitHubRepo(f"{OWNER}/{NAME}", api_url=sb.api_url, token="bench", cache=EtagCache())
+        open_issues(catalog, repo, [4], TRACKING)  # labels exist from here on
+        sync(catalog, repo, TRACKING)  # and #1108-#1110 carry them
+        rows.append(
+            (
+                "open --item 7, fixed (create, then close as completed)",
+                measure(sb, lambda: open_issues(catalog, repo, [7], TRACKING)),
+                "",
+            )
+        )
+        open_issues(catalog, repo, [9], TRACKING)
+        sync(catalog, repo, TRACKING)
+        nine = catalog.get(9)
+        ids = [c.id for c in claims_of(nine)]
+        fixed = point("release", "0.5.24", dict.fromkeys(ids, F))
+        install(root, nine, ItemStatus(item=9, points=[*partial_item(nine).points, fixed]))
+        changed = load_catalog(root)
+        rows.append(
+            (
+                "sync after one status change (comment, body, checklist)",
+                measure(sb, lambda: sync(changed, repo, TRACKING)),
+                "",
+            )
+        )
+    return rows
+
+
 def main() -> int:
     root = Path(tempfile.mkdtemp()) / "checkout"
     for part in ("findings", "templates", "repros"):
@@ -108,6 +154,8 @@ def main() -> int:
         rows.append(
             ("naive: one GET per issue + tracking read/write", measure(sb, naive), "(comparison)")
         )
+
+    rows += status_rows()
 
     print("| operation | requests | writes | 304s | target |")
     print("|---|---:|---:|---:|---|")

@@ -100,9 +100,9 @@ def test_template_renders_one_task_line_per_entry():
     assert "overwritten" in lines[0]
     assert lines[1] == ""
     assert lines[2:] == [
-        "- [ ] #1112 4. BF16 LM-head output logits",
-        "- [x] #1112 4. BF16 LM-head output logits (not planned)",
-        "- [x] #1112 4. BF16 LM-head output logits (duplicate)",
+        "- [ ] 4. BF16 LM-head output logits — #1112",
+        "- [x] 4. BF16 LM-head output logits — #1112 (not planned)",
+        "- [x] 4. BF16 LM-head output logits — #1112 (duplicate)",
         "- [ ] 5. TrainerRank accumulates LoRA gradients in BF16",
         "",  # the block ends in a newline
     ]
@@ -125,10 +125,11 @@ def test_template_completed_reopened_and_note():
         ]
     )
     assert block.splitlines()[2:] == [
-        "- [x] #1113 6. Adam epsilon",
-        "- [ ] #1114 7. TIS fallback",
-        "- [x] #1115 8. Unclamped exp (not planned) — no longer reproduces in openpipe-art 0.5.21",
-        "- [ ] #1116 9. Tinker masks — fix in review",
+        "- [x] 6. Adam epsilon — #1113",
+        "- [ ] 7. TIS fallback — #1114",
+        "- [x] 8. Unclamped exp — #1115 (not planned) — no longer reproduces in "
+        "openpipe-art 0.5.21",
+        "- [ ] 9. Tinker masks — #1116 — fix in review",
     ]
 
 

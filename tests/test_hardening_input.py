@@ -16,7 +16,6 @@ from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.errors import BadInput, CatalogInvalid
 from artbot.marker import BODY_END, BODY_START, IssueMarker, owned_region, replace_owned_region
-from artbot.render import render_issue
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
 FINDING = "findings/07-tis.yaml"
@@ -139,13 +138,16 @@ def test_validate_rejects_text_that_would_fail_at_github(
     assert expected in "\n".join(problems(mini))
 
 
-def test_rendered_body_with_a_marker_in_an_embedded_script_is_refused(mini: Path) -> None:
-    script = mini / "repros" / "item07.py"
-    script.write_text(script.read_text() + f"\n# {BODY_END}\n{BODY_END}\n")
-    catalog = load_catalog(mini)
-    templates = Path(__file__).resolve().parents[1] / "templates"
-    with pytest.raises(BadInput, match="exactly one artbot region"):
-        render_issue(catalog, catalog.get(7), tracking_issue=1111, templates_dir=templates)
+def test_rendered_body_with_a_second_region_or_marker_is_refused() -> None:
+    """Embedded text (a minimal repro, captured output) quoting a marker stops the run."""
+    from artbot.render import check_markers
+
+    marker = IssueMarker("e2a406a48", 7)
+    check_markers(region("ok") + "\n", marker, "x.yaml")
+    for extra in (BODY_END, f"# {BODY_END}", MARKER, "<!-- artbot:checklist:start -->"):
+        body = f"{BODY_START}\n{MARKER}\n{extra}\n{BODY_END}\n"
+        with pytest.raises(BadInput, match="exactly one artbot region"):
+            check_markers(body, marker, "x.yaml")
 
 
 # -- item 5: hostile YAML ------------------------------------------------------------------

@@ -245,3 +245,85 @@ def test_open_through_the_repo_interface_files_once(catalog: Catalog, repo: Memo
     second = open_issues(catalog, repo, [7], TRACKING)
     assert second.issues[7].number == first.issues[7].number
     assert not [line for line in repo.log if line.startswith("create")]
+
+
+# --- filing by status: the decisions, from the recorded status (tests/statusdata.py) ------
+
+
+def _views(catalog: Catalog, **by_item: Any) -> dict[int, Any]:
+    from artbot.status_view import status_view
+    from tests.statusdata import with_claims
+
+    out = {}
+    for item, build in by_item.items():
+        finding = with_claims(catalog.get(int(item[1:])))
+        out[finding.item] = status_view(finding, build(finding))
+    return out
+
+
+def test_open_files_a_fixed_item_to_be_closed_and_a_partial_one_open(catalog: Catalog) -> None:
+    from tests.statusdata import fixed_item, partial_item
+
+    views = _views(catalog, i7=fixed_item, i9=partial_item)
+    findings = [catalog.get(7), catalog.get(9)]
+    rendered = render_all(catalog, findings, TRACKING)
+    plan = plan_open(findings, rendered, [], catalog.audit, TRACKING, views)
+    seven, nine = plan.of(Create)
+    assert (seven.fixed_in, seven.partly_fixed_in) == ("0.5.21", None)
+    assert (nine.fixed_in, nine.partly_fixed_in) == (None, "0.5.21")
+    assert "then close it as completed (fixed in 0.5.21)" in plan.text()
+
+
+def test_a_lost_close_is_redone_but_a_human_reopen_is_kept(catalog: Catalog) -> None:
+    from artbot.plan import CloseFixed, close_was_lost, filed_body
+    from tests.statusdata import fixed_item
+
+    views = _views(catalog, i7=fixed_item)
+    findings = [catalog.get(7)]
+    rendered = render_all(catalog, findings, TRACKING)
+    body = filed_body(rendered[7].body, views[7])
+    lost = ours(catalog, 7, 1200, body=body)
+    assert close_was_lost(lost)
+    plan = plan_open(findings, rendered, [lost], catalog.audit, TRACKING, views)
+    assert plan.of(CloseFixed) == [CloseFixed(7, 1200, "0.5.21")]
+    reopened = ours(catalog, 7, 1200, body=body, state_reason="reopened")
+    assert not plan_open(findings, rendered, [reopened], catalog.audit, None, views).of(CloseFixed)
+    filed_open = ours(catalog, 7, 1200)  # filed before the fix: no "filed closed" line
+    assert not plan_open(findings, rendered, [filed_open], catalog.audit, None, views).of(
+        CloseFixed
+    )
+
+
+def test_sync_comments_on_a_status_change_before_editing_the_body(catalog: Catalog) -> None:
+    from artbot.plan import StatusChange, status_comment
+    from tests.statusdata import fixed_item, partial_item
+
+    before = _views(catalog, i9=partial_item)
+    after = _views(catalog, i9=fixed_item)
+    issue = ours(catalog, 9, 1200)  # no status in its body yet
+    rendered = render_all(catalog, [catalog.get(9)], TRACKING)
+    from artbot.marker import BODY_START
+
+    filed = replace(issue, body=issue.body.replace(BODY_START, f"{BODY_START}\n{before[9].marker}"))
+    plan = plan_sync(
+        [catalog.get(9)], rendered, [filed], catalog.audit, None, None, lambda e: "", None, after
+    )
+    change = plan.actions[0]
+    assert change == StatusChange(9, 1200, before[9].state, after[9].state)
+    assert isinstance(plan.actions[1], EditBody)
+    text = f"{after[9].marker}\nfixed"
+    assert status_comment(change, [], text) is not None
+    assert status_comment(change, ["hello", text], text) is None  # posted by a crashed run
+    assert status_comment(change, [text, before[9].marker], text) is not None  # changed back
+
+
+def test_fixed_items_are_ticked_with_the_release(catalog: Catalog) -> None:
+    from tests.statusdata import fixed_item, partial_item
+
+    views = _views(catalog, i7=fixed_item, i9=partial_item)
+    entries = {
+        e.item: e for e in checklist_entries(catalog.findings, [], catalog.audit, None, views)
+    }
+    assert (entries[7].fixed_in, entries[7].partly_fixed_in) == ("0.5.21", None)
+    assert (entries[9].fixed_in, entries[9].partly_fixed_in) == (None, "0.5.21")
+    assert entries[4].fixed_in is None and entries[4].partly_fixed_in is None

@@ -15,14 +15,14 @@ from artbot.render import GITHUB_BODY_LIMIT, permalink, render_issue
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN_DIR = Path(__file__).parent / "golden"
-GOLDEN_ITEMS = (4, 7, 9)
+GOLDEN_ITEMS = tuple(range(4, 12))
 TRACKING = 1111
 
 
 def golden_text(item: int) -> str:
     """The rendered issue as the golden file holds it (no captured repro output: it varies)."""
     catalog = load_catalog(REPO)
-    issue = render_issue(catalog, catalog.get(item), tracking_issue=TRACKING)
+    issue = render_issue(catalog, catalog.get(item), tracking_issue=TRACKING, commit="0" * 40)
     return f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
 
 
@@ -41,16 +41,18 @@ def test_every_body_has_what_a_reviewer_needs(item: int) -> None:
     for loc in finding.locations:
         link = permalink(catalog.audit, loc)
         assert link.startswith("https://github.com/OpenPipe/ART/blob/e2a406a48/src/art/")
-        assert f"#L{loc.start}-L{loc.end}" in link
+        lines = f"#L{loc.start}" if loc.start == loc.end else f"#L{loc.start}-L{loc.end}"
+        assert link.endswith(lines)
         assert link in body
     assert " ".join(finding.expected.split()) in " ".join(body.split())
     assert IssueMarker.find(body) == IssueMarker("e2a406a48", item)
     assert f"python {finding.repro}" in body
-    assert catalog.sources[finding.repro].strip() in body
-    helpers = catalog.helpers(finding.repro)
-    assert "repros/_common.py" in helpers  # what the script imports travels with it
-    for path in helpers:
-        assert catalog.sources[path].strip() in body
+    assert finding.repro in body
+    for path in catalog.helpers(finding.repro):
+        assert catalog.sources[path].strip() not in body  # no helper module is pasted
+    minimal = REPO / f"repros/minimal/item{item:02d}.py"
+    if minimal.is_file():
+        assert f"```python\n{minimal.read_text(encoding='utf-8').strip()}\n```" in body
     assert f"#{TRACKING}" in body
     assert owned_region(body) is not None
     assert len(body) <= GITHUB_BODY_LIMIT

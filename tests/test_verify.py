@@ -28,8 +28,6 @@ from artbot.verify import (
     CACHE_ENV,
     AnchorStatus,
     ArtModules,
-    CheckOutcome,
-    CodeCheck,
     CodeResult,
     CodeStatus,
     NotLoadedError,
@@ -239,28 +237,46 @@ def test_modules_fail_loudly_on_a_missing_import_and_stand_in_for_listed_ones(
 
 def test_a_check_that_cannot_import_reports_the_module(tmp_path: Path) -> None:
     catalog = write_catalog(tmp_path / "cat", "0123456", [OK])
-    (tmp_path / "cat" / "repros" / "item07.py").write_text(
-        "def measure(impl):\n    return impl()\n\ndef is_reproduced(m):\n    return m\n"
-    )
+    script = tmp_path / "cat" / "repros" / "item07.py"
     package = make_tree(tmp_path / "wheel", {
         "art/__init__.py": "",
         "art/good.py": "def holds():\n    return True\n",
         "art/bad.py": "import surely_not_installed_anywhere\n",
     })  # fmt: skip
-
-    def check(file: str) -> dict[int, CodeCheck]:
-        def run(repro: Any, art: ArtModules) -> CheckOutcome:
-            return CheckOutcome(repro.measure(art.load(file).holds), "measured", (file,))
-
-        return {7: CodeCheck(7, run)}
-
     tree = open_tree(package.parent, catalog.audit)
-    [ran] = verify_code(catalog, tree, checks=check("good.py"))
-    assert ran.status is CodeStatus.reproduced
-    [failed] = verify_code(catalog, tree, checks=check("bad.py"))
+
+    def run(file: str) -> CodeResult:
+        script.write_text(
+            "def check_art(art):\n"
+            f"    hit = art.load({file!r}).holds()\n"
+            "    return {'claims': {}, 'detail': 'measured', 'ran': [" + repr(file) + "]}\n"
+        )
+        [result] = verify_code(catalog, tree)
+        return result
+
+    ran = run("good.py")
+    assert ran.status is CodeStatus.not_checked  # the record declares no claims
+    assert ran.ran == ("good.py",)
+    failed = run("bad.py")
     assert failed.status is CodeStatus.could_not_run
     assert "surely_not_installed_anywhere" in failed.detail
     assert "(at art/bad.py:1)" in failed.detail
+
+
+def test_a_check_must_report_exactly_the_records_claims(tmp_path: Path) -> None:
+    from artbot.models import Finding
+    from artbot.verify import CheckContractError, claim_results
+
+    finding = Finding.model_validate({**load_catalog(REPO).get(7).model_dump(mode="json")})
+    [claim] = finding.claims
+    assert claim_results(finding, {claim.id: (True, "x")})[claim.id].verdict.value == "reproduced"
+    assert claim_results(finding, {claim.id: (None, "why")})[claim.id].verdict.value == (
+        "not checked"
+    )
+    with pytest.raises(CheckContractError, match="declares"):
+        claim_results(finding, {"another-claim": (True, "")})
+    with pytest.raises(CheckContractError, match="True, False or None"):
+        claim_results(finding, {claim.id: ("yes", "")})
 
 
 # --------------------------------------------------------------------------- real releases
@@ -288,7 +304,15 @@ def code_catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
     """The real findings and repros of the CPU-checkable items."""
     root = tmp_path_factory.mktemp("catalog")
     (root / "findings").mkdir()
-    for name in ("audit.yaml", "03-*.yaml", "07-*.yaml", "08-*.yaml", "09-*.yaml", "10-*.yaml"):
+    for name in (
+        "audit.yaml",
+        "03-*.yaml",
+        "06-*.yaml",
+        "07-*.yaml",
+        "08-*.yaml",
+        "09-*.yaml",
+        "10-*.yaml",
+    ):
         for path in (REPO / "findings").glob(name):
             shutil.copy2(path, root / "findings" / path.name)
     shutil.copytree(REPO / "repros", root / "repros")
@@ -323,17 +347,39 @@ def test_items_7_8_10_reproduce_on_0_5_20_only(
         assert result.ran, result  # ART's own code ran, not only the repro's model
 
 
-@pytest.mark.parametrize(
-    ("version", "expected"),
-    [("0.5.20", CodeStatus.reproduced), ("0.5.21", CodeStatus.fixed)],
-)
-def test_items_3_and_9_where_art_code_can_be_run(
-    code_results: dict[str, list[CodeResult]], version: str, expected: CodeStatus
+def claims_of(result: CodeResult) -> dict[str, str]:
+    return {k: v.verdict.value for k, v in result.claims.items()}
+
+
+def test_items_3_6_9_reproduce_claim_by_claim_on_0_5_20(
+    code_results: dict[str, list[CodeResult]],
 ) -> None:
-    by_item = {r.item: r for r in code_results[version]}
-    for item in (3, 9):
-        assert by_item[item].status is expected, by_item[item].detail
-        assert by_item[item].scope  # part of the finding is still the repro's model
+    by_item = {r.item: r for r in code_results["0.5.20"]}
+    for item in (3, 6, 9):
+        assert by_item[item].status is CodeStatus.reproduced, by_item[item].detail
+        assert set(claims_of(by_item[item]).values()) == {"reproduced"}
+        assert by_item[item].scope  # part of the finding is modelled or read, and says so
+
+
+def test_0_5_21_fixes_item_9s_masks_not_its_per_row_optimizer_step(
+    code_results: dict[str, list[CodeResult]],
+) -> None:
+    by_item = {r.item: r for r in code_results["0.5.21"]}
+    nine = by_item[9]
+    assert nine.status is CodeStatus.partial, nine.detail
+    assert claims_of(nine) == {
+        "wrong-per-datum-masks": "fixed",
+        "one-optimizer-step-per-packed-row": "reproduced",
+    }
+    # Item 3: equal-reward groups are dropped now, but a group of -inf rewards still gives NaN.
+    three = by_item[3]
+    assert three.status is CodeStatus.partial, three.detail
+    assert claims_of(three) == {
+        "full-scale-advantage-for-equal-reward-groups": "fixed",
+        "nan-advantages": "reproduced",
+    }
+    # Item 6: AdamParams still has no eps in 0.5.21.
+    assert by_item[6].status is CodeStatus.reproduced
 
 
 def test_releases_leave_no_art_modules_behind(code_results: dict[str, list[CodeResult]]) -> None:
@@ -399,7 +445,7 @@ def test_verification_comment_carries_its_marker() -> None:
     body = verification_comment(7, "0.5.21", "fixed")
     assert body.startswith("<!-- artbot:verify item=7 version=0.5.21 status=fixed -->\n")
     assert "no longer reproduces in openpipe-art 0.5.21" in body
-    assert VerifyMarker.find_all(body) == [VerifyMarker(7, "0.5.21", CodeStatus.fixed)]
+    assert VerifyMarker.find_all(body) == [VerifyMarker(7, "0.5.21", "fixed")]
 
 
 def test_comments_to_post() -> None:

@@ -260,8 +260,20 @@ def test_setup_python_caches_pip_by_pyproject() -> None:
 
 
 def test_sync_installs_runtime_dependencies_only() -> None:
-    installs = [s["run"].strip() for s in all_steps(load("sync.yml")) if "pip" in s.get("run", "")]
-    assert installs == ["python -m pip install -e ."]
+    steps = [s for s in all_steps(load("sync.yml")) if "pip" in s.get("run", "")]
+    installs = [(s["run"].strip(), s.get("if")) for s in steps]
+    # torch only for --verify (the reproductions), pinned; skipped when ARTBOT_VERIFY is off.
+    assert installs == [
+        ("python -m pip install -e .", None),
+        ("python -m pip install torch==2.13.0", "vars.ARTBOT_VERIFY != 'off'"),
+    ]
+
+
+def test_scheduled_sync_verifies_the_newest_release_unless_turned_off() -> None:
+    spec = step(load("sync.yml"), "sync")
+    assert spec["env"]["ARTBOT_VERIFY"] == "${{ vars.ARTBOT_VERIFY }}"
+    assert 'verify="${ARTBOT_VERIFY:-latest}"' in spec["run"]
+    assert 'args+=(--verify "$verify")' in spec["run"]
 
 
 def test_sync_keeps_artbots_etag_cache_between_runs() -> None:
@@ -388,6 +400,8 @@ def schedule_context(tracking_issue: str, dry_run: str = "") -> dict[str, str]:
     return {
         "secrets.GITHUB_TOKEN": TOKEN,
         "vars.ARTBOT_TRACKING_ISSUE": tracking_issue,
+        # The reproductions against a release are tested in test_verify.py, not here.
+        "vars.ARTBOT_VERIFY": "off",
         "inputs.dry_run": dry_run,
     }
 
@@ -508,3 +522,17 @@ def test_open_dry_run_previews_and_writes_nothing(
     if item == "all":  # every item that has no issue yet
         unfiled = [r for r in records() if not r.get("issue")]
         assert proc.stdout.count("--- would file: ") == len(unfiled)
+
+
+@pytest.mark.parametrize("value", ["latest --dry-run", "1; touch pwned", "$(touch pwned)"])
+def test_sync_refuses_a_verify_variable_that_is_not_a_version(
+    sandbox: GitHubSandbox, checkout: Path, tracking: int, value: str
+) -> None:
+    context = {**schedule_context(str(tracking)), "vars.ARTBOT_VERIFY": value}
+    sandbox.requests.clear()
+    proc = run_step("sync.yml", "sync", checkout, sandbox, context)
+
+    assert proc.returncode == 2
+    assert "::error::ARTBOT_VERIFY" in proc.stdout
+    assert len(sandbox.requests) == 0
+    assert not (checkout / "pwned").exists()

@@ -1,0 +1,202 @@
+"""``artbot verify``: check the findings against real ART code; thin, the work is in the package."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _source_options(f: F) -> F:
+    """--art-src DIR or --release VERSION, and --json, for the verify subcommands."""
+    options = [
+        click.option(
+            "--art-src",
+            type=click.Path(exists=True, file_okay=False, path_type=Path),
+            help="An ART git checkout, an unpacked openpipe-art wheel, or its art/ folder.",
+        ),
+        click.option(
+            "--release",
+            metavar="VERSION",
+            help="Check openpipe-art==VERSION, or `latest` (wheel fetched with pip, cached).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _catalog(ctx: click.Context) -> Any:
+    return ctx.find_root().obj.catalog()
+
+
+def _resolve(release: str) -> str:
+    from ..releases import resolve
+
+    version = resolve(release)
+    if release == "latest":
+        click.echo(f"verify: the newest openpipe-art release is {version}", err=True)
+    return version
+
+
+def _tree(catalog: Any, art_src: Path | None, release: str | None) -> Any:
+    from . import open_tree, release_tree
+
+    if (art_src is None) == (release is None):
+        raise click.UsageError("give exactly one of --art-src DIR or --release VERSION")
+    if art_src is not None:
+        return open_tree(art_src, catalog.audit)
+    assert release is not None
+    return release_tree(_resolve(release), catalog.audit)
+
+
+def _wants_json(ctx: click.Context, as_json: bool) -> bool:
+    """--json after the subcommand, or before it (on the group)."""
+    return as_json or bool(ctx.parent and ctx.parent.params.get("as_json"))
+
+
+def _emit(
+    ctx: click.Context, as_json: bool, data: Any, table: Callable[[], str], *, ok: bool
+) -> None:
+    if _wants_json(ctx, as_json):
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        click.echo(table())
+    ctx.exit(0 if ok else 1)
+
+
+def _main_label(art_src: Path) -> str:
+    """``main@<sha>`` for a git checkout, else the folder's name."""
+    proc = subprocess.run(
+        ["git", "-C", str(art_src), "rev-parse", "--short=9", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return f"main@{proc.stdout.strip()}" if proc.returncode == 0 else art_src.name
+
+
+@click.group(invoke_without_command=True)
+@click.option(
+    "--release", metavar="VERSION", help="Run both checks on openpipe-art==VERSION, or `latest`."
+)
+@click.option(
+    "--art-src",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Run both checks on a checkout of ART's main (recorded as the `main` point).",
+)
+@click.option(
+    "--record", is_flag=True, help="Write the per-claim results into findings/status/NN.json."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def verify(
+    ctx: click.Context, release: str | None, art_src: Path | None, record: bool, as_json: bool
+) -> None:
+    """Check the findings against real ART code, claim by claim: the cited lines, and each
+    finding's own check (beside its repro) run on ART's functions.
+
+    `artbot verify --release latest --record` resolves the newest openpipe-art release, checks
+    it, and records the result per claim in findings/status/ (rendering then stays offline).
+    Wheels are kept in $ARTBOT_CACHE_DIR (default ~/.cache/artbot/wheels). Exit 1 when a
+    location is not ok or a check could not run.
+    """
+    if ctx.invoked_subcommand is not None:
+        if release or art_src or record:
+            raise click.UsageError("put --release / --art-src after the subcommand")
+        return
+    if (release is None) == (art_src is None):
+        raise click.UsageError("give --release VERSION (or latest), --art-src DIR, or a subcommand")
+    from . import anchors_json, code_json, verify_anchors, verify_code
+
+    catalog = _catalog(ctx)
+    tree = _tree(catalog, art_src, release)
+    anchors = verify_anchors(catalog, tree)
+    code = verify_code(catalog, tree)
+    if as_json:
+        data = {
+            "source": tree.label,
+            "anchors": anchors_json(anchors, tree),
+            "code": code_json(code, tree),
+        }
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        from . import anchor_table, code_table
+
+        click.echo(anchor_table(catalog, anchors, tree))
+        click.echo()
+        click.echo(code_table(code, tree))
+    if record:
+        label = (
+            tree.label.removeprefix("openpipe-art ") if art_src is None else _main_label(art_src)
+        )
+        written = _record(catalog, label, "release" if art_src is None else "main", code, anchors)
+        click.echo(f"recorded {label} in {len(written)} status files", err=True)
+    failed = not anchors_json(anchors, tree)["ok"] or not code_json(code, tree)["ran"]
+    ctx.exit(1 if failed else 0)
+
+
+def _record(catalog: Any, label: str, source: Any, code: Any, anchors: Any) -> list[Path]:
+    from ..status import dump_status, load_status, status_path
+    from .record import audit_point, record_status, release_point
+
+    by_item = {r.item: r for r in code}
+    written = []
+    for finding in catalog.findings:
+        point = release_point(finding, label, by_item.get(finding.item), anchors, source=source)
+        audit = audit_point(finding, catalog.audit, catalog.root)
+        existing = load_status(catalog.root, finding.item)
+        status = record_status(finding.item, existing, audit, point)
+        path = status_path(catalog.root, finding.item)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dump_status(status), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+@verify.command(name="anchors")
+@_source_options
+@click.pass_context
+def anchors_cmd(
+    ctx: click.Context, art_src: Path | None, release: str | None, as_json: bool
+) -> None:
+    """Does every cited range still hold its anchor line? Exit 1 unless all are ok.
+
+    Status per location: ok, moved (with the range that holds the anchor now), missing (file
+    absent or anchor nowhere), out of range, no anchor (cannot be checked; not a failure).
+    A git checkout is read at the audit commit (`git show`), else its working tree.
+    """
+    from . import anchor_table, anchors_json, verify_anchors
+
+    catalog = _catalog(ctx)
+    tree = _tree(catalog, art_src, release)
+    results = verify_anchors(catalog, tree)
+    data = anchors_json(results, tree)
+    _emit(ctx, as_json, data, lambda: anchor_table(catalog, results, tree), ok=data["ok"])
+
+
+@verify.command(name="code")
+@_source_options
+@click.pass_context
+def code_cmd(ctx: click.Context, art_src: Path | None, release: str | None, as_json: bool) -> None:
+    """Run each finding's check_art (defined beside its repro) on ART's code from that tree.
+
+    Per item and per claim: reproduced, fixed, not checked; the item's verdict is derived
+    (reproduced, partial, fixed), or could not run (with the missing import or the error).
+    ART's modules are imported file by file; package __init__ files are not run. Needs torch.
+    Exit 1 when a check could not run.
+    """
+    from . import code_json, code_table, verify_code
+
+    catalog = _catalog(ctx)
+    tree = _tree(catalog, art_src, release)
+    results = verify_code(catalog, tree)
+    data = code_json(results, tree)
+    _emit(ctx, as_json, data, lambda: code_table(results, tree), ok=data["ran"])

@@ -1,0 +1,91 @@
+"""openpipe-art releases: a wheel cache filled by pip, unpacked once."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import BadInput, ReleaseUnavailable
+from ..models import Audit
+from .tree import DISTRIBUTION, WHEEL_PREFIX, ArtTree, open_tree
+
+# ART needs Python 3.12; the wheel is pure Python, so the tag only has to satisfy pip.
+WHEEL_PYTHON = "3.12"
+CACHE_ENV = "ARTBOT_CACHE_DIR"
+
+
+def cache_dir() -> Path:
+    """Where release wheels are kept: ``$ARTBOT_CACHE_DIR``, else ``~/.cache/artbot/wheels``."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env) if env else Path.home() / ".cache" / "artbot" / "wheels"
+
+
+_VERSION_RE = re.compile(r"^[0-9][0-9A-Za-z.+!-]*$")
+Runner = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def fetch_release(version: str, cache: Path | None = None, *, run: Runner = subprocess.run) -> Path:
+    """The wheel of ``openpipe-art==version``: from the cache, else downloaded there by pip."""
+    if not _VERSION_RE.match(version):
+        raise BadInput(f"--release {version!r}: not a version number")
+    cache = Path(cache) if cache else cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    wheel = _cached_wheel(cache, version)
+    if wheel:
+        return wheel
+    command = [
+        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+        "--python-version", WHEEL_PYTHON, f"{DISTRIBUTION}=={version}", "-d", str(cache),
+    ]  # fmt: skip
+    proc = run(command, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
+        raise ReleaseUnavailable(
+            f"pip could not download {DISTRIBUTION}=={version}: " + " / ".join(tail)
+        )
+    wheel = _cached_wheel(cache, version)
+    if wheel is None:
+        raise ReleaseUnavailable(f"pip ran, but no {WHEEL_PREFIX}-{version}-*.whl is in {cache}")
+    return wheel
+
+
+def _cached_wheel(cache: Path, version: str) -> Path | None:
+    found = sorted(cache.glob(f"{WHEEL_PREFIX}-{version}-*.whl"))
+    return found[0] if found else None
+
+
+_UNPACKED = ".artbot-unpacked"
+
+
+def unpack_wheel(wheel: Path, dest: Path | None = None) -> Path:
+    """Unpack ``wheel`` next to it (once); returns the folder that holds ``art/``."""
+    dest = dest or wheel.with_name(wheel.name.removesuffix(".whl"))
+    if (dest / _UNPACKED).is_file():
+        return dest
+    # Unpack beside the target and rename, so an interrupted run never leaves half a tree.
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".unpack-"))
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(tmp)
+        (tmp / _UNPACKED).write_text(wheel.name + "\n", encoding="utf-8")
+        if dest.exists():
+            shutil.rmtree(dest)
+        tmp.rename(dest)
+    except zipfile.BadZipFile as exc:
+        raise ReleaseUnavailable(f"{wheel} is not a valid wheel: {exc}") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def release_tree(version: str, audit: Audit, cache: Path | None = None) -> ArtTree:
+    """The unpacked wheel of ``openpipe-art==version``, fetched into the cache if needed."""
+    folder = unpack_wheel(fetch_release(version, cache))
+    return open_tree(folder, audit, label=f"{DISTRIBUTION} {version}")
