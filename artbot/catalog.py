@@ -21,6 +21,10 @@ from .models import Audit, Finding
 from .scripts import helper_imports
 
 AUDIT_FILE = "audit.yaml"
+# A record is a few hundred nodes; these bounds stop a hostile file (a "billion laughs" of
+# nested aliases, thousands of nested brackets) long before it costs time or stack.
+MAX_NODES = 20_000
+MAX_DEPTH = 64
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -136,14 +140,30 @@ def _load_one_with_node(
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(Problem(rel, None, "", f"cannot read: {exc}"))
         return None
+    too_deep = _nesting_too_deep(text)
+    if too_deep is not None:
+        problems.append(Problem(rel, too_deep, "", f"nested more than {MAX_DEPTH} levels deep"))
+        return None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
+        size = _expanded_size(node)
+        if size > MAX_NODES:
+            problems.append(
+                Problem(rel, 1, "", f"YAML aliases expand to more than {MAX_NODES:,} values")
+            )
+            return None
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         col = f"column {mark.column + 1}: " if mark else ""
         problems.append(Problem(rel, line, "", f"YAML syntax error: {col}{exc.problem}"))
+        return None
+    except yaml.YAMLError as exc:
+        problems.append(Problem(rel, None, "", f"YAML error: {_first_line(str(exc))}"))
+        return None
+    except (RecursionError, ValueError, TypeError, OverflowError) as exc:
+        problems.append(Problem(rel, None, "", f"cannot load: {type(exc).__name__}"))
         return None
     if node is None or not isinstance(data, dict):
         problems.append(Problem(rel, 1, "", "expected a mapping of fields at the top level"))
@@ -159,6 +179,74 @@ def _load_one_with_node(
                 Problem(rel, _line_for(node, loc, err["type"]), _dotted(loc), _message(err))
             )
         return None
+
+
+def _first_line(text: str) -> str:
+    return (text.splitlines() or [""])[0][:200]
+
+
+def _nesting_too_deep(text: str) -> int | None:
+    """The line where ``text`` first nests deeper than :data:`MAX_DEPTH`, or None.
+
+    Read from the token stream, which PyYAML produces without recursion, so this runs before
+    the (recursive) composer could exhaust the stack. Syntax errors are left to the composer.
+    """
+    depth = 0
+    opens = (
+        yaml.BlockMappingStartToken,
+        yaml.BlockSequenceStartToken,
+        yaml.FlowMappingStartToken,
+        yaml.FlowSequenceStartToken,
+    )
+    closes = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if isinstance(token, opens):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return int(token.start_mark.line) + 1
+            elif isinstance(token, closes):
+                depth -= 1
+    except yaml.YAMLError:
+        return None
+    return None
+
+
+def _expanded_size(root: yaml.Node | None) -> int:
+    """How many values ``root`` stands for with every alias expanded, without expanding.
+
+    Aliases share node objects, so sizes are memoised per node; cycles (which SafeLoader
+    cannot build into data) count as too large.
+    """
+    if root is None:
+        return 0
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if done:
+            on_path.discard(key)
+            sizes[key] = min(MAX_NODES + 1, 1 + sum(sizes[id(c)] for c in children))
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            return MAX_NODES + 1
+        on_path.add(key)
+        stack.append((node, True))
+        stack += [(c, False) for c in children if id(c) not in sizes]
+    return sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def _message(err: Any) -> str:
@@ -206,18 +294,29 @@ def _child(node: yaml.Node, part: Any) -> yaml.Node | None:
     return None
 
 
-def _duplicate_keys(node: yaml.Node, path: tuple[str, ...]) -> Iterable[tuple[str, int]]:
+def _duplicate_keys(
+    node: yaml.Node, path: tuple[str, ...], visited: set[int] | None = None
+) -> Iterable[tuple[str, int]]:
+    """Keys written twice in one mapping. Each node is walked once: an alias is not expanded."""
+    visited = set() if visited is None else visited
+    if id(node) in visited:
+        return
+    visited.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key, value in node.value:
-            name = ".".join((*path, str(key.value)))
-            if key.value in seen:
-                yield name, key.start_mark.line + 1
-            seen.add(key.value)
-            yield from _duplicate_keys(value, (*path, str(key.value)))
+            label = str(key.value) if isinstance(key, yaml.ScalarNode) else "<complex key>"
+            name = ".".join((*path, label))
+            if isinstance(key, yaml.ScalarNode):
+                if key.value in seen:
+                    yield name, key.start_mark.line + 1
+                seen.add(key.value)
+            yield from _duplicate_keys(value, (*path, label), visited)
     elif isinstance(node, yaml.SequenceNode):
         for i, value in enumerate(node.value):
-            yield from _duplicate_keys(value, (*path[:-1], f"{path[-1]}[{i}]") if path else ())
+            yield from _duplicate_keys(
+                value, (*path[:-1], f"{path[-1]}[{i}]") if path else (), visited
+            )
 
 
 def _cross_checks(

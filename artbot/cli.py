@@ -97,7 +97,11 @@ def list_(obj: Context, as_json: bool) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Write NN.md files here instead of printing.",
 )
-@click.option("--tracking-issue", type=int, help="Tracking issue number for the back-link.")
+@click.option(
+    "--tracking-issue",
+    type=click.IntRange(min=1),
+    help="Tracking issue number for the back-link.",
+)
 @pass_ctx
 def render(
     obj: Context, item: int | None, all_: bool, out: Path | None, tracking_issue: int | None
@@ -194,7 +198,7 @@ def github_options(f: F) -> F:
         ),
         click.option(
             "--tracking-issue",
-            type=int,
+            type=click.IntRange(min=1),
             help="Tracking issue number [default: findings/audit.yaml].",
         ),
         click.option(

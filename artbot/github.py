@@ -59,18 +59,40 @@ class EtagCache:
         tmp.replace(self.path)
 
 
-class _Retry(GithubRetry):
-    """GithubRetry, except that a POST answered with a 5xx is not sent again.
+# Every write is retried on a rate limit (403 secondary / 429): GitHub did nothing then.
+# urllib3's default list leaves out PATCH and POST, so without this a rate-limited checklist
+# edit ended the run.
+RETRY_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "PATCH", "POST"})
 
-    A 5xx to a create may come after the issue was made; sending it again could file it
-    twice. Instead the caller re-lists and looks (GitHub is the source of truth). Rate-limit
-    answers (403/429) are still retried: GitHub did nothing then.
+
+class _Retry(GithubRetry):
+    """GithubRetry for every method, except that a POST is never sent twice blind.
+
+    A 5xx to a create may come after the issue was made, and so may a connection dropped
+    after the request went out; sending it again could file it twice. Instead the caller
+    re-lists by marker and looks (GitHub is the source of truth). Rate-limit answers
+    (403 secondary / 429) are retried for every method, POST included, after Retry-After or
+    a bounded exponential back-off.
     """
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("allowed_methods", RETRY_METHODS)
+        super().__init__(**kwargs)
 
     def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
         if method == "POST" and status_code >= 500:
             return False
+        if status_code == 429 and self.total:
+            return True  # with or without Retry-After: back off exponentially (bounded)
         return bool(super().is_retry(method, status_code, has_retry_after))
+
+    def increment(
+        self, method: str | None = None, url: str | None = None, *args: Any, **kwargs: Any
+    ) -> Any:  # type: ignore[override]
+        error = kwargs.get("error")
+        if method == "POST" and error is not None and self._is_read_error(error):
+            raise error  # the POST may have taken effect: the caller looks before re-creating
+        return super().increment(method, url, *args, **kwargs)
 
 
 def _is_loopback(api_url: str) -> bool:
@@ -109,8 +131,8 @@ class GitHubRepo:
                 total=retries,
                 backoff_factor=0.0 if local else 1.0,
                 secondary_rate_wait=secondary_rate_wait,
-                # A dropped connection on a POST may be retried after the write took effect;
-                # the create path re-lists afterwards and closes the extra (see apply.py).
+                # A connection that was never made is safe to retry for any method; one
+                # dropped after a POST went out is not retried (see _Retry).
                 connect=retries,
                 read=retries,
             ),
@@ -127,7 +149,10 @@ class GitHubRepo:
 
     def _get(self, url: str, params: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """A conditional GET; returns (json, headers). A 304 returns the cached JSON."""
-        key = url + ("?" + urllib.parse.urlencode(sorted(params.items())) if params else "")
+        # Keyed by API root too: a cache written against the sandbox (or another GitHub
+        # Enterprise host) is never trusted against github.com.
+        query = "?" + urllib.parse.urlencode(sorted(params.items())) if params else ""
+        key = f"{self.api_url} {url}{query}"
         saved = self.cache.entries.get(key)
         headers = {"If-None-Match": saved["etag"]} if saved else {}
         with _remote(f"GET {url}"):
@@ -159,7 +184,7 @@ class GitHubRepo:
             if not next_url:
                 return out
             parsed = urllib.parse.urlparse(next_url)
-            url = parsed.path
+            url = relative_path(self.api_url, parsed.path)
             params = dict(urllib.parse.parse_qsl(parsed.query))
 
     def get_issue(self, number: int) -> ObservedIssue:
@@ -208,6 +233,19 @@ class GitHubRepo:
         return list(data)
 
 
+def relative_path(api_url: str, path: str) -> str:
+    """``path`` (from a ``Link`` URL) relative to the API root, which PyGithub prepends again.
+
+    On GitHub Enterprise the root is ``http://host/api/v3``; its ``Link`` URLs hold
+    ``/api/v3/repos/...``, which must be requested as ``/repos/...`` or page 2 would be
+    ``/api/v3/api/v3/repos/...``.
+    """
+    base = urllib.parse.urlparse(api_url).path.rstrip("/")
+    if base and (path == base or path.startswith(base + "/")):
+        return path[len(base) :] or "/"
+    return path
+
+
 def _next_link(link: str | None) -> str | None:
     """The ``rel="next"`` URL of an RFC 5988 Link header."""
     for part in (link or "").split(","):
@@ -249,6 +287,28 @@ def _short(text: str) -> str:
     return line[:200]
 
 
+def check_api_url(url: str | None) -> None:
+    """An API URL is http(s)://host[:port][/path], without query, fragment or credentials."""
+    if url is None:
+        return
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts = None
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+        or parts.username
+        or parts.password
+        or any(c.isspace() for c in url)
+    ):
+        raise BadInput(f"--api-url: not an http(s) API URL: {url[:100]!r}")
+
+
 def connect(
     settings: Settings,
     default_repository: str,
@@ -265,6 +325,7 @@ def connect(
     if not settings.token and not dry_run:
         names = " or ".join(TOKEN_VARIABLES)
         raise BadInput(f"no token: set {names} (or use --dry-run)")
+    check_api_url(api_url or settings.api_url)
     return GitHubRepo(
         repo_name or settings.repository or default_repository,
         api_url=api_url or settings.api_url,

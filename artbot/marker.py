@@ -1,8 +1,19 @@
 """Hidden markers by which artbot recognises its own issues and the part of a body it owns.
 
-An issue is ours when its body holds ``<!-- artbot:finding audit=<commit> item=<n> -->``.
-The rendered text sits between ``<!-- artbot:body:start -->`` and ``<!-- artbot:body:end -->``;
-whatever a human writes outside that region is never touched. Pure functions only.
+The rendered text sits between ``<!-- artbot:body:start -->`` and ``<!-- artbot:body:end -->``
+and holds ``<!-- artbot:finding audit=<commit> item=<n> -->``; whatever a human writes outside
+that region is never touched. Pure functions only.
+
+Regions are found structurally, so that a marker a human quotes (in a sentence, a code span,
+a fenced block, a blockquote) or copies can never widen, shift or duplicate the region:
+
+* a marker counts only when it is alone on its line (trailing spaces and CR allowed) and that
+  line is outside a fenced code block;
+* the region is the **last** such start marker and the first such end marker after it;
+* the finding marker counts only inside that region (see :meth:`IssueMarker.find`).
+
+Whether an issue with a marker is artbot's also depends on who wrote it: see
+:func:`artbot.plan.ours`.
 """
 
 from __future__ import annotations
@@ -12,7 +23,10 @@ from dataclasses import dataclass
 
 BODY_START = "<!-- artbot:body:start -->"
 BODY_END = "<!-- artbot:body:end -->"
+# Any text that could be read as one of artbot's markers; records must not contain it.
+MARKER_PREFIX = "<!-- artbot"
 _MARKER_RE = re.compile(r"<!-- artbot:finding audit=([0-9a-f]{7,40}) item=(\d+) -->")
+_FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
 @dataclass(frozen=True)
@@ -25,36 +39,77 @@ class IssueMarker:
 
     @classmethod
     def find(cls, body: str | None) -> IssueMarker | None:
-        """The first marker in ``body``, or None when the issue is not ours."""
+        """The finding marker alone on a line inside the owned region, else None."""
+        span = region_span(body or "")
+        if span is None:
+            return None
+        region = (body or "")[span[0] : span[1]]
+        for line in region.split("\n"):
+            m = _MARKER_RE.fullmatch(line.rstrip(" \t\r"))
+            if m:
+                return cls(m.group(1), int(m.group(2)))
+        return None
+
+    @classmethod
+    def find_anywhere(cls, body: str | None) -> IssueMarker | None:
+        """A finding marker anywhere in ``body``, quoted or not: only for reporting issues
+        that carry a marker but are not artbot's; never for deciding ownership."""
         m = _MARKER_RE.search(body or "")
         return cls(m.group(1), int(m.group(2))) if m else None
 
 
+def marker_lines(body: str, marker: str) -> list[int]:
+    """Offsets of the lines that are exactly ``marker`` (outside fenced code blocks)."""
+    found: list[int] = []
+    fence: str | None = None
+    offset = 0
+    for line in body.split("\n"):
+        text = line.rstrip(" \t\r")
+        m = _FENCE_RE.match(text)
+        if fence is None and m:
+            fence = m.group(1)[0] * len(m.group(1))
+        elif fence is not None:
+            if m and text.strip() == m.group(1) and m.group(1).startswith(fence):
+                fence = None
+        elif text == marker:
+            found.append(offset)
+        offset += len(line) + 1
+    return found
+
+
+def region_span(body: str) -> tuple[int, int] | None:
+    """``(start, end)`` of the owned region, markers included, or None if absent or broken."""
+    starts = marker_lines(body, BODY_START)
+    if not starts:
+        return None
+    start = starts[-1]
+    ends = [e for e in marker_lines(body, BODY_END) if e > start]
+    if not ends:
+        return None
+    return start, ends[0] + len(BODY_END)
+
+
 def owned_region(body: str) -> str | None:
     """The artbot-owned part of an issue body (markers included), or None if absent or broken."""
-    end = body.find(BODY_END)
-    # The start nearest before the end: an orphaned start marker left by an earlier,
-    # broken region must not make the region swallow the human text after it.
-    start = body.rfind(BODY_START, 0, end) if end >= 0 else -1
-    if start < 0:
-        return None
-    return body[start : end + len(BODY_END)]
+    span = region_span(body)
+    return None if span is None else body[span[0] : span[1]]
 
 
 def replace_owned_region(body: str, rendered: str) -> str:
     """Put the owned region of ``rendered`` in place of the one in ``body``.
 
-    Text outside the region stays byte for byte. A body whose region is missing or
-    broken (a human deleted a marker) gets the new region appended, so nothing is lost.
+    Text outside the region stays byte for byte (the region is replaced by position, so a
+    copy of it quoted elsewhere is left alone). A body whose region is missing or broken (a
+    human deleted a marker) gets the new region appended, so nothing is lost.
     """
     new_region = owned_region(rendered)
     if new_region is None:
         raise ValueError("rendered body has no owned region")
-    old_region = owned_region(body)
-    if old_region is None:
+    span = region_span(body)
+    if span is None:
         sep = "" if body.endswith("\n") or not body else "\n"
         return f"{body}{sep}{new_region}\n"
-    return body.replace(old_region, new_region, 1)
+    return body[: span[0]] + new_region + body[span[1] :]
 
 
 VERIFY_STATUSES = ("reproduced", "partial", "fixed", "not checked", "could not run")

@@ -18,16 +18,41 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from .marker import IssueMarker
+from .marker import MARKER_PREFIX, IssueMarker
 
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 RepoPath = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[^/].*")
 ]
+# GitHub's limit for an issue title.
+TITLE_LIMIT = 256
+IssueTitle = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=TITLE_LIMIT),
+]
+
+
+def _no_marker(value: Any) -> Any:
+    """Reject record text that could be read as one of artbot's hidden markers."""
+    if isinstance(value, str):
+        if MARKER_PREFIX in value:
+            raise ValueError(
+                f"must not contain {MARKER_PREFIX!r}: artbot's markers are reserved "
+                "(it would confuse which part of an issue artbot owns)"
+            )
+    elif isinstance(value, (list, tuple)):
+        for part in value:
+            _no_marker(part)
+    return value
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _text_holds_no_marker(cls, value: Any) -> Any:
+        return _no_marker(value)
 
 
 class ConfidenceLevel(StrEnum):
@@ -141,7 +166,7 @@ class Finding(_Strict):
     """One audit item: what is wrong, where, how we know, and what correct code would do."""
 
     item: int = Field(ge=1, description="Item number in the tracking issue.")
-    title: NonEmpty
+    title: IssueTitle = Field(description="One line of at most 256 characters.")
     summary: NonEmpty = Field(description="One paragraph a reviewer reads first.")
     affects: list[NonEmpty] = Field(min_length=1, description="Backends or code paths affected.")
     locations: list[Location] = Field(min_length=1)
@@ -172,6 +197,13 @@ class Finding(_Strict):
     issue: int | None = Field(
         default=None, ge=1, description="Existing issue number; artbot never files such an item."
     )
+
+    @field_validator("title", mode="before")
+    @classmethod
+    def _title_is_one_line(cls, value: Any) -> Any:
+        if isinstance(value, str) and ("\n" in value.strip() or "\r" in value.strip()):
+            raise ValueError("must be one line (GitHub titles hold no line breaks)")
+        return value
 
 
 class Audit(_Strict):

@@ -89,16 +89,23 @@ def outcome_json(outcome: Any) -> dict[str, Any]:
 
 
 def report(outcome: Any, settings: Settings, *, as_json: bool, dry_run: bool) -> None:
-    """Print an ``open``/``sync`` outcome: the plan, then warnings (annotated in Actions)."""
+    """Print an ``open``/``sync`` outcome: the plan, then warnings (annotated in Actions).
+
+    Every line is redacted: plan lines and warnings carry text that came back from GitHub.
+    """
+
+    def say(text: str, err: bool = False) -> None:
+        click.echo(redact(text, settings.secrets), err=err)
+
     if as_json:
-        click.echo(json.dumps(outcome_json(outcome), indent=2, ensure_ascii=False))
+        say(json.dumps(outcome_json(outcome), indent=2, ensure_ascii=False))
         return
-    click.echo("plan:")
+    say("plan:")
     for line in outcome.plan.text().splitlines():
-        click.echo(f"  {line}")
+        say(f"  {line}")
     if dry_run:
-        click.echo("Dry run -- nothing has been written.")
+        say("Dry run -- nothing has been written.")
     for w in outcome.warnings:
-        click.echo(f"warning: {w}", err=True)
+        say(f"warning: {w}", err=True)
         if settings.in_actions:
-            click.echo(annotation("warning", w))
+            say(annotation("warning", redact(w, settings.secrets)))

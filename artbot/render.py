@@ -15,8 +15,8 @@ import jinja2
 
 from .catalog import Catalog
 from .errors import BadInput
-from .marker import BODY_END, BODY_START, IssueMarker
-from .models import Audit, Finding, Location
+from .marker import BODY_END, BODY_START, MARKER_PREFIX, IssueMarker, marker_lines, region_span
+from .models import TITLE_LIMIT, Audit, Finding, Location
 from .status import ItemStatus
 from .status_view import status_view
 
@@ -141,12 +141,40 @@ def render_issue(
         body = env.get_template("issue_body.md.j2").render(context)
     except jinja2.TemplateError as exc:
         raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
+    where = catalog.files.get(finding.item, finding.repro)
     if len(body) > GITHUB_BODY_LIMIT:
         raise BadInput(
-            f"{catalog.files.get(finding.item, finding.repro)}: rendered body is {len(body):,} "
+            f"{where}: rendered body is {len(body):,} "
             f"characters; GitHub's limit is {GITHUB_BODY_LIMIT:,}"
         )
+    if not title or "\n" in title or "\r" in title or len(title) > TITLE_LIMIT:
+        raise BadInput(
+            f"{where}: rendered title must be one line of 1-{TITLE_LIMIT} characters "
+            f"(it has {len(title)})"
+        )
+    check_markers(body, marker, where)
     return RenderedIssue(finding.item, title, body, issue_labels(audit, finding), marker)
+
+
+def check_markers(body: str, marker: IssueMarker, where: str) -> None:
+    """A rendered body holds exactly one owned region with its finding marker, and no copy
+    of a region, finding or checklist marker (a repro script or its output could carry one).
+    Other artbot markers the templates write (status) are allowed."""
+    ok = (
+        len(marker_lines(body, BODY_START)) == 1
+        and len(marker_lines(body, BODY_END)) == 1
+        and region_span(body) is not None
+        and IssueMarker.find(body) == marker
+        and body.count(BODY_START) == 1
+        and body.count(BODY_END) == 1
+        and body.count("<!-- artbot:finding") == 1
+        and "<!-- artbot:checklist" not in body
+    )
+    if not ok:
+        raise BadInput(
+            f"{where}: rendered body must hold exactly one artbot region and marker; "
+            f"some embedded text (a script, its output) contains {MARKER_PREFIX!r}"
+        )
 
 
 def usable_result(result: Mapping[str, Any] | None) -> Mapping[str, Any] | None:

@@ -1,0 +1,123 @@
+# ruff: noqa: F811  (the fixtures art and root come from test_apply)
+"""Hardening (#12), the GitHub half: PyGithub over HTTP against the sandbox, faults injected.
+
+The pure half (markers, validate) is in test_hardening_input.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from artbot.sandbox import GitHubSandbox
+from tests.test_apply import (  # noqa: F401
+    NAME,
+    OWNER,
+    TRACKING,
+    art,
+    artbot,
+    checklist,
+    issues_for,
+    root,
+)
+
+
+def test_rate_limited_checklist_patch_is_retried(art: GitHubSandbox, root: Path) -> None:
+    """#12 item 3: a 403 secondary rate limit with Retry-After on the PATCH, then a 429
+    without one: both retried, the checklist written."""
+    art.inject_fault("PATCH", rf"/issues/{TRACKING}$", "secondary_rate_limit", retry_after=0)
+    art.inject_fault("PATCH", rf"/issues/{TRACKING}$", 429)
+    result = artbot(art, root, "open", "--item", "4")
+    assert result.exit_code == 0, result.output
+    assert "#1112" in checklist(art)
+    assert not art.pending_faults
+
+
+def test_connection_reset_after_create_files_once(art: GitHubSandbox, root: Path) -> None:
+    """#12 item 3: a dropped connection after the POST took effect is not re-sent blind."""
+    art.inject_fault("POST", r"/issues$", "drop", after_write=True)
+    result = artbot(art, root, "open", "--item", "4")
+    assert result.exit_code == 0, result.output
+    posts = [r for r in art.requests if r.method == "POST" and r.path.endswith("/issues")]
+    assert len(posts) == 1
+    assert len(issues_for(art, 4, state=None)) == 1  # no second issue was filed
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://host/api", "http://", "http://h:x/"])
+def test_malformed_api_url_is_a_one_line_usage_error(
+    art: GitHubSandbox, root: Path, url: str
+) -> None:
+    """#12 item 5: exit 2, no internal error, nothing sent."""
+    from click.testing import CliRunner
+
+    from artbot.cli import cli
+
+    result = CliRunner(env={"GH_TOKEN": "x"}).invoke(
+        cli, ["--root", str(root), "sync", "--api-url", url, "--tracking-issue", str(TRACKING)]
+    )
+    assert result.exit_code == 2, result.output
+    assert "internal error" not in result.output
+    assert "--api-url" in result.output
+    assert len(art.requests) == 0
+
+
+@pytest.mark.parametrize("command", [("sync",), ("open", "--item", "4"), ("render", "--item", "4")])
+def test_negative_tracking_issue_is_refused_before_any_request(
+    art: GitHubSandbox, root: Path, command: tuple[str, ...]
+) -> None:
+    """#12 item 5: `--tracking-issue -5` is never sent to GitHub."""
+    from click.testing import CliRunner
+
+    from artbot.cli import cli
+
+    result = CliRunner(env={"GH_TOKEN": "x"}).invoke(
+        cli,
+        ["--root", str(root), *command, "--tracking-issue", "-5", "--api-url", art.api_url],
+    )
+    assert result.exit_code == 2, result.output
+    assert "internal error" not in result.output
+    assert len(art.requests) == 0
+
+
+def test_warnings_are_redacted_and_their_annotation_escaped(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """#12 item 6: a warning carrying the token (e.g. echoed back by a server) is redacted
+    on stderr and in its ::warning:: annotation, whose text is escaped (one line)."""
+    from artbot.apply import Outcome
+    from artbot.output import report
+    from artbot.plan import Plan
+    from artbot.settings import Settings
+
+    token = "ghp_CANARY0123456789abcdefCANARY"
+    settings = Settings(token=token, secrets=(token,), in_actions=True)
+    outcome = Outcome(Plan(), warnings=[f"could not label #5: 100% denied for {token}\n::error::x"])
+    report(outcome, settings, as_json=False, dry_run=False)
+    out, err = capsys.readouterr()
+    assert token not in out + err
+    warning_lines = [line for line in out.splitlines() if line.startswith("::warning::")]
+    assert warning_lines == ["::warning::could not label #5: 100%25 denied for ***%0A::error::x"]
+    assert "::error::" not in [line[:9] for line in out.splitlines()]
+
+
+def test_etag_cache_is_not_trusted_against_another_api_url(
+    art: GitHubSandbox, root: Path, tmp_path: Path
+) -> None:
+    """#12 item 7: an entry saved against one API root is not sent to another."""
+    from artbot.github import EtagCache, GitHubRepo
+
+    cache = EtagCache(tmp_path / "cache.json")
+    GitHubRepo(f"{OWNER}/{NAME}", api_url=art.api_url, cache=cache).get_issue(TRACKING)
+    assert cache.entries
+    with GitHubSandbox() as other:
+        other.create_repo(OWNER, NAME)
+        for number in (1108, 1109, 1110):
+            other.seed_issue(OWNER, NAME, f"#{number}", "x", number=number)
+        other.seed_issue(OWNER, NAME, "another tracking issue", "other body", number=TRACKING)
+        repo = GitHubRepo(f"{OWNER}/{NAME}", api_url=other.api_url, cache=cache)
+        assert repo.get_issue(TRACKING).body == "other body"
+        assert [r.status for r in other.requests] == [200]
+    # one entry per API root for the same path: neither answers for the other
+    assert len(cache.entries) == 2
+    assert all(key.startswith((art.api_url + " ", other.api_url + " ")) for key in cache.entries)
