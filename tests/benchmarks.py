@@ -118,7 +118,7 @@ def main() -> int:
         rows.append(
             (
                 "open --item N",
-                measure(sb, lambda: open_issues(catalog, repo, [7], TRACKING)),
+                measure(sb, lambda: open_issues(catalog, repo, [5], TRACKING)),
                 TARGETS["open --item N"],
             )
         )
