@@ -236,6 +236,11 @@ class ObservedIssue:
     html_url: str
     labels: tuple[str, ...]
     marker: IssueMarker | None
+    # Who wrote the issue (``user.login``): with the marker, what makes an issue artbot's
+    # (see artbot.ownership). A pull request or a locked issue is never written to.
+    author: str | None = None
+    locked: bool = False
+    pull_request: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ObservedIssue:
@@ -252,4 +257,7 @@ class ObservedIssue:
                 for lbl in data.get("labels") or ()
             ),
             marker=IssueMarker.find(body),
+            author=(data.get("user") or {}).get("login"),
+            locked=bool(data.get("locked")),
+            pull_request="pull_request" in data,
         )

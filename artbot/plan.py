@@ -13,6 +13,7 @@ from typing import Any
 from .checklist import ChecklistEntry
 from .marker import owned_region
 from .models import Audit, Finding, ObservedIssue
+from .ownership import Foreign
 from .render import RenderedIssue
 from .status_view import FILED_CLOSED, StatusView, stated_in_comments, stated_status
 
@@ -168,6 +169,7 @@ Action = (
     | UpdateChecklist
     | ChecklistUpToDate
     | Comment
+    | Foreign
 )
 
 

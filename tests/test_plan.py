@@ -52,6 +52,7 @@ class MemoryRepo:
     issues: dict[int, ObservedIssue] = field(default_factory=dict)
     labels: set[str] = field(default_factory=set)
     log: list[str] = field(default_factory=list)
+    login_name: str = "artbot-bot"
 
     def add(self, title: str, body: str, labels: tuple[str, ...] = (), **kw: Any) -> ObservedIssue:
         number = max(self.issues, default=0) + 1
@@ -64,6 +65,7 @@ class MemoryRepo:
             html_url=f"https://github.com/{self.full_name}/issues/{number}",
             labels=labels,
             marker=IssueMarker.find(body),
+            author=kw.get("author", self.login_name),
         )
         self.issues[number] = issue
         return issue
@@ -71,8 +73,11 @@ class MemoryRepo:
     def list_issues(self, labels: list[str]) -> list[ObservedIssue]:
         return [i for n, i in sorted(self.issues.items()) if set(labels) <= set(i.labels)]
 
-    def get_issue(self, number: int) -> ObservedIssue:
+    def get_issue(self, number: int, *, fresh: bool = False) -> ObservedIssue:
         return self.issues[number]
+
+    def login(self) -> str | None:
+        return self.login_name
 
     def existing_labels(self) -> set[str]:
         return set(self.labels)
