@@ -164,3 +164,22 @@ def test_a_redirect_loop_stops_after_three(art: GitHubSandbox, root: Path) -> No
     assert result.exit_code == 1, result.output
     assert "more than 3 redirects" in result.output + result.stderr
     assert len([r for r in art.requests if r.path.endswith("/issues")]) == 4
+
+
+def test_three_syncs_keep_an_issue_whose_human_text_quotes_both_markers_the_same_length(
+    art: GitHubSandbox, root: Path
+) -> None:
+    """#12 Done when: over HTTP, through the CLI."""
+    from artbot.marker import BODY_END, BODY_START
+
+    assert artbot(art, root, "open", "--item", "4").exit_code == 0
+    [issue] = issues_for(art, 4)
+    note = f"Maintainer: artbot owns `{BODY_START}` to\n{BODY_END}\n> {BODY_START}\n\n"
+    art.edit_issue(OWNER, NAME, issue["number"], body=note + issue["body"])
+    lengths = []
+    for _ in range(3):
+        result = artbot(art, root, "sync")
+        assert result.exit_code == 0, result.output + result.stderr
+        lengths.append(len(art.get_issue(OWNER, NAME, issue["number"])["body"]))
+    assert lengths == [len(note + issue["body"])] * 3
+    assert art.get_issue(OWNER, NAME, issue["number"])["body"].startswith(note)
