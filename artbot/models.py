@@ -138,6 +138,11 @@ class Evidence(_Strict):
     setting: NonEmpty | None = Field(
         default=None, description="Model, data or shape it was measured on."
     )
+    artbot: NonEmpty | None = Field(
+        default=None,
+        description="What artbot's reproduction measured for the same quantity, in its own "
+        "setting (stated in reproduction_notes): shown beside the audit's figure.",
+    )
 
 
 class Fix(_Strict):

@@ -177,3 +177,28 @@ def test_list_json() -> None:
     assert [r["item"] for r in rows] == list(range(1, 12))
     assert [r["issue"] for r in rows[:3]] == [1108, 1109, 1110]
     assert all(r["issue"] is None for r in rows[3:])
+
+
+def test_artbots_evidence_figures_are_ones_its_repro_printed() -> None:
+    """Side-by-side figures (Evidence.artbot) come from the captured run, never typed in:
+    each appears in findings/results/NN.json within its displayed rounding (or as a fraction
+    where the record shows a percentage)."""
+    from artbot.reprorun import load_result
+
+    catalog = load_catalog(REPO)
+    checked = 0
+    for finding in catalog.findings:
+        shown = [e.artbot for e in finding.evidence if e.artbot]
+        if not shown:
+            continue
+        result = load_result(REPO, finding.item)
+        assert result is not None, f"item {finding.item}: no captured output"
+        number = r"[-+]?\d*\.?\d+(?:e[-+]?\d+)?"
+        printed = [float(x) for x in re.findall(number, str(result["stdout"]))]
+        for text in shown:
+            value = float(re.search(number, text.replace(" ", "")).group())  # type: ignore[union-attr]
+            scale = 100 if "%" in text else 1
+            close = [p for p in printed if abs(p * scale - value) <= 0.02 * abs(value)]
+            assert close, f"item {finding.item}: {text!r} is not in the captured output"
+            checked += 1
+    assert checked >= 7
