@@ -48,7 +48,14 @@ class ArtbotGroup(click.Group):
             ctx.exit(fail(exc, settings))
 
 
-@click.group(cls=ArtbotGroup, context_settings={"help_option_names": ["-h", "--help"]})
+# invoke_without_command: `artbot --version` needs no command; any other run still needs one.
+@click.group(
+    cls=ArtbotGroup,
+    invoke_without_command=True,
+    no_args_is_help=True,
+    subcommand_metavar="COMMAND [ARGS]...",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
@@ -57,12 +64,27 @@ class ArtbotGroup(click.Group):
     help="Repository holding findings/, templates/ and repros/.",
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks (tokens redacted).")
+@click.option("--version", is_flag=True, help="Print artbot's version and exit.")
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="With --version: also Python's, PyGithub's and torch's versions and the catalog's audit.",
+)
 @click.pass_context
-def cli(ctx: click.Context, root: Path, debug: bool) -> None:
+def cli(ctx: click.Context, root: Path, debug: bool, version: bool, verbose: bool) -> None:
     """artbot: file the findings of ART's numerics audit as GitHub issues, and keep them in step.
 
     Exit codes: 0 ok, 1 remote or run failure, 2 bad input or usage.
     """
+    if version:
+        from .version import version_text
+
+        click.echo(version_text(root, verbose=verbose))
+        ctx.exit(0)
+    if verbose:
+        raise click.UsageError("--verbose goes with --version")
+    if ctx.invoked_subcommand is None:
+        raise click.UsageError("Missing command.")
     from .settings import Settings
 
     ctx.obj = Context(Settings.from_env(root=root, debug=debug))
