@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from .terminal import SizedContext
+
 if TYPE_CHECKING:
     from .settings import Settings
 
@@ -35,6 +37,8 @@ class Context:
 
 
 class ArtbotGroup(click.Group):
+    context_class = SizedContext  # `artbot --help` without shutil's import
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
