@@ -1,8 +1,8 @@
-"""The GitHub Actions workflows: lint-clean, least privilege, pinned, injection-safe, and working.
+"""The GitHub Actions workflows and the composite action (action.yml): lint-clean, least
+privilege, pinned, injection-safe.
 
-The last tests take the `run:` scripts of sync.yml and open.yml as they stand and run them with
-bash, in the environment Actions would give them, against the GitHub sandbox: a workflow and
-the CLI it calls cannot drift apart unnoticed.
+tests/test_action.py runs the action's steps, as sync.yml and open.yml call it, against the
+GitHub sandbox: a workflow, the action and the CLI it calls cannot drift apart unnoticed.
 """
 
 from __future__ import annotations
@@ -21,18 +21,11 @@ import pytest
 import yaml
 
 from artbot.apply import default_cache_path
-from artbot.sandbox import GitHubSandbox
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOWS = REPO / ".github" / "workflows"
+ACTION = REPO / "action.yml"
 BIN = Path(sys.executable).parent
-OWNER, NAME = "OpenPipe", "ART"
-TOKEN = "dummy-workflow-token"
-CHECKLIST_START = "<!-- artbot:checklist:start -->"
-CHECKLIST_END = "<!-- artbot:checklist:end -->"
-SUMMARY_HEADER = "| Item | Issue | State | What changed |"
-# What Actions gives a `shell: bash` step: bash --noprofile --norc -eo pipefail {0}
-BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]
 
 
 def workflow_files() -> list[Path]:
@@ -51,9 +44,29 @@ def triggers(workflow: Mapping[Any, Any]) -> dict[str, Any]:
     return {value: None} if isinstance(value, str) else dict(value or {})
 
 
+def load_action() -> dict[str, Any]:
+    data = yaml.safe_load(ACTION.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
 def all_steps(workflow: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     for job in workflow["jobs"].values():
         yield from job.get("steps", [])
+
+
+def action_steps() -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = load_action()["runs"]["steps"]
+    return steps
+
+
+def every_step() -> Iterator[tuple[str, dict[str, Any]]]:
+    """(file name, step) for each step of each workflow and of the composite action."""
+    for path in workflow_files():
+        for s in all_steps(load(path.name)):
+            yield path.name, s
+    for s in action_steps():
+        yield ACTION.name, s
 
 
 def step(workflow: Mapping[str, Any], step_id: str) -> dict[str, Any]:
@@ -104,26 +117,76 @@ def lint(files: list[Path], cwd: Path) -> list[dict[str, Any]]:
     return findings
 
 
-def test_workflows_have_no_lint_findings() -> None:
-    files = workflow_files()
-    assert {f.name for f in files} >= {"sync.yml", "open.yml", "ci.yml"}
+def test_workflows_and_the_action_have_no_lint_findings() -> None:
+    files = [*workflow_files(), ACTION]
+    assert {f.name for f in files} >= {"sync.yml", "open.yml", "ci.yml", "action.yml"}
     findings = lint(files, REPO)
     report = "\n".join(f"{f['filepath']}:{f['line']}: {f['message']} [{f['id']}]" for f in findings)
     assert findings == [], report
 
 
-def test_the_linter_catches_injection_and_shell_mistakes(tmp_path: Path) -> None:
-    # The clean result above means something only if this linter, so invoked, sees these.
-    bad = tmp_path / ".github" / "workflows" / "bad.yml"
-    bad.parent.mkdir(parents=True)
-    bad.write_text(
-        "name: bad\non:\n  workflow_dispatch:\n    inputs:\n      item:\n        type: string\n"
-        "permissions: {}\njobs:\n  a:\n    name: a\n    runs-on: ubuntu-24.04\n"
-        "    timeout-minutes: 5\n    steps:\n      - run: echo ${{ inputs.item }} $HOME\n",
-        encoding="utf-8",
-    )
-    rules = {f["id"] for f in lint([bad], tmp_path)}
-    assert {"template-injection", "shellcheck"} <= rules
+BAD_WORKFLOW = """\
+name: bad
+on:
+  workflow_dispatch:
+    inputs:
+      item:
+        type: string
+permissions: {}
+jobs:
+  a:
+    name: a
+    runs-on: ubuntu-24.04
+    timeout-minutes: 5
+    steps:
+      - run: echo ${{ inputs.item }} $HOME
+      - uses: ./
+  b:
+    name: b
+    runs-on: ubuntu-24.04
+    timeout-minutes: 5
+    steps:
+      - uses: actions/checkout@de0fac2e4500dabe0009e67214ff5f5447ce83dd # v6.0.2
+      - uses: ./
+        with:
+          not-an-input: x
+"""
+BAD_ACTION = """\
+name: bad
+description: bad
+inputs:
+  item:
+    description: item
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      run: echo ${{ inputs.item }} $HOME
+"""
+
+
+def test_the_linter_catches_injection_shell_and_input_mistakes(tmp_path: Path) -> None:
+    # The clean result above means something only if this linter, so invoked, sees these, in
+    # a workflow and in a composite action alike, checks `with:` against action.yml, and
+    # that `uses: ./` comes after the checkout that brings it.
+    workflow = tmp_path / ".github" / "workflows" / "bad.yml"
+    workflow.parent.mkdir(parents=True)
+    workflow.write_text(BAD_WORKFLOW, encoding="utf-8")
+    action = tmp_path / "action.yml"
+    action.write_text(BAD_ACTION, encoding="utf-8")
+    # A repository, as here: the linter resolves `./` from the repository's root.
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=60)
+
+    found: dict[str, set[str]] = {}
+    for f in lint([workflow, action], tmp_path):
+        found.setdefault(Path(f["filepath"]).name, set()).add(f["id"])
+    assert {
+        "template-injection",
+        "shellcheck",
+        "unknown-action-input",
+        "local-action-checkout",
+    } <= found["bad.yml"]
+    assert {"template-injection", "shellcheck"} <= found["action.yml"]
 
 
 # -- properties ----------------------------------------------------------------------------
@@ -199,13 +262,33 @@ def test_open_takes_an_item_and_a_dry_run_flag_by_hand() -> None:
     assert inputs["dry_run"]["type"] == "boolean"
 
 
+MAKE_TEST = re.compile(r"^make test\b", re.MULTILINE)
+
+
+def make_test_step() -> dict[str, Any]:
+    [job] = load("ci.yml")["jobs"].values()
+    [found] = [s for s in job["steps"] if MAKE_TEST.search(s.get("run", ""))]
+    return found
+
+
 def test_ci_runs_make_test_on_python_311_and_312() -> None:
     workflow = load("ci.yml")
     assert {"push", "pull_request"} <= set(triggers(workflow))
     [job] = workflow["jobs"].values()
     assert job["strategy"]["matrix"]["python-version"] == ["3.11", "3.12"]
-    runs = [s["run"] for s in job["steps"] if "run" in s]
-    assert any(re.match(r"make test\b", r.strip()) for r in runs), runs
+    assert MAKE_TEST.search(make_test_step()["run"])
+
+
+def test_ci_takes_torch_from_the_cpu_index_and_stays_within_10_minutes() -> None:
+    # The index is set in the workflow's environment, from a repository variable; the
+    # Makefile (local and offline installs) names no index.
+    env = make_test_step()["env"]
+    assert env["PIP_EXTRA_INDEX_URL"] == "${{ vars.ARTBOT_TORCH_INDEX_URL }}"
+    [job] = load("ci.yml")["jobs"].values()
+    assert job["timeout-minutes"] <= 10
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    assert "index" not in makefile.lower()
+    assert "torch==2.13.0" in makefile
 
 
 def test_ci_runs_the_property_tests_with_random_examples_nightly() -> None:
@@ -214,9 +297,7 @@ def test_ci_runs_the_property_tests_with_random_examples_nightly() -> None:
     minute, hour, day, month, weekday = entry["cron"].split()
     assert len(cron_field(minute, 0, 59)) == len(cron_field(hour, 0, 23)) == 1
     assert (day, month, weekday) == ("*", "*", "*")
-    [job] = workflow["jobs"].values()
-    [step] = [s for s in job["steps"] if re.match(r"make test\b", s.get("run", "").strip())]
-    profile = step["env"]["HYPOTHESIS_PROFILE"]
+    profile = make_test_step()["env"]["HYPOTHESIS_PROFILE"]
     assert "github.event_name == 'schedule' && 'nightly'" in profile
     assert profile.endswith("|| 'ci' }}")
 
@@ -224,16 +305,20 @@ def test_ci_runs_the_property_tests_with_random_examples_nightly() -> None:
 PINNED = re.compile(r"^\s*-?\s*uses:\s*([\w.-]+/[\w./-]+)@([0-9a-f]{40})\s+#\s*v\d+\.\d+\.\d+\s*$")
 
 
+LOCAL = re.compile(r"^\s*-?\s*uses:\s*\./\s*$")
+
+
 def test_every_action_is_pinned_to_a_commit_with_its_version_named() -> None:
+    # ./ (this repository's own action.yml, at the commit being run) is the one exception.
     shas: dict[str, set[str]] = {}
-    for path in workflow_files():
+    for path in [*workflow_files(), ACTION]:
         lines = [
             ln
             for ln in path.read_text(encoding="utf-8").splitlines()
-            if re.match(r"^\s*-?\s*uses:", ln)
+            if re.match(r"^\s*-?\s*uses:", ln) and not LOCAL.match(ln)
         ]
-        uses = [s["uses"] for s in all_steps(load(path.name)) if "uses" in s]
-        assert len(lines) == len(uses), path.name
+        uses = [s["uses"] for name, s in every_step() if name == path.name and "uses" in s]
+        assert len(lines) == len([u for u in uses if u != "./"]), path.name
         for line in lines:
             match = PINNED.match(line)
             assert match, f"{path.name}: not pinned to a full SHA with a # vX.Y.Z comment: {line}"
@@ -246,41 +331,52 @@ def test_every_action_is_pinned_to_a_commit_with_its_version_named() -> None:
 def test_no_expression_is_pasted_into_a_script() -> None:
     # ${{ }} in `run:` is substituted into the script text before bash reads it: a crafted input
     # becomes code. Every value reaches the scripts through env instead.
-    for path in workflow_files():
-        for s in all_steps(load(path.name)):
-            assert "${{" not in s.get("run", ""), f"{path.name}: {s.get('name') or s['run']}"
+    for name, s in every_step():
+        assert "${{" not in s.get("run", ""), f"{name}: {s.get('name') or s['run']}"
 
 
-def test_setup_python_caches_pip_by_pyproject() -> None:
+def test_every_step_of_the_action_runs_bash() -> None:
+    # A composite action's `run:` step must name its shell; the scripts are written for bash.
+    for s in action_steps():
+        assert s.get("shell") == "bash", s.get("name")
+    assert load_action()["runs"]["using"] == "composite"
+
+
+def test_setup_python_caches_pip_by_the_files_that_pin_packages() -> None:
+    # ci.yml's torch is pinned in the Makefile; sync and open install from pyproject.toml.
+    wanted = {"ci.yml": {"pyproject.toml", "Makefile"}}
     for path in workflow_files():
         for s in all_steps(load(path.name)):
             if s.get("uses", "").startswith("actions/setup-python@"):
                 assert s["with"]["cache"] == "pip", path.name
-                assert s["with"]["cache-dependency-path"] == "pyproject.toml", path.name
+                keyed = set(s["with"]["cache-dependency-path"].split())
+                assert keyed == wanted.get(path.name, {"pyproject.toml"}), path.name
 
 
-def test_sync_installs_runtime_dependencies_only() -> None:
-    steps = [s for s in all_steps(load("sync.yml")) if "pip" in s.get("run", "")]
-    installs = [(s["run"].strip(), s.get("if")) for s in steps]
-    # torch only for --verify (the reproductions), pinned; skipped when ARTBOT_VERIFY is off.
-    assert installs == [
-        ("python -m pip install -e .", None),
-        ("python -m pip install torch==2.13.0", "vars.ARTBOT_VERIFY != 'off'"),
-    ]
+def test_sync_and_open_run_artbots_own_action() -> None:
+    # `uses: ./`: the action is tested where it is defined, as other repositories call it.
+    for name, step_id, command in (("sync.yml", "sync", "sync"), ("open.yml", "open", "open")):
+        spec = step(load(name), step_id)
+        assert spec["uses"] == "./", name
+        assert spec["with"]["command"] == command, name
+        assert not [s for s in all_steps(load(name)) if "run" in s], f"{name}: a script outside"
 
 
 def test_scheduled_sync_verifies_the_newest_release_unless_turned_off() -> None:
+    # The action passes `release` to `sync --verify` (run in tests/test_action.py).
     spec = step(load("sync.yml"), "sync")
-    assert spec["env"]["ARTBOT_VERIFY"] == "${{ vars.ARTBOT_VERIFY }}"
-    assert 'verify="${ARTBOT_VERIFY:-latest}"' in spec["run"]
-    assert 'args+=(--verify "$verify")' in spec["run"]
+    assert spec["with"]["release"] == "${{ vars.ARTBOT_VERIFY || 'latest' }}"
+    assert spec["with"]["torch-index-url"] == "${{ vars.ARTBOT_TORCH_INDEX_URL }}"
 
 
 def test_sync_keeps_artbots_etag_cache_between_runs() -> None:
     steps = list(all_steps(load("sync.yml")))
     [index] = [i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/cache@")]
     cache = steps[index]["with"]
+    # Where the action tells artbot to keep it: the workspace's .artbot/.
     assert Path(cache["path"]) == default_cache_path(Path(".")).parent
+    [run] = [s["run"] for s in action_steps() if s.get("id") == "run"]
+    assert f'--cache "$GITHUB_WORKSPACE/{default_cache_path(Path("."))}"' in run
     assert "${{ github.run_id }}" in cache["key"]
     assert cache["key"].startswith(cache["restore-keys"])
     assert index < steps.index(step(load("sync.yml"), "sync"))
@@ -292,247 +388,46 @@ def test_the_token_reaches_only_the_step_that_uses_it() -> None:
         assert "env" not in workflow and all("env" not in j for j in workflow["jobs"].values())
         holders = [s for s in all_steps(workflow) if "secrets." in json.dumps(s)]
         assert holders == [step(workflow, step_id)], name
-        assert holders[0]["env"]["GITHUB_TOKEN"] == "${{ secrets.GITHUB_TOKEN }}"
+        assert holders[0]["with"]["github-token"] == "${{ secrets.GITHUB_TOKEN }}"
+    # In the action, only the step that runs artbot sees it (not pip's install).
+    holders = [s for s in action_steps() if "inputs.github-token" in json.dumps(s)]
+    assert [s.get("id") for s in holders] == ["run"]
+    assert holders[0]["env"] == {**holders[0]["env"], "GH_TOKEN": "${{ inputs.github-token }}"}
+    assert load_action()["inputs"]["github-token"]["default"] == "${{ github.token }}"
 
 
-# -- the scripts, run as Actions would run them ----------------------------------------------
+def readme_example() -> str:
+    """The workflow README's "The artbot action" offers to copy into another repository."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### The artbot action") :]
+    section = section[: section.index("\n### ", 1)]
+    [block] = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
+    return block
 
 
-EXPRESSION = re.compile(r"^\$\{\{\s*(.+?)\s*\}\}$")
-
-
-def step_env(spec: Mapping[str, Any], context: Mapping[str, str]) -> dict[str, str]:
-    """The step's `env:`, with each ``${{ x }}`` replaced by ``context[x]``, as Actions would."""
-    env = {}
-    for key, value in (spec.get("env") or {}).items():
-        match = EXPRESSION.match(str(value))
-        if match is None:
-            assert "${{" not in str(value), f"{key}: only whole-value expressions are modelled"
-            env[key] = str(value)
-        else:
-            assert match[1] in context, f"{key}: the test does not model {match[1]!r}"
-            env[key] = context[match[1]]
-    return env
-
-
-def run_step(
-    workflow: str,
-    step_id: str,
-    cwd: Path,
-    sandbox: GitHubSandbox,
-    context: Mapping[str, str],
-) -> subprocess.CompletedProcess[str]:
-    """Run one step's script with bash, in the environment a GitHub-hosted runner sets."""
-    spec = step(load(workflow), step_id)
-    assert load(workflow)["defaults"]["run"]["shell"] == "bash"
-    script = cwd.parent / f"{step_id}-step.sh"
-    script.write_text(spec["run"], encoding="utf-8")
-    env = {
-        # A clean environment: a developer's own GH_TOKEN must not win over the step's token.
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "HOME": str(cwd.parent),
-        "LANG": "C.UTF-8",
-        "CI": "true",
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_REPOSITORY": f"{OWNER}/{NAME}",
-        "GITHUB_API_URL": sandbox.api_url,
-        "GITHUB_STEP_SUMMARY": str(cwd.parent / "step-summary.md"),
-        **step_env(spec, context),
-    }
-    return subprocess.run(
-        [*BASH, str(script)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-
-
-@pytest.fixture
-def checkout(tmp_path: Path) -> Path:
-    """What actions/checkout leaves: the catalog, templates and repros (a copy: sync writes
-    its ETag cache into the checkout)."""
-    root = tmp_path / "checkout"
-    for part in ("findings", "templates", "repros"):
-        shutil.copytree(REPO / part, root / part)
-    return root
-
-
-def seed_as(sandbox: GitHubSandbox, number: int, title: str, body: str) -> int:
-    """Seed an issue numbered ``number``: the issues before it are seeded and deleted."""
-    while (seeded := sandbox.seed_issue(OWNER, NAME, title, body)) < number:
-        sandbox.delete_issue(OWNER, NAME, seeded)
-    assert seeded == number
-    return seeded
-
-
-@pytest.fixture
-def tracking(sandbox: GitHubSandbox) -> int:
-    """ART as the audit left it: the dedicated issues filed by hand (#1108-#1110), then the
-    tracking issue, as written, right after them."""
-    sandbox.create_repo(OWNER, NAME)
-    preset = sorted((r["issue"], r["title"]) for r in records() if r.get("issue"))
-    for number, title in preset:
-        seed_as(sandbox, number, title, "Filed by hand during the audit.")
-    body = (REPO / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
-    return sandbox.seed_issue(OWNER, NAME, "Numerics audit of ART", body)
-
-
-def records() -> list[dict[str, Any]]:
-    return [
-        yaml.safe_load(p.read_text(encoding="utf-8"))
-        for p in sorted((REPO / "findings").glob("[0-9][0-9]-*.yaml"))
-    ]
-
-
-def titles() -> dict[int, str]:
-    return {r["item"]: r["title"] for r in records()}
-
-
-def writes(sandbox: GitHubSandbox) -> list[str]:
-    return [f"{r.method} {r.path}" for r in sandbox.requests if r.method not in ("GET", "HEAD")]
-
-
-def schedule_context(tracking_issue: str, dry_run: str = "") -> dict[str, str]:
-    # On a scheduled run `inputs` is empty, so inputs.dry_run is ''.
-    return {
-        "secrets.GITHUB_TOKEN": TOKEN,
-        "vars.ARTBOT_TRACKING_ISSUE": tracking_issue,
-        # The reproductions against a release are tested in test_verify.py, not here.
-        "vars.ARTBOT_VERIFY": "off",
-        "inputs.dry_run": dry_run,
-    }
-
-
-def test_sync_step_fills_the_checklist_and_writes_the_summary(
-    sandbox: GitHubSandbox, tracking: int, checkout: Path
+def test_the_readmes_example_for_another_repository_is_lint_clean_and_pinned(
+    tmp_path: Path,
 ) -> None:
-    before = sandbox.get_issue(OWNER, NAME, tracking)["body"]
+    text = readme_example()
+    example = tmp_path / ".github" / "workflows" / "artbot-sync.yml"
+    example.parent.mkdir(parents=True)
+    example.write_text(text, encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=60)
+    assert lint([example], tmp_path) == []
 
-    proc = run_step("sync.yml", "sync", checkout, sandbox, schedule_context(str(tracking)))
+    workflow = yaml.safe_load(text)
+    [job] = workflow["jobs"]
+    assert workflow["permissions"] == {}
+    assert effective_permissions(workflow, job) == {"issues": "write", "contents": "read"}
+    [artbot] = [s for s in all_steps(workflow) if "/artbot@" in s.get("uses", "")]
+    assert set(artbot["with"]) <= set(load_action()["inputs"])
+    assert artbot["with"]["command"] == "sync"
+    for line in text.splitlines():
+        if re.match(r"^\s*-?\s*uses:", line):
+            assert PINNED.match(line), line
 
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert TOKEN not in proc.stdout + proc.stderr
-    body = sandbox.get_issue(OWNER, NAME, tracking)["body"]
-    assert CHECKLIST_START in body and CHECKLIST_END in body, "no checklist in the tracking issue"
-    start, end = body.index(CHECKLIST_START), body.index(CHECKLIST_END)
-    block = body[start:end]
-    for record in records():
-        link = f" — #{record['issue']}" if record.get("issue") else ""
-        assert f"{record['item']}. {record['title']}{link}" in block, record["item"]
-    # Only the block was added; the audit's own text is all still there.
-    outside = body[:start] + body[end + len(CHECKLIST_END) :]
-    assert outside.split() == before.split()
+    # The same actions/cache as this repository's sync.yml.
+    def caches(wf: Mapping[str, Any]) -> set[str]:
+        return {s["uses"] for s in all_steps(wf) if "actions/cache@" in s.get("uses", "")}
 
-    summary = (checkout.parent / "step-summary.md").read_text(encoding="utf-8")
-    assert SUMMARY_HEADER in summary
-    for item, title in titles().items():
-        assert f"| {item}. {title} |" in summary, item
-    assert f"Tracking issue #{tracking}: checklist updated" in summary
-    [cached] = [
-        s["with"]["path"]
-        for s in all_steps(load("sync.yml"))
-        if s.get("uses", "").startswith("actions/cache@")
-    ]
-    assert any((checkout / cached).iterdir()), "sync saved no ETags where the workflow caches"
-
-
-def test_an_unchanged_sync_is_answered_from_the_etag_cache(
-    sandbox: GitHubSandbox, tracking: int, checkout: Path
-) -> None:
-    # The first run writes (checklist, labels on the hand-filed issues), which changes the
-    # issues list; the second reads that new list; from then on nothing has changed.
-    for _ in range(2):
-        proc = run_step("sync.yml", "sync", checkout, sandbox, schedule_context(str(tracking)))
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    sandbox.requests.clear()
-
-    proc = run_step("sync.yml", "sync", checkout, sandbox, schedule_context(str(tracking)))
-
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert writes(sandbox) == []
-    statuses = [r.status for r in sandbox.requests if r.method == "GET"]
-    assert statuses and all(s == 304 for s in statuses), list(sandbox.requests)
-
-
-def test_sync_dry_run_input_writes_nothing(
-    sandbox: GitHubSandbox, tracking: int, checkout: Path
-) -> None:
-    before = sandbox.get_issue(OWNER, NAME, tracking)["body"]
-
-    proc = run_step(
-        "sync.yml", "sync", checkout, sandbox, schedule_context(str(tracking), dry_run="true")
-    )
-
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert writes(sandbox) == []
-    assert sandbox.get_issue(OWNER, NAME, tracking)["body"] == before
-    assert "Dry run -- nothing has been written." in proc.stdout
-    summary = (checkout.parent / "step-summary.md").read_text(encoding="utf-8")
-    assert "(dry run)" in summary
-
-
-@pytest.mark.parametrize("value", ["1 --dry-run", "1; touch pwned", "$(touch pwned)", "#1"])
-def test_sync_refuses_a_tracking_variable_that_is_not_a_number(
-    sandbox: GitHubSandbox, checkout: Path, value: str
-) -> None:
-    proc = run_step("sync.yml", "sync", checkout, sandbox, schedule_context(value))
-
-    assert proc.returncode == 2
-    assert "::error::" in proc.stdout
-    assert len(sandbox.requests) == 0
-    assert not (checkout / "pwned").exists()
-
-
-def open_context(item: str, dry_run: str) -> dict[str, str]:
-    return {
-        "secrets.GITHUB_TOKEN": TOKEN,
-        "vars.ARTBOT_TRACKING_ISSUE": "",
-        "inputs.item": item,
-        "inputs.dry_run": dry_run,
-    }
-
-
-@pytest.mark.parametrize(
-    "item", ["7; touch pwned", "$(touch pwned)", "7 --all", "-1", "", "ALL", "7\ntouch pwned"]
-)
-def test_open_refuses_an_item_that_is_not_a_number_or_all(
-    sandbox: GitHubSandbox, checkout: Path, item: str
-) -> None:
-    proc = run_step("open.yml", "open", checkout, sandbox, open_context(item, "false"))
-
-    assert proc.returncode == 2
-    assert "::error::" in proc.stdout
-    assert len(sandbox.requests) == 0
-    assert not (checkout / "pwned").exists()
-
-
-@pytest.mark.parametrize("item", ["7", "all"])
-def test_open_dry_run_previews_and_writes_nothing(
-    sandbox: GitHubSandbox, tracking: int, checkout: Path, item: str
-) -> None:
-    proc = run_step("open.yml", "open", checkout, sandbox, open_context(item, "true"))
-
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert writes(sandbox) == []
-    assert "--- would file: " in proc.stdout
-    assert f"--- would file: {titles()[7]}" in proc.stdout
-    if item == "all":  # every item that has no issue yet
-        unfiled = [r for r in records() if not r.get("issue")]
-        assert proc.stdout.count("--- would file: ") == len(unfiled)
-
-
-@pytest.mark.parametrize("value", ["latest --dry-run", "1; touch pwned", "$(touch pwned)"])
-def test_sync_refuses_a_verify_variable_that_is_not_a_version(
-    sandbox: GitHubSandbox, checkout: Path, tracking: int, value: str
-) -> None:
-    context = {**schedule_context(str(tracking)), "vars.ARTBOT_VERIFY": value}
-    sandbox.requests.clear()
-    proc = run_step("sync.yml", "sync", checkout, sandbox, context)
-
-    assert proc.returncode == 2
-    assert "::error::ARTBOT_VERIFY" in proc.stdout
-    assert len(sandbox.requests) == 0
-    assert not (checkout / "pwned").exists()
+    assert caches(workflow) == caches(load("sync.yml")) != set()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -66,6 +64,8 @@ def _emit(
     ctx: click.Context, as_json: bool, data: Any, table: Callable[[], str], *, ok: bool
 ) -> None:
     if _wants_json(ctx, as_json):
+        import json
+
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         click.echo(table())
@@ -74,6 +74,8 @@ def _emit(
 
 def _main_label(art_src: Path) -> str:
     """``main@<sha>`` for a git checkout, else the folder's name."""
+    import subprocess
+
     proc = subprocess.run(
         ["git", "-C", str(art_src), "rev-parse", "--short=9", "HEAD"],
         capture_output=True,
@@ -121,6 +123,8 @@ def verify(
     anchors = verify_anchors(catalog, tree)
     code = verify_code(catalog, tree)
     if as_json:
+        import json
+
         data = {
             "source": tree.label,
             "anchors": anchors_json(anchors, tree),

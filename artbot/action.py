@@ -1,0 +1,129 @@
+"""The composite action's (action.yml) account of an ``open`` or ``sync`` run.
+
+action.yml runs ``artbot open|sync --json`` and hands the report here: :func:`log_lines` is
+what artbot prints without ``--json`` (what was done, the plan, warnings with their
+annotations), :func:`outputs` the step's outputs, :func:`open_summary` the step summary of
+``open`` (``sync`` writes its own). A dry run is run without ``--json``, since its preview is
+the point; it files and changes nothing, and its outputs say so. Pure functions and a small
+``main`` (``python -m artbot.action --help``); no GitHub I/O.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, get_args
+
+import click
+
+from . import plan as plan_module
+from .output import annotation, redact
+from .settings import Settings
+
+Report = Mapping[str, Any]  # what `artbot open|sync --json` prints (artbot.output.outcome_json)
+ACTIONS = {kind.__name__: kind for kind in get_args(plan_module.Action)}
+
+
+def filed(report: Report) -> list[int]:
+    """The issues this run filed: those of the plan's creates that exist now."""
+    creates = {a["item"] for a in report["plan"] if a["action"] == "Create"}
+    issues = report["issues"]
+    return sorted(issues[str(i)]["number"] for i in creates if str(i) in issues)
+
+
+def outputs(report: Report | None) -> dict[str, str]:
+    """The action's outputs; ``report`` is None when the run wrote nothing by design (a dry
+    run, ``verify``).
+
+    ``filed``: issue numbers, space-separated. ``changed``: what was written, a JSON array of
+    lines (``item 7: filed #1112 ...``, ``updated the checklist in #1111``). ``issues``: a JSON
+    object, item number to issue number, for every issue artbot filed (found by its marker;
+    issues filed by hand are in the catalog), only with a report.
+    """
+    if report is None:
+        return {"filed": "", "changed": "[]"}
+    issues = {item: issue["number"] for item, issue in report["issues"].items()}
+    return {
+        "filed": " ".join(map(str, filed(report))),
+        "changed": json.dumps(report["done"], ensure_ascii=False),
+        "issues": json.dumps(issues),
+    }
+
+
+def output_file_text(values: Mapping[str, str]) -> str:
+    """``values`` in $GITHUB_OUTPUT's multi-line form, with a delimiter no value contains."""
+    text = ""
+    for name, value in values.items():
+        delimiter = f"ghadelimiter_{uuid.uuid4()}"
+        assert delimiter not in value
+        text += f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+    return text
+
+
+def plan_lines(plan: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The plan as artbot prints it: each action's own ``describe()``."""
+    lines = []
+    for data in plan:
+        fields = {k: v for k, v in data.items() if k != "action"}
+        try:
+            lines.append(ACTIONS[data["action"]](**fields).describe())
+        except (KeyError, TypeError):  # an action this artbot does not know: as it came
+            lines.append(f"{data['action']}: {json.dumps(fields, ensure_ascii=False)}")
+    return lines or ["nothing to do"]
+
+
+def log_lines(report: Report, *, in_actions: bool) -> list[tuple[str, bool]]:
+    """(line, to stderr) for each line artbot prints without ``--json``."""
+    lines = [(line, False) for line in report["done"]]
+    lines.append(("plan:", False))
+    lines += [(f"  {line}", False) for line in plan_lines(report["plan"])]
+    for w in report["warnings"]:
+        lines.append((f"warning: {w}", True))
+        if in_actions:
+            lines.append((annotation("warning", w), False))
+    return lines
+
+
+def open_summary(report: Report | None) -> str:
+    """The step summary of ``open``: what was filed and changed, and the warnings."""
+    if report is None:
+        return (
+            "### artbot open (dry run)\n\n"
+            "Nothing was written: the plan and each issue's text are in the step's log.\n"
+        )
+    done = [f"- {line}" for line in report["done"]] or ["Nothing was filed or changed."]
+    warnings = [f"> [!WARNING]\n> {w}" for w in report["warnings"]]
+    return "\n\n".join(["### artbot open", "\n".join(done), *warnings]) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m artbot.action",
+        description="Print an `artbot open|sync --json` report as artbot would, and write "
+        "the composite action's outputs and (for open) its step summary.",
+    )
+    parser.add_argument("--command", choices=("open", "sync", "verify"), required=True)
+    parser.add_argument("--report", type=Path, help="The --json report (none: a dry run).")
+    parser.add_argument("--outputs", type=Path, required=True, help="$GITHUB_OUTPUT")
+    parser.add_argument("--summary", type=Path, help="$GITHUB_STEP_SUMMARY (used by open)")
+    args = parser.parse_args(argv)
+
+    report = None
+    if args.report is not None:
+        report = json.loads(args.report.read_text(encoding="utf-8"))
+        settings = Settings.from_env()
+        for line, err in log_lines(report, in_actions=settings.in_actions):
+            click.echo(redact(line, settings.secrets), err=err)
+    with args.outputs.open("a", encoding="utf-8") as fh:
+        fh.write(output_file_text(outputs(report)))
+    if args.command == "open" and args.summary is not None:
+        with args.summary.open("a", encoding="utf-8") as fh:
+            fh.write(open_summary(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
