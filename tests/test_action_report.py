@@ -22,6 +22,7 @@ from artbot.action import (
     plan_lines,
 )
 from artbot.checklist import ChecklistEntry
+from artbot.ownership import Foreign
 from artbot.plan import (
     ChecklistUpToDate,
     CloseDuplicate,
@@ -55,6 +56,7 @@ EVERY_KIND = Plan(
         UpdateChecklist(1111, (ChecklistEntry(4, "BF16 logits", 1112, "open", None),)),
         ChecklistUpToDate(1111),
         Comment(9, 1114, "<!-- hidden -->\nartbot checked openpipe-art 0.5.24"),
+        Foreign(7, 1117, "alice", "was written by @alice"),
     )
 )
 
