@@ -153,3 +153,18 @@ def test_unknown_item_is_bad_input(mini: Path) -> None:
     result = CliRunner().invoke(cli, ["--root", str(mini), "render", "--item", "99"])
     assert result.exit_code == 2
     assert "no finding with item 99 (known: 7)" in result.stderr
+
+
+def test_a_label_without_a_definition_is_a_located_problem(tmp_path: Path) -> None:
+    """With label_definitions in audit.yaml, every label a finding uses must be defined."""
+    import shutil
+
+    root = tmp_path / "cat"
+    shutil.copytree(REPO / "findings", root / "findings")
+    shutil.copytree(REPO / "repros", root / "repros")
+    path = root / "findings" / "06-adam-eps.yaml"
+    path.write_text(path.read_text().replace("  - backend:trainer-rank\n", "  - backend:nope\n"))
+    with pytest.raises(CatalogInvalid) as info:
+        load_catalog(root)
+    [problem] = [str(p) for p in info.value.problems]
+    assert problem.startswith("findings/06-adam-eps.yaml:") and "'backend:nope'" in problem
