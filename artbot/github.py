@@ -23,7 +23,7 @@ from typing import Any
 from github import Auth, Github, GithubException
 from github.GithubRetry import GithubRetry
 
-from .errors import BadInput, RemoteError
+from .errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
 from .models import ObservedIssue
 from .settings import TOKEN_VARIABLES, Settings
 
@@ -231,6 +231,84 @@ class GitHubRepo:
     def list_comments(self, number: int) -> list[dict[str, Any]]:
         data, _ = self._get(f"{self._url}/issues/{number}/comments", {"per_page": 100})
         return list(data)
+
+    # -- sub-issues (the tracking issue's native progress) ----------------------------------
+
+    def list_sub_issues(self, number: int) -> list[ObservedIssue]:
+        """#number's sub-issues in GitHub's order: one conditional request per 100."""
+        url = f"{self._url}/issues/{number}/sub_issues"
+        params: dict[str, Any] = {"per_page": 100}
+        out: list[ObservedIssue] = []
+        with _sub_issues(f"listing #{number}'s sub-issues"):
+            while True:
+                data, headers = self._get(url, params)
+                out += [ObservedIssue.from_json(d) for d in data]
+                next_url = _next_link(headers.get("link"))
+                if not next_url:
+                    return out
+                parsed = urllib.parse.urlparse(next_url)
+                url = relative_path(self.api_url, parsed.path)
+                params = dict(urllib.parse.parse_qsl(parsed.query))
+
+    def add_sub_issue(self, number: int, sub_issue_id: int, *, replace_parent: bool) -> None:
+        with _sub_issues(f"adding a sub-issue to #{number}"):
+            if replace_parent:  # PyGithub's add_sub_issue cannot send replace_parent
+                self._gh.requester.requestJsonAndCheck(
+                    "POST",
+                    f"{self._url}/issues/{number}/sub_issues",
+                    input={"sub_issue_id": sub_issue_id, "replace_parent": True},
+                )
+            else:
+                self._repo.get_issue(number).add_sub_issue(sub_issue_id)
+
+    def remove_sub_issue(self, number: int, sub_issue_id: int) -> None:
+        with _sub_issues(f"removing a sub-issue from #{number}"):
+            self._repo.get_issue(number).remove_sub_issue(sub_issue_id)
+
+    def reprioritize_sub_issue(
+        self, number: int, sub_issue_id: int, *, after_id: int | None, before_id: int | None
+    ) -> None:
+        with _sub_issues(f"reordering #{number}'s sub-issues"):
+            if after_id is not None:
+                self._repo.get_issue(number).prioritize_sub_issue(sub_issue_id, after_id)
+            else:  # PyGithub's prioritize_sub_issue cannot send before_id
+                self._gh.requester.requestJsonAndCheck(
+                    "PATCH",
+                    f"{self._url}/issues/{number}/sub_issues/priority",
+                    input={"sub_issue_id": sub_issue_id, "before_id": before_id},
+                )
+
+    def parent_of(self, number: int) -> tuple[str, int] | None:
+        """#number's parent issue as (repository full name, number); None without one."""
+        with _remote(f"GET #{number}'s parent"):
+            try:
+                _, data = self._gh.requester.requestJsonAndCheck(
+                    "GET", f"{self._url}/issues/{number}/parent"
+                )
+            except GithubException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+        owner, name = str(data.get("repository_url") or "").rstrip("/").split("/")[-2:]
+        return f"{owner}/{name}", int(data["number"])
+
+
+@contextmanager
+def _sub_issues(what: str) -> Iterator[None]:
+    """:func:`_remote`, where a 404 means this GitHub has no sub-issues (an Enterprise
+    Server without them) and a 422 is a refusal (another parent, the cap of 100, ...)."""
+    try:
+        with _remote(what):
+            yield
+    except RemoteError as exc:
+        # _remote raises "from None": GitHub's error is still the exception's context.
+        context = exc.__context__
+        status = context.status if isinstance(context, GithubException) else None
+        if status == 404:
+            raise SubIssuesUnavailable(str(exc)) from None
+        if status == 422:
+            raise SubIssueRefused(str(exc)) from None
+        raise
 
 
 def relative_path(api_url: str, path: str) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from .routes import _Call, _Outcome, _Reply, _Routes
+from .routes import _Call, _Outcome, _Reply
 from .state import (
     ANONYMOUS_RATE_LIMIT,
     API_VERSION,
@@ -39,6 +39,7 @@ from .state import (
     _int_param,
     _Repo,
 )
+from .subissues import _SubIssueRoutes
 
 
 class _Server(ThreadingHTTPServer):
@@ -113,13 +114,14 @@ class _Handler(BaseHTTPRequestHandler):
 # --- the sandbox -------------------------------------------------------------------------
 
 
-class GitHubSandbox(_Routes):
+class GitHubSandbox(_SubIssueRoutes):
     """A local GitHub REST API on 127.0.0.1; use as a context manager or start()/stop().
 
     The socket is bound at construction, so :attr:`api_url` is known before :meth:`start`.
     Any token is accepted unless ``tokens`` lists the valid ones; ``login`` is the user every
     token authenticates as. ``clock`` (returning an aware datetime) makes timestamps
-    deterministic in tests.
+    deterministic in tests. ``sub_issues=False`` imitates a GitHub Enterprise Server without
+    sub-issues (see :mod:`.subissues`).
     """
 
     _server: _Server
@@ -133,8 +135,10 @@ class GitHubSandbox(_Routes):
         tokens: Collection[str] | None = None,
         rate_limit: int = 5000,
         clock: Callable[[], datetime] | None = None,
+        sub_issues: bool = True,
     ) -> None:
         self.login = login
+        self.sub_issues_enabled = sub_issues
         self.rate_limit = rate_limit
         self.requests = RequestLog()
         self._tokens = list(tokens) if tokens is not None else None
