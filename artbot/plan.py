@@ -15,6 +15,7 @@ from .marker import owned_region
 from .models import Audit, Finding, ObservedIssue
 from .render import RenderedIssue
 from .status_view import FILED_CLOSED, StatusView, stated_in_comments, stated_status
+from .subissues import SubIssueAction
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,7 @@ Action = (
     | UpdateChecklist
     | ChecklistUpToDate
     | Comment
+    | SubIssueAction
 )
 
 

@@ -207,7 +207,7 @@ class SubIssuesUpToDate:
 
 
 @dataclass(frozen=True)
-class SubIssuesUnavailable:
+class NoSubIssues:
     parent: int
 
     def describe(self) -> str:
@@ -225,7 +225,7 @@ SubIssueAction = (
     | SubIssueHasParent
     | SubIssuesFull
     | SubIssuesUpToDate
-    | SubIssuesUnavailable
+    | NoSubIssues
 )
 WRITES = (AddSubIssue, MoveSubIssue, RemoveSubIssue)
 
