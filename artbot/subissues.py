@@ -211,10 +211,7 @@ class NoSubIssues:
     parent: int
 
     def describe(self) -> str:
-        return (
-            f"tracking issue #{self.parent}: this GitHub has no sub-issues; the checklist "
-            "alone tracks progress"
-        )
+        return f"tracking issue #{self.parent}: no sub-issues (checklist only)"
 
 
 SubIssueAction = (
