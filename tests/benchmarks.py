@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from artbot.apply import open_issues, sync
 from artbot.catalog import load_catalog
@@ -26,9 +27,11 @@ REPO = Path(__file__).resolve().parents[1]
 OWNER, NAME = "OpenPipe", "ART"
 TRACKING = 1111
 TARGETS = {
-    "open --item N": "<= 5 requests",
+    "open --item N": "<= 6 requests",
     "sync, no change": "<= 2 requests, 0 writes",
     "sync of 11 after 3 state changes": "<= 4 requests",
+    "sync after a person removes a sub-issue": "1 write",
+    "sync again": "0 writes",
 }
 
 
@@ -86,6 +89,31 @@ def status_rows() -> list[tuple[str, tuple[int, int, int], str]]:
     return rows
 
 
+def sub_issue_rows(catalog: Any) -> list[tuple[str, tuple[int, int, int], str]]:
+    """On a GitHub without sub-issues (no ``sub_issues_summary``), they cost nothing."""
+    with GitHubSandbox(sub_issues=False) as sb:
+        sb.create_repo(OWNER, NAME)
+        for n in (1108, 1109, 1110):
+            sb.seed_issue(OWNER, NAME, f"dedicated issue {n}", "by hand", number=n)
+        body = (catalog.root / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
+        sb.seed_issue(OWNER, NAME, "Tracking: numerics audit", body, number=TRACKING)
+        repo = GitHubRepo(f"{OWNER}/{NAME}", api_url=sb.api_url, token="b", cache=EtagCache())
+        open_issues(catalog, repo, [4], TRACKING)  # labels exist from here on
+        sync(catalog, repo, TRACKING)
+        return [
+            (
+                "open --item N, a GitHub without sub-issues",
+                measure(sb, lambda: open_issues(catalog, repo, [5], TRACKING)),
+                "",
+            ),
+            (
+                "sync, no change, without sub-issues",
+                measure(sb, lambda: sync(catalog, repo, TRACKING)),
+                "",
+            ),
+        ]
+
+
 def main() -> int:
     root = Path(tempfile.mkdtemp()) / "checkout"
     for part in ("findings", "templates", "repros"):
@@ -110,7 +138,7 @@ def main() -> int:
         )
         rows.append(
             (
-                "sync (first: labels #1108-#1110 once)",
+                "sync (first: labels #1108-#1110 and makes them sub-issues, once)",
                 measure(sb, lambda: sync(catalog, repo, TRACKING)),
                 "",
             )
@@ -154,6 +182,11 @@ def main() -> int:
         rows.append(
             ("naive: one GET per issue + tracking read/write", measure(sb, naive), "(comparison)")
         )
+        sync(catalog, repo, TRACKING)
+        sb.remove_sub_issue(OWNER, NAME, TRACKING, ours[6].number)
+        for name in ("sync after a person removes a sub-issue", "sync again"):
+            rows.append((name, measure(sb, lambda: sync(catalog, repo, TRACKING)), TARGETS[name]))
+    rows += sub_issue_rows(catalog)
 
     rows += status_rows()
 
