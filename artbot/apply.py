@@ -6,6 +6,11 @@ Every write path is safe to re-run after a crash at any point:
   succeeded twice, or two runs at once) are closed as duplicates of the lowest number;
 - the tracking issue's body is re-read right before it is written and the checklist edit is
   re-applied to that fresh body, so a human's edit made meanwhile is kept;
+- an issue is artbot's only if its marker sits in the owned region and an identity artbot
+  writes as wrote it (:mod:`artbot.ownership`); anything else with a marker is reported and
+  never written to or closed;
+- the tracking issue is checked before the first write (it exists, is an issue, is not
+  locked, its block is well formed): a bad one stops the run with nothing written;
 - only the artbot-owned region of a generated issue is ever rewritten;
 - a fixed item is filed, then closed as completed; its body carries a hidden "filed closed"
   line outside the owned region, so a re-run after a crash between the two closes it, and an
@@ -28,9 +33,10 @@ from typing import Any
 from .apply_subissues import add_filed, carry_out, plan_step, unavailable_warning, wanted_sub_issues
 from .catalog import Catalog
 from .checklist import ChecklistEntry, apply_block, read_block
-from .errors import RemoteError
+from .errors import BadInput, RemoteError
 from .marker import replace_owned_region
 from .models import Finding, ObservedIssue
+from .ownership import DEFAULT_AUTHORS, Foreign, claim, needs_login
 from .plan import (
     ChecklistUpToDate,
     CloseDuplicate,
@@ -57,6 +63,21 @@ from .status_view import StatusView, status_view
 from .subissues import AddSubIssue, SubIssueRecord
 
 Log = Callable[[str], None]
+# The sub-issue record a checklist write keeps: from the one the block holds now.
+RecordEdit = Callable[[SubIssueRecord | None], SubIssueRecord | None]
+
+
+@dataclass
+class Identity:
+    """Who artbot writes as: the configured authors, and the token's login once known
+    (asked of GitHub only when a marked issue has another author, or learnt from a create)."""
+
+    authors: tuple[str, ...] = DEFAULT_AUTHORS
+    login: str | None = None
+    asked: bool = False
+
+    def all(self) -> tuple[str, ...]:
+        return (*self.authors, self.login) if self.login else self.authors
 
 
 @dataclass
@@ -93,8 +114,36 @@ def status_views(catalog: Catalog, findings: Sequence[Finding]) -> dict[int, Sta
     return {f.item: status_view(f, load_status(catalog.root, f.item)) for f in findings}
 
 
-def observe(repo: Repo, catalog: Catalog) -> list[ObservedIssue]:
-    return repo.list_issues(list(catalog.audit.labels))
+def observe(
+    repo: Repo, catalog: Catalog, identity: Identity, tracking_issue: int | None
+) -> tuple[list[ObservedIssue], list[Foreign]]:
+    """The labelled issues, with those that are not artbot's stripped of their marker."""
+    listed = repo.list_issues(list(catalog.audit.labels))
+    if not identity.asked and needs_login(listed, catalog.audit, identity.all()):
+        identity.login, identity.asked = repo.login(), True
+    return claim(listed, catalog.audit, identity.all(), tracking_issue)
+
+
+def preflight(repo: Repo, number: int) -> ObservedIssue:
+    """The tracking issue, checked before anything is written (exit 2 with nothing written)."""
+    try:
+        tracking = repo.get_issue(number)
+    except RemoteError as exc:
+        if exc.status in (404, 410):
+            gone = "was deleted" if exc.status == 410 else "does not exist"
+            raise BadInput(f"tracking issue #{number} {gone} in {repo.full_name}") from None
+        raise
+    if tracking.pull_request:
+        raise BadInput(f"tracking issue #{number} is a pull request, not an issue")
+    if tracking.locked:
+        raise BadInput(f"tracking issue #{number} is locked; artbot writes to no locked issue")
+    read_block(tracking.body)  # two start markers, an end without a start: ChecklistError
+    return tracking
+
+
+def _with_foreign(plan: Plan, foreign: Sequence[Foreign], outcome_warnings: list[str]) -> Plan:
+    outcome_warnings += [f.describe() for f in foreign]
+    return Plan((*foreign, *plan.actions))
 
 
 def open_issues(
@@ -105,17 +154,22 @@ def open_issues(
     *,
     dry_run: bool = False,
     log: Log = lambda _: None,
+    identity: Identity | None = None,
 ) -> Outcome:
     """File the dedicated issues for ``items`` (once each) and refresh the checklist."""
+    identity = identity or Identity()
     findings = [catalog.get(i) for i in items]
     rendered = render_all(catalog, findings, tracking_issue)
     views = status_views(catalog, catalog.findings)
-    observed = observe(repo, catalog)
+    if tracking_issue:
+        preflight(repo, tracking_issue)
+    observed, foreign = observe(repo, catalog, identity, tracking_issue)
     plan = plan_open(findings, rendered, observed, catalog.audit, tracking_issue, views)
     if tracking_issue:
         adds = [AddSubIssue(c.item, None, tracking_issue) for c in plan.of(Create)]
         plan = _before_checklist(plan, adds)
     outcome = Outcome(plan, rendered=rendered)
+    outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
     if dry_run:
         outcome.issues = canonical(observed, catalog.audit)
         outcome.observed = observed
@@ -127,11 +181,13 @@ def open_issues(
         _ensure_labels(repo, observed, [lbl for c in creates for lbl in c.labels], catalog, log)
     for action in creates:
         body = filed_body(rendered[action.item].body, views.get(action.item))
-        observed = _create_once(repo, catalog, rendered[action.item], body, observed, log, outcome)
+        observed = _create_once(
+            repo, catalog, rendered[action.item], body, observed, log, outcome, identity
+        )
     if creates:
         # A retried POST or a concurrent run may have filed an item twice; find out. The
         # issues just created are kept too, in case the list does not show them yet.
-        listed = observe(repo, catalog)
+        listed, _ = observe(repo, catalog, identity, tracking_issue)
         numbers = {i.number for i in listed}
         observed = [*listed, *(i for i in observed if i.number not in numbers)]
     wanted = {f.item for f in findings}
@@ -165,6 +221,13 @@ def open_issues(
             (lambda old: (old or SubIssueRecord()).with_added(added)) if added else None,
         )
     return outcome
+
+
+def _keep(
+    record: SubIssueRecord | None,
+) -> Callable[[SubIssueRecord | None], SubIssueRecord | None]:
+    """Write ``record``, whatever the block holds now (sync has just read the list)."""
+    return lambda _: record
 
 
 def _done(outcome: Outcome, log: Log) -> Log:
@@ -215,18 +278,21 @@ def _create_once(
     observed: list[ObservedIssue],
     log: Log,
     outcome: Outcome,
+    identity: Identity,
 ) -> list[ObservedIssue]:
     try:
         created = repo.create_issue(issue.title, body, list(issue.labels))
     except RemoteError:
         # The create may have taken effect before the error (a 502 after the write, a dropped
         # connection). GitHub is the source of truth: look before deciding it failed.
-        observed = observe(repo, catalog)
+        observed, _ = observe(repo, catalog, identity, None)
         if issue.item not in canonical(observed, catalog.audit):
             raise
         created = canonical(observed, catalog.audit)[issue.item]
         log(f"item {issue.item}: the create failed but had taken effect as #{created.number}")
         return observed
+    if created.author and not identity.login:
+        identity.login = created.author  # what this token writes as, learnt for free
     outcome.done.append(f"item {issue.item}: filed #{created.number} {created.html_url}")
     log(outcome.done[-1])
     return [*observed, created]
@@ -239,14 +305,14 @@ def _write_checklist(
     entries: Sequence[ChecklistEntry],
     outcome: Outcome,
     log: Log,
-    sub_issues: Callable[[SubIssueRecord | None], SubIssueRecord | None] | None = None,
+    sub_issues: RecordEdit | None = None,
 ) -> None:
     """Write the checklist; ``sub_issues`` turns the sub-issue record the block holds now
     into the one to write (None: keep it as it is)."""
     # Re-read right before writing and apply the edit to what is there now: GitHub has no
     # compare-and-swap for issue bodies, so this keeps the window for losing a human's edit
     # as short as one request. (Unchanged bodies come back as a free 304.)
-    fresh = repo.get_issue(number)
+    fresh = repo.get_issue(number, fresh=True)
     record = SubIssueRecord.find(read_block(fresh.body))
     record = sub_issues(record) if sub_issues else record
     block = render_checklist(entries, catalog.audit, catalog.root / "templates", record)
@@ -268,6 +334,7 @@ def sync(
     verified: tuple[str, Sequence[Any]] | None = None,
     log: Log = lambda _: None,
     replace_parent: bool = False,
+    identity: Identity | None = None,
 ) -> Outcome:
     """Bring generated issues' bodies and the checklist in step with the catalog and GitHub.
 
@@ -288,8 +355,8 @@ def sync(
         verified = (verified[0], results)
         notes = verification_notes(results)
     rendered = render_all(catalog, catalog.findings, tracking_issue)
-    observed = observe(repo, catalog)
-    tracking = repo.get_issue(tracking_issue) if tracking_issue else None
+    tracking = preflight(repo, tracking_issue) if tracking_issue else None
+    observed, foreign = observe(repo, catalog, identity or Identity(), tracking_issue)
     templates = catalog.root / "templates"
     block = read_block(tracking.body) if tracking else None
     subs = None
@@ -312,11 +379,12 @@ def sync(
     if subs is not None:
         plan = _before_checklist(plan, subs.plan.actions)
     outcome = Outcome(plan, issues=canonical(observed, catalog.audit), observed=observed)
+    outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
     if subs is not None and not subs.available:
         outcome.warnings.append(unavailable_warning(subs.parent))
     if verified is not None:
         comments = _verification_comments(repo, outcome.issues, *verified)
-        outcome.plan = Plan((*plan.actions, *comments))
+        outcome.plan = Plan((*outcome.plan.actions, *comments))
     if dry_run:
         return outcome
     for action in outcome.plan.actions:
@@ -343,19 +411,19 @@ def sync(
                 repo.comment(comment.issue, comment.body)
                 outcome.done.append(f"item {action.item}: commented on #{action.issue} (status)")
         elif isinstance(action, EditBody):
-            fresh = repo.get_issue(action.issue)
+            fresh = repo.get_issue(action.issue, fresh=True)
             body = replace_owned_region(fresh.body, rendered[action.item].body)
             if body != fresh.body:
                 repo.edit_issue(action.issue, body=body)
                 outcome.done.append(f"item {action.item}: updated #{action.issue}")
         elif isinstance(action, UpdateChecklist):
             _write_checklist(
-                repo, catalog, action.issue, action.entries, outcome, log, lambda _: record
+                repo, catalog, action.issue, action.entries, outcome, log, _keep(record)
             )
         elif isinstance(action, ChecklistUpToDate) and subs and record != subs.expected:
             # A sub-issue write went otherwise than planned: record what did happen.
             entries = checklist_entries(catalog.findings, observed, catalog.audit, notes, views)
-            _write_checklist(repo, catalog, action.issue, entries, outcome, log, lambda _: record)
+            _write_checklist(repo, catalog, action.issue, entries, outcome, log, _keep(record))
         elif isinstance(action, Comment):
             repo.comment(action.issue, action.body)
             outcome.done.append(f"item {action.item}: commented on #{action.issue}")

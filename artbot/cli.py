@@ -206,12 +206,29 @@ def github_options(f: F) -> F:
             type=click.Path(dir_okay=False, path_type=Path),
             help="ETag cache file [default: ROOT/.artbot/cache.json].",
         ),
+        click.option(
+            "--author",
+            "authors",
+            multiple=True,
+            metavar="LOGIN",
+            envvar="ARTBOT_AUTHORS",
+            help="Also count issues written by LOGIN as artbot's (repeatable) "
+            "[default: github-actions[bot] and the token's own login; $ARTBOT_AUTHORS].",
+        ),
         click.option("--dry-run", is_flag=True, help="Print the plan; write nothing."),
         click.option("--json", "as_json", is_flag=True, help="Print the plan and results as JSON."),
     ]
     for option in reversed(options):
         f = option(f)
     return f
+
+
+def identity(authors: tuple[str, ...]) -> Any:
+    """Who artbot writes as: github-actions[bot], the token's login, and ``--author``."""
+    from .apply import Identity
+    from .ownership import DEFAULT_AUTHORS
+
+    return Identity(authors=(*DEFAULT_AUTHORS, *authors))
 
 
 def connect(
@@ -249,6 +266,7 @@ def open_(
     api_url: str | None,
     tracking_issue: int | None,
     cache: Path | None,
+    authors: tuple[str, ...],
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -264,7 +282,9 @@ def open_(
     tracking = tracking_issue or catalog.audit.tracking_issue
     repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
     log = (lambda _: None) if as_json else click.echo
-    outcome = open_issues(catalog, repo, selected, tracking, dry_run=dry_run, log=log)
+    outcome = open_issues(
+        catalog, repo, selected, tracking, dry_run=dry_run, log=log, identity=identity(authors)
+    )
     repo.cache.save()
     if dry_run and not as_json:
         from .plan import Create
@@ -311,6 +331,7 @@ def sync(
     api_url: str | None,
     tracking_issue: int | None,
     cache: Path | None,
+    authors: tuple[str, ...],
     dry_run: bool,
     as_json: bool,
     verify_version: str | None,
@@ -341,6 +362,7 @@ def sync(
         verified=verified,
         log=(lambda _: None) if as_json else click.echo,
         replace_parent=replace_parent,
+        identity=identity(authors),
     )
     repo.cache.save()
     report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)

@@ -44,9 +44,14 @@ class CatalogInvalid(BadInput):
 
 
 class RemoteError(ArtbotError):
-    """GitHub (or the sandbox) refused or failed a request."""
+    """GitHub (or the sandbox) refused or failed a request; ``status`` is its HTTP status
+    when GitHub answered at all."""
 
     exit_code = 1
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 class SubIssuesUnavailable(RemoteError):

@@ -6,6 +6,9 @@ Design notes:
   miss the issue we just made and we would file it twice.
 - Reads are conditional (``If-None-Match`` with a saved ETag): an unchanged resource costs a
   304, which GitHub does not count against the rate limit.
+- Every request goes through :meth:`GitHubRepo._request`, which follows a redirect (301, 302,
+  307, 308: GitHub asks clients to repeat the request verbatim at ``Location``) only within
+  the API root it was given, at most three times; any other redirect is a one-line error.
 - Every failure leaves as :class:`RemoteError` with a one-line reason. Messages are built
   from status codes and GitHub's ``message`` only; the token never enters them.
 """
@@ -28,6 +31,8 @@ from .models import ObservedIssue
 from .settings import TOKEN_VARIABLES, Settings
 
 DEFAULT_API_URL = "https://api.github.com"
+REDIRECTS = (301, 302, 303, 307, 308)
+MAX_REDIRECTS = 3
 
 
 @dataclass
@@ -142,29 +147,80 @@ class GitHubRepo:
             seconds_between_requests=0 if local else 0.25,
             seconds_between_writes=0 if local else 1.0,
         )
-        self._repo = self._gh.get_repo(repo)  # lazy: no request
         self._url = f"/repos/{repo}"
 
     # -- reads ---------------------------------------------------------------------------
 
-    def _get(self, url: str, params: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """A conditional GET; returns (json, headers). A 304 returns the cached JSON."""
+    def _get(
+        self, url: str, params: dict[str, Any] | None = None, *, fresh: bool = False
+    ) -> tuple[Any, dict[str, Any]]:
+        """A conditional GET; returns (json, headers). A 304 returns the cached JSON.
+
+        ``fresh`` asks unconditionally: what is about to be written is decided by GitHub's
+        answer, never by a cached copy.
+        """
         # Keyed by API root too: a cache written against the sandbox (or another GitHub
         # Enterprise host) is never trusted against github.com.
         query = "?" + urllib.parse.urlencode(sorted(params.items())) if params else ""
         key = f"{self.api_url} {url}{query}"
         saved = self.cache.entries.get(key)
-        headers = {"If-None-Match": saved["etag"]} if saved else {}
-        with _remote(f"GET {url}"):
-            resp_headers, data = self._gh.requester.requestJsonAndCheck(
-                "GET", url, parameters=params, headers=headers
-            )
+        headers = {"If-None-Match": saved["etag"]} if saved and not fresh else {}
+        data, resp_headers = self._request("GET", url, params=params, headers=headers)
         if data is None and saved is not None:  # 304 Not Modified
             return saved["data"], resp_headers
         etag = resp_headers.get("etag")
         if etag:
             self.cache.entries[key] = {"etag": etag, "data": data}
         return data, resp_headers
+
+    def _request(
+        self,
+        verb: str,
+        url: str,
+        *,
+        params: dict[str, Any] | None = None,
+        input: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
+        """One REST call: (json or None, headers); redirects followed within the API root."""
+        what = f"{verb} {url}"
+        for _ in range(MAX_REDIRECTS + 1):
+            with _remote(what):
+                status, resp_headers, output = self._gh.requester.requestJson(
+                    verb, url, parameters=params, headers=headers, input=input
+                )
+            if status not in REDIRECTS:
+                break
+            url, params = self._redirect(what, status, resp_headers.get("location"))
+            verb = "GET" if status == 303 else verb
+        else:
+            raise RemoteError(f"{what}: more than {MAX_REDIRECTS} redirects, not followed")
+        try:
+            data = json.loads(output) if output else None
+        except ValueError:
+            raise RemoteError(f"{what}: GitHub answered {status}, not JSON") from None
+        if status >= 400:
+            with _remote(what):
+                raise self._gh.requester.createException(
+                    status, resp_headers, data if isinstance(data, dict) else {}
+                )
+        return data, resp_headers
+
+    def _redirect(
+        self, what: str, status: int, location: str | None
+    ) -> tuple[str, dict[str, Any] | None]:
+        """Where a redirect may be followed: under the same API root, else a RemoteError
+        (the token is never sent to another host)."""
+        target = urllib.parse.urlsplit(urllib.parse.urljoin(self.api_url + "/", location or ""))
+        root = urllib.parse.urlsplit(self.api_url)
+        base = root.path.rstrip("/")
+        inside = target.path == base or target.path.startswith(base + "/")
+        same = (target.scheme, target.netloc) == (root.scheme, root.netloc)
+        if not location or not same or not inside:
+            shown = f"{target.scheme}://{target.hostname}" if location else "nowhere"
+            raise RemoteError(f"{what}: GitHub redirected ({status}) to {shown}; not followed")
+        query = dict(urllib.parse.parse_qsl(target.query)) or None
+        return relative_path(self.api_url, target.path), query
 
     def list_issues(self, labels: list[str]) -> list[ObservedIssue]:
         """Every issue (open and closed) carrying all ``labels``; pull requests skipped."""
@@ -187,11 +243,23 @@ class GitHubRepo:
             url = relative_path(self.api_url, parsed.path)
             params = dict(urllib.parse.parse_qsl(parsed.query))
 
-    def get_issue(self, number: int) -> ObservedIssue:
-        data, _ = self._get(f"{self._url}/issues/{number}")
+    def get_issue(self, number: int, *, fresh: bool = False) -> ObservedIssue:
+        data, _ = self._get(f"{self._url}/issues/{number}", fresh=fresh)
         if "pull_request" in data:
             raise BadInput(f"#{number} is a pull request, not an issue")
         return ObservedIssue.from_json(data)
+
+    def login(self) -> str | None:
+        """The token's own login, or None where GitHub does not say (an Actions run's
+        ``GITHUB_TOKEN`` gets 403 here) or there is no token."""
+        try:
+            data, _ = self._get("/user")
+        except RemoteError as exc:
+            if exc.status in (401, 403, 404):
+                return None
+            raise
+        login = data.get("login") if isinstance(data, dict) else None
+        return login if isinstance(login, str) else None
 
     def existing_labels(self) -> set[str]:
         data, _ = self._get(f"{self._url}/labels", {"per_page": 100})
@@ -200,33 +268,28 @@ class GitHubRepo:
     # -- writes --------------------------------------------------------------------------
 
     def create_label(self, name: str) -> None:
-        with _remote(f"creating label {name!r}"):
-            try:
-                self._repo.create_label(name, "c5def5", "filed by artbot (numerics audit)")
-            except GithubException as exc:
-                if exc.status != 422:  # 422 already_exists: someone made it meanwhile
-                    raise
+        label = {"name": name, "color": "c5def5", "description": "filed by artbot (numerics audit)"}
+        try:
+            self._request("POST", f"{self._url}/labels", input=label)
+        except RemoteError as exc:
+            if exc.status != 422:  # 422 already_exists: someone made it meanwhile
+                raise
 
     def create_issue(self, title: str, body: str, labels: list[str]) -> ObservedIssue:
-        with _remote("creating an issue"):
-            issue = self._repo.create_issue(title=title, body=body, labels=labels)
-        return ObservedIssue.from_json(issue.raw_data)
+        fields = {"title": title, "body": body, "labels": labels}
+        data, _ = self._request("POST", f"{self._url}/issues", input=fields)
+        return ObservedIssue.from_json(data)
 
     def edit_issue(self, number: int, **fields: Any) -> ObservedIssue:
-        # The PATCH reply is the edited issue; PyGithub's Issue.edit() would drop it.
-        with _remote(f"editing #{number}"):
-            _, data = self._gh.requester.requestJsonAndCheck(
-                "PATCH", f"{self._url}/issues/{number}", input=fields
-            )
+        # The PATCH reply is the edited issue.
+        data, _ = self._request("PATCH", f"{self._url}/issues/{number}", input=fields)
         return ObservedIssue.from_json(data)
 
     def add_labels(self, number: int, labels: list[str]) -> None:
-        with _remote(f"labelling #{number}"):
-            self._repo.get_issue(number).add_to_labels(*labels)
+        self._request("POST", f"{self._url}/issues/{number}/labels", input={"labels": labels})
 
     def comment(self, number: int, body: str) -> None:
-        with _remote(f"commenting on #{number}"):
-            self._repo.get_issue(number).create_comment(body)
+        self._request("POST", f"{self._url}/issues/{number}/comments", input={"body": body})
 
     def list_comments(self, number: int) -> list[dict[str, Any]]:
         data, _ = self._get(f"{self._url}/issues/{number}/comments", {"per_page": 100})
@@ -239,7 +302,7 @@ class GitHubRepo:
         url = f"{self._url}/issues/{number}/sub_issues"
         params: dict[str, Any] = {"per_page": 100}
         out: list[ObservedIssue] = []
-        with _sub_issues(f"listing #{number}'s sub-issues"):
+        with _sub_issues():
             while True:
                 data, headers = self._get(url, params)
                 out += [ObservedIssue.from_json(d) for d in data]
@@ -251,63 +314,49 @@ class GitHubRepo:
                 params = dict(urllib.parse.parse_qsl(parsed.query))
 
     def add_sub_issue(self, number: int, sub_issue_id: int, *, replace_parent: bool) -> None:
-        with _sub_issues(f"adding a sub-issue to #{number}"):
-            if replace_parent:  # PyGithub's add_sub_issue cannot send replace_parent
-                self._gh.requester.requestJsonAndCheck(
-                    "POST",
-                    f"{self._url}/issues/{number}/sub_issues",
-                    input={"sub_issue_id": sub_issue_id, "replace_parent": True},
-                )
-            else:
-                self._repo.get_issue(number).add_sub_issue(sub_issue_id)
+        # By id, not number (GitHub's rule); replace_parent only when asked for.
+        body: dict[str, Any] = {"sub_issue_id": sub_issue_id}
+        if replace_parent:
+            body["replace_parent"] = True
+        with _sub_issues():
+            self._request("POST", f"{self._url}/issues/{number}/sub_issues", input=body)
 
     def remove_sub_issue(self, number: int, sub_issue_id: int) -> None:
-        with _sub_issues(f"removing a sub-issue from #{number}"):
-            self._repo.get_issue(number).remove_sub_issue(sub_issue_id)
+        body = {"sub_issue_id": sub_issue_id}
+        with _sub_issues():
+            self._request("DELETE", f"{self._url}/issues/{number}/sub_issue", input=body)
 
     def reprioritize_sub_issue(
         self, number: int, sub_issue_id: int, *, after_id: int | None, before_id: int | None
     ) -> None:
-        with _sub_issues(f"reordering #{number}'s sub-issues"):
-            if after_id is not None:
-                self._repo.get_issue(number).prioritize_sub_issue(sub_issue_id, after_id)
-            else:  # PyGithub's prioritize_sub_issue cannot send before_id
-                self._gh.requester.requestJsonAndCheck(
-                    "PATCH",
-                    f"{self._url}/issues/{number}/sub_issues/priority",
-                    input={"sub_issue_id": sub_issue_id, "before_id": before_id},
-                )
+        body: dict[str, Any] = {"sub_issue_id": sub_issue_id}
+        body.update({"after_id": after_id} if after_id is not None else {"before_id": before_id})
+        with _sub_issues():
+            self._request("PATCH", f"{self._url}/issues/{number}/sub_issues/priority", input=body)
 
     def parent_of(self, number: int) -> tuple[str, int] | None:
         """#number's parent issue as (repository full name, number); None without one."""
-        with _remote(f"GET #{number}'s parent"):
-            try:
-                _, data = self._gh.requester.requestJsonAndCheck(
-                    "GET", f"{self._url}/issues/{number}/parent"
-                )
-            except GithubException as exc:
-                if exc.status == 404:
-                    return None
-                raise
+        try:
+            data, _ = self._request("GET", f"{self._url}/issues/{number}/parent")
+        except RemoteError as exc:
+            if exc.status == 404:
+                return None
+            raise
         owner, name = str(data.get("repository_url") or "").rstrip("/").split("/")[-2:]
         return f"{owner}/{name}", int(data["number"])
 
 
 @contextmanager
-def _sub_issues(what: str) -> Iterator[None]:
-    """:func:`_remote`, where a 404 means this GitHub has no sub-issues (an Enterprise
-    Server without them) and a 422 is a refusal (another parent, the cap of 100, ...)."""
+def _sub_issues() -> Iterator[None]:
+    """A 404 from a sub-issue endpoint means this GitHub has none (an Enterprise Server
+    without them); a 422 is a refusal (another parent, the cap of 100, ...)."""
     try:
-        with _remote(what):
-            yield
+        yield
     except RemoteError as exc:
-        # _remote raises "from None": GitHub's error is still the exception's context.
-        context = exc.__context__
-        status = context.status if isinstance(context, GithubException) else None
-        if status == 404:
-            raise SubIssuesUnavailable(str(exc)) from None
-        if status == 422:
-            raise SubIssueRefused(str(exc)) from None
+        if exc.status == 404:
+            raise SubIssuesUnavailable(str(exc), 404) from None
+        if exc.status == 422:
+            raise SubIssueRefused(str(exc), 422) from None
         raise
 
 
@@ -352,7 +401,9 @@ def _remote(what: str) -> Iterator[None]:
                 )
                 + ")"
             )
-        raise RemoteError(f"{what}: GitHub answered {exc.status}{detail}") from None
+        raise RemoteError(f"{what}: GitHub answered {exc.status}{detail}", exc.status) from None
+    except RuntimeError as exc:  # PyGithub refusing a 301 to another host or scheme
+        raise RemoteError(f"{what}: {_short(str(exc))}") from None
     except requests.exceptions.RetryError as exc:
         reason = str(exc.args[0].reason) if exc.args and hasattr(exc.args[0], "reason") else ""
         raise RemoteError(f"{what}: gave up after retries ({_short(reason)})") from None

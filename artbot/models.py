@@ -252,6 +252,11 @@ class ObservedIssue:
     marker: IssueMarker | None
     id: int | None = None
     sub_issues: SubIssuesSummary | None = None
+    # Who wrote the issue (``user.login``): with the marker, what makes an issue artbot's
+    # (see artbot.ownership). A pull request or a locked issue is never written to.
+    author: str | None = None
+    locked: bool = False
+    pull_request: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ObservedIssue:
@@ -270,6 +275,9 @@ class ObservedIssue:
             marker=IssueMarker.find(body),
             id=int(data["id"]) if isinstance(data.get("id"), int) else None,
             sub_issues=_summary(data.get("sub_issues_summary")),
+            author=(data.get("user") or {}).get("login"),
+            locked=bool(data.get("locked")),
+            pull_request="pull_request" in data,
         )
 
 

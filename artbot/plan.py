@@ -13,6 +13,7 @@ from typing import Any
 from .checklist import ChecklistEntry
 from .marker import owned_region
 from .models import Audit, Finding, ObservedIssue
+from .ownership import Foreign
 from .render import RenderedIssue
 from .status_view import FILED_CLOSED, StatusView, stated_in_comments, stated_status
 from .subissues import SubIssueAction
@@ -170,6 +171,7 @@ Action = (
     | ChecklistUpToDate
     | Comment
     | SubIssueAction
+    | Foreign
 )
 
 

@@ -27,6 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 OWNER, NAME = "OpenPipe", "ART"
 TRACKING = 1111
 TARGETS = {
+    # The tracking issue is read once before the first write (pre-flight) and once, fresh,
+    # right before the checklist is written.
     "open --item N": "<= 6 requests",
     "sync, no change": "<= 2 requests, 0 writes",
     "sync of 11 after 3 state changes": "<= 4 requests",

@@ -65,8 +65,7 @@ def artbot(sandbox: GitHubSandbox, root: Path, *args: str, token: str = CANARY) 
             sandbox.api_url,
             "--repo",
             f"{OWNER}/{NAME}",
-            "--tracking-issue",
-            str(TRACKING),
+            *(() if "--tracking-issue" in args else ("--tracking-issue", str(TRACKING))),
         ],
     )
 
@@ -150,8 +149,8 @@ def test_preset_items_are_never_filed(art: GitHubSandbox, root: Path) -> None:
 def test_killed_between_create_and_checklist_then_rerun_converges(
     art: GitHubSandbox, root: Path
 ) -> None:
-    # The checklist read fails for good (as if the process died there), after the create.
-    art.inject_fault("GET", rf"/issues/{TRACKING}$", "drop", times=50)
+    # The checklist write fails for good (as if the process died there), after the create.
+    art.inject_fault("PATCH", rf"/issues/{TRACKING}$", "drop", times=50)
     first = artbot(art, root, "open", "--item", "7")
     assert first.exit_code == 1
     assert len(issues_for(art, 7)) == 1
@@ -241,8 +240,8 @@ def test_human_edit_between_read_and_write_survives(art: GitHubSandbox, root: Pa
     class HumanAfterFirstRead(GitHubRepo):
         reads = 0
 
-        def get_issue(self, number: int):  # type: ignore[no-untyped-def]
-            issue = super().get_issue(number)
+        def get_issue(self, number: int, *, fresh: bool = False):  # type: ignore[no-untyped-def]
+            issue = super().get_issue(number, fresh=fresh)
             if number == TRACKING and self.reads == 0:
                 self.reads += 1
                 body = art.get_issue(OWNER, NAME, TRACKING)["body"]

@@ -121,3 +121,65 @@ def test_etag_cache_is_not_trusted_against_another_api_url(
     # one entry per API root for the same path: neither answers for the other
     assert len(cache.entries) == 2
     assert all(key.startswith((art.api_url + " ", other.api_url + " ")) for key in cache.entries)
+
+
+@pytest.mark.parametrize("status", [302, 307, 308])
+def test_a_temporary_redirect_within_the_api_is_followed_verbatim(
+    art: GitHubSandbox, root: Path, status: int
+) -> None:
+    """#12 item 5: GitHub asks for 302/307 to be repeated verbatim at Location."""
+    art.inject_fault("PATCH", rf"/issues/{TRACKING}$", status)
+    art.inject_fault("GET", r"/issues$", status)
+    result = artbot(art, root, "open", "--item", "4")
+    assert result.exit_code == 0, result.output + result.stderr
+    assert "#1112" in checklist(art)
+    patches = [r.status for r in art.requests if r.method == "PATCH"]
+    assert patches == [status, 200]
+
+
+def test_a_moved_repository_is_followed_within_the_api(art: GitHubSandbox, root: Path) -> None:
+    target = f"{art.api_url}/repos/{OWNER}/{NAME}/issues?state=all"
+    art.inject_fault("GET", rf"/repos/{OWNER}/{NAME}/issues$", 301, location=target)
+    result = artbot(art, root, "sync", "--dry-run")
+    assert result.exit_code == 0, result.output + result.stderr
+
+
+@pytest.mark.parametrize(
+    "location", ["http://elsewhere.example/repos/x/y/issues", "https://127.0.0.1/repos/x"]
+)
+def test_a_redirect_off_the_api_is_one_line_and_not_followed(
+    art: GitHubSandbox, root: Path, location: str
+) -> None:
+    art.inject_fault("GET", r"/issues$", 307, location=location)
+    result = artbot(art, root, "open", "--item", "4")
+    assert result.exit_code == 1, result.output
+    text = result.output + result.stderr
+    assert "not followed" in text and "internal error" not in text
+    assert issues_for(art, 4) == []
+
+
+def test_a_redirect_loop_stops_after_three(art: GitHubSandbox, root: Path) -> None:
+    art.inject_fault("GET", r"/issues$", 307, times=10)
+    result = artbot(art, root, "sync", "--dry-run")
+    assert result.exit_code == 1, result.output
+    assert "more than 3 redirects" in result.output + result.stderr
+    assert len([r for r in art.requests if r.path.endswith("/issues")]) == 4
+
+
+def test_three_syncs_keep_an_issue_whose_human_text_quotes_both_markers_the_same_length(
+    art: GitHubSandbox, root: Path
+) -> None:
+    """#12 Done when: over HTTP, through the CLI."""
+    from artbot.marker import BODY_END, BODY_START
+
+    assert artbot(art, root, "open", "--item", "4").exit_code == 0
+    [issue] = issues_for(art, 4)
+    note = f"Maintainer: artbot owns `{BODY_START}` to\n{BODY_END}\n> {BODY_START}\n\n"
+    art.edit_issue(OWNER, NAME, issue["number"], body=note + issue["body"])
+    lengths = []
+    for _ in range(3):
+        result = artbot(art, root, "sync")
+        assert result.exit_code == 0, result.output + result.stderr
+        lengths.append(len(art.get_issue(OWNER, NAME, issue["number"])["body"]))
+    assert lengths == [len(note + issue["body"])] * 3
+    assert art.get_issue(OWNER, NAME, issue["number"])["body"].startswith(note)

@@ -65,6 +65,8 @@ class MemoryRepo:
         summary = SubIssuesSummary(len(kids), done, pct)
         return replace(issue, id=ID_BASE + issue.number, sub_issues=summary)
 
+    login_name: str = "artbot-bot"
+
     def add(self, title: str, body: str, labels: tuple[str, ...] = (), **kw: Any) -> ObservedIssue:
         number = max(self.issues, default=0) + 1
         issue = ObservedIssue(
@@ -76,6 +78,7 @@ class MemoryRepo:
             html_url=f"https://github.com/{self.full_name}/issues/{number}",
             labels=labels,
             marker=IssueMarker.find(body),
+            author=kw.get("author", self.login_name),
         )
         self.issues[number] = issue
         return issue
@@ -84,8 +87,11 @@ class MemoryRepo:
         found = sorted(self.issues.items())
         return [self._view(i) for n, i in found if set(labels) <= set(i.labels)]
 
-    def get_issue(self, number: int) -> ObservedIssue:
+    def get_issue(self, number: int, *, fresh: bool = False) -> ObservedIssue:
         return self._view(self.issues[number])
+
+    def login(self) -> str | None:
+        return self.login_name
 
     def existing_labels(self) -> set[str]:
         return set(self.labels)

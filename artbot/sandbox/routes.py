@@ -87,11 +87,14 @@ class _Routes(_Shapes):
         i, c, lb = "issues/issues#", "issues/comments#", "issues/labels#"
         table: list[tuple[str, str, Callable[[_Call], _Reply], str]] = [
             ("GET", "/rate_limit", self._get_rate_limit, "rate-limit/rate-limit"),
+            ("GET", "/user", self._get_user, "users/users#get-the-authenticated-user"),
             ("GET", repo, self._get_repo, "repos/repos#get-a-repository"),
             ("GET", repo + "/issues", self._list_issues, i + "list-repository-issues"),
             ("POST", repo + "/issues", self._post_issue, i + "create-an-issue"),
             ("GET", issue, self._get_issue, i + "get-an-issue"),
             ("PATCH", issue, self._patch_issue, i + "update-an-issue"),
+            ("PUT", issue + "/lock", self._lock_issue, i + "lock-an-issue"),
+            ("DELETE", issue + "/lock", self._unlock_issue, i + "unlock-an-issue"),
             ("GET", issue + "/comments", self._list_comments, c + "list-issue-comments"),
             ("POST", issue + "/comments", self._post_comment, c + "create-an-issue-comment"),
             ("GET", comment, self._get_comment, c + "get-an-issue-comment"),
@@ -109,6 +112,13 @@ class _Routes(_Shapes):
         graphql = {**core, "used": 0, "remaining": core["limit"]}
         resources = {"core": core, "search": search, "graphql": graphql}
         return _Reply(200, {"resources": resources, "rate": core})
+
+    def _get_user(self, call: _Call) -> _Reply:
+        if call.login is None:
+            raise _error(401, "Requires authentication", call.doc)
+        if call.login.endswith("[bot]"):  # an installation token, such as GITHUB_TOKEN
+            raise _error(403, "Resource not accessible by integration", call.doc)
+        return _Reply(200, self._user_json(call.login))
 
     def _get_repo(self, call: _Call) -> _Reply:
         return _Reply(200, self._repo_json(self._repo(call), authenticated=call.login is not None))
@@ -155,6 +165,19 @@ class _Routes(_Shapes):
     def _get_issue(self, call: _Call) -> _Reply:
         repo, issue = self._repo_issue(call)
         return _Reply(200, self._issue_json(repo, issue, full=True))
+
+    def _lock_issue(self, call: _Call) -> _Reply:
+        repo, issue = self._repo_issue(call)
+        reason = (call.body or {}).get("lock_reason") if isinstance(call.body, dict) else None
+        if reason not in (None, "off-topic", "too heated", "resolved", "spam"):
+            raise _field_error(call.doc, "Issue", "lock_reason", "invalid")
+        issue.locked, issue.lock_reason = True, reason
+        return _Reply(204, None)
+
+    def _unlock_issue(self, call: _Call) -> _Reply:
+        repo, issue = self._repo_issue(call)
+        issue.locked, issue.lock_reason = False, None
+        return _Reply(204, None)
 
     def _patch_issue(self, call: _Call) -> _Reply:
         repo, issue = self._repo_issue(call)

@@ -1,4 +1,4 @@
-"""The sandbox's HTTP server, lifecycle, seeding helpers, faults and rate limits."""
+"""The sandbox's HTTP server, lifecycle, seeding helpers and rate limits (faults: faults.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import hashlib
 import hmac
 import json
 import os
-import re
 import signal
 import socket
 import sys
@@ -16,20 +15,18 @@ import traceback
 from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from email.message import Message
-from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from .faults import _Faults
 from .routes import _Call, _Outcome, _Reply
 from .state import (
     ANONYMOUS_RATE_LIMIT,
     API_VERSION,
     DOCS,
-    FAULT_KINDS,
     RATE_DOCS,
-    SECONDARY_RATE_LIMIT_MESSAGE,
     ApiError,
     Fault,
     RecordedRequest,
@@ -114,14 +111,16 @@ class _Handler(BaseHTTPRequestHandler):
 # --- the sandbox -------------------------------------------------------------------------
 
 
-class GitHubSandbox(_SubIssueRoutes):
+class GitHubSandbox(_Faults, _SubIssueRoutes):
     """A local GitHub REST API on 127.0.0.1; use as a context manager or start()/stop().
 
     The socket is bound at construction, so :attr:`api_url` is known before :meth:`start`.
     Any token is accepted unless ``tokens`` lists the valid ones; ``login`` is the user every
-    token authenticates as. ``clock`` (returning an aware datetime) makes timestamps
-    deterministic in tests. ``sub_issues=False`` imitates a GitHub Enterprise Server without
-    sub-issues (see :mod:`.subissues`).
+    token authenticates as: by default ``github-actions[bot]``, as for the scheduled Action's
+    ``GITHUB_TOKEN`` (pass a person's login to model a maintainer's token). ``clock``
+    (returning an aware datetime) makes timestamps deterministic in tests.
+    ``sub_issues=False`` imitates a GitHub Enterprise Server without sub-issues (see
+    :mod:`.subissues`).
     """
 
     _server: _Server
@@ -131,7 +130,7 @@ class GitHubSandbox(_SubIssueRoutes):
         port: int = 0,
         state_file: str | Path | None = None,
         *,
-        login: str = "artbot-sandbox",
+        login: str = "github-actions[bot]",
         tokens: Collection[str] | None = None,
         rate_limit: int = 5000,
         clock: Callable[[], datetime] | None = None,
@@ -265,40 +264,6 @@ class GitHubSandbox(_SubIssueRoutes):
             self._issue(repo, number, DOCS).deleted = True
             self._save()
 
-    def inject_fault(
-        self,
-        method: str,
-        path_regex: str,
-        kind: int | str,
-        times: int = 1,
-        after_write: bool = False,
-        retry_after: int | None = None,
-    ) -> Fault:
-        """Serve ``kind`` to the next ``times`` requests matching ``method`` and ``path_regex``.
-
-        ``method`` may be ``"*"``; ``path_regex`` is searched in the URL path. With
-        ``after_write`` the request is carried out first (a write takes effect) and the client
-        still gets the fault. ``retry_after`` adds a ``Retry-After`` header (seconds).
-        """
-        valid = kind in FAULT_KINDS or (isinstance(kind, int) and (kind == 429 or kind >= 500))
-        if not valid or (isinstance(kind, int) and kind > 599):
-            raise ValueError(f"unknown fault kind {kind!r}: use 429, 500-599 or {FAULT_KINDS}")
-        if times < 1:
-            raise ValueError("times must be at least 1")
-        fault = Fault(method.upper(), re.compile(path_regex), kind, times, after_write, retry_after)
-        with self._lock:
-            self._faults.append(fault)
-        return fault
-
-    def clear_faults(self) -> None:
-        with self._lock:
-            self._faults.clear()
-
-    @property
-    def pending_faults(self) -> list[Fault]:
-        with self._lock:
-            return list(self._faults)
-
     # request handling
 
     def _respond(self, method: str, raw_path: str, raw_body: bytes, headers: Message) -> _Outcome:
@@ -321,11 +286,11 @@ class GitHubSandbox(_SubIssueRoutes):
                 if fault.times == 0:
                     self._faults.remove(fault)
             if fault is not None and not fault.after_write:
-                out = self._fault_outcome(fault, request_id, bucket)
+                out = self._fault_outcome(fault, request_id, bucket, raw_path)
             else:
                 out = self._serve(method, path, query, raw_body, headers, request_id, bucket)
                 if fault is not None:
-                    out = self._fault_outcome(fault, request_id, bucket)
+                    out = self._fault_outcome(fault, request_id, bucket, raw_path)
         self.requests.append(RecordedRequest(method, path, query, out.status))
         return out
 
@@ -372,25 +337,6 @@ class GitHubSandbox(_SubIssueRoutes):
         if method != "GET" and status < 400:
             self._save()
         return _Outcome(status, body, out_headers + bucket.headers())
-
-    def _fault_outcome(self, fault: Fault, request_id: str, bucket: _Bucket) -> _Outcome:
-        if fault.kind == "drop":
-            return _Outcome(0)
-        headers = [
-            ("Content-Type", "application/json; charset=utf-8"),
-            ("X-GitHub-Request-Id", request_id),
-        ]
-        if fault.retry_after is not None:
-            headers.append(("Retry-After", str(fault.retry_after)))
-        if fault.kind == "secondary_rate_limit" or fault.kind == 429:
-            status = 403 if fault.kind == "secondary_rate_limit" else 429
-            message = SECONDARY_RATE_LIMIT_MESSAGE.format(request_id=request_id)
-            payload = _error(status, message, f"{RATE_DOCS}#about-secondary-rate-limits").payload
-            headers += bucket.headers()
-        else:
-            status = int(fault.kind)
-            payload = {"message": HTTPStatus(status).phrase}
-        return _Outcome(status, json.dumps(payload).encode(), headers)
 
     def _dispatch(
         self,

@@ -22,7 +22,8 @@ class _Shapes(_State):
     def _user_id(self, login: str) -> int:
         return zlib.crc32(login.casefold().encode()) & 0x7FFFFFFF or 1
 
-    def _user_json(self, login: str, kind: str = "User") -> dict[str, Any]:
+    def _user_json(self, login: str, kind: str | None = None) -> dict[str, Any]:
+        kind = kind or ("Bot" if login.endswith("[bot]") else "User")
         uid = self._user_id(login)
         api = f"{self.api_url}/users/{login}"
         return {
@@ -176,7 +177,7 @@ class _Shapes(_State):
             "user": self._user_json(issue.user),
             "labels": self._labels_json(repo, issue.label_ids, embedded=True),
             "state": issue.state,
-            "locked": False,
+            "locked": issue.locked,
             "assignee": assignees[0] if assignees else None,
             "assignees": assignees,
             "milestone": None,
@@ -186,7 +187,7 @@ class _Shapes(_State):
             "closed_at": issue.closed_at,
             "author_association": self._association(repo, issue.user),
             "type": None,
-            "active_lock_reason": None,
+            "active_lock_reason": issue.lock_reason,
             "issue_dependencies_summary": dict.fromkeys(
                 ("blocked_by", "blocking", "total_blocked_by", "total_blocking"), 0
             ),

@@ -69,14 +69,16 @@ class RequestLog:
 
 
 FAULT_KINDS = ("secondary_rate_limit", "drop")
+REDIRECT_KINDS = (301, 302, 307, 308)
 
 
 @dataclass
 class Fault:
     """A failure served instead of (or, with ``after_write``, after) the real response.
 
-    ``kind`` is an HTTP status (429 or 500-599), ``"secondary_rate_limit"`` (a 403 whose body
-    PyGithub recognises) or ``"drop"`` (the socket is closed without a response).
+    ``kind`` is an HTTP status (429 or 500-599; or a redirect, 301/302/307/308, to
+    ``location``, by default the request's own URL), ``"secondary_rate_limit"`` (a 403 whose
+    body PyGithub recognises) or ``"drop"`` (the socket is closed without a response).
     """
 
     method: str
@@ -85,6 +87,7 @@ class Fault:
     times: int
     after_write: bool
     retry_after: int | None
+    location: str | None = None
 
     def matches(self, method: str, path: str) -> bool:
         return self.method in ("*", method) and self.path_regex.search(path) is not None
@@ -166,6 +169,8 @@ class _Issue:
     deleted: bool = False
     parent_id: int | None = None  # the issue (by id) this one is a sub-issue of
     sub_issue_ids: list[int] = field(default_factory=list)  # in priority order
+    lock_reason: str | None = None  # set while locked (PUT .../lock); None is unlocked
+    locked: bool = False
 
 
 @dataclass
