@@ -243,6 +243,12 @@ def test_demo_shows_a_fixed_item_closed_and_a_partial_item_open(root: Path) -> N
     assert f"— #{seven.number}" in line_of(result.checklist, 7)
     assert line_of(result.checklist, 9).endswith("— partly fixed in 0.5.21")
     assert result.requests["sync (no change)"] <= 2
+    # The tracking issue's sub-issues: #1108-#1110 and the two new issues, in item order.
+    assert [n for n, _, _ in result.sub_issues] == [1108, 1109, 1110, seven.number, nine.number]
+    assert result.progress == {"total": 5, "completed": 1, "percent_completed": 20}
+    from artbot.demo import describe
+
+    assert f"#{seven.number} (closed) {seven.title}" in describe(result)
 
 
 def test_a_recorded_status_supersedes_the_whole_item_verify_comment(
