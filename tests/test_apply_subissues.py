@@ -182,3 +182,16 @@ def test_a_404_from_the_endpoints_is_said_once_and_the_checklist_still_written(
         ]
         assert [r.status for r in seeded.requests if r.path == SUB_ISSUES] == [404]
         assert "] 1. " in checklist(seeded)
+
+
+def test_the_step_summary_names_the_sub_issue_changes(art: GitHubSandbox, root: Path) -> None:
+    from artbot.summary import step_summary
+
+    catalog = load_catalog(root)
+    repo = GitHubRepo(f"{OWNER}/{NAME}", api_url=art.api_url, token="t", cache=EtagCache())
+    outcome = sync(catalog, repo, TRACKING)
+    text = step_summary(catalog, outcome, dry_run=False)
+    assert "| #1108 | not seen | labelled, made a sub-issue |" in text  # not yet labelled
+    art.remove_sub_issue(OWNER, NAME, TRACKING, 1110)
+    text = step_summary(catalog, sync(catalog, repo, TRACKING), dry_run=False)
+    assert "| #1110 | open | removed from the sub-issues by hand |" in text
