@@ -254,18 +254,22 @@ def _before_checklist(plan: Plan, actions: Sequence[Any]) -> Plan:
 def _ensure_labels(
     repo: Repo, observed: list[ObservedIssue], labels: list[str], catalog: Catalog, log: Log
 ) -> None:
-    # Labels on our issues exist, and so do those an earlier run made sure of (remembered in
-    # the cache); only otherwise ask GitHub, and then settle every label the catalog uses.
+    """Create the labels the issues about to be filed use, and only those.
+
+    Labels on our issues exist, and so do those an earlier run made sure of (remembered in the
+    cache); only otherwise ask GitHub which exist.
+    """
     known = {lbl for i in observed for lbl in i.labels} | repo.cache.labels
-    if all(lbl in known for lbl in labels):
+    wanted = [lbl for lbl in dict.fromkeys(labels) if lbl not in known]
+    if not wanted:
         return
-    wanted = list(
-        dict.fromkeys([*catalog.audit.labels, *(x for f in catalog.findings for x in f.labels)])
-    )
     existing = repo.existing_labels()
     for name in wanted:
         if name not in existing:
-            repo.create_label(name)
+            style = catalog.audit.label_definitions.get(name)
+            repo.create_label(
+                name, style.color if style else None, style.description if style else None
+            )
             log(f"created label {name!r}")
     repo.cache.labels |= set(wanted)
 

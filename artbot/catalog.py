@@ -344,6 +344,16 @@ def _cross_checks(
             )
         problems += _claim_checks(root, rel, finding, node)
         if audit is not None:
+            for i, label in enumerate(finding.labels):
+                if label not in audit.label_definitions:
+                    problems.append(
+                        Problem(
+                            rel,
+                            _line_for(node, ("labels", i), ""),
+                            f"labels[{i}]",
+                            f"{label!r} has no entry in {AUDIT_FILE}'s label_definitions",
+                        )
+                    )
             src = audit.source_root.rstrip("/") + "/"
             for i, location in enumerate(finding.locations):
                 if not location.path.startswith(src) or ".." in location.path.split("/"):

@@ -65,6 +65,7 @@ class ChecklistEntry:
     note: str | None = None
     fixed_in: str | None = None
     partly_fixed_in: str | None = None
+    filed: bool = False  # the issue is one artbot filed (found by marker), not a preset one
 
     def __post_init__(self) -> None:
         # A newline in a title or note would end the task-list line and break the list.

@@ -267,8 +267,14 @@ class GitHubRepo:
 
     # -- writes --------------------------------------------------------------------------
 
-    def create_label(self, name: str) -> None:
-        label = {"name": name, "color": "c5def5", "description": "filed by artbot (numerics audit)"}
+    def create_label(
+        self, name: str, color: str | None = None, description: str | None = None
+    ) -> None:
+        label = {
+            "name": name,
+            "color": color or "c5def5",
+            "description": description or "filed by artbot (numerics audit)",
+        }
         try:
             self._request("POST", f"{self._url}/labels", input=label)
         except RemoteError as exc:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
@@ -138,6 +138,11 @@ class Evidence(_Strict):
     setting: NonEmpty | None = Field(
         default=None, description="Model, data or shape it was measured on."
     )
+    artbot: NonEmpty | None = Field(
+        default=None,
+        description="What artbot's reproduction measured for the same quantity, in its own "
+        "setting (stated in reproduction_notes): shown beside the audit's figure.",
+    )
 
 
 class Fix(_Strict):
@@ -171,13 +176,20 @@ class Finding(_Strict):
     affects: list[NonEmpty] = Field(min_length=1, description="Backends or code paths affected.")
     locations: list[Location] = Field(min_length=1)
     what: NonEmpty = Field(description="What happens.")
-    why: NonEmpty = Field(description="Why it matters.")
+    why: NonEmpty | None = Field(
+        default=None, description="Why it matters, where the audit says; omit where it does not."
+    )
     evidence: list[Evidence] = Field(
         default_factory=list,
         description="The audit's measured figures; empty where it measured none.",
     )
     effect: NonEmpty
     expected: NonEmpty = Field(description="What correct code would do, stated testably.")
+    additions: list[Literal["why", "expected", "effect", "impact"]] = Field(
+        default_factory=list,
+        description="Fields written by artbot rather than taken from the audit; the issue marks "
+        "each as artbot's addition.",
+    )
     confidence: Confidence
     impact: NonEmpty
     fix: Fix
@@ -206,6 +218,17 @@ class Finding(_Strict):
         return value
 
 
+class LabelDefinition(_Strict):
+    """How a label looks on GitHub when artbot has to create it."""
+
+    color: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{6}$")] = Field(
+        description="Six hex digits, without '#'."
+    )
+    description: Annotated[str, StringConstraints(max_length=100)] = Field(
+        description="GitHub allows at most 100 characters."
+    )
+
+
 class Audit(_Strict):
     """The audit every finding belongs to."""
 
@@ -214,7 +237,20 @@ class Audit(_Strict):
     source_root: RepoPath = Field(description="Where the audited code lives, e.g. src/art/")
     tracking_issue: int | None = Field(default=None, ge=1)
     labels: list[NonEmpty] = Field(default_factory=list)
+    label_definitions: dict[str, LabelDefinition] = Field(
+        default_factory=dict,
+        description="Colour and description of every label the audit or a finding uses.",
+    )
     web_url: NonEmpty = "https://github.com"
+
+    @field_validator("label_definitions")
+    @classmethod
+    def _defines_its_own_labels(cls, value: dict[str, Any], info: Any) -> dict[str, Any]:
+        missing = [lbl for lbl in info.data.get("labels", []) if value and lbl not in value]
+        if missing:
+            raise ValueError(f"no definition for the audit's label(s) {', '.join(missing)}")
+        return value
+
     tool_repository: Annotated[str, StringConstraints(pattern=r"^[\w.-]+/[\w.-]+$")] = Field(
         default="OWNER/artbot",
         description="Where artbot itself is hosted; full repro scripts are linked there.",

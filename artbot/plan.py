@@ -249,6 +249,7 @@ def checklist_entries(
                 state=_state(issue) if issue else ("open" if number else None),
                 state_reason=issue.state_reason if issue and issue.state == "closed" else None,
                 note=(notes or {}).get(f.item),
+                filed=f.issue is None and issue is not None,
                 **_fixed((views or {}).get(f.item)),
             )
         )

@@ -63,16 +63,17 @@ def minimal_repro_path(finding: Finding) -> str:
     return f"repros/minimal/item{finding.item:02d}.py"
 
 
-def summary_lines(result: Mapping[str, Any] | None) -> list[str]:
-    """The claim and note lines of a captured run, escaped for a markdown table cell."""
+def summary_lines(result: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """(claim id, what the run found) for each ``claim <id>: ...`` line of a captured run,
+    escaped for a markdown table cell. Notes stay in the linked script's output."""
     if not result:
         return []
-    keep = [
-        line.strip()
-        for line in str(result.get("stdout", "")).splitlines()
-        if line.startswith(("claim ", "note:"))
-    ]
-    return [line.replace("|", "\\|") for line in keep]
+    rows = []
+    for line in str(result.get("stdout", "")).splitlines():
+        if line.startswith("claim ") and ":" in line:
+            cid, _, found = line[len("claim ") :].partition(":")
+            rows.append((cid.strip().replace("|", "\\|"), found.strip().replace("|", "\\|")))
+    return rows
 
 
 def environment(templates_dir: Path) -> jinja2.Environment:

@@ -43,7 +43,9 @@ class Repo(Protocol):
 
     def existing_labels(self) -> set[str]: ...
 
-    def create_label(self, name: str) -> None:
+    def create_label(
+        self, name: str, color: str | None = None, description: str | None = None
+    ) -> None:
         """Create a label; one that already exists is not an error."""
         ...
 

@@ -86,11 +86,16 @@ def cell_text(text: str, limit: int = _DETAIL_MAX) -> str:
     return one_line(text, limit).replace("\\", "\\\\").replace("|", "\\|")
 
 
+_NOT_CHECKED_RE = re.compile(r"^not checked\s*\((.*)\)$", re.S)
+
+
 def _cell(result: ClaimResult | None) -> str:
     if result is None:
         return "not checked"
-    if result.verdict is ClaimVerdict.not_checked and result.detail.strip():
-        return f"not checked ({cell_text(result.detail)})"
+    # A repro's detail may already read "not checked (why)": say it once.
+    why = _NOT_CHECKED_RE.sub(r"\1", result.detail.strip())
+    if result.verdict is ClaimVerdict.not_checked and why:
+        return f"not checked ({cell_text(why)})"
     return result.verdict.value
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.test_render import GOLDEN_DIR, GOLDEN_ITEMS, golden_text
+from tests.test_render import GOLDEN_DIR, GOLDEN_ITEMS, golden_checklist, golden_text
 
 
 def main() -> None:
@@ -11,6 +11,9 @@ def main() -> None:
         path = GOLDEN_DIR / f"issue-{item:02d}.md"
         path.write_text(golden_text(item), encoding="utf-8")
         print(f"wrote {path}")
+    path = GOLDEN_DIR / "checklist.md"
+    path.write_text(golden_checklist(), encoding="utf-8")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -303,11 +303,13 @@ def test_sync_updates_only_the_owned_region(art: GitHubSandbox, root: Path) -> N
     [issue] = issues_for(art, 7)
     art.edit_issue(OWNER, NAME, issue["number"], body=issue["body"] + "\nReviewer: agreed.\n")
     path = root / "findings" / "07-tis-fallback.yaml"
-    path.write_text(path.read_text().replace("Plausible (logic).", "Plausible (logic, re-read)."))
+    text = path.read_text()
+    assert "TIS exists for." in text
+    path.write_text(text.replace("TIS exists for.", "TIS exists for (re-read)."))
     result = artbot(art, root, "sync")
     assert result.exit_code == 0, result.output
     body = art.get_issue(OWNER, NAME, issue["number"])["body"]
-    assert "Plausible (logic, re-read)." in body
+    assert "TIS exists for (re-read)." in body
     assert body.endswith("\nReviewer: agreed.\n")
     assert art.get_issue(OWNER, NAME, issue["number"])["state"] == "open"
 
@@ -353,3 +355,23 @@ def test_sync_verify_notes_and_comments_once_per_status_change(
     regressed = [CodeResult(7, CodeStatus.reproduced, "openpipe-art 0.5.22", "back")]
     third = sync(catalog, _repo(art), TRACKING, verified=("0.5.22", regressed))
     assert [d for d in third.done if "commented" in d] == [f"item 7: commented on #{n7}"]
+
+
+def test_open_creates_only_the_labels_of_the_issue_it_files(art: GitHubSandbox, root: Path) -> None:
+    """#10: item 7 needs the audit's labels and its backends', with the catalog's colours."""
+    result = artbot(art, root, "open", "--item", "7")
+    assert result.exit_code == 0, result.output
+    catalog = load_catalog(root)
+    wanted = [*catalog.audit.labels, *catalog.get(7).labels]
+    posts = [
+        r for r in art.requests.snapshot() if r.method == "POST" and r.path.endswith("/labels")
+    ]
+    assert len(posts) == len(wanted)
+    from github import Auth, Github
+
+    repo = Github(base_url=art.api_url, auth=Auth.Token(CANARY)).get_repo(f"{OWNER}/{NAME}")
+    labels = {lbl.name: lbl for lbl in repo.get_labels()}
+    assert sorted(labels) == sorted(wanted)
+    for name in wanted:
+        style = catalog.audit.label_definitions[name]
+        assert (labels[name].color, labels[name].description) == (style.color, style.description)

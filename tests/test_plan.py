@@ -96,7 +96,9 @@ class MemoryRepo:
     def existing_labels(self) -> set[str]:
         return set(self.labels)
 
-    def create_label(self, name: str) -> None:
+    def create_label(
+        self, name: str, color: str | None = None, description: str | None = None
+    ) -> None:
         self.log.append(f"label {name}")
         self.labels.add(name)
 

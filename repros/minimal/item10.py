@@ -2,13 +2,17 @@
 
 ART at e2a406a48: tinker_native/data.py#L32-L44 calls torch.std(rewards) (unbiased, n-1);
 preprocessing/tokenize.py#L763-L771 divides by the population std (n). Runs without ART.
+ARTBOT_FIX=1 applies the suggested fix: one convention (the population std) everywhere.
 """
+
+import os
 
 import torch
 
+FIX = os.environ.get("ARTBOT_FIX") == "1"
 rewards = torch.tensor([1.0, 0.0, 0.0, 1.0])  # one group, n = 4
 centered = rewards - rewards.mean()
-tinker_native = centered / torch.std(rewards)  # default: unbiased (n-1)
+tinker_native = centered / torch.std(rewards, unbiased=not FIX)  # default: unbiased (n-1)
 other_backends = centered / torch.std(rewards, unbiased=False)  # population (n)
 ratio = (tinker_native / other_backends)[0].item()
 expected = ((4 - 1) / 4) ** 0.5

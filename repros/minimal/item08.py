@@ -1,0 +1,43 @@
+"""Item 8: the PPO ratio exp(new - old) is not clamped; one -inf old logprob gives a NaN step.
+
+ART at e2a406a48, src/art/loss.py#L299 and #L363-L367 (ART's own code: art.loss.loss_fn), roughly:
+    old_logprobs = torch.where(torch.isnan(old_logprobs), new_logprobs.detach(), old_logprobs)
+    prob_ratio = torch.exp(new_logprobs - old_logprobs)
+    policy_loss = -torch.min(prob_ratio * A, torch.clip(prob_ratio, 1 - eps, 1 + eps_high) * A)
+This models those lines (token level, mean over trainable tokens), so it runs without ART.
+ARTBOT_FIX=1 applies the suggested fix: the log-ratio clamped to +-20 before exp.
+"""
+
+import os
+
+import torch
+
+FIX = os.environ.get("ARTBOT_FIX") == "1"
+g = torch.Generator().manual_seed(0)
+logits = torch.randn(4, 16, generator=g).requires_grad_()  # 4 trainable tokens, vocab 16
+targets = torch.randint(0, 16, (4, 1), generator=g)
+drift = 0.05 * torch.randn(4, generator=g)  # a little off-policy drift on the finite tokens
+
+
+def loss_and_grad(ppo: bool, advantage: float) -> tuple[float, bool]:
+    new = torch.log_softmax(logits, -1).gather(1, targets).squeeze(1)
+    old = new.detach() + drift
+    old[1] = float("-inf")  # one bad old logprob (-inf, or a sentinel such as -9999)
+    old = torch.where(torch.isnan(old), new.detach(), old)  # only NaN is replaced
+    log_ratio = new - old
+    ratio = torch.exp(log_ratio.clamp(-20, 20) if FIX else log_ratio)
+    if ppo:  # epsilon 0.2 / 0.2
+        loss = -torch.min(ratio * advantage, torch.clip(ratio, 0.8, 1.2) * advantage)
+    else:  # CISPO, epsilon 1.0 / 4.0
+        loss = -(torch.clip(ratio.detach(), 0.0, 5.0) * advantage * new)
+    (grad,) = torch.autograd.grad(loss.mean(), logits)
+    return loss.mean().item(), bool(grad.isfinite().all())
+
+
+ppo_loss, ppo_grad_ok = loss_and_grad(ppo=True, advantage=-1.0)
+cispo_loss, cispo_grad_ok = loss_and_grad(ppo=False, advantage=-1.0)
+print(f"old logprob -inf on one token, A = -1{', log-ratio clamped to +-20' if FIX else ''}:")
+print(f"PPO:   loss {ppo_loss:.3g}, logits gradient finite: {ppo_grad_ok}")
+print(f"CISPO: loss {cispo_loss:.3g}, logits gradient finite: {cispo_grad_ok}")
+ok = ppo_grad_ok and torch.isfinite(torch.tensor(ppo_loss)).item()
+print("verdict: " + ("fixed" if ok else "reproduced"))

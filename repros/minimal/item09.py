@@ -1,0 +1,54 @@
+"""Item 9: the legacy Tinker service takes one optimizer step per packed row, not per ART step.
+
+ART at e2a406a48, src/art/tinker/service.py#L136-L180 (ART's own: TinkerService.train), roughly:
+    for i in range(packed_tensors["tokens"].shape[0]):  # one packed row per iteration
+        ... await training_client.forward_backward_custom_async(data=[...], loss_fn=...)
+        ... await training_client.optim_step_async(adam_params=...)  # inside the row loop
+This models that loop with a stand-in training client, so it runs without ART or Tinker.
+(The item's other claim, wrong per-datum masks, was fixed in openpipe-art 0.5.21; the full
+script repros/item09_tinker_masks.py shows it.) ARTBOT_FIX=1 applies the suggested fix:
+accumulate forward_backward over the rows and step once.
+"""
+
+import os
+
+import torch
+
+FIX = os.environ.get("ARTBOT_FIX") == "1"
+LR, ROWS = 1e-3, 4
+
+
+class TrainingClient:
+    """Stand-in for tinker's: forward_backward accumulates gradients, optim_step applies them."""
+
+    def __init__(self) -> None:
+        self.w = torch.zeros(8, requires_grad=True)
+        self.opt = torch.optim.Adam([self.w], lr=LR)
+        self.steps = 0
+
+    def forward_backward(self, row: torch.Tensor) -> None:
+        (self.w * row).sum().backward()  # a row's loss; its gradient is `row`
+
+    def optim_step(self) -> None:
+        self.opt.step()
+        self.opt.zero_grad()
+        self.steps += 1
+
+
+def train(client: TrainingClient, rows: list[torch.Tensor]) -> None:
+    for row in rows:
+        client.forward_backward(row)
+        if not FIX:
+            client.optim_step()  # service.py: optim_step_async awaited once per packed row
+    if FIX:
+        client.optim_step()  # the fix: once per ART step
+
+
+g = torch.Generator().manual_seed(0)
+common = torch.randn(8, generator=g)  # the rows of one ART step share a gradient direction
+client = TrainingClient()
+train(client, [common + 0.3 * torch.randn(8, generator=g) for _ in range(ROWS)])
+moved = float(client.w.detach().abs().median()) / LR
+print(f"one ART step over {ROWS} packed rows: {client.steps} optimizer step(s)")
+print(f"Adam moved the weights by a median {moved:.2f} x lr (one step moves them about 1 x lr)")
+print("verdict: " + ("reproduced" if client.steps > 1 else "fixed"))
