@@ -17,7 +17,10 @@ Every write path is safe to re-run after a crash at any point:
   issue a human reopened (``state_reason: reopened``) is never closed again;
 - a status change is commented on before the body's status table is updated, and the
   comment carries the status it states, so a re-run after a crash in between posts no second
-  comment.
+  comment;
+- sub-issue writes come before the checklist write that records them, and the record holds
+  only what succeeded, so after a crash the next sync reads the list and settles the rest
+  (see :mod:`artbot.apply_subissues`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .apply_subissues import add_filed, carry_out, plan_step, unavailable_warning, wanted_sub_issues
 from .catalog import Catalog
 from .checklist import ChecklistEntry, apply_block, read_block
 from .errors import BadInput, RemoteError
@@ -34,6 +38,7 @@ from .marker import replace_owned_region
 from .models import Finding, ObservedIssue
 from .ownership import DEFAULT_AUTHORS, Foreign, claim, needs_login
 from .plan import (
+    ChecklistUpToDate,
     CloseDuplicate,
     CloseFixed,
     Comment,
@@ -55,8 +60,11 @@ from .repo import Repo
 from .reprorun import load_result
 from .status import load_status
 from .status_view import StatusView, status_view
+from .subissues import AddSubIssue, SubIssueRecord
 
 Log = Callable[[str], None]
+# The sub-issue record a checklist write keeps: from the one the block holds now.
+RecordEdit = Callable[[SubIssueRecord | None], SubIssueRecord | None]
 
 
 @dataclass
@@ -157,6 +165,9 @@ def open_issues(
         preflight(repo, tracking_issue)
     observed, foreign = observe(repo, catalog, identity, tracking_issue)
     plan = plan_open(findings, rendered, observed, catalog.audit, tracking_issue, views)
+    if tracking_issue:
+        adds = [AddSubIssue(c.item, None, tracking_issue) for c in plan.of(Create)]
+        plan = _before_checklist(plan, adds)
     outcome = Outcome(plan, rendered=rendered)
     outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
     if dry_run:
@@ -165,6 +176,7 @@ def open_issues(
         return outcome
 
     creates = plan.of(Create)
+    known = {i.number for i in observed}
     if creates:
         _ensure_labels(repo, observed, [lbl for c in creates for lbl in c.labels], catalog, log)
     for action in creates:
@@ -195,9 +207,48 @@ def open_issues(
     outcome.issues = canonical(observed, catalog.audit)
     outcome.observed = observed
     if tracking_issue:
+        # Only the issues this run filed (the canonical ones, not duplicates closed above).
+        filed = {n: i for n, i in outcome.issues.items() if n in wanted and i.number not in known}
+        added = add_filed(repo, tracking_issue, filed, outcome.warnings.append, _done(outcome, log))
         entries = checklist_entries(catalog.findings, observed, catalog.audit, None, views)
-        _write_checklist(repo, catalog, tracking_issue, entries, outcome, log)
+        _write_checklist(
+            repo,
+            catalog,
+            tracking_issue,
+            entries,
+            outcome,
+            log,
+            (lambda old: (old or SubIssueRecord()).with_added(added)) if added else None,
+        )
     return outcome
+
+
+def _keep(
+    record: SubIssueRecord | None,
+) -> Callable[[SubIssueRecord | None], SubIssueRecord | None]:
+    """Write ``record``, whatever the block holds now (sync has just read the list)."""
+    return lambda _: record
+
+
+def _done(outcome: Outcome, log: Log) -> Log:
+    def done(line: str) -> None:
+        outcome.done.append(line)
+        log(line)
+
+    return done
+
+
+def _before_checklist(plan: Plan, actions: Sequence[Any]) -> Plan:
+    """``plan`` with ``actions`` just before its checklist action (or at the end)."""
+    at = next(
+        (
+            k
+            for k, a in enumerate(plan.actions)
+            if isinstance(a, (UpdateChecklist, ChecklistUpToDate))
+        ),
+        len(plan.actions),
+    )
+    return Plan((*plan.actions[:at], *actions, *plan.actions[at:]))
 
 
 def _ensure_labels(
@@ -258,12 +309,17 @@ def _write_checklist(
     entries: Sequence[ChecklistEntry],
     outcome: Outcome,
     log: Log,
+    sub_issues: RecordEdit | None = None,
 ) -> None:
-    block = render_checklist(entries, catalog.audit, catalog.root / "templates")
+    """Write the checklist; ``sub_issues`` turns the sub-issue record the block holds now
+    into the one to write (None: keep it as it is)."""
     # Re-read right before writing and apply the edit to what is there now: GitHub has no
     # compare-and-swap for issue bodies, so this keeps the window for losing a human's edit
     # as short as one request. (Unchanged bodies come back as a free 304.)
     fresh = repo.get_issue(number, fresh=True)
+    record = SubIssueRecord.find(read_block(fresh.body))
+    record = sub_issues(record) if sub_issues else record
+    block = render_checklist(entries, catalog.audit, catalog.root / "templates", record)
     new_body = apply_block(fresh.body, block)
     outcome.checklist = block
     if new_body == fresh.body:
@@ -281,13 +337,16 @@ def sync(
     dry_run: bool = False,
     verified: tuple[str, Sequence[Any]] | None = None,
     log: Log = lambda _: None,
+    replace_parent: bool = False,
     identity: Identity | None = None,
 ) -> Outcome:
     """Bring generated issues' bodies and the checklist in step with the catalog and GitHub.
 
     ``verified`` is (version, results of :func:`artbot.verify.verify_code`): each result
     becomes a checklist note, and a comment on the generated issue when its status changed.
-    Never creates, closes or reopens an issue.
+    The items' issues become the tracking issue's sub-issues (:mod:`artbot.subissues`);
+    ``replace_parent`` moves those that have another parent. Never creates, closes or
+    reopens an issue.
     """
     notes = None
     views = status_views(catalog, catalog.findings)
@@ -303,25 +362,39 @@ def sync(
     tracking = preflight(repo, tracking_issue) if tracking_issue else None
     observed, foreign = observe(repo, catalog, identity or Identity(), tracking_issue)
     templates = catalog.root / "templates"
+    block = read_block(tracking.body) if tracking else None
+    subs = None
+    if tracking is not None:
+        wanted = wanted_sub_issues(checklist_entries(catalog.findings, observed, catalog.audit))
+        old = SubIssueRecord.find(block)
+        subs = plan_step(repo, tracking, wanted, old, replace_parent=replace_parent)
+    record = subs.expected if subs else None
     plan = plan_sync(
         catalog.findings,
         rendered,
         observed,
         catalog.audit,
         tracking_issue,
-        read_block(tracking.body) if tracking else None,
-        lambda entries: render_checklist(entries, catalog.audit, templates),
+        block,
+        lambda entries: render_checklist(entries, catalog.audit, templates, record),
         notes,
         views,
     )
+    if subs is not None:
+        plan = _before_checklist(plan, subs.plan.actions)
     outcome = Outcome(plan, issues=canonical(observed, catalog.audit), observed=observed)
     outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
+    if subs is not None and not subs.available:
+        outcome.warnings.append(unavailable_warning(subs.parent))
     if verified is not None:
         comments = _verification_comments(repo, outcome.issues, *verified)
         outcome.plan = Plan((*outcome.plan.actions, *comments))
     if dry_run:
         return outcome
     for action in outcome.plan.actions:
+        if subs is not None and action is subs.plan.actions[0]:
+            # Just before the checklist write, which records what happened.
+            record = carry_out(repo, subs, observed, outcome.warnings.append, outcome.done.append)
         if isinstance(action, LinkPreset):
             try:
                 repo.add_labels(action.issue, list(action.labels))
@@ -348,7 +421,13 @@ def sync(
                 repo.edit_issue(action.issue, body=body)
                 outcome.done.append(f"item {action.item}: updated #{action.issue}")
         elif isinstance(action, UpdateChecklist):
-            _write_checklist(repo, catalog, action.issue, action.entries, outcome, log)
+            _write_checklist(
+                repo, catalog, action.issue, action.entries, outcome, log, _keep(record)
+            )
+        elif isinstance(action, ChecklistUpToDate) and subs and record != subs.expected:
+            # A sub-issue write went otherwise than planned: record what did happen.
+            entries = checklist_entries(catalog.findings, observed, catalog.audit, notes, views)
+            _write_checklist(repo, catalog, action.issue, entries, outcome, log, _keep(record))
         elif isinstance(action, Comment):
             repo.comment(action.issue, action.body)
             outcome.done.append(f"item {action.item}: commented on #{action.issue}")

@@ -351,6 +351,12 @@ def open_(
     "when it changes.",
 )
 @click.option(
+    "--replace-parent",
+    is_flag=True,
+    help="Make an item's issue a sub-issue of the tracking issue even when it has another "
+    "parent (moved from it); without this it is reported and left.",
+)
+@click.option(
     "--summary",
     type=click.Path(dir_okay=False, path_type=Path),
     envvar="GITHUB_STEP_SUMMARY",
@@ -367,6 +373,7 @@ def sync(
     dry_run: bool,
     as_json: bool,
     verify_version: str | None,
+    replace_parent: bool,
     summary: Path | None,
 ) -> None:
     """Keep generated issues' bodies and the tracking checklist in step. Never closes issues."""
@@ -393,6 +400,7 @@ def sync(
         dry_run=dry_run,
         verified=verified,
         log=(lambda _: None) if as_json else click.echo,
+        replace_parent=replace_parent,
         identity=identity(authors),
     )
     repo.cache.save()

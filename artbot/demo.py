@@ -2,7 +2,8 @@
 
 Seeds a sandbox repository like ART's (the three dedicated issues #1108-#1110 and the
 tracking issue with the audit's own text), then runs ``open --item 7 --item 9`` and ``sync``
-through the same code paths as against GitHub, and shows what a maintainer would see. With the
+through the same code paths as against GitHub, and shows what a maintainer would see: the new
+issues, the tracking issue's checklist and its sub-issues (GitHub's progress bar). With the
 recorded status (``findings/status/NN.json``), item 7 (fixed in a release) is filed closed
 and ticked, and item 9 (partly fixed) is filed open about what remains.
 """
@@ -41,6 +42,8 @@ class DemoResult:
     issues: tuple[DemoIssue, ...]
     checklist: str
     requests: dict[str, int]
+    sub_issues: tuple[tuple[int, str, str], ...] = ()  # (number, state, title), in order
+    progress: dict[str, int] | None = None  # the tracking issue's sub_issues_summary
 
 
 def seed(sandbox: GitHubSandbox, catalog: Catalog) -> int:
@@ -105,8 +108,18 @@ def run_demo(
                     load_status(catalog.root, item) is not None,
                 )
             )
-        tracking_body = sandbox.get_issue(owner, name, tracking)["body"]
-        return DemoResult(tracking, tuple(shown), read_block(tracking_body) or "", counts)
+        parent = sandbox.get_issue(owner, name, tracking)
+        children = [
+            sandbox.get_issue(owner, name, n) for n in sandbox.sub_issues(owner, name, tracking)
+        ]
+        return DemoResult(
+            tracking,
+            tuple(shown),
+            read_block(parent["body"]) or "",
+            counts,
+            tuple((c["number"], c["state"], c["title"]) for c in children),
+            parent.get("sub_issues_summary"),
+        )
 
 
 def describe(result: DemoResult) -> str:
@@ -123,5 +136,13 @@ def describe(result: DemoResult) -> str:
         out.append(issue.body)
     out.append(f"=== the checklist in tracking issue #{result.tracking_issue}\n")
     out.append(result.checklist)
+    if result.progress is not None:
+        done, total = result.progress["completed"], result.progress["total"]
+        out.append(
+            f"=== the sub-issues of tracking issue #{result.tracking_issue}, in GitHub's order "
+            f"(progress: {done} of {total} closed, {result.progress['percent_completed']}%)\n"
+        )
+        out += [f"#{n} ({state}) {title}" for n, state, title in result.sub_issues]
+        out.append("")
     out.append("=== requests made: " + ", ".join(f"{k}: {v}" for k, v in result.requests.items()))
     return "\n".join(out)

@@ -54,6 +54,14 @@ class RemoteError(ArtbotError):
         self.status = status
 
 
+class SubIssuesUnavailable(RemoteError):
+    """The sub-issue endpoints answered 404: a GitHub (Enterprise Server) without them."""
+
+
+class SubIssueRefused(RemoteError):
+    """GitHub refused a sub-issue change with 422 (another parent, the cap of 100, ...)."""
+
+
 class ReproFailed(ArtbotError):
     """A reproduction crashed, timed out or printed no verdict."""
 

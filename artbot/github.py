@@ -26,7 +26,7 @@ from typing import Any
 from github import Auth, Github, GithubException
 from github.GithubRetry import GithubRetry
 
-from .errors import BadInput, RemoteError
+from .errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
 from .models import ObservedIssue
 from .settings import TOKEN_VARIABLES, Settings
 
@@ -300,6 +300,70 @@ class GitHubRepo:
     def list_comments(self, number: int) -> list[dict[str, Any]]:
         data, _ = self._get(f"{self._url}/issues/{number}/comments", {"per_page": 100})
         return list(data)
+
+    # -- sub-issues (the tracking issue's native progress) ----------------------------------
+
+    def list_sub_issues(self, number: int) -> list[ObservedIssue]:
+        """#number's sub-issues in GitHub's order: one conditional request per 100."""
+        url = f"{self._url}/issues/{number}/sub_issues"
+        params: dict[str, Any] = {"per_page": 100}
+        out: list[ObservedIssue] = []
+        with _sub_issues():
+            while True:
+                data, headers = self._get(url, params)
+                out += [ObservedIssue.from_json(d) for d in data]
+                next_url = _next_link(headers.get("link"))
+                if not next_url:
+                    return out
+                parsed = urllib.parse.urlparse(next_url)
+                url = relative_path(self.api_url, parsed.path)
+                params = dict(urllib.parse.parse_qsl(parsed.query))
+
+    def add_sub_issue(self, number: int, sub_issue_id: int, *, replace_parent: bool) -> None:
+        # By id, not number (GitHub's rule); replace_parent only when asked for.
+        body: dict[str, Any] = {"sub_issue_id": sub_issue_id}
+        if replace_parent:
+            body["replace_parent"] = True
+        with _sub_issues():
+            self._request("POST", f"{self._url}/issues/{number}/sub_issues", input=body)
+
+    def remove_sub_issue(self, number: int, sub_issue_id: int) -> None:
+        body = {"sub_issue_id": sub_issue_id}
+        with _sub_issues():
+            self._request("DELETE", f"{self._url}/issues/{number}/sub_issue", input=body)
+
+    def reprioritize_sub_issue(
+        self, number: int, sub_issue_id: int, *, after_id: int | None, before_id: int | None
+    ) -> None:
+        body: dict[str, Any] = {"sub_issue_id": sub_issue_id}
+        body.update({"after_id": after_id} if after_id is not None else {"before_id": before_id})
+        with _sub_issues():
+            self._request("PATCH", f"{self._url}/issues/{number}/sub_issues/priority", input=body)
+
+    def parent_of(self, number: int) -> tuple[str, int] | None:
+        """#number's parent issue as (repository full name, number); None without one."""
+        try:
+            data, _ = self._request("GET", f"{self._url}/issues/{number}/parent")
+        except RemoteError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        owner, name = str(data.get("repository_url") or "").rstrip("/").split("/")[-2:]
+        return f"{owner}/{name}", int(data["number"])
+
+
+@contextmanager
+def _sub_issues() -> Iterator[None]:
+    """A 404 from a sub-issue endpoint means this GitHub has none (an Enterprise Server
+    without them); a 422 is a refusal (another parent, the cap of 100, ...)."""
+    try:
+        yield
+    except RemoteError as exc:
+        if exc.status == 404:
+            raise SubIssuesUnavailable(str(exc), 404) from None
+        if exc.status == 422:
+            raise SubIssueRefused(str(exc), 422) from None
+        raise
 
 
 def relative_path(api_url: str, path: str) -> str:

@@ -261,8 +261,22 @@ class Audit(_Strict):
 
 
 @dataclass(frozen=True)
+class SubIssuesSummary:
+    """GitHub's ``sub_issues_summary`` of an issue: how many sub-issues, how many closed."""
+
+    total: int
+    completed: int
+    percent_completed: int
+
+
+@dataclass(frozen=True)
 class ObservedIssue:
-    """An issue as GitHub reports it (pull requests are never turned into these)."""
+    """An issue as GitHub reports it (pull requests are never turned into these).
+
+    ``id`` is GitHub's issue id (the sub-issue endpoints take it, not the number);
+    ``sub_issues`` is None where the payload has no ``sub_issues_summary`` (a GitHub
+    Enterprise Server without sub-issues).
+    """
 
     number: int
     title: str
@@ -272,6 +286,8 @@ class ObservedIssue:
     html_url: str
     labels: tuple[str, ...]
     marker: IssueMarker | None
+    id: int | None = None
+    sub_issues: SubIssuesSummary | None = None
     # Who wrote the issue (``user.login``): with the marker, what makes an issue artbot's
     # (see artbot.ownership). A pull request or a locked issue is never written to.
     author: str | None = None
@@ -293,7 +309,20 @@ class ObservedIssue:
                 for lbl in data.get("labels") or ()
             ),
             marker=IssueMarker.find(body),
+            id=int(data["id"]) if isinstance(data.get("id"), int) else None,
+            sub_issues=_summary(data.get("sub_issues_summary")),
             author=(data.get("user") or {}).get("login"),
             locked=bool(data.get("locked")),
             pull_request="pull_request" in data,
         )
+
+
+def _summary(data: Any) -> SubIssuesSummary | None:
+    if not isinstance(data, dict):
+        return None
+    try:
+        return SubIssuesSummary(
+            int(data["total"]), int(data["completed"]), int(data["percent_completed"])
+        )
+    except (KeyError, TypeError, ValueError):
+        return None

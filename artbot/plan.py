@@ -16,6 +16,7 @@ from .models import Audit, Finding, ObservedIssue
 from .ownership import Foreign
 from .render import RenderedIssue
 from .status_view import FILED_CLOSED, StatusView, stated_in_comments, stated_status
+from .subissues import SubIssueAction
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,7 @@ Action = (
     | UpdateChecklist
     | ChecklistUpToDate
     | Comment
+    | SubIssueAction
     | Foreign
 )
 

@@ -185,12 +185,15 @@ def usable_result(result: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return result
 
 
-def render_checklist(entries: Sequence[Any], audit: Audit, templates_dir: Path) -> str:
-    """The inner lines of the tracking issue's managed block."""
+def render_checklist(
+    entries: Sequence[Any], audit: Audit, templates_dir: Path, sub_issues: Any = None
+) -> str:
+    """The inner lines of the tracking issue's managed block; ``sub_issues`` is the
+    :class:`artbot.subissues.SubIssueRecord` kept in it (None: no sub-issue line)."""
     env = environment(templates_dir)
     try:
         return env.get_template("checklist.md.j2").render(
-            entries=entries, audit_commit=audit.commit
+            entries=entries, audit_commit=audit.commit, sub_issues=sub_issues
         )
     except jinja2.TemplateError as exc:
         raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc

@@ -60,3 +60,26 @@ class Repo(Protocol):
     def comment(self, number: int, body: str) -> None: ...
 
     def list_comments(self, number: int) -> list[dict[str, Any]]: ...
+
+    # Sub-issues (GitHub's native progress on the tracking issue). A 404 leaves as
+    # SubIssuesUnavailable, a 422 as SubIssueRefused (both RemoteError).
+
+    def list_sub_issues(self, number: int) -> list[ObservedIssue]:
+        """#number's sub-issues, in GitHub's order (a conditional read)."""
+        ...
+
+    def add_sub_issue(self, number: int, sub_issue_id: int, *, replace_parent: bool) -> None:
+        """Make the issue with id ``sub_issue_id`` (not its number) a sub-issue of #number."""
+        ...
+
+    def remove_sub_issue(self, number: int, sub_issue_id: int) -> None: ...
+
+    def reprioritize_sub_issue(
+        self, number: int, sub_issue_id: int, *, after_id: int | None, before_id: int | None
+    ) -> None:
+        """Move a sub-issue right after ``after_id`` or right before ``before_id``."""
+        ...
+
+    def parent_of(self, number: int) -> tuple[str, int] | None:
+        """#number's parent issue as (repository full name, number), or None."""
+        ...

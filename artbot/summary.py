@@ -7,6 +7,7 @@ from typing import Any
 from .catalog import Catalog
 from .plan import ChecklistUpToDate, EditBody, LinkPreset, StatusChange, UpdateChecklist
 from .render import environment
+from .subissues import AddSubIssue, SubIssueRemovedByHand
 
 
 def summary_rows(catalog: Catalog, outcome: Any) -> list[dict[str, Any]]:
@@ -19,6 +20,10 @@ def summary_rows(catalog: Catalog, outcome: Any) -> list[dict[str, Any]]:
         elif isinstance(action, StatusChange):
             now = action.after.split(",")[0].replace("-", " ")
             changed.setdefault(action.item, []).append(f"status: {now}")
+        elif isinstance(action, AddSubIssue):
+            changed.setdefault(action.item, []).append("made a sub-issue")
+        elif isinstance(action, SubIssueRemovedByHand):
+            changed.setdefault(action.item, []).append("removed from the sub-issues by hand")
     by_number = {i.number: i for i in outcome.observed}
     rows = []
     for f in catalog.findings:

@@ -151,8 +151,10 @@ def test_sync_applies_a_new_release_that_fixes_the_rest(art: GitHubSandbox, root
     open_issues(catalog, _repo(art), [9], TRACKING)
     [issue] = issues_for(art, 9)
     number = issue["number"]
-    first = sync(catalog, _repo(art), TRACKING)  # labels #1108-#1110; nothing of item 9
-    assert not [d for d in first.done if "item 9" in d or "checklist" in d]
+    # The first sync labels #1108-#1110 and makes them sub-issues; nothing of item 9's status.
+    first = sync(catalog, _repo(art), TRACKING)
+    assert not [d for d in first.done if "item 9" in d and "sub-issues" not in d]
+    assert not [d for d in first.done if "comment" in d or f"updated #{number}" in d]
     assert status_comments(art, number) == []
 
     # A newer release fixes the optimizer step too.
@@ -241,6 +243,12 @@ def test_demo_shows_a_fixed_item_closed_and_a_partial_item_open(root: Path) -> N
     assert f"— #{seven.number}" in line_of(result.checklist, 7)
     assert line_of(result.checklist, 9).endswith("— partly fixed in 0.5.21")
     assert result.requests["sync (no change)"] <= 2
+    # The tracking issue's sub-issues: #1108-#1110 and the two new issues, in item order.
+    assert [n for n, _, _ in result.sub_issues] == [1108, 1109, 1110, seven.number, nine.number]
+    assert result.progress == {"total": 5, "completed": 1, "percent_completed": 20}
+    from artbot.demo import describe
+
+    assert f"#{seven.number} (closed) {seven.title}" in describe(result)
 
 
 def test_a_recorded_status_supersedes_the_whole_item_verify_comment(

@@ -1,7 +1,7 @@
 """A loopback imitation of the GitHub REST API (version 2022-11-28).
 
 :class:`GitHubSandbox` serves the slice of the API that artbot uses (repositories, issues,
-comments, labels, rate limits) over real HTTP on 127.0.0.1, so PyGithub runs unmodified
+comments, labels, sub-issues, rate limits) over real HTTP on 127.0.0.1, so PyGithub runs unmodified
 against it: ``Github(base_url=sandbox.api_url, auth=Auth.Token("any"))``. It imitates
 GitHub's JSON shapes, pagination ``Link`` headers, ETags and 304s, rate-limit headers, error
 bodies, and the failures a client must survive (5xx before or after a write took effect,
@@ -13,8 +13,9 @@ its hash. State lives in memory and, with ``state_file``, in a JSON file rewritt
 write, so ``artbot sandbox --state FILE`` keeps its issues across restarts.
 
 Layout: :mod:`.state` (records, request log, faults, errors, persistence), :mod:`.shapes` (the
-JSON GitHub answers with), :mod:`.routes` (endpoints, lookups, mutations), :mod:`.server` (HTTP
-server, lifecycle, seeding, faults and rate limits, :func:`serve`).
+JSON GitHub answers with), :mod:`.routes` (endpoints, lookups, mutations), :mod:`.subissues` (the
+sub-issue endpoints; ``sub_issues=False`` for a GitHub Enterprise Server without them),
+:mod:`.server` (HTTP server, lifecycle, seeding, faults and rate limits, :func:`serve`).
 """
 
 from __future__ import annotations

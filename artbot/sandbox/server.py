@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .faults import _Faults
-from .routes import _Call, _Outcome, _Reply, _Routes
+from .routes import _Call, _Outcome, _Reply
 from .state import (
     ANONYMOUS_RATE_LIMIT,
     API_VERSION,
@@ -36,6 +36,7 @@ from .state import (
     _int_param,
     _Repo,
 )
+from .subissues import _SubIssueRoutes
 
 
 class _Server(ThreadingHTTPServer):
@@ -110,7 +111,7 @@ class _Handler(BaseHTTPRequestHandler):
 # --- the sandbox -------------------------------------------------------------------------
 
 
-class GitHubSandbox(_Faults, _Routes):
+class GitHubSandbox(_Faults, _SubIssueRoutes):
     """A local GitHub REST API on 127.0.0.1; use as a context manager or start()/stop().
 
     The socket is bound at construction, so :attr:`api_url` is known before :meth:`start`.
@@ -118,6 +119,8 @@ class GitHubSandbox(_Faults, _Routes):
     token authenticates as: by default ``github-actions[bot]``, as for the scheduled Action's
     ``GITHUB_TOKEN`` (pass a person's login to model a maintainer's token). ``clock``
     (returning an aware datetime) makes timestamps deterministic in tests.
+    ``sub_issues=False`` imitates a GitHub Enterprise Server without sub-issues (see
+    :mod:`.subissues`).
     """
 
     _server: _Server
@@ -131,8 +134,10 @@ class GitHubSandbox(_Faults, _Routes):
         tokens: Collection[str] | None = None,
         rate_limit: int = 5000,
         clock: Callable[[], datetime] | None = None,
+        sub_issues: bool = True,
     ) -> None:
         self.login = login
+        self.sub_issues_enabled = sub_issues
         self.rate_limit = rate_limit
         self.requests = RequestLog()
         self._tokens = list(tokens) if tokens is not None else None

@@ -188,7 +188,6 @@ class _Shapes(_State):
             "author_association": self._association(repo, issue.user),
             "type": None,
             "active_lock_reason": issue.lock_reason,
-            "sub_issues_summary": {"total": 0, "completed": 0, "percent_completed": 0},
             "issue_dependencies_summary": dict.fromkeys(
                 ("blocked_by", "blocking", "total_blocked_by", "total_blocking"), 0
             ),
@@ -198,6 +197,8 @@ class _Shapes(_State):
             "performed_via_github_app": None,
             "state_reason": issue.state_reason,
         }
+        if self.sub_issues_enabled:
+            data.update(self._sub_issue_fields(issue))
         if issue.pull_request:
             data["draft"] = False
             data["pull_request"] = {
@@ -209,6 +210,25 @@ class _Shapes(_State):
             }
         if full:  # GitHub sends closed_by on the single-issue endpoints only
             data["closed_by"] = self._user_json(issue.closed_by) if issue.closed_by else None
+        return data
+
+    def _sub_issues_of(self, issue: _Issue) -> list[tuple[_Repo, _Issue]]:
+        """The sub-issues of ``issue`` in priority order (deleted ones are not listed)."""
+        found = (self._issue_by_id(i) for i in issue.sub_issue_ids)
+        return [(r, i) for r, i in (f for f in found if f is not None) if not i.deleted]
+
+    def _sub_issue_fields(self, issue: _Issue) -> dict[str, Any]:
+        children = [i for _, i in self._sub_issues_of(issue)]
+        done = sum(1 for i in children if i.state == "closed")
+        summary = {
+            "total": len(children),
+            "completed": done,
+            "percent_completed": done * 100 // len(children) if children else 0,
+        }
+        data: dict[str, Any] = {"sub_issues_summary": summary}
+        parent = self._issue_by_id(issue.parent_id) if issue.parent_id is not None else None
+        if parent is not None:
+            data["parent_issue_url"] = f"{self._repo_api(parent[0])}/issues/{parent[1].number}"
         return data
 
     def _comment_json(self, repo: _Repo, comment: _Comment) -> dict[str, Any]:

@@ -167,6 +167,8 @@ class _Issue:
     comments: int = 0
     pull_request: bool = False
     deleted: bool = False
+    parent_id: int | None = None  # the issue (by id) this one is a sub-issue of
+    sub_issue_ids: list[int] = field(default_factory=list)  # in priority order
     lock_reason: str | None = None  # set while locked (PUT .../lock); None is unlocked
     locked: bool = False
 
@@ -268,6 +270,7 @@ class _State:
 
     login: str
     rate_limit: int
+    sub_issues_enabled: bool
     _clock: Callable[[], datetime]
     _state_file: Path | None
     _lock: threading.RLock
@@ -285,6 +288,14 @@ class _State:
     def api_url(self) -> str:
         """The API root, PyGithub's ``base_url``; web (html_url) links use the same host."""
         return f"http://127.0.0.1:{self.port}"
+
+    def _issue_by_id(self, issue_id: int) -> tuple[_Repo, _Issue] | None:
+        """An issue in any repository, by id (sub-issues may live in another repository)."""
+        for repo in self._repos.values():
+            for issue in repo.issues.values():
+                if issue.id == issue_id:
+                    return repo, issue
+        return None
 
     # time, ids, persistence
 
