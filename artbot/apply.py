@@ -44,6 +44,7 @@ from .plan import (
     Comment,
     Create,
     EditBody,
+    LabelTracking,
     LinkPreset,
     Plan,
     StatusChange,
@@ -124,10 +125,14 @@ def observe(
     return claim(listed, catalog.audit, identity.all(), tracking_issue)
 
 
-def preflight(repo: Repo, number: int) -> ObservedIssue:
-    """The tracking issue, checked before anything is written (exit 2 with nothing written)."""
+def preflight(repo: Repo, number: int, observed: Sequence[ObservedIssue] = ()) -> ObservedIssue:
+    """The tracking issue, checked before anything is written (exit 2 with nothing written).
+
+    Taken from the labelled list when it is there (it carries the audit's labels), else read.
+    """
+    listed = next((i for i in observed if i.number == number), None)
     try:
-        tracking = repo.get_issue(number)
+        tracking = listed or repo.get_issue(number)
     except RemoteError as exc:
         if exc.status in (404, 410):
             gone = "was deleted" if exc.status == 410 else "does not exist"
@@ -161,9 +166,9 @@ def open_issues(
     findings = [catalog.get(i) for i in items]
     rendered = render_all(catalog, findings, tracking_issue)
     views = status_views(catalog, catalog.findings)
-    if tracking_issue:
-        preflight(repo, tracking_issue)
     observed, foreign = observe(repo, catalog, identity, tracking_issue)
+    if tracking_issue:
+        preflight(repo, tracking_issue, observed)
     plan = plan_open(findings, rendered, observed, catalog.audit, tracking_issue, views)
     if tracking_issue:
         adds = [AddSubIssue(c.item, None, tracking_issue) for c in plan.of(Create)]
@@ -359,8 +364,8 @@ def sync(
         verified = (verified[0], results)
         notes = verification_notes(results)
     rendered = render_all(catalog, catalog.findings, tracking_issue)
-    tracking = preflight(repo, tracking_issue) if tracking_issue else None
     observed, foreign = observe(repo, catalog, identity or Identity(), tracking_issue)
+    tracking = preflight(repo, tracking_issue, observed) if tracking_issue else None
     templates = catalog.root / "templates"
     block = read_block(tracking.body) if tracking else None
     subs = None
@@ -382,6 +387,11 @@ def sync(
     )
     if subs is not None:
         plan = _before_checklist(plan, subs.plan.actions)
+    if tracking is not None and catalog.audit.tracking_label:
+        wanted_labels = [*catalog.audit.labels, catalog.audit.tracking_label]
+        missing = tuple(lbl for lbl in wanted_labels if lbl not in tracking.labels)
+        if missing:
+            plan = Plan((LabelTracking(tracking.number, missing), *plan.actions))
     outcome = Outcome(plan, issues=canonical(observed, catalog.audit), observed=observed)
     outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
     if subs is not None and not subs.available:
@@ -395,7 +405,14 @@ def sync(
         if subs is not None and action is subs.plan.actions[0]:
             # Just before the checklist write, which records what happened.
             record = carry_out(repo, subs, observed, outcome.warnings.append, outcome.done.append)
-        if isinstance(action, LinkPreset):
+        if isinstance(action, LabelTracking):
+            try:
+                _ensure_labels(repo, observed, list(action.labels), catalog, log)
+                repo.add_labels(action.issue, list(action.labels))
+                outcome.done.append(f"labelled #{action.issue} ({', '.join(action.labels)})")
+            except RemoteError as exc:
+                outcome.warnings.append(f"could not label tracking issue #{action.issue}: {exc}")
+        elif isinstance(action, LinkPreset):
             try:
                 repo.add_labels(action.issue, list(action.labels))
                 outcome.done.append(f"labelled #{action.issue} ({', '.join(action.labels)})")

@@ -236,6 +236,12 @@ class Audit(_Strict):
     commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
     source_root: RepoPath = Field(description="Where the audited code lives, e.g. src/art/")
     tracking_issue: int | None = Field(default=None, ge=1)
+    tracking_label: NonEmpty | None = Field(
+        default=None,
+        description="A label of the tracking issue's own: with the audit's labels on it, the "
+        "tracking issue comes back in the one labelled list, so a sync with nothing to do is "
+        "a single conditional request. sync adds the labels once.",
+    )
     labels: list[NonEmpty] = Field(default_factory=list)
     label_definitions: dict[str, LabelDefinition] = Field(
         default_factory=dict,

@@ -58,7 +58,8 @@ def claim(
     tracking_issue: int | None = None,
 ) -> tuple[list[ObservedIssue], list[Foreign]]:
     """``observed`` with the marker of every issue that is not artbot's taken away, and the
-    list of those issues. The tracking issue is never a finding's issue, whoever wrote it.
+    list of those issues. The tracking issue (by number, or by the audit's tracking label) is
+    never a finding's issue, whoever wrote it.
     """
     known = {_key(a) for a in authors}
     kept: list[ObservedIssue] = []
@@ -68,7 +69,7 @@ def claim(
         if marker is None or marker.audit != audit.commit:
             kept.append(issue)
             continue
-        why = _why_not_ours(issue, known, tracking_issue)
+        why = _why_not_ours(issue, known, tracking_issue, audit.tracking_label)
         if why is None:
             kept.append(issue)
             continue
@@ -77,9 +78,13 @@ def claim(
     return kept, foreign
 
 
-def _why_not_ours(issue: ObservedIssue, known: set[str], tracking_issue: int | None) -> str | None:
+def _why_not_ours(
+    issue: ObservedIssue, known: set[str], tracking_issue: int | None, tracking_label: str | None
+) -> str | None:
     if tracking_issue is not None and issue.number == tracking_issue:
         return "is the tracking issue"
+    if tracking_label and tracking_label in issue.labels:
+        return f"carries the tracking label {tracking_label!r}"
     if issue.pull_request:
         return "is a pull request"
     if _key(issue.author) not in known:

@@ -97,6 +97,18 @@ class LinkPreset:
 
 
 @dataclass(frozen=True)
+class LabelTracking:
+    """Give the tracking issue the audit's labels and its own, once, so that the labelled
+    list returns it and a sync with nothing to do needs no request of its own for it."""
+
+    issue: int
+    labels: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"tracking issue #{self.issue}: label it {', '.join(self.labels)}"
+
+
+@dataclass(frozen=True)
 class EditBody:
     item: int
     issue: int
@@ -164,6 +176,7 @@ Action = (
     | Exists
     | Preset
     | LinkPreset
+    | LabelTracking
     | EditBody
     | CloseDuplicate
     | Duplicate

@@ -29,14 +29,16 @@ REPO = Path(__file__).resolve().parents[1]
 OWNER, NAME = "OpenPipe", "ART"
 TRACKING = 1111
 TARGETS = {
-    # The tracking issue is read once before the first write (pre-flight) and once, fresh,
-    # right before the checklist is written; one POST makes the new issue its sub-issue.
-    "open --item N": "<= 7 requests",
-    "sync, no change": "<= 2 requests, 0 writes",
-    "sync of 11 after 3 state changes": "<= 4 requests",
+    # The tracking issue comes with the labelled list (pre-flight needs no request) and is
+    # read once, fresh, right before the checklist is written; one POST makes the new issue
+    # its sub-issue.
+    "open --item N": "<= 6 requests",
+    # One conditional list: the tracking issue carries the audit's labels (sync adds them).
+    "sync, no change": "1 request, 0 writes",
+    "sync of 11 after 3 state changes": "<= 3 requests",
     # The list of sub-issues is read once (the summary changed); the checklist notes it.
     "sync after a person removes a sub-issue": "1 write",
-    "sync again": "<= 2 requests, 0 writes",
+    "sync again": "1 request, 0 writes",
 }
 HELP_TARGET = 0.15  # `artbot --help` adds at most 15 % to `python -c "import click"`
 

@@ -32,11 +32,22 @@ from artbot.plan import (
     Duplicate,
     EditBody,
     Exists,
+    LabelTracking,
     LinkPreset,
     Plan,
     Preset,
     StatusChange,
     UpdateChecklist,
+)
+from artbot.subissues import (
+    AddSubIssue,
+    MoveSubIssue,
+    NoSubIssues,
+    RemoveSubIssue,
+    SubIssueHasParent,
+    SubIssueRemovedByHand,
+    SubIssuesFull,
+    SubIssuesUpToDate,
 )
 from tests.action_harness import read_outputs
 
@@ -50,6 +61,7 @@ EVERY_KIND = Plan(
         Exists(4, 1112, "open"),
         Preset(1, 1108),
         LinkPreset(2, 1109, ("numerics", "audit")),
+        LabelTracking(1111, ("numerics", "audit", "audit:tracking")),
         EditBody(4, 1112),
         CloseDuplicate(4, 1115, 1112),
         Duplicate(4, 1116, 1112),
@@ -57,6 +69,14 @@ EVERY_KIND = Plan(
         ChecklistUpToDate(1111),
         Comment(9, 1114, "<!-- hidden -->\nartbot checked openpipe-art 0.5.24"),
         Foreign(7, 1117, "alice", "was written by @alice"),
+        AddSubIssue(4, 1112, 1111),
+        MoveSubIssue(4, 1112, 1111, after=1110),
+        RemoveSubIssue(1112, 1111),
+        SubIssueRemovedByHand(5, 1113, 1111),
+        SubIssueHasParent(6, 1114, 1111, "#900"),
+        SubIssuesFull(1111, (1115,)),
+        SubIssuesUpToDate(1111),
+        NoSubIssues(1111),
     )
 )
 

@@ -268,9 +268,15 @@ def test_body_over_the_limit_exits_2_before_any_request(art: GitHubSandbox, root
     assert art.requests.snapshot() == []
 
 
-def test_sync_without_change_costs_two_304s_and_no_writes(art: GitHubSandbox, root: Path) -> None:
+def test_sync_without_change_costs_one_304_and_no_writes(art: GitHubSandbox, root: Path) -> None:
+    """#15: the tracking issue carries the audit's labels (the first sync adds them and its
+    own tracking label), so the one labelled list returns it too."""
     assert artbot(art, root, "open", "--all").exit_code == 0
-    assert artbot(art, root, "sync").exit_code == 0  # labels #1108-#1110 once
+    first = artbot(art, root, "sync")  # labels #1108-#1110 and the tracking issue once
+    assert first.exit_code == 0
+    assert "tracking issue #1111: label it numerics, audit, audit:tracking" in first.output
+    labels = {lbl["name"] for lbl in art.get_issue(OWNER, NAME, TRACKING)["labels"]}
+    assert {"numerics", "audit", "audit:tracking"} <= labels
     art.requests.clear()
     assert artbot(art, root, "sync").exit_code == 0  # reads what that sync changed
     assert writes(art) == []
@@ -278,7 +284,8 @@ def test_sync_without_change_costs_two_304s_and_no_writes(art: GitHubSandbox, ro
     result = artbot(art, root, "sync")
     assert result.exit_code == 0, result.output
     log = art.requests.snapshot()
-    assert [(r.method, r.status) for r in log] == [("GET", 304), ("GET", 304)]
+    assert [(r.method, r.status) for r in log] == [("GET", 304)]
+    assert "label it" not in result.output
 
 
 def test_sync_after_three_state_changes(art: GitHubSandbox, root: Path) -> None:

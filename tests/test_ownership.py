@@ -37,6 +37,7 @@ LABELS = tuple(AUDIT.labels)
 
 
 def _issue(number: int, body: str, author: str | None, **kw: object) -> ObservedIssue:
+    labels = kw.pop("labels", LABELS)
     return ObservedIssue(
         number=number,
         title="t",
@@ -44,7 +45,7 @@ def _issue(number: int, body: str, author: str | None, **kw: object) -> Observed
         state="open",
         state_reason=None,
         html_url="",
-        labels=LABELS,
+        labels=labels,  # type: ignore[arg-type]
         marker=IssueMarker.find(body),
         author=author,
         **kw,  # type: ignore[arg-type]
@@ -280,3 +281,12 @@ def test_every_body_written_was_read_fresh_just_before(art: GitHubSandbox, root:
     for k in patched:
         reads = [r for r in log[:k] if r.method == "GET" and r.path == log[k].path]
         assert reads and reads[-1].status == 200, (log[k].path, [r.status for r in reads])
+
+
+def test_an_issue_with_the_tracking_label_is_never_a_findings_issue() -> None:
+    """#15: the tracking issue is in the labelled list now; its label keeps a copy of it (or
+    of an artbot body quoted in it) from being taken for an item's issue."""
+    assert AUDIT.tracking_label
+    copy = _issue(77, _body(7), ACTIONS_BOT, labels=(*LABELS, AUDIT.tracking_label))
+    kept, foreign = claim([copy], AUDIT, (ACTIONS_BOT,), TRACKING)
+    assert kept[0].marker is None and "tracking label" in foreign[0].why
