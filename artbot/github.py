@@ -232,13 +232,18 @@ class GitHubRepo:
             "direction": "asc",
             "per_page": 100,
         }
-        out: list[ObservedIssue] = []
+        return [
+            ObservedIssue.from_json(d) for d in self._pages(url, params) if "pull_request" not in d
+        ]
+
+    def _pages(self, url: str, params: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
+        """Every item of a paginated list: conditional GETs, following ``rel="next"``."""
         while True:
             data, headers = self._get(url, params)
-            out += [ObservedIssue.from_json(d) for d in data if "pull_request" not in d]
+            yield from data
             next_url = _next_link(headers.get("link"))
             if not next_url:
-                return out
+                return
             parsed = urllib.parse.urlparse(next_url)
             url = relative_path(self.api_url, parsed.path)
             params = dict(urllib.parse.parse_qsl(parsed.query))
@@ -307,17 +312,8 @@ class GitHubRepo:
         """#number's sub-issues in GitHub's order: one conditional request per 100."""
         url = f"{self._url}/issues/{number}/sub_issues"
         params: dict[str, Any] = {"per_page": 100}
-        out: list[ObservedIssue] = []
         with _sub_issues():
-            while True:
-                data, headers = self._get(url, params)
-                out += [ObservedIssue.from_json(d) for d in data]
-                next_url = _next_link(headers.get("link"))
-                if not next_url:
-                    return out
-                parsed = urllib.parse.urlparse(next_url)
-                url = relative_path(self.api_url, parsed.path)
-                params = dict(urllib.parse.parse_qsl(parsed.query))
+            return [ObservedIssue.from_json(d) for d in self._pages(url, params)]
 
     def add_sub_issue(self, number: int, sub_issue_id: int, *, replace_parent: bool) -> None:
         # By id, not number (GitHub's rule); replace_parent only when asked for.
