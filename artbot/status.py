@@ -53,9 +53,50 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Method(StrEnum):
+    """How a verdict was reached, strongest first."""
+
+    ran = "ran"  # ART's own function, from the release, was executed
+    read = "read"  # a check over the release's source, stated in the record, that can go either way
+    modelled = "modelled"  # artbot's model of ART's code only
+
+
+class SourceLine(_Strict):
+    """Lines of one file in the code that was checked (wheel layout: ``art/loss.py``; ART's
+    repository keeps the same file under ``src/art/``)."""
+
+    path: str
+    line: int = Field(ge=1)
+    end: int | None = Field(default=None, ge=1)
+    look_for: str = Field(default="", description="The line to look for, verbatim")
+
+
+class Change(_Strict):
+    """The upstream change that made a fix, as GitHub's compare/commits API reported it."""
+
+    identified: bool
+    commit: str | None = None
+    pull: int | None = None
+    url: str | None = None
+    title: str = ""
+    note: str = Field(default="", description="Why the change is not identified, when it isn't")
+
+
+class FixEvidence(_Strict):
+    """What shows a claim fixed at a release: the fixing lines there, and the change if known."""
+
+    lines: list[SourceLine] = Field(min_length=1)
+    change: Change | None = None
+
+
 class ClaimResult(_Strict):
     verdict: ClaimVerdict
     detail: str = Field(default="", description="What was measured; for not checked, why not.")
+    method: Method | None = Field(default=None, description="ran / read / modelled")
+    at: list[SourceLine] = Field(
+        default_factory=list, description="Where in the checked code the claim's code was found"
+    )
+    fix: FixEvidence | None = Field(default=None, description="Only for a fixed verdict")
 
 
 class StatusPoint(_Strict):
