@@ -236,7 +236,9 @@ def github_options(f: F) -> F:
         click.option(
             "--tracking-issue",
             type=click.IntRange(min=1),
-            help="Tracking issue number [default: findings/audit.yaml].",
+            envvar="ARTBOT_TRACKING_ISSUE",
+            help="Tracking issue number [default: $ARTBOT_TRACKING_ISSUE, else "
+            "findings/audit.yaml].",
         ),
         click.option(
             "--cache",
@@ -253,6 +255,11 @@ def github_options(f: F) -> F:
             "[default: github-actions[bot] and the token's own login; $ARTBOT_AUTHORS].",
         ),
         click.option("--dry-run", is_flag=True, help="Print the plan; write nothing."),
+        click.option(
+            "--max-writes",
+            type=click.IntRange(min=1),
+            help="Stop after N writes and print what is left (the next run does it).",
+        ),
         click.option("--json", "as_json", is_flag=True, help="Print the plan and results as JSON."),
     ]
     for option in reversed(options):
@@ -275,12 +282,14 @@ def connect(
     api_url: str | None,
     cache: Path | None,
     dry_run: bool,
+    max_writes: int | None = None,
 ) -> Any:
-    """The GitHub adapter for this run (imports PyGithub only now)."""
+    """The GitHub adapter for this run (imports PyGithub only now), within ``max_writes``."""
     from .apply import default_cache_path
+    from .budget import WriteBudget
     from .github import connect as connect_repo
 
-    return connect_repo(
+    repo = connect_repo(
         obj.settings,
         catalog.audit.repository,
         repo_name=repo_name,
@@ -288,6 +297,7 @@ def connect(
         cache_path=cache or default_cache_path(catalog.root),
         dry_run=dry_run,
     )
+    return WriteBudget(repo, max_writes) if max_writes and not dry_run else repo
 
 
 @cli.command(name="open")
@@ -305,10 +315,12 @@ def open_(
     cache: Path | None,
     authors: tuple[str, ...],
     dry_run: bool,
+    max_writes: int | None,
     as_json: bool,
 ) -> None:
     """File the dedicated issue for an item (once) and link it from the tracking checklist."""
     from .apply import open_issues
+    from .budget import within_budget
     from .output import report
 
     if bool(items) == all_:
@@ -318,10 +330,13 @@ def open_(
     for n in selected:
         catalog.get(n)  # unknown item: exit 2 before any request
     tracking = tracking_issue or catalog.audit.tracking_issue
-    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
+    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run, max_writes)
     log = (lambda _: None) if as_json else click.echo
-    outcome = open_issues(
-        catalog, repo, selected, tracking, dry_run=dry_run, log=log, identity=identity(authors)
+    outcome = within_budget(
+        lambda dry: open_issues(
+            catalog, repo, selected, tracking, dry_run=dry, log=log, identity=identity(authors)
+        ),
+        dry_run,
     )
     repo.cache.save()
     if dry_run and not as_json:
@@ -338,6 +353,19 @@ def open_(
                 click.echo(f"item {n}: {filed.html_url}")
         if not tracking:
             click.echo("note: no tracking issue configured; the checklist was not updated")
+
+
+def read_event(path: Path) -> Any:
+    """The ``issues: edited`` event artbot acts on; a malformed one is bad input (exit 2)."""
+    import json
+
+    from .errors import BadInput
+    from .panel import EditEvent
+
+    try:
+        return EditEvent.from_payload(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"--event {path}: {exc}") from None
 
 
 @cli.command()
@@ -357,6 +385,13 @@ def open_(
     "parent (moved from it); without this it is reported and left.",
 )
 @click.option(
+    "--event",
+    "event_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The `issues: edited` event's payload ($GITHUB_EVENT_PATH): the requests its sender "
+    "ticked are carried out only when the sender has write access, else reverted.",
+)
+@click.option(
     "--summary",
     type=click.Path(dir_okay=False, path_type=Path),
     envvar="GITHUB_STEP_SUMMARY",
@@ -371,37 +406,47 @@ def sync(
     cache: Path | None,
     authors: tuple[str, ...],
     dry_run: bool,
+    max_writes: int | None,
     as_json: bool,
     verify_version: str | None,
     replace_parent: bool,
+    event_path: Path | None,
     summary: Path | None,
 ) -> None:
     """Keep generated issues' bodies and the tracking checklist in step. Never closes issues."""
     from .apply import sync as run_sync
+    from .budget import within_budget
     from .output import report
 
     catalog = obj.catalog()
     tracking = tracking_issue or catalog.audit.tracking_issue
-    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
-    verified = None
-    if verify_version:
+    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run, max_writes)
+    event = read_event(event_path) if event_path else None
+
+    def check_release(version: str) -> tuple[str, Any]:
         from .releases import resolve
         from .verify import release_tree, verify_code
 
-        if verify_version == "latest":
-            verify_version = resolve(verify_version)
-            click.echo(f"verify: the newest openpipe-art release is {verify_version}", err=True)
-        tree = release_tree(verify_version, catalog.audit)
-        verified = (verify_version, verify_code(catalog, tree))
-    outcome = run_sync(
-        catalog,
-        repo,
-        tracking,
-        dry_run=dry_run,
-        verified=verified,
-        log=(lambda _: None) if as_json else click.echo,
-        replace_parent=replace_parent,
-        identity=identity(authors),
+        if version == "latest":
+            version = resolve(version)
+            click.echo(f"verify: the newest openpipe-art release is {version}", err=True)
+        return version, verify_code(catalog, release_tree(version, catalog.audit))
+
+    verified = check_release(verify_version) if verify_version else None
+    outcome = within_budget(
+        lambda dry: run_sync(
+            catalog,
+            repo,
+            tracking,
+            dry_run=dry,
+            verified=verified,
+            log=(lambda _: None) if as_json else click.echo,
+            replace_parent=replace_parent,
+            identity=identity(authors),
+            verifier=lambda: check_release("latest"),
+            event=event,
+        ),
+        dry_run,
     )
     repo.cache.save()
     report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
@@ -410,45 +455,6 @@ def sync(
 
         with summary.open("a", encoding="utf-8") as fh:
             fh.write(step_summary(catalog, outcome, dry_run=dry_run))
-
-
-@cli.command()
-@click.option(
-    "--item",
-    "items",
-    type=int,
-    multiple=True,
-    help="Item to file (repeatable) [default: 7 and 9].",
-)
-@pass_ctx
-def demo(obj: Context, items: tuple[int, ...]) -> None:
-    """Run the main job on the embedded GitHub sandbox (no token, no network)."""
-    from .demo import DEMO_ITEMS, describe, run_demo
-
-    result = run_demo(obj.catalog(), items or DEMO_ITEMS, log=click.echo)
-    click.echo(describe(result))
-
-
-@cli.command()
-@click.option("--port", type=int, default=0, show_default=True, help="Port (0: any free one).")
-@click.option(
-    "--state",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="JSON file that keeps the sandbox's state across restarts.",
-)
-@click.option(
-    "--repo",
-    "repos",
-    multiple=True,
-    default=["OpenPipe/ART"],
-    show_default=True,
-    help="OWNER/NAME to create if missing (repeatable).",
-)
-def sandbox(port: int, state: Path | None, repos: tuple[str, ...]) -> None:
-    """Run the loopback GitHub API sandbox in the foreground."""
-    from .sandbox import serve
-
-    serve(port, state, repos)
 
 
 @cli.command(name="export-tests")
@@ -473,9 +479,12 @@ def export_tests_cmd(obj: Context, out: Path) -> None:
 
 # --- verify: in artbot/verify/cli.py ------------------------------------------------------
 
+from .cli_sandbox import demo, sandbox  # noqa: E402
 from .verify.cli import verify  # noqa: E402
 
 cli.add_command(verify)
+cli.add_command(demo)
+cli.add_command(sandbox)
 
 
 def main() -> None:

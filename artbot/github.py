@@ -270,6 +270,20 @@ class GitHubRepo:
         data, _ = self._get(f"{self._url}/labels", {"per_page": 100})
         return {d["name"] for d in data}
 
+    def permission(self, login: str) -> str:
+        """``login``'s permission (admin, write, read or none), asked unconditionally: it
+        decides whether a tick on the tracking issue is carried out. Not a collaborator, or
+        not a user (404): none."""
+        path = f"{self._url}/collaborators/{urllib.parse.quote(login, safe='')}/permission"
+        try:
+            data, _ = self._get(path, fresh=True)
+        except RemoteError as exc:
+            if exc.status == 404:
+                return "none"
+            raise
+        value = data.get("permission") if isinstance(data, dict) else None
+        return value if value in ("admin", "write", "read", "none") else "none"
+
     # -- writes --------------------------------------------------------------------------
 
     def create_label(

@@ -137,7 +137,9 @@ def test_an_issue_a_human_reopened_is_never_closed_again(art: GitHubSandbox, roo
     art.requests.clear()
     assert artbot(art, root, "open", "--item", "7").exit_code == 0
     assert art.get_issue(OWNER, NAME, issue["number"])["state"] == "open"
-    assert writes(art) == []
+    # Only the checklist: its line is unticked now that the issue is open again.
+    assert writes(art) == [f"PATCH /repos/{OWNER}/{NAME}/issues/{TRACKING}"]
+    assert line_of(checklist(art), 7).startswith("- [ ] 7.")
 
 
 def status_comments(art: GitHubSandbox, number: int) -> list[str]:
@@ -175,7 +177,8 @@ def test_sync_applies_a_new_release_that_fixes_the_rest(art: GitHubSandbox, root
     body = art.get_issue(OWNER, NAME, number)["body"]
     assert first_paragraph(body).startswith("**Fixed in 0.5.24.**")
     assert art.get_issue(OWNER, NAME, number)["state"] == "open"  # sync never closes
-    assert line_of(checklist(art), 9).startswith("- [x] 9.")
+    # A tick means a closed issue: fixed but open stays unticked until someone closes it.
+    assert line_of(checklist(art), 9).startswith("- [ ] 9.")
     assert f"— #{number}" in line_of(checklist(art), 9)
     assert line_of(checklist(art), 9).endswith("— fixed in 0.5.24")
 
