@@ -155,7 +155,9 @@ class EditEvent:
     @classmethod
     def from_payload(cls, data: Mapping[str, Any]) -> EditEvent:
         """Read a webhook payload; raises ValueError on anything malformed."""
-        issue = data.get("issue") if isinstance(data, Mapping) else None
+        if not isinstance(data, Mapping):
+            raise ValueError("the event is not a JSON object")
+        issue = data.get("issue")
         number = issue.get("number") if isinstance(issue, Mapping) else None
         sender = data.get("sender")
         login = valid_login(sender.get("login") if isinstance(sender, Mapping) else None)
