@@ -96,6 +96,7 @@ class Outcome:
     rendered: dict[int, RenderedIssue] = field(default_factory=dict)
     checklist: str | None = None
     warnings: list[str] = field(default_factory=list)
+    tracking: ObservedIssue | None = None  # the tracking issue as preflight read it
 
 
 def render_all(
@@ -174,13 +175,12 @@ def open_issues(
     rendered = render_all(catalog, findings, tracking_issue)
     views = status_views(catalog, catalog.findings)
     observed, foreign = observe(repo, catalog, identity, tracking_issue)
-    if tracking_issue:
-        preflight(repo, tracking_issue, observed)
+    tracking = preflight(repo, tracking_issue, observed) if tracking_issue else None
     plan = plan_open(findings, rendered, observed, catalog.audit, tracking_issue, views)
     if tracking_issue:
         adds = [AddSubIssue(c.item, None, tracking_issue) for c in plan.of(Create)]
         plan = _before_checklist(plan, adds)
-    outcome = Outcome(plan, rendered=rendered)
+    outcome = Outcome(plan, rendered=rendered, tracking=tracking)
     outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
     if dry_run:
         outcome.issues = canonical(observed, catalog.audit)
@@ -411,7 +411,9 @@ def sync(
         missing = tuple(lbl for lbl in wanted_labels if lbl not in tracking.labels)
         if missing:
             plan = Plan((LabelTracking(tracking.number, missing), *plan.actions))
-    outcome = Outcome(plan, issues=canonical(observed, catalog.audit), observed=observed)
+    outcome = Outcome(
+        plan, issues=canonical(observed, catalog.audit), observed=observed, tracking=tracking
+    )
     outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
     outcome.warnings += step.warnings
     if subs is not None and not subs.available:

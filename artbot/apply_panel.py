@@ -8,9 +8,9 @@ that follows what it asked for, never before: a crash in between leaves it ticke
 next run does it (a no-op where it was done) and clears it.
 
 On the ``issues: edited`` path the edit's sender is checked before anything is written: the
-ticks the edit made count only when ``GET /repos/{owner}/{repo}/collaborators/{login}/
-permission`` says ``admin`` or ``write``; otherwise they are reverted and noted in the block.
-The permission is asked only when the edit made a tick (an edit elsewhere costs nothing).
+ticks count only when ``GET /repos/{owner}/{repo}/collaborators/{login}/permission`` says
+``admin`` or ``write``; otherwise every tick is reverted and noted in the block (why every
+tick: :mod:`artbot.panel`). The permission is asked only when a box is ticked.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .checklist import ChecklistEntry, read_block
-from .errors import ArtbotError, ChecklistError
+from .errors import ArtbotError
 from .models import ObservedIssue
-from .panel import WRITE_PERMISSIONS, Asked, EditEvent, Panel, Request, sort_ticks, ticked
+from .panel import WRITE_PERMISSIONS, Asked, EditEvent, Panel, Request, sort_ticks
 from .repo import Repo
 
 Warn = Callable[[str], None]
@@ -45,15 +45,11 @@ def read_requests(
     if event.issue != tracking:
         warn(f"requests: the edit was to #{event.issue}, not the tracking issue #{tracking}")
         return Asked(tracking)
-    try:
-        before = read_block(event.before) if event.before is not None else None
-        new = event.new_ticks(ticked(block), before)
-    except ChecklistError:
-        new = ticked(block)  # the old body's block was broken: count every tick as this edit's
-    if not new:
-        return sort_ticks(tracking, block, entries, sender=event.sender)
+    asked = sort_ticks(tracking, block, entries, sender=event.sender)
+    if not asked.carry:
+        return asked  # nothing ticked that applies: no need to ask who edited
     allowed = repo.permission(event.sender) in WRITE_PERMISSIONS
-    return sort_ticks(tracking, block, entries, sender=event.sender, new=new, may_write=allowed)
+    return sort_ticks(tracking, block, entries, sender=event.sender, may_write=allowed)
 
 
 def run_verifier(

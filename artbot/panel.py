@@ -16,9 +16,12 @@ Rules, so a reviewer can predict every edit:
   now) is dropped from the list, not carried out.
 * A ticked request is carried out once, then rendered unticked (or dropped); until then it
   stays ticked, so a run that cannot carry it out (no verification available) writes nothing.
-* On the ``issues: edited`` path a tick counts only when the event's sender has write access;
-  a tick by anyone else is reverted (rendered unticked) and noted in the block, one note, the
-  newest, kept until a request is next carried out.
+* On the ``issues: edited`` path the ticks count only when the event's sender has write
+  access; otherwise every tick is reverted (rendered unticked) and noted in the block, one
+  note, the newest, kept until a request is next carried out. Every tick, not only the ones
+  this edit added: GitHub keeps one queued run per concurrency group and drops the older, so
+  a tick from an edit whose run was dropped arrives with the next edit, and would otherwise
+  pass as someone else's earlier tick.
 * Every string from the body is treated as hostile: only markers of the exact form above are
   read, item numbers are bounded, and a login is accepted only in GitHub's own login syntax.
 """
@@ -142,15 +145,10 @@ def valid_login(login: Any) -> str | None:
 
 @dataclass(frozen=True)
 class EditEvent:
-    """The parts of an ``issues: edited`` event that artbot reads.
-
-    ``before`` is the body before the edit (GitHub's ``changes.body.from``), when the body
-    changed: ticks already there were made by someone else, earlier.
-    """
+    """The parts of an ``issues: edited`` event that artbot reads: whose edit, of which issue."""
 
     issue: int
     sender: str
-    before: str | None
 
     @classmethod
     def from_payload(cls, data: Mapping[str, Any]) -> EditEvent:
@@ -165,16 +163,7 @@ class EditEvent:
             raise ValueError("the event names no issue number")
         if login is None:
             raise ValueError("the event names no sender login")
-        changes = data.get("changes")
-        body = changes.get("body") if isinstance(changes, Mapping) else None
-        before = body.get("from") if isinstance(body, Mapping) else None
-        return cls(number, login, before if isinstance(before, str) else None)
-
-    def new_ticks(self, now: frozenset[Request], before_block: str | None) -> frozenset[Request]:
-        """The ticks this edit made (all of them when the old body is not known)."""
-        if self.before is None:
-            return now
-        return now - ticked(before_block)
+        return cls(number, login)
 
 
 # --- what a run plans to do about the requests (plan actions, pure values) -----------------
@@ -263,15 +252,14 @@ def sort_ticks(
     entries: Iterable[Any],
     *,
     sender: str | None = None,
-    new: frozenset[Request] | None = None,
     may_write: bool = True,
 ) -> Asked:
-    """Sort the ticks in ``block``. On the edit path, ``new`` are the ticks the edit made and
-    ``may_write`` whether its ``sender`` has write access; without it they are reverted."""
+    """Sort the ticks in ``block``. On the edit path, ``may_write`` is whether the edit's
+    ``sender`` has write access; without it every tick is reverted."""
     now = ticked(block)
     applicable = set(offered(entries))
     live = now & applicable
-    revert = set() if may_write else (live if new is None else live & new)
+    revert = set() if may_write else live
     return Asked(
         tracking,
         tuple(sorted(live - revert)),

@@ -40,10 +40,15 @@ def prepared(art: GitHubSandbox, root: Path) -> None:
     assert request_line(checklist(art), "file=5").startswith("- [ ] File the issue for item 5")
 
 
-def event_file(tmp: Path, sender: str, before: str | None) -> Path:
-    payload: dict = {"action": "edited", "issue": {"number": TRACKING}, "sender": {"login": sender}}
-    if before is not None:
-        payload["changes"] = {"body": {"from": before}}
+def event_file(tmp: Path, sender: str, before: str) -> Path:
+    """The payload of an ``issues: edited`` event, as GitHub sends it (the parts artbot reads,
+    and the old body it does not rely on)."""
+    payload = {
+        "action": "edited",
+        "issue": {"number": TRACKING},
+        "sender": {"login": sender},
+        "changes": {"body": {"from": before}},
+    }
     path = tmp / "event.json"
     path.write_text(json.dumps(payload), encoding="utf-8")
     return path
@@ -106,6 +111,21 @@ def test_on_the_edit_path_a_tick_with_write_access_is_carried_out(
     assert result.exit_code == 0, result.output + result.stderr
     [issue] = issues_for(art, 6)
     assert f"— #{issue['number']}" in item_line(checklist(art), 6)
+
+
+def test_on_the_edit_path_an_earlier_tick_is_reverted_too(
+    art: GitHubSandbox, root: Path, tmp_path: Path
+) -> None:
+    """mallory ticks, then edits again before artbot ran for the first edit: the second
+    event's old body already holds the tick, and it is still not carried out."""
+    prepared(art, root)
+    tick_request(art, load_catalog(root), TRACKING, "file=5")
+    before = art.get_issue(OWNER, NAME, TRACKING)["body"]
+    art.edit_issue(OWNER, NAME, TRACKING, body=before + "\n\nmore words")
+    result = artbot(art, root, "sync", "--event", str(event_file(tmp_path, "mallory", before)))
+    assert result.exit_code == 0, result.output + result.stderr
+    assert issues_for(art, 5, state=None) == []
+    assert request_line(checklist(art), "file=5").startswith("- [ ] ")
 
 
 def test_an_edit_that_ticks_nothing_asks_no_permission(
