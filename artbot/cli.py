@@ -430,7 +430,9 @@ def sync(
         if version == "latest":
             version = resolve(version)
             click.echo(f"verify: the newest openpipe-art release is {version}", err=True)
-        return version, verify_code(catalog, release_tree(version, catalog.audit))
+        say = None if as_json else (lambda line: click.echo(line, err=True))
+        tree = release_tree(version, catalog.audit, progress=say)
+        return version, verify_code(catalog, tree, progress=say)
 
     verified = check_release(verify_version) if verify_version else None
     outcome = within_budget(

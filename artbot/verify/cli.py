@@ -44,7 +44,12 @@ def _resolve(release: str) -> str:
     return version
 
 
-def _tree(catalog: Any, art_src: Path | None, release: str | None) -> Any:
+def _progress(quiet: bool) -> Callable[[str], None] | None:
+    """One line on stderr per download and per check, as they run; none with --json."""
+    return None if quiet else (lambda line: click.echo(line, err=True))
+
+
+def _tree(catalog: Any, art_src: Path | None, release: str | None, quiet: bool = False) -> Any:
     from . import open_tree, release_tree
 
     if (art_src is None) == (release is None):
@@ -52,7 +57,7 @@ def _tree(catalog: Any, art_src: Path | None, release: str | None) -> Any:
     if art_src is not None:
         return open_tree(art_src, catalog.audit)
     assert release is not None
-    return release_tree(_resolve(release), catalog.audit)
+    return release_tree(_resolve(release), catalog.audit, progress=_progress(quiet))
 
 
 def _wants_json(ctx: click.Context, as_json: bool) -> bool:
@@ -119,9 +124,9 @@ def verify(
     from . import anchors_json, code_json, verify_anchors, verify_code
 
     catalog = _catalog(ctx)
-    tree = _tree(catalog, art_src, release)
+    tree = _tree(catalog, art_src, release, as_json)
     anchors = verify_anchors(catalog, tree)
-    code = verify_code(catalog, tree)
+    code = verify_code(catalog, tree, progress=_progress(as_json))
     if as_json:
         import json
 
@@ -180,7 +185,7 @@ def anchors_cmd(
     from . import anchor_table, anchors_json, verify_anchors
 
     catalog = _catalog(ctx)
-    tree = _tree(catalog, art_src, release)
+    tree = _tree(catalog, art_src, release, _wants_json(ctx, as_json))
     results = verify_anchors(catalog, tree)
     data = anchors_json(results, tree)
     _emit(ctx, as_json, data, lambda: anchor_table(catalog, results, tree), ok=data["ok"])
@@ -200,7 +205,8 @@ def code_cmd(ctx: click.Context, art_src: Path | None, release: str | None, as_j
     from . import code_json, code_table, verify_code
 
     catalog = _catalog(ctx)
-    tree = _tree(catalog, art_src, release)
-    results = verify_code(catalog, tree)
+    quiet = _wants_json(ctx, as_json)
+    tree = _tree(catalog, art_src, release, quiet)
+    results = verify_code(catalog, tree, progress=_progress(quiet))
     data = code_json(results, tree)
     _emit(ctx, as_json, data, lambda: code_table(results, tree), ok=data["ran"])

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 import traceback
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -100,9 +100,18 @@ def checkable(catalog: Catalog) -> list[Finding]:
     return out
 
 
-def verify_code(catalog: Catalog, tree: ArtTree) -> list[CodeResult]:
-    """Run each checkable finding's ``check_art`` against ART's own code from ``tree``."""
-    return [run_check(catalog, tree, finding) for finding in checkable(catalog)]
+def verify_code(
+    catalog: Catalog, tree: ArtTree, progress: Callable[[str], None] | None = None
+) -> list[CodeResult]:
+    """Run each checkable finding's ``check_art`` against ART's own code from ``tree``;
+    ``progress`` hears one line as each check starts."""
+    findings = checkable(catalog)
+    out = []
+    for n, finding in enumerate(findings, 1):
+        if progress is not None:
+            progress(f"verify: [{n}/{len(findings)}] item {finding.item} on {tree.label} ...")
+        out.append(run_check(catalog, tree, finding))
+    return out
 
 
 def claim_results(finding: Finding, raw: Any) -> dict[str, ClaimResult]:
