@@ -183,7 +183,11 @@ def test_a_recheck_is_carried_out_by_the_verification_and_cleared(
 
 def enable_close_when_fixed(root: Path) -> None:
     path = root / "findings" / "audit.yaml"
-    path.write_text(path.read_text(encoding="utf-8") + "close_when_fixed: true\n", "utf-8")
+    text = path.read_text(encoding="utf-8")
+    assert "\nclose_when_fixed: false\n" in text  # the catalog's own setting, off
+    path.write_text(
+        text.replace("\nclose_when_fixed: false\n", "\nclose_when_fixed: true\n"), "utf-8"
+    )
 
 
 def fixed_with_lines(old: ItemStatus, ids: list[str], release: str) -> ItemStatus:
