@@ -97,6 +97,7 @@ class Outcome:
     checklist: str | None = None
     warnings: list[str] = field(default_factory=list)
     tracking: ObservedIssue | None = None  # the tracking issue as preflight read it
+    stopped: str | None = None  # why the run stopped early (--max-writes); the plan is what is left
 
 
 def render_all(

@@ -88,6 +88,7 @@ def within_budget(run: Callable[[bool], Any], dry_run: bool) -> Any:
         return run(dry_run)
     except WriteBudgetSpent as stop:
         left = run(True)
+        left.stopped = str(stop)
         left.done = [f"wrote: {w}" for w in stop.writes]
         left.warnings.append(f"{stop}; the plan below is what is left for the next run")
         return left

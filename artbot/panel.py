@@ -75,10 +75,11 @@ class Request:
 
 @dataclass(frozen=True)
 class RequestLine:
-    """A request as the block shows it."""
+    """A request as the block shows it; ``hint`` says how a filing request will be filed."""
 
     request: Request
     ticked: bool = False
+    hint: str | None = None
 
     @property
     def text(self) -> str:
@@ -135,7 +136,23 @@ def revert_note(login: str, requests: Sequence[Request]) -> str:
 def panel(entries: Iterable[Any], keep_ticked: Iterable[Request], note: str | None) -> Panel:
     """The Requests list given the items' issues; ``keep_ticked`` stay ticked (pending)."""
     keep = set(keep_ticked)
-    return Panel(tuple(RequestLine(r, r in keep) for r in offered(entries)), note)
+    entries = list(entries)
+    by_item = {e.item: e for e in entries}
+    return Panel(
+        tuple(RequestLine(r, r in keep, _hint(by_item.get(r.item))) for r in offered(entries)),
+        note,
+    )
+
+
+def _hint(entry: Any) -> str | None:
+    """How ``open`` will file the item, from its recorded status (artbot.status_view)."""
+    if entry is None:
+        return None
+    if entry.fixed_in:
+        return f"filed closed: fixed in {entry.fixed_in}"
+    if entry.partly_fixed_in:
+        return f"filed open about what remains: partly fixed in {entry.partly_fixed_in}"
+    return None
 
 
 def valid_login(login: Any) -> str | None:

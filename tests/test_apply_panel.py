@@ -254,3 +254,23 @@ def test_max_writes_stops_the_run_and_says_what_is_left(art: GitHubSandbox, root
     rest = artbot(art, root, "open", "--item", "4")
     assert rest.exit_code == 0, rest.output + rest.stderr
     assert len(issues_for(art, 4)) == 1
+
+
+def test_a_sync_stopped_by_max_writes_summarises_what_is_left(
+    art: GitHubSandbox, root: Path, tmp_path: Path
+) -> None:
+    summary = tmp_path / "summary.md"
+    result = artbot(art, root, "sync", "--max-writes", "1", "--summary", str(summary), "--json")
+    assert result.exit_code == 0, result.output + result.stderr
+    report = json.loads(result.output)
+    assert report["stopped"] == "stopped after 1 write(s) (--max-writes 1)"
+    assert len(writes(art)) == 1
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith(
+        "### artbot sync (stopped after 1 write(s) (--max-writes 1); what is left)"
+    )
+    rest = artbot(art, root, "sync")
+    assert rest.exit_code == 0, rest.output + rest.stderr
+    art.requests.clear()
+    assert artbot(art, root, "sync").exit_code == 0
+    assert writes(art) == []

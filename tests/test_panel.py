@@ -35,7 +35,9 @@ def entries(filed: set[int]) -> list[ChecklistEntry]:
     return out
 
 
-def block(filed: set[int], keep: set[Request] = frozenset(), note: str | None = None) -> str:
+def block(
+    filed: set[int], keep: frozenset[Request] | set[Request] = frozenset(), note: str | None = None
+) -> str:
     es = entries(filed)
     return render_checklist(es, CATALOG.audit, REPO / "templates", None, panel(es, keep, note))
 
