@@ -140,7 +140,7 @@ def render(
     obj: Context, item: int | None, all_: bool, out: Path | None, tracking_issue: int | None
 ) -> None:
     """Render the issue title and body that `open` would file (no token needed)."""
-    from .render import render_issue
+    from .render import render_issue, usable_result
     from .reprorun import load_result
     from .status import load_status
 
@@ -151,11 +151,18 @@ def render(
     catalog = obj.catalog()
     findings = catalog.findings if all_ else [catalog.get(item)]  # type: ignore[arg-type]
     for finding in findings:
+        captured = load_result(catalog.root, finding.item)
+        if usable_result(captured) is None:
+            click.echo(
+                f"item {finding.item}: no usable capture on file, so the body has no Result or "
+                f"Environment section (run `artbot repro --item {finding.item}`)",
+                err=True,
+            )
         issue = render_issue(
             catalog,
             finding,
             tracking_issue=tracking_issue,
-            repro_result=load_result(catalog.root, finding.item),
+            repro_result=captured,
             status=load_status(catalog.root, finding.item),
         )
         text = f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
@@ -194,7 +201,7 @@ def repro(obj: Context, item: int | None, all_: bool, timeout_s: float) -> None:
     """Run reproductions and store their output for `render` (findings/results/NN.json)."""
     from .errors import ReproFailed
     from .output import redact
-    from .reprorun import run_repro, save_result, torch_version
+    from .reprorun import kept_capture, run_repro, save_result, torch_version
 
     if (item is None) == (not all_):
         raise click.UsageError("give exactly one of --item N or --all")
@@ -208,13 +215,16 @@ def repro(obj: Context, item: int | None, all_: bool, timeout_s: float) -> None:
         result = run_repro(
             catalog.root, finding.item, finding.repro, timeout_s=timeout_s, torch=torch
         )
-        save_result(catalog.root, result)
         if not all_:
             click.echo(result.stdout, nl=False)
         click.echo(f"item {finding.item}: {result.summary()}")
-        if result.status != "ok":
-            failed += 1
-            click.echo(redact(result.stderr.strip()[-2000:], obj.settings.secrets), err=True)
+        if result.status == "ok":
+            save_result(catalog.root, result)
+            continue
+        # A failed or timed-out run is never evidence: the capture on file stays as it was.
+        failed += 1
+        click.echo(redact(result.stderr.strip()[-2000:], obj.settings.secrets), err=True)
+        click.echo(f"item {finding.item}: {kept_capture(catalog.root, finding.item)}", err=True)
     if failed:
         raise ReproFailed(f"{failed} reproduction(s) did not finish cleanly")
 

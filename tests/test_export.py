@@ -18,6 +18,9 @@ from click.testing import CliRunner
 
 from artbot.cli import cli
 from artbot.export import regression_tests
+from tests.wheels import default_wheels
+
+pytestmark = pytest.mark.network
 
 REPO = Path(__file__).resolve().parent.parent
 HARNESS = """\
@@ -26,18 +29,14 @@ from pathlib import Path
 
 from artbot.verify.isolation import ArtModules
 
+
 _art = ArtModules(Path(os.environ["ARTBOT_ART_PACKAGE"]))
 _art.__enter__()
 """
 
 
 def art_package(version: str) -> Path:
-    from artbot.verify import cache_dir, unpack_wheel
-
-    wheels = sorted(cache_dir().glob(f"openpipe_art-{version}-*.whl"))
-    if not wheels:
-        pytest.skip(f"openpipe-art {version} is not in artbot's wheel cache ({cache_dir()})")
-    return unpack_wheel(wheels[0]) / "art"
+    return default_wheels().package(version)
 
 
 def run_exported(tmp_path: Path, version: str) -> subprocess.CompletedProcess[str]:

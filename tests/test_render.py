@@ -14,10 +14,11 @@ from artbot.cli import cli
 from artbot.errors import BadInput
 from artbot.marker import IssueMarker, owned_region
 from artbot.render import GITHUB_BODY_LIMIT, permalink, render_issue
+from tests.shipped import ALL_ITEMS, ISSUE_ITEMS
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN_DIR = Path(__file__).parent / "golden"
-GOLDEN_ITEMS = tuple(range(4, 12))
+GOLDEN_ITEMS = ISSUE_ITEMS
 TRACKING = 1111
 
 
@@ -108,7 +109,7 @@ def test_golden(item: int) -> None:
     assert golden_text(item) == expected, "rendering changed: run `make golden` and review"
 
 
-@pytest.mark.parametrize("item", range(1, 12))
+@pytest.mark.parametrize("item", ALL_ITEMS)
 def test_every_body_has_what_a_reviewer_needs(item: int) -> None:
     catalog = load_catalog(REPO)
     finding = catalog.get(item)
@@ -165,7 +166,7 @@ def test_render_cli(tmp_path: Path) -> None:
         cli, ["--root", str(REPO), "render", "--all", "--out", str(tmp_path)]
     )
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{i:02d}.md" for i in range(1, 12)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{i:02d}.md" for i in ALL_ITEMS]
 
 
 def test_list_json() -> None:
@@ -174,7 +175,7 @@ def test_list_json() -> None:
     result = CliRunner().invoke(cli, ["--root", str(REPO), "list", "--json"])
     assert result.exit_code == 0
     rows = json.loads(result.output)
-    assert [r["item"] for r in rows] == list(range(1, 12))
+    assert [r["item"] for r in rows] == list(ALL_ITEMS)
     assert [r["issue"] for r in rows[:3]] == [1108, 1109, 1110]
     assert all(r["issue"] is None for r in rows[3:])
 

@@ -19,6 +19,8 @@ import pytest
 
 from artbot.scripts import import_script
 
+pytestmark = pytest.mark.repro
+
 REPROS = Path(__file__).resolve().parents[1] / "repros"
 SCRIPTS = {
     "6": "item06_adam_eps",
@@ -136,7 +138,7 @@ def test_tis_fixed_skips_and_original_logprobs_still_apply(tis: ModuleType) -> N
     for impl in (tis.loss_fn, tis.loss_fn_fixed):
         inputs, new = tis.one_token_inputs(4.0, 1.0)
         inputs.original_logprobs = inputs.old_logprobs.clone()
-        config = {"ppo": False}
+        config: dict[str, bool | float] = {"ppo": False}
         plain = float(impl(inputs, new, None, None, config).policy_loss.detach())
         config["truncated_importance_sampling"] = 2.0
         assert float(impl(inputs, new, None, None, config).policy_loss.detach()) == plain
