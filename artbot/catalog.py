@@ -16,9 +16,11 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from .dating import ANCHORS_FILE, AuditPlace
 from .errors import BadInput, CatalogInvalid, Problem
 from .models import Audit, Finding
 from .scripts import helper_imports
+from .toolsource import ToolSource
 
 AUDIT_FILE = "audit.yaml"
 # A record is a few hundred nodes; these bounds stop a hostile file (a "billion laughs" of
@@ -36,9 +38,14 @@ class Catalog:
     audit: Audit
     findings: tuple[Finding, ...]
     files: dict[int, str] = field(default_factory=dict)  # item -> path relative to root
-    # Text of every repro script and of the helper modules they import, read at load time so
-    # that rendering touches no files.
+    # Text of every repro script, of the helper modules they import and of the minimal repros
+    # (repros/minimal/itemNN.py), read at load time so that rendering touches no files.
     sources: dict[str, str] = field(default_factory=dict)
+    # artbot's repository and commit, for links to full scripts (resolved by the CLI before
+    # rendering: artbot.toolsource); unknown by default, so the issues name paths unlinked.
+    tool: ToolSource = field(default_factory=ToolSource)
+    # The audit commit dated among the releases by its anchors (findings/status/anchors.json).
+    audit_place: AuditPlace | None = None
 
     def get(self, item: int) -> Finding:
         for f in self.findings:
@@ -78,8 +85,12 @@ class Catalog:
         ]
 
 
-def load_catalog(root: Path) -> Catalog:
-    """Load and validate ``root/findings``; raise :class:`CatalogInvalid` listing every problem."""
+def load_catalog(root: Path, *, tool: ToolSource | None = None) -> Catalog:
+    """Load and validate ``root/findings``; raise :class:`CatalogInvalid` listing every problem.
+
+    Everything rendering needs from disk is read here: the records, the repro scripts and their
+    helpers, the minimal repros, the anchor dating. ``tool`` says where artbot is hosted.
+    """
     root = Path(root)
     findings_dir = root / "findings"
     problems: list[Problem] = []
@@ -96,6 +107,7 @@ def load_catalog(root: Path) -> Catalog:
             loaded.append((_rel(root, path), *result))
 
     problems += _cross_checks(root, audit, loaded)
+    place = _audit_place(root, audit, problems)
     if not loaded and not problems:
         problems.append(Problem("findings", None, "", "no finding records (*.yaml) found"))
     if problems or audit is None:
@@ -105,6 +117,7 @@ def load_catalog(root: Path) -> Catalog:
     folders = {root / f.repro for _, f, _ in ordered}
     helpers = {h for p in folders for h in p.parent.glob("_*.py")}
     scripts = {f.repro for _, f, _ in ordered} | {_rel(root, h) for h in helpers}
+    scripts |= {minimal_repro_path(f.item) for _, f, _ in ordered}
     return Catalog(
         root=root,
         audit=audit,
@@ -113,7 +126,39 @@ def load_catalog(root: Path) -> Catalog:
         sources={
             p: (root / p).read_text(encoding="utf-8") for p in scripts if (root / p).is_file()
         },
+        tool=tool or ToolSource(),
+        audit_place=place,
     )
+
+
+def minimal_repro_path(item: int) -> str:
+    """Where an item's self-contained repro lives (optional)."""
+    return f"repros/minimal/item{item:02d}.py"
+
+
+def _audit_place(root: Path, audit: Audit | None, problems: list[Problem]) -> AuditPlace | None:
+    """The anchor dating of the audit commit, when ``artbot verify`` recorded it."""
+    path = root / ANCHORS_FILE
+    if not path.is_file():
+        return None
+    try:
+        place = AuditPlace.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except ValidationError as exc:
+        for err in exc.errors():
+            field = _dotted(tuple(err["loc"]))
+            problems.append(Problem(ANCHORS_FILE, None, field, _message(err)))
+        return None
+    except (OSError, ValueError) as exc:
+        problems.append(Problem(ANCHORS_FILE, None, "", f"not valid JSON: {exc}"[:200]))
+        return None
+    if audit is not None and not (
+        audit.commit.startswith(place.commit) or place.commit.startswith(audit.commit)
+    ):
+        problems.append(
+            Problem(ANCHORS_FILE, None, "commit", f"dates {place.commit}, not {audit.commit}")
+        )
+        return None
+    return place
 
 
 def _rel(root: Path, path: Path) -> str:
