@@ -302,3 +302,16 @@ def test_the_minimal_repro_is_folded_with_its_command_in_view(catalog, item: int
     command = f"```sh\npython item{item:02d}.py\n```"
     assert body.index(command) < body.index("<details><summary>") < body.index("```python")
     assert body.index("```python") < body.index("</details>")
+
+
+@given(st.text(alphabet=st.sampled_from("a`|\\ \n"), max_size=40))
+def test_a_code_span_in_a_cell_never_ends_the_cell(text: str) -> None:
+    from artbot.status_view import code_span
+
+    span = code_span(text)
+    assert "\n" not in span
+    # Read as GFM splits a row: an escaped backslash, then an escaped pipe, are not breaks.
+    assert "|" not in span.replace("\\\\", "").replace("\\|", "")
+    fence = re.match(r"`+", span)
+    assert fence is not None and span.endswith(fence.group())
+    assert len(fence.group()) > max((len(m) for m in re.findall(r"`+", text)), default=0)
