@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .dating import ANCHORS_FILE, AuditPlace
+from .dating import AnchorDating, load_dating
 from .errors import BadInput, CatalogInvalid, Problem
 from .models import Audit, Finding
 from .scripts import helper_imports
@@ -44,8 +44,9 @@ class Catalog:
     # artbot's repository and commit, for links to full scripts (resolved by the CLI before
     # rendering: artbot.toolsource); unknown by default, so the issues name paths unlinked.
     tool: ToolSource = field(default_factory=ToolSource)
-    # The audit commit dated among the releases by its anchors (findings/status/anchors.json).
-    audit_place: AuditPlace | None = None
+    # Where the audit commit lies among the releases, from its anchors (findings/status/
+    # anchors.json, written by `artbot verify --record`); None until a release was recorded.
+    dating: AnchorDating | None = None
 
     def get(self, item: int) -> Finding:
         for f in self.findings:
@@ -107,7 +108,6 @@ def load_catalog(root: Path, *, tool: ToolSource | None = None) -> Catalog:
             loaded.append((_rel(root, path), *result))
 
     problems += _cross_checks(root, audit, loaded)
-    place = _audit_place(root, audit, problems)
     if not loaded and not problems:
         problems.append(Problem("findings", None, "", "no finding records (*.yaml) found"))
     if problems or audit is None:
@@ -126,39 +126,14 @@ def load_catalog(root: Path, *, tool: ToolSource | None = None) -> Catalog:
         sources={
             p: (root / p).read_text(encoding="utf-8") for p in scripts if (root / p).is_file()
         },
+        dating=load_dating(root),
         tool=tool or ToolSource(),
-        audit_place=place,
     )
 
 
 def minimal_repro_path(item: int) -> str:
     """Where an item's self-contained repro lives (optional)."""
     return f"repros/minimal/item{item:02d}.py"
-
-
-def _audit_place(root: Path, audit: Audit | None, problems: list[Problem]) -> AuditPlace | None:
-    """The anchor dating of the audit commit, when ``artbot verify`` recorded it."""
-    path = root / ANCHORS_FILE
-    if not path.is_file():
-        return None
-    try:
-        place = AuditPlace.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except ValidationError as exc:
-        for err in exc.errors():
-            field = _dotted(tuple(err["loc"]))
-            problems.append(Problem(ANCHORS_FILE, None, field, _message(err)))
-        return None
-    except (OSError, ValueError) as exc:
-        problems.append(Problem(ANCHORS_FILE, None, "", f"not valid JSON: {exc}"[:200]))
-        return None
-    if audit is not None and not (
-        audit.commit.startswith(place.commit) or place.commit.startswith(audit.commit)
-    ):
-        problems.append(
-            Problem(ANCHORS_FILE, None, "commit", f"dates {place.commit}, not {audit.commit}")
-        )
-        return None
-    return place
 
 
 def _rel(root: Path, path: Path) -> str:

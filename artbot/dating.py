@@ -1,59 +1,112 @@
-"""The audit commit's place among the releases, dated by its anchors: the record and its sentence.
+"""Where the audit commit lies among the releases, dated by its own anchors; pure data.
 
-The audited commit is in no release. ``artbot verify`` counts, per release, how many of the
-audit's anchors (``Location.anchor``) sit at exactly the audit's lines, and records the counts
-in ``findings/status/anchors.json``::
+The audit cites ART at a commit that is in no release. ``artbot verify --release X --record``
+counts, for release X, how many of the audit's anchors sit at exactly the audit's lines (status
+``ok`` of :mod:`artbot.verify.anchors`; locations without an anchor are not counted) and
+records them in ``findings/status/anchors.json``. From those counts :func:`AnchorDating.place`
+says, once, between which releases the audit's code lies:
 
-    {"commit": "e2a406a48", "anchors": 14,
-     "releases": [{"version": "0.5.20", "at_lines": 6}, {"version": "0.5.21", "at_lines": 12}],
-     "after": "0.5.20", "before": "0.5.21"}
-
-The catalog loads it when present (:attr:`artbot.catalog.Catalog.audit_place`); an issue states
-it once, and only from these figures. Without the file nothing is said.
+- after release R when some anchor is at its line in a later release and not in R (code the
+  audit cites that R does not have yet);
+- before release S when some anchor at its line in an earlier release is not at its line in S
+  (code the audit cites that S has changed).
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import json
+from pathlib import Path
 
-ANCHORS_FILE = "findings/status/anchors.json"
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .status import StatusError
+
+DATING_FILE = Path("findings") / "status" / "anchors.json"
 
 
-class _Record(BaseModel):
+class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class ReleaseAnchors(_Record):
-    version: str = Field(pattern=r"^[0-9][0-9A-Za-z.+!-]{0,39}$")
-    at_lines: int = Field(ge=0, description="Anchors found at exactly the audit's lines")
+class ReleaseAnchors(_Strict):
+    """The audit's anchors against one release."""
+
+    label: str = Field(description="The release, e.g. 0.5.21")
+    checked_on: str
+    at_lines: list[str] = Field(
+        description="The anchors at exactly the audit's lines, as item:path:start-end"
+    )
+    moved: int = Field(ge=0, description="Anchors found elsewhere in the file")
+    missing: int = Field(ge=0, description="Anchors (or files) not found")
 
 
-class AuditPlace(_Record):
-    commit: str = Field(pattern=r"^[0-9a-f]{7,40}$")
-    anchors: int = Field(ge=1, description="How many of the audit's anchors were counted")
-    releases: list[ReleaseAnchors] = Field(min_length=1)
-    after: str | None = Field(default=None, description="The newest release before the commit")
-    before: str | None = Field(default=None, description="The oldest release after it")
+class AnchorDating(_Strict):
+    audit: str = Field(description="The audit commit")
+    anchors: int = Field(ge=0, description="Locations with an anchor (M)")
+    releases: list[ReleaseAnchors] = Field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        return {r.version: r.at_lines for r in self.releases}
+        """Release -> how many anchors sit at the audit's lines there."""
+        return {r.label: len(r.at_lines) for r in self.releases}
+
+    def place(self) -> tuple[str | None, str | None]:
+        """(after, before): the releases the audit's code lies between, from the anchors; None
+        where the anchors do not say (no release checked on that side shows it)."""
+        ordered = sorted(self.releases, key=lambda r: _version_key(r.label))
+        at = [set(r.at_lines) for r in ordered]
+        after = None
+        for i, release in enumerate(ordered):
+            later = set().union(*at[i + 1 :]) if i + 1 < len(at) else set()
+            if later - at[i]:
+                after = release.label
+        start = next((i for i, r in enumerate(ordered) if r.label == after), -1)
+        before = None
+        for j in range(start + 1, len(ordered)):
+            earlier = set().union(*at[:j]) if j else set()
+            if earlier - at[j]:
+                before = ordered[j].label
+                break
+        return after, before
+
+    def sentence(self) -> str:
+        """The audit's place, e.g. ``e2a406a48 lies after 0.5.20 and before 0.5.21: 9 of 14
+        anchors at their lines in 0.5.21, 7 in 0.5.20``."""
+        after, before = self.place()
+        counts = self.counts()
+        if after and before:
+            where = f"lies after {after} and before {before}"
+        elif after:
+            where = f"lies after {after}"
+        elif before:
+            where = f"lies before {before}"
+        else:
+            where = "is not placed by its anchors"
+        named = [x for x in (before, after) if x] or list(counts)
+        parts = [f"{counts[named[0]]} of {self.anchors} anchors at their lines in {named[0]}"]
+        parts += [f"{counts[x]} in {x}" for x in named[1:]]
+        return f"{self.audit} {where}: {', '.join(parts)}"
+
+    def with_release(self, release: ReleaseAnchors) -> AnchorDating:
+        """This record with ``release`` added or replaced, releases in version order."""
+        kept = [r for r in self.releases if r.label != release.label] + [release]
+        kept.sort(key=lambda r: _version_key(r.label))
+        return self.model_copy(update={"releases": kept})
 
 
-def place_sentence(place: AuditPlace | None) -> str | None:
-    """E.g. "`e2a406a48` lies after 0.5.20 and before 0.5.21: 12 of 14 of the audit's anchors
-    sit at their lines in 0.5.21, 6 in 0.5.20." None without a record, or for another commit."""
-    if place is None:
+def _version_key(label: str) -> tuple[tuple[int, int, str], ...]:
+    parts = label.replace("-", ".").split(".")
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def load_dating(root: Path) -> AnchorDating | None:
+    path = root / DATING_FILE
+    if not path.is_file():
         return None
-    counts = place.counts()
-    where = " and ".join(
-        f"{word} {version}"
-        for word, version in (("after", place.after), ("before", place.before))
-        if version
-    )
-    head = f"`{place.commit}` lies {where}" if where else f"`{place.commit}` is in no release"
-    order = [v for v in (place.before, place.after) if v in counts]
-    order += [r.version for r in place.releases if r.version not in order]
-    first, *rest = order
-    figures = f"{counts[first]} of {place.anchors} of the audit's anchors sit at their lines in "
-    figures += first + "".join(f", {counts[v]} in {v}" for v in rest)
-    return f"{head}: {figures}."
+    try:
+        return AnchorDating.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, ValidationError) as exc:
+        raise StatusError(f"{path}: not a valid anchors record: {exc}") from exc
+
+
+def dump_dating(dating: AnchorDating) -> str:
+    return json.dumps(dating.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"

@@ -18,7 +18,6 @@ from typing import Any
 import jinja2
 
 from .catalog import Catalog, minimal_repro_path
-from .dating import place_sentence
 from .errors import BadInput
 from .marker import BODY_END, BODY_START, MARKER_PREFIX, IssueMarker, marker_lines, region_span
 from .models import TITLE_LIMIT, Audit, Finding, Location
@@ -140,7 +139,7 @@ class Renderer:
             # Where the finding stands in ART (findings/status/NN.json); None when not recorded.
             "status": view,
             "verify_line": verify_line(view),
-            "audit_place": place_sentence(catalog.audit_place),
+            "dating": dating_sentence(catalog),
             "marker": str(marker),
             "body_start": BODY_START,
             "body_end": BODY_END,
@@ -188,6 +187,15 @@ class Renderer:
         }
 
 
+def dating_sentence(catalog: Catalog) -> str | None:
+    """Where the audit commit lies among the releases, from the recorded anchor counts; None
+    without a record (or one that counted no release), so nothing is said."""
+    dating = catalog.dating
+    if dating is None or not dating.releases or dating.audit != catalog.audit.commit:
+        return None
+    return dating.sentence()
+
+
 def verify_line(view: StatusView | None) -> str | None:
     """What ``artbot verify`` checked, for the Environment line: never more than the status
     table shows (None when no release was checked)."""
@@ -198,7 +206,13 @@ def verify_line(view: StatusView | None) -> str | None:
     if not view.checked:
         return f"`artbot verify` could not check any claim against {where} (see the status table)"
     how = f" ({view.how})" if view.how else ""
-    return f"`artbot verify` checked {view.checked} of {total} claims against {where}{how}"
+    if total == 1:
+        what = "the finding's one claim"
+    elif view.checked == total:
+        what = "both claims" if total == 2 else f"all {total} claims"
+    else:
+        what = f"{view.checked} of {total} claims"
+    return f"`artbot verify` checked {what} against {where}{how}"
 
 
 def render_issue(

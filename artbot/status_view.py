@@ -83,6 +83,7 @@ class Row:
     cells: tuple[str, ...]  # one per column: "reproduced (read)<br>at `art/x.py:12`", ...
     fixed_in: str | None  # the release from which this claim stays fixed
     fix: str = ""  # the Fixed-in cell: the release, its fixing lines and the upstream change
+    has_fix: bool = False  # the record gives the fixing lines (ClaimResult.fix)
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,12 @@ class StatusView:
     marker: str  # hidden line recording the state this body states
     # How the newest release's checked claims were checked: (method, count), strongest first.
     methods: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def fixes_shown(self) -> bool:
+        """Every claim fixed in a release has its fixing lines in the table."""
+        fixed = [r for r in self.rows if r.fixed_in]
+        return bool(fixed) and all(r.has_fix for r in fixed)
 
     @property
     def checked(self) -> int:
@@ -207,8 +214,7 @@ def _cell(result: ClaimResult | None) -> str:
         head = f"{result.verdict.value}{method}"
         if why:
             head += f": {cell_text(why, _CELL_MAX)}"
-    at = "; ".join(source_ref(line) for line in result.at)
-    return f"{head}<br>at {at}" if at else head
+    return "<br>".join([head, *(f"at {source_ref(line)}" for line in result.at)])
 
 
 def _fix_cell(release: str | None, result: ClaimResult | None, web_url: str) -> str:
@@ -218,7 +224,7 @@ def _fix_cell(release: str | None, result: ClaimResult | None, web_url: str) -> 
     fix = result.fix if result is not None else None
     if fix is None:
         return release
-    parts = [release, "fix at " + "; ".join(source_ref(line) for line in fix.lines)]
+    parts = [release, *(f"fix at {source_ref(line)}" for line in fix.lines)]
     if fix.change is not None:
         parts.append(change_text(fix.change, web_url))
     return "<br>".join(parts)
@@ -287,6 +293,7 @@ def status_view(
                 cells=tuple(_cell(point.claims.get(cid)) for _, point in columns),
                 fixed_in=fixed_in,
                 fix=_fix_cell(fixed_in, at_fix, web_url),
+                has_fix=at_fix is not None and at_fix.fix is not None,
             )
         )
 

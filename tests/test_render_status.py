@@ -18,8 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from artbot.catalog import load_catalog
-from artbot.dating import ANCHORS_FILE, AuditPlace, place_sentence
-from artbot.errors import CatalogInvalid
+from artbot.dating import DATING_FILE, AnchorDating
 from artbot.render import render_issue
 from artbot.status import (
     Change,
@@ -103,6 +102,7 @@ def test_a_fixed_verdict_shows_its_method_lines_fix_and_change(catalog) -> None:
         "0.5.21<br>fix at `art/loss.py:387–395`, look for `if a \\| b:`"
         "<br>change not identified: openpipe-art has no tags to compare"
     )
+    assert "; the fixing lines are in the table below Where." in body
 
 
 def test_an_identified_change_is_linked_only_on_the_audit_site(catalog) -> None:  # type: ignore[no-untyped-def]
@@ -141,7 +141,17 @@ def test_the_environment_line_agrees_with_the_status(catalog, item: int) -> None
         assert f"could not check any claim against openpipe-art {view.newest}" in env
         assert "checked against" not in env
     else:
-        assert f"checked {view.checked} of {len(view.rows)} claims against" in env
+        n = len(view.rows)
+        what = (
+            "the finding's one claim"
+            if n == 1
+            else (
+                ("both claims" if n == 2 else f"all {n} claims")
+                if view.checked == n
+                else f"{view.checked} of {n} claims"
+            )
+        )
+        assert f"`artbot verify` checked {what} against openpipe-art {view.newest}" in env
 
 
 def test_unchecked_claims_are_not_counted_as_checked(catalog) -> None:  # type: ignore[no-untyped-def]
@@ -188,16 +198,18 @@ def test_item_6s_reason_is_whole(catalog) -> None:  # type: ignore[no-untyped-de
 
 # -- the audit commit's place among the releases ------------------------------------------
 
-PLACE = {
-    "commit": "e2a406a48",
+
+def _anchors(label: str, n: int) -> dict[str, object]:
+    at = [f"{i}:src/art/loss.py:{i}-{i}" for i in range(n)]
+    return {"label": label, "checked_on": "2026-12-03", "at_lines": at, "moved": 0, "missing": 0}
+
+
+# A fixture in the schema of artbot/dating.py, not a measurement: 12 anchors at their lines in
+# 0.5.20, 9 of them in 0.5.21 and 3 in 0.5.23 (dating.py places that before 0.5.21).
+DATING = {
+    "audit": "e2a406a48",
     "anchors": 14,
-    "releases": [
-        {"version": "0.5.20", "at_lines": 6},
-        {"version": "0.5.21", "at_lines": 12},
-        {"version": "0.5.23", "at_lines": 3},
-    ],
-    "after": "0.5.20",
-    "before": "0.5.21",
+    "releases": [_anchors("0.5.20", 12), _anchors("0.5.21", 9), _anchors("0.5.23", 3)],
 }
 
 
@@ -208,41 +220,33 @@ def _copy(tmp_path: Path) -> Path:
 
 
 def test_the_place_is_stated_once_from_the_recorded_counts(tmp_path: Path) -> None:
-    """A fixture anchors.json, not a measurement: the sentence repeats its figures exactly."""
     root = _copy(tmp_path)
-    (root / ANCHORS_FILE).write_text(json.dumps(PLACE), encoding="utf-8")
+    (root / DATING_FILE).write_text(json.dumps(DATING), encoding="utf-8")
     catalog = load_catalog(root)
-    assert catalog.audit_place == AuditPlace.model_validate(PLACE)
-    sentence = (
-        "`e2a406a48` lies after 0.5.20 and before 0.5.21: 12 of 14 of the audit's anchors sit "
-        "at their lines in 0.5.21, 6 in 0.5.20, 3 in 0.5.23."
+    assert catalog.dating is not None
+    sentence = catalog.dating.sentence()
+    assert re.fullmatch(
+        r"e2a406a48 lies .*: 9 of 14 anchors at their lines in 0\.5\.2\d.*", sentence
     )
-    assert place_sentence(catalog.audit_place) == sentence
     for item in (4, 7):
         body = render_issue(catalog, catalog.get(item), status=load_status(root, item)).body
-        assert body.count("lies after 0.5.20") == 1 and sentence in body
+        env = body.split("### Environment", 1)[1].split("###", 1)[0]
+        assert f"Dated by the audit's anchors, {sentence}." in env
+        assert body.count(sentence) == 1
 
 
 def test_without_the_record_nothing_is_said(catalog) -> None:  # type: ignore[no-untyped-def]
-    assert catalog.audit_place is None or (REPO / ANCHORS_FILE).is_file()
-    bare = replace(catalog, audit_place=None)
+    bare = replace(catalog, dating=None)
     body = render_issue(bare, bare.get(7), status=load_status(REPO, 7)).body
     assert "anchors" not in body and "lies after" not in body
+    empty = replace(catalog, dating=AnchorDating(audit="e2a406a48", anchors=14))
+    assert render_issue(empty, empty.get(7)).body == render_issue(bare, bare.get(7)).body
 
 
-def test_a_bad_record_is_a_located_problem(tmp_path: Path) -> None:
-    root = _copy(tmp_path)
-    (root / ANCHORS_FILE).write_text(json.dumps({**PLACE, "anchors": 0}), encoding="utf-8")
-    with pytest.raises(CatalogInvalid) as err:
-        load_catalog(root)
-    assert [p.path for p in err.value.problems] == [ANCHORS_FILE]
-
-
-def test_a_record_of_another_commit_is_refused(tmp_path: Path) -> None:
-    root = _copy(tmp_path)
-    (root / ANCHORS_FILE).write_text(json.dumps({**PLACE, "commit": "abcdef1"}), encoding="utf-8")
-    with pytest.raises(CatalogInvalid, match="e2a406a48"):
-        load_catalog(root)
+def test_a_record_of_another_commit_is_not_stated(catalog) -> None:  # type: ignore[no-untyped-def]
+    other = AnchorDating.model_validate({**DATING, "audit": "abcdef1"})
+    body = render_issue(replace(catalog, dating=other), catalog.get(7)).body
+    assert "abcdef1" not in body
 
 
 # -- a reader's order ----------------------------------------------------------------------
@@ -315,3 +319,11 @@ def test_a_code_span_in_a_cell_never_ends_the_cell(text: str) -> None:
     fence = re.match(r"`+", span)
     assert fence is not None and span.endswith(fence.group())
     assert len(fence.group()) > max((len(m) for m in re.findall(r"`+", text)), default=0)
+
+
+def test_the_status_line_points_at_fixing_lines_only_when_recorded(catalog) -> None:  # type: ignore[no-untyped-def]
+    from tests.statusdata import fixed_item
+
+    finding = catalog.get(10)
+    body = render_issue(catalog, finding, status=fixed_item(finding)).body
+    assert "**Fixed in 0.5.21.**" in body and "fixing lines" not in body
