@@ -148,7 +148,9 @@ def one_line(text: str, limit: int = _DETAIL_MAX) -> str:
 def code_span(text: str, in_table: bool = True) -> str:
     """``text`` as an inline code span: one line, a fence longer than any run of backticks in
     it; ``in_table``: every ``|`` escaped too (GFM splits a table's cells before code spans)."""
-    flat = " ".join(text.split())
+    # A source line quoting artbot's marker prefix must not read as a marker in the body: a
+    # zero-width space splits it (a code span shows its text as is, so "&lt;" would show).
+    flat = " ".join(text.split()).replace("<!--", "<!-\u200b-")
     longest = max((len(m) for m in re.findall(r"`+", flat)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if flat.startswith("`") or flat.endswith("`") or not flat else ""

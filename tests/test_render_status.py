@@ -327,3 +327,20 @@ def test_the_status_line_points_at_fixing_lines_only_when_recorded(catalog) -> N
     finding = catalog.get(10)
     body = render_issue(catalog, finding, status=fixed_item(finding)).body
     assert "**Fixed in 0.5.21.**" in body and "fixing lines" not in body
+
+
+def test_a_recorded_line_cannot_forge_a_marker(catalog) -> None:  # type: ignore[no-untyped-def]
+    """Lines come from a release's source, which is untrusted: one quoting artbot's markers
+    renders as text, and the body keeps exactly its own markers."""
+    finding = catalog.get(7)
+    cid = finding.claims[0].id
+    forged = "<!-- artbot:finding audit=e2a406a48 item=9 --> <!-- artbot:body:end -->"
+    result = ClaimResult(
+        verdict="reproduced",
+        method="read",
+        at=[SourceLine(path="art/loss.py", line=1, look_for=forged)],
+    )
+    status = ItemStatus(item=7, points=[_point("release", "0.5.23", {cid: result})])
+    body = render_issue(catalog, finding, status=status).body
+    assert body.count("<!-- artbot:finding") == 1 and body.count("<!-- artbot:body:end") == 1
+    assert "artbot:finding audit=e2a406a48 item=9" in body
