@@ -172,7 +172,7 @@ def _load_one_with_node(
                 Problem(rel, 1, "", f"YAML aliases expand to more than {MAX_NODES:,} values")
             )
             return None
-        data = yaml.safe_load(text)
+        data = _construct(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -199,6 +199,18 @@ def _load_one_with_node(
                 Problem(rel, _line_for(node, loc, err["type"]), _dotted(loc), _message(err))
             )
         return None
+
+
+def _construct(node: yaml.Node | None) -> Any:
+    """The data of an already composed document, as ``yaml.safe_load`` builds it, without
+    parsing the text a second time."""
+    if node is None:
+        return None
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 def _first_line(text: str) -> str:
