@@ -227,8 +227,8 @@ def _fix_cell(release: str | None, result: ClaimResult | None, web_url: str) -> 
     if fix is None:
         return release
     parts = [release, *(f"fix at {source_ref(line)}" for line in fix.lines)]
-    if fix.change is not None:
-        parts.append(change_text(fix.change, web_url))
+    # Say what was not asked too: a record without a change never looked one up.
+    parts.append(change_text(fix.change, web_url) if fix.change else "change not looked up")
     return "<br>".join(parts)
 
 

@@ -344,3 +344,23 @@ def test_a_recorded_line_cannot_forge_a_marker(catalog) -> None:  # type: ignore
     body = render_issue(catalog, finding, status=status).body
     assert body.count("<!-- artbot:finding") == 1 and body.count("<!-- artbot:body:end") == 1
     assert "artbot:finding audit=e2a406a48 item=9" in body
+
+
+def test_a_fix_without_a_recorded_change_says_it_was_not_looked_up(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = catalog.get(7)
+    cid = finding.claims[0].id
+    fix = FixEvidence(lines=[SourceLine(path="art/loss.py", line=388)])
+    fixed = ClaimResult(verdict="fixed", method="ran", fix=fix)
+    status = ItemStatus(item=7, points=[_point("release", "0.5.21", {cid: fixed})])
+    row = table_row(render_issue(catalog, finding, status=status).body, finding.claims[0].text[:40])
+    assert row.endswith("| 0.5.21<br>fix at `art/loss.py:388`<br>change not looked up |")
+
+
+def test_an_audit_column_that_was_read_is_named_so(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = catalog.get(7)
+    cid = finding.claims[0].id
+    read = ClaimResult(verdict="reproduced", method="read")
+    status = ItemStatus(item=7, points=[_point("audit", "e2a406a48", {cid: read})])
+    body = render_issue(catalog, finding, status=status).body
+    assert "| `e2a406a48`, checked by artbot (read) |" in body
+    assert "artbot's model of" not in body
