@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from .dating import AnchorDating, load_dating
 from .errors import BadInput, CatalogInvalid, Problem
 from .models import Audit, Finding
 from .scripts import helper_imports
@@ -39,6 +40,9 @@ class Catalog:
     # Text of every repro script and of the helper modules they import, read at load time so
     # that rendering touches no files.
     sources: dict[str, str] = field(default_factory=dict)
+    # Where the audit commit lies among the releases, from its anchors (findings/status/
+    # anchors.json, written by `artbot verify --record`); None until a release was recorded.
+    dating: AnchorDating | None = None
 
     def get(self, item: int) -> Finding:
         for f in self.findings:
@@ -113,6 +117,7 @@ def load_catalog(root: Path) -> Catalog:
         sources={
             p: (root / p).read_text(encoding="utf-8") for p in scripts if (root / p).is_file()
         },
+        dating=load_dating(root),
     )
 
 

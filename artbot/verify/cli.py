@@ -142,6 +142,10 @@ def verify(
             tree.label.removeprefix("openpipe-art ") if art_src is None else _main_label(art_src)
         )
         written = _record(catalog, label, "release" if art_src is None else "main", code, anchors)
+        if art_src is None:
+            from .record import anchors_record
+
+            written.append(anchors_record(catalog.root, catalog.audit, label, anchors))
         click.echo(f"recorded {label} in {len(written)} status files", err=True)
     failed = not anchors_json(anchors, tree)["ok"] or not code_json(code, tree)["ran"]
     ctx.exit(1 if failed else 0)
@@ -167,9 +171,15 @@ def _record(catalog: Any, label: str, source: Any, code: Any, anchors: Any) -> l
 
 @verify.command(name="anchors")
 @_source_options
+@click.option(
+    "--record",
+    is_flag=True,
+    help="With --release: record how many anchors sit at the audit's lines there "
+    "(findings/status/anchors.json), which dates the audit commit among the releases.",
+)
 @click.pass_context
 def anchors_cmd(
-    ctx: click.Context, art_src: Path | None, release: str | None, as_json: bool
+    ctx: click.Context, art_src: Path | None, release: str | None, as_json: bool, record: bool
 ) -> None:
     """Does every cited range still hold its anchor line? Exit 1 unless all are ok.
 
@@ -179,10 +189,18 @@ def anchors_cmd(
     """
     from . import anchor_table, anchors_json, verify_anchors
 
+    if record and release is None:
+        raise click.UsageError("--record needs --release: the record is per release")
     catalog = _catalog(ctx)
     tree = _tree(catalog, art_src, release)
     results = verify_anchors(catalog, tree)
     data = anchors_json(results, tree)
+    if record:
+        from .record import anchors_record
+
+        label = tree.label.removeprefix("openpipe-art ")
+        path = anchors_record(catalog.root, catalog.audit, label, results)
+        click.echo(f"recorded the anchors at {label} in {path}", err=True)
     _emit(ctx, as_json, data, lambda: anchor_table(catalog, results, tree), ok=data["ok"])
 
 
