@@ -222,3 +222,50 @@ def code_cmd(ctx: click.Context, art_src: Path | None, release: str | None, as_j
     results = verify_code(catalog, tree)
     data = code_json(results, tree)
     _emit(ctx, as_json, data, lambda: code_table(results, tree), ok=data["ran"])
+
+
+@verify.command(name="changes")
+@click.option("--record", is_flag=True, help="Write the changes found into findings/status/.")
+@click.option("--refresh", is_flag=True, help="Look up changes already recorded again.")
+@click.option("--api-url", metavar="URL", help="GitHub's API root (default $GITHUB_API_URL).")
+@click.pass_context
+def changes_cmd(ctx: click.Context, record: bool, refresh: bool, api_url: str | None) -> None:
+    """Ask GitHub which commit (and pull request) made each recorded fix.
+
+    For every claim fixed in a release, with its fixing lines recorded by `verify --record`:
+    the commits between the audit commit and the release's tag (v0.5.21, else 0.5.21) that
+    touch the fixing file, and of those the one whose patch adds the line to look for. No
+    such tag, or no single such commit: the change is recorded as not identified, saying why.
+    Reads only (a token raises the rate limit; none is needed); runs no ART code.
+    """
+    from ..apply import default_cache_path
+    from ..changes import record_changes
+    from ..github import connect
+    from ..status import dump_status, load_status, status_path
+
+    obj = ctx.find_root().obj
+    catalog = _catalog(ctx)
+    repo = connect(
+        obj.settings,
+        catalog.audit.repository,
+        repo_name=catalog.audit.repository,
+        api_url=api_url,
+        cache_path=default_cache_path(catalog.root),
+        dry_run=True,
+    )
+
+    def read(endpoint: str, params: dict[str, Any] | None) -> Any:
+        return repo.read_upstream(catalog.audit.repository, endpoint, params)
+
+    for finding in catalog.findings:
+        status = load_status(catalog.root, finding.item)
+        if status is None:
+            continue
+        updated, lines = record_changes(status, catalog.audit, read, refresh=refresh)
+        for line in lines:
+            click.echo(line)
+        if record and updated != status:
+            status_path(catalog.root, finding.item).write_text(
+                dump_status(updated), encoding="utf-8"
+            )
+    repo.cache.save()
