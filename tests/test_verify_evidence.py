@@ -292,3 +292,48 @@ def test_the_recorded_status_of_items_7_and_8_shows_the_fix() -> None:
             assert claim.method is Method.ran
             assert claim.fix is not None, (item, point.label)
             assert [(f.path, f.line, f.end) for f in claim.fix.lines] == spans
+
+
+class ReleaseArt:
+    """What check_art's ``art`` offers for reading (name, source), on an unpacked wheel."""
+
+    name = "art"
+
+    def __init__(self, version: str):
+        self.root = release_dir(version) / "art"
+
+    def source(self, relpath: str) -> str:
+        file = self.root / relpath
+        return file.read_text(encoding="utf-8") if file.is_file() else ""
+
+
+# How items 9 and 10 (their checks are another's) find 0.5.21's fixing lines with the helper.
+HELPER_CALLS = {
+    10: (
+        "tinker_native/data.py",
+        "if all(abs(reward - rewards[0]) <= 1e-12 for reward in rewards[1:]):",
+        "std_reward = rewards_tensor.std(unbiased=False)",
+        None,
+        (37, 43),
+    ),
+    9: (
+        "tinker/service.py",
+        "row = parse_prefix_tree_row(",
+        "for segment in row.segments",
+        "group_ids.new_tensor((segment.group_id, *segment.ancestors)),",
+        (137, 146),
+    ),
+}
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("item", sorted(HELPER_CALLS))
+def test_the_helper_finds_the_fixes_of_items_9_and_10(version: str, item: int) -> None:
+    relpath, first, last, look_for, span = HELPER_CALLS[item]
+    found = _evidence.lines(ReleaseArt(version), relpath, first, last, look_for=look_for)
+    if version == "0.5.20":
+        assert found is None  # the fix is not there yet
+        return
+    assert found is not None
+    assert (found["path"], found["line"], found["end"]) == (f"art/{relpath}", *span)

@@ -298,7 +298,16 @@ def code_table(results: Sequence[CodeResult], tree: ArtTree) -> str:
         out.append(f"item {r.item:>2}: {r.status.value}")
         for cid, claim in r.claims.items():
             why = f" ({claim.detail})" if claim.detail else ""
-            out.append(f"  claim {cid}: {claim.verdict.value}{why}")
+            how = f" [{claim.method.value}]" if claim.method else ""
+            out.append(f"  claim {cid}: {claim.verdict.value}{how}{why}")
+            for label, lines in (("at", claim.at), ("fix", claim.fix.lines if claim.fix else [])):
+                for line in lines:
+                    span = (
+                        f"{line.line}-{line.end}"
+                        if line.end and line.end != line.line
+                        else line.line
+                    )
+                    out.append(f"    {label} {line.path}:{span}  {line.look_for}")
         if r.ran:
             out.append(f"  ran: {', '.join(r.ran)}")
         if r.scope:
