@@ -337,3 +337,19 @@ def test_the_helper_finds_the_fixes_of_items_9_and_10(version: str, item: int) -
         return
     assert found is not None
     assert (found["path"], found["line"], found["end"]) == (f"art/{relpath}", *span)
+
+
+def test_a_points_method_is_its_weakest_claims() -> None:
+    def result(method: Method | None, verdict: ClaimVerdict = ClaimVerdict.fixed) -> ClaimResult:
+        return ClaimResult(verdict=verdict, method=method)
+
+    def point(*results: ClaimResult) -> StatusPoint:
+        claims = {f"c{i}": r for i, r in enumerate(results)}
+        return StatusPoint(
+            source="release", label="1", checked_on="x", artbot_version="0", claims=claims
+        )
+
+    assert point(result(Method.ran), result(Method.read)).method is Method.read
+    assert point(result(Method.ran), result(Method.modelled)).method is Method.modelled
+    assert point(result(Method.ran)).method is Method.ran
+    assert point(result(None, ClaimVerdict.not_checked)).method is None
