@@ -232,7 +232,7 @@ def run_check(catalog: Catalog, tree: ArtTree, finding: Finding) -> CodeResult:
         if not isinstance(outcome, Mapping):
             raise CheckContractError("check_art() must return a dict")
         claims = claim_results(
-            finding, outcome.get("claims"), method=outcome.get("method"), source=_reader(art)
+            finding, outcome.get("claims"), method=outcome.get("method"), source=tree_reader(tree)
         )
     except CheckContractError as exc:
         return failed(f"{finding.repro}: {exc}")
@@ -266,12 +266,18 @@ def run_check(catalog: Catalog, tree: ArtTree, finding: Finding) -> CodeResult:
     )
 
 
-def _reader(art: Any) -> SourceReader:
-    """``art/x.py`` (the wheel's layout) read from the tree the check ran on."""
-    prefix = f"{art.name}/"
+def tree_reader(tree: ArtTree) -> SourceReader:
+    """``art/x.py`` (the wheel's layout) read from the files the check imported: the tree's
+    packages on disk (``art/``, and those shipped beside it)."""
+    base = tree.package_dir.parent
+    roots = {tree.package_dir.name, *tree.packages}
 
     def read(path: str) -> str | None:
-        return art.source(path.removeprefix(prefix)) if path.startswith(prefix) else None
+        parts = path.split("/")
+        file = base.joinpath(*parts)
+        if parts[0] not in roots or ".." in parts or not file.is_file():
+            return None
+        return file.read_text(encoding="utf-8")
 
     return read
 
