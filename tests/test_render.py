@@ -283,7 +283,7 @@ def test_templates_are_compiled_once_per_process() -> None:
 # -- links to artbot's own repository (#22.7) ----------------------------------------------
 
 
-@pytest.mark.parametrize("item", range(1, 12))
+@pytest.mark.parametrize("item", ALL_ITEMS)
 def test_no_body_holds_a_placeholder_link(item: int) -> None:
     from artbot.status import load_status
 

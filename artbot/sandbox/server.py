@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from .commits import _CommitRoutes
 from .faults import _Faults
 from .routes import _Call, _Outcome, _Reply
 from .state import (
@@ -36,7 +37,6 @@ from .state import (
     _int_param,
     _Repo,
 )
-from .subissues import _SubIssueRoutes
 
 
 class _Server(ThreadingHTTPServer):
@@ -111,7 +111,7 @@ class _Handler(BaseHTTPRequestHandler):
 # --- the sandbox -------------------------------------------------------------------------
 
 
-class GitHubSandbox(_Faults, _SubIssueRoutes):
+class GitHubSandbox(_Faults, _CommitRoutes):
     """A local GitHub REST API on 127.0.0.1; use as a context manager or start()/stop().
 
     The socket is bound at construction, so :attr:`api_url` is known before :meth:`start`.
@@ -120,7 +120,8 @@ class GitHubSandbox(_Faults, _SubIssueRoutes):
     ``GITHUB_TOKEN`` (pass a person's login to model a maintainer's token). ``clock``
     (returning an aware datetime) makes timestamps deterministic in tests.
     ``sub_issues=False`` imitates a GitHub Enterprise Server without sub-issues (see
-    :mod:`.subissues`).
+    :mod:`.subissues`). ART's history, for the change behind a fix, is seeded with
+    ``seed_commit`` and ``seed_tag`` (see :mod:`.commits`).
     """
 
     _server: _Server
