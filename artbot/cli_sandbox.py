@@ -24,7 +24,7 @@ def demo(obj: Context, items: tuple[int, ...]) -> None:
     """Run the main job on the embedded GitHub sandbox (no token, no network)."""
     from .demo import DEMO_ITEMS, describe, run_demo
 
-    result = run_demo(obj.catalog(), items or DEMO_ITEMS, log=click.echo)
+    result = run_demo(obj.catalog(for_render=True), items or DEMO_ITEMS, log=click.echo)
     click.echo(describe(result))
 
 
@@ -61,7 +61,7 @@ def sandbox(
         return
     from .demo import paste_lines, seed_once
 
-    catalog = obj.catalog()
+    catalog = obj.catalog(for_render=True)
     serve(
         port,
         state,

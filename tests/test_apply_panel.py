@@ -245,7 +245,7 @@ def test_without_close_when_fixed_sync_never_closes(art: GitHubSandbox, root: Pa
 def test_max_writes_stops_the_run_and_says_what_is_left(art: GitHubSandbox, root: Path) -> None:
     result = artbot(art, root, "open", "--item", "4", "--max-writes", "1", "--json")
     assert result.exit_code == 0, result.output + result.stderr
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert len(report["done"]) == 1 and report["done"][0].startswith("wrote: ")
     assert any("--max-writes 1" in w for w in report["warnings"])
     left = [a["action"] for a in report["plan"]]
@@ -262,7 +262,7 @@ def test_a_sync_stopped_by_max_writes_summarises_what_is_left(
     summary = tmp_path / "summary.md"
     result = artbot(art, root, "sync", "--max-writes", "1", "--summary", str(summary), "--json")
     assert result.exit_code == 0, result.output + result.stderr
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert report["stopped"] == "stopped after 1 write(s) (--max-writes 1)"
     assert len(writes(art)) == 1
     text = summary.read_text(encoding="utf-8")

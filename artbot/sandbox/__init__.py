@@ -17,6 +17,7 @@ Layout: :mod:`.state` (records, request log, faults, errors, persistence), :mod:
 JSON GitHub answers with), :mod:`.routes` (endpoints, lookups, mutations), :mod:`.subissues` (the
 sub-issue endpoints; ``sub_issues=False`` for a GitHub Enterprise Server without them),
 :mod:`.collaborators` (a login's permission on a repository, set with ``set_permission``),
+:mod:`.commits` (compare, commits and a commit's pull requests, read-only, seeded by tests),
 :mod:`.server` (HTTP server, lifecycle, seeding, faults and rate limits, :func:`serve`).
 """
 
