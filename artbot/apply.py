@@ -20,7 +20,13 @@ Every write path is safe to re-run after a crash at any point:
   comment;
 - sub-issue writes come before the checklist write that records them, and the record holds
   only what succeeded, so after a crash the next sync reads the list and settles the rest
-  (see :mod:`artbot.apply_subissues`).
+  (see :mod:`artbot.apply_subissues`);
+- a ticked request is cleared by the checklist write after what it asked for, never before,
+  and what it asks for is itself safe to repeat (filing finds by marker; a re-check comments
+  once per status change) (see :mod:`artbot.apply_panel`);
+- with ``close_when_fixed``, an issue is closed right after its status comment and before the
+  body's status is updated, so a re-run closes it without a second comment
+  (see :mod:`artbot.apply_status`).
 """
 
 from __future__ import annotations
