@@ -9,7 +9,7 @@ import re
 import shutil
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from artbot.catalog import load_catalog
@@ -46,7 +46,6 @@ def ticked_without_a_closed_issue(block: str, state_of: dict[int, str]) -> list[
 states = st.sampled_from([(None, None, None), (5, "open", None), (5, "closed", "completed")])
 
 
-@settings(deadline=None)  # rendering loads the templates; the machine is shared
 @given(st.lists(st.tuples(states, st.sampled_from([None, "0.5.21"])), min_size=1, max_size=6))
 def test_a_line_is_ticked_exactly_when_its_issue_is_closed(rows: list) -> None:
     catalog = CATALOG
