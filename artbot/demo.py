@@ -20,6 +20,7 @@ from .catalog import Catalog
 from .checklist import read_block
 from .github import EtagCache, GitHubRepo
 from .sandbox import GitHubSandbox
+from .sandbox.state import ApiError
 from .status import load_status
 
 # Only the sandbox accepts this; it stands in for a token so writes are authenticated.
@@ -69,7 +70,7 @@ def seed_once(sandbox: GitHubSandbox, catalog: Catalog) -> int:
     last = max((f.issue or 0) for f in catalog.findings)
     try:
         sandbox.get_issue(owner, name, last + 1)
-    except Exception:  # the sandbox's 404: not seeded yet
+    except (ApiError, KeyError):  # no such issue (404), or no repository yet: not seeded
         return seed(sandbox, catalog)
     return last + 1
 

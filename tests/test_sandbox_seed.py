@@ -81,3 +81,21 @@ def test_seed_then_the_pasted_lines_then_open_item_5_works_as_written(tmp_path: 
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
+
+
+def test_a_persisted_sandbox_is_seeded_once(tmp_path: Path) -> None:
+    from artbot.catalog import load_catalog
+    from artbot.demo import paste_lines, seed_once
+    from artbot.sandbox import GitHubSandbox
+
+    catalog = load_catalog(REPO)
+    state = tmp_path / "sandbox.json"
+    with GitHubSandbox(state_file=state) as first:
+        number = seed_once(first, catalog)
+    with GitHubSandbox(state_file=state) as again:
+        assert seed_once(again, catalog) == number
+        owner, name = catalog.audit.repository.split("/")
+        assert again.get_issue(owner, name, number)["title"].startswith("Tracking:")
+        lines = paste_lines(again.api_url, number).splitlines()
+    assert f"export GITHUB_API_URL={again.api_url}" in lines
+    assert f"export ARTBOT_TRACKING_ISSUE={number}" in lines
