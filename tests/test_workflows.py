@@ -405,20 +405,19 @@ def uses_of_tool(text: str) -> str:
 
 
 def hosting_repository() -> str | None:
-    """Where this checkout is hosted: $GITHUB_REPOSITORY in Actions, else the git remote
-    ``origin`` as owner/name; None when neither is known (a copy without a remote)."""
-    if os.environ.get("GITHUB_ACTIONS") == "true" and os.environ.get("GITHUB_REPOSITORY"):
-        return os.environ["GITHUB_REPOSITORY"]
-    proc = subprocess.run(
-        ["git", "remote", "get-url", "origin"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=30,
-    )
-    match = re.search(r"[:/]([^/:]+/[^/]+?)(?:\.git)?/?$", proc.stdout.strip())
-    return match[1] if proc.returncode == 0 and match else None
+    """Where this checkout is hosted, as artbot finds its own repository for the issues'
+    links (artbot.toolsource): $GITHUB_REPOSITORY in Actions, else the git remote origin;
+    None when neither is known (a copy without a remote)."""
+    from artbot.toolsource import resolve_tool_source
+
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    return resolve_tool_source(
+        REPO,
+        actions_repository=os.environ.get("GITHUB_REPOSITORY")
+        if os.environ.get("GITHUB_ACTIONS") == "true"
+        else None,
+        workspace=Path(workspace) if workspace else None,
+    ).repository
 
 
 def readme_example() -> str:
