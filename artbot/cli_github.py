@@ -212,7 +212,10 @@ def sync(
     event_path: Path | None,
     summary: Path | None,
 ) -> None:
-    """Keep generated issues' bodies and the tracking checklist in step. Never closes issues."""
+    """Keep generated issues' bodies and the tracking checklist in step; carry out ticked requests.
+
+    Never reopens; closes only with close_when_fixed: true in findings/audit.yaml.
+    """
     from .apply import sync as run_sync
     from .budget import within_budget
     from .output import report
