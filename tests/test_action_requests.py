@@ -91,3 +91,46 @@ def test_requests_yml_runs_on_edits_of_the_tracking_issue_only() -> None:
     release = spec["with"]["release"]
     assert "Re-check against the newest release" in release and release.endswith("|| 'off' }}")
     assert spec["with"]["github-token"] == "${{ secrets.GITHUB_TOKEN }}"
+
+
+def test_items_take_a_list_and_the_outputs_name_every_issue_filed(
+    sandbox: GitHubSandbox, tracking: int, checkout: Path
+) -> None:
+    run = direct(
+        {"command": "open", "items": "4, 6", "tracking-issue": str(tracking)}, checkout, sandbox
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    issues = json.loads(run.outputs["issues"])
+    assert sorted(issues) == ["4", "6"]
+    assert sorted(map(int, run.outputs["filed"].split())) == sorted(
+        i["number"] for i in issues.values()
+    )
+    for item, issue in issues.items():
+        assert issue["url"] == sandbox.get_issue(OWNER, NAME, issue["number"])["html_url"], item
+    creates = [a for a in json.loads(run.outputs["plan"]) if a["action"] == "Create"]
+    assert [a["item"] for a in creates] == [4, 6]
+    assert run.outputs["tracking-issue-url"] == sandbox.get_issue(OWNER, NAME, tracking)["html_url"]
+
+
+def test_max_writes_stops_the_action_and_its_outputs_say_what_is_left(
+    sandbox: GitHubSandbox, tracking: int, checkout: Path
+) -> None:
+    inputs = {"command": "open", "items": "4", "tracking-issue": str(tracking), "max-writes": "1"}
+    run = direct(inputs, checkout, sandbox)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert len(writes(sandbox)) == 1
+    assert run.outputs["filed"] == ""
+    assert "Create" in [a["action"] for a in json.loads(run.outputs["plan"])]
+    assert "--max-writes 1" in run.summary and "what is left" in run.summary
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1; touch pwned", "$(touch pwned)", "1\n2", "ten"])
+def test_max_writes_refuses_anything_but_a_positive_number(
+    sandbox: GitHubSandbox, tracking: int, checkout: Path, value: str
+) -> None:
+    inputs = {"command": "sync", "tracking-issue": str(tracking), "max-writes": value}
+    run = direct(inputs, checkout, sandbox)
+    assert run.returncode == 2
+    assert "::error::max-writes must be a number of writes, 1 or more." in run.stdout
+    assert writes(sandbox) == []
+    assert not (checkout / "pwned").exists()
