@@ -116,11 +116,29 @@ def ticked(block: str | None) -> frozenset[Request]:
     return frozenset(found)
 
 
+_NOTE_RE = re.compile(r"_Requests: a tick by @(\S+) on (.+?) was reverted: .*_")
+_TEXT_RE = re.compile(
+    r"File the issue for item ([1-9][0-9]{0,5})|Re-check against the newest release"
+)
+
+
 def note_in(block: str | None) -> str | None:
-    """The reverted-tick note the block carries now (the newest one artbot wrote)."""
+    """The reverted-tick note the block carries now, only as artbot writes it: a line of
+    another shape (someone's edit inside the block) is not kept."""
     for line in (block or "").replace("\r\n", "\n").split("\n"):
-        if line.startswith(NOTE_PREFIX) and line.endswith("_"):
-            return line
+        m = _NOTE_RE.fullmatch(line)
+        login = valid_login(m[1]) if m else None
+        if m is None or login is None:
+            continue
+        requests = []
+        for name in re.findall(r'"([^"]*)"', m[2]):
+            text = _TEXT_RE.fullmatch(name)
+            if text is None:
+                break
+            requests.append(Request("file", int(text[1])) if text[1] else Request("recheck"))
+        else:
+            if requests and line == revert_note(login, requests):
+                return line
     return None
 
 

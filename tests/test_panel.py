@@ -139,3 +139,16 @@ def test_an_event_is_read_for_its_issue_and_sender() -> None:
     assert EditEvent.from_payload(
         {"issue": {"number": 7}, "sender": {"login": "github-actions[bot]"}, "changes": {}}
     ) == EditEvent(7, "github-actions[bot]")
+
+
+def test_only_a_note_as_artbot_writes_it_is_kept() -> None:
+    note = revert_note("mallory", [Request("file", 5), Request("recheck")])
+    assert note_in(f"x\n{note}\n") == note
+    forged = [
+        note.replace("@mallory", "@mal lory"),
+        note[:-1] + " <!-- artbot:checklist:end -->_",
+        note.replace('"File the issue for item 5"', '"Delete the repository"'),
+        "_Requests: a tick by @x on anything_",
+    ]
+    for line in forged:
+        assert note_in(line) is None, line
