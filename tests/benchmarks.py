@@ -97,6 +97,47 @@ def status_rows() -> list[tuple[str, tuple[int, int, int], str]]:
     return rows
 
 
+def request_rows() -> list[tuple[str, tuple[int, int, int], str]]:
+    """Requests by checkbox: what a ticked "File the issue for item 4" costs on the scheduled
+    path and on the edit path (a sender without write access: the tick reverted)."""
+    from artbot.demo import tick_request
+    from artbot.panel import EditEvent
+
+    root = Path(tempfile.mkdtemp()) / "checkout"
+    for part in ("findings", "templates", "repros"):
+        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("results"))
+    catalog = load_catalog(root)
+    rows: list[tuple[str, tuple[int, int, int], str]] = []
+    with GitHubSandbox() as sb:
+        sb.create_repo(OWNER, NAME)
+        for n in (1108, 1109, 1110):
+            sb.seed_issue(OWNER, NAME, f"dedicated issue {n}", "by hand", number=n)
+        body = (root / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
+        sb.seed_issue(OWNER, NAME, "Tracking: numerics audit", body, number=TRACKING)
+        repo = GitHubRepo(f"{OWNER}/{NAME}", api_url=sb.api_url, token="bench", cache=EtagCache())
+        open_issues(catalog, repo, [5], TRACKING)  # labels exist from here on
+        sync(catalog, repo, TRACKING)
+        tick_request(sb, catalog, TRACKING, "file=4")
+        rows.append(
+            (
+                "sync with 'File the issue for item 4' ticked (files it, clears the box)",
+                measure(sb, lambda: sync(catalog, repo, TRACKING)),
+                "",
+            )
+        )
+        rows.append(("sync after it", measure(sb, lambda: sync(catalog, repo, TRACKING)), ""))
+        tick_request(sb, catalog, TRACKING, "file=6")
+        event = EditEvent(TRACKING, "someone")  # a reader: the sandbox's default role
+        rows.append(
+            (
+                "edit path: a tick by a sender without write access (reverted)",
+                measure(sb, lambda: sync(catalog, repo, TRACKING, event=event)),
+                "0 creates",
+            )
+        )
+    return rows
+
+
 def child_cpu_seconds(command: list[str], env: dict[str, str]) -> float:
     """CPU time (user + system) that running ``command`` to the end takes."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -229,6 +270,7 @@ def main() -> int:
     rows += sub_issue_rows(catalog)
 
     rows += status_rows()
+    rows += request_rows()
 
     print("| operation | requests | writes | 304s | target |")
     print("|---|---:|---:|---:|---|")
