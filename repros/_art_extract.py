@@ -10,6 +10,7 @@ of ART's code is kept in this project: it is read from the release at each run.
 - :func:`advantage_block`: the GRPO advantage statements of ``tokenize_trajectory_groups``
   (preprocessing/tokenize.py), as ``(rewards, scale_rewards) -> [advantage | None]``.
 - :func:`function`: one top-level ``def`` of a file, compiled alone.
+- :func:`method`: one ``def`` inside a class, compiled alone (called with a stand-in ``self``).
 """
 
 from __future__ import annotations
@@ -51,12 +52,21 @@ def _imports(art: Any, relpath: str, text: str) -> dict[str, tuple[str, str | No
     return out
 
 
-def _namespace(art: Any, relpath: str, text: str, names: set[str]) -> dict[str, Any]:
+def _namespace(
+    art: Any,
+    relpath: str,
+    text: str,
+    names: set[str],
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Globals for extracted code: each free name from the file's own imports (ART modules
-    through ``art``'s importer, others as installed)."""
+    through ``art``'s importer, others as installed), or from ``overrides`` (stand-ins)."""
     imports = _imports(art, relpath, text)
     space: dict[str, Any] = {"__name__": f"{art.name}.extracted"}
     for name in sorted(names):
+        if overrides and name in overrides:
+            space[name] = overrides[name]
+            continue
         if name not in imports:
             continue
         module, attr = imports[name]
@@ -92,6 +102,20 @@ def function(art: Any, relpath: str, name: str) -> tuple[Callable[..., Any], int
     space = _namespace(art, relpath, text, _free_names([node]))
     _compile(art, relpath, ast.Module(body=[node], type_ignores=[]), space)
     return space[name], line
+
+
+def method(
+    art: Any, relpath: str, line: int, *, overrides: dict[str, Any] | None = None
+) -> tuple[Callable[..., Any], int]:
+    """The ``def`` (a method: called with ``self`` first) starting on ``line`` of
+    ``art/<relpath>``, compiled alone as a module-level function; and its first line."""
+    text = art.source(relpath)
+    block = _source.block_at(text, line)
+    node = _shift([block.node], line)[0]
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    space = _namespace(art, relpath, text, _free_names([node]), overrides)
+    _compile(art, relpath, ast.Module(body=[node], type_ignores=[]), space)
+    return space[node.name], line
 
 
 ADVANTAGE_FUNCTION = "tokenize_trajectory_groups"
