@@ -17,7 +17,7 @@ from artbot.verify.release import fetch_release, unpack_wheel
 from tests.controls import ROOT, check, claim_verdicts, controlled_copy, load_control
 from tests.test_verify import wheel_cache  # noqa: F401 - a session fixture: wheels fetched once
 
-ITEMS = (3, 6, 9, 10)
+ITEMS = (1, 2, 3, 6, 9, 10)
 RELEASES = ("0.5.20", "0.5.21", "0.5.23")
 
 
