@@ -10,9 +10,9 @@ What is read (every file of ``art/trainer_rank/``; each statement parsed on its 
 - The cross-rank guard (the function that raises "... AdamParams differ across ranks"): does it
   compare an ``eps``?
 
-``configurable`` is the audit's fix: AdamParams has an ``eps`` field, every AdamW call that
-builds an optimizer from parameters passes it (calls that copy another optimizer's defaults
-inherit it), and the guard covers it.
+``configurable`` answers the claim: AdamParams has an ``eps`` field and every AdamW call passes
+it (``eps=params.eps``; calls that copy another optimizer's defaults inherit it). Whether the
+cross-rank guard compares it (the rest of the audit's fix) is reported beside it.
 """
 
 from __future__ import annotations
@@ -50,20 +50,25 @@ class AdamReading:
 
     @property
     def configurable(self) -> bool:
+        """The claim's fix: an ``eps`` field that every AdamW call passes (or copies). The
+        guard is reported beside it (the audit's fix names it too), not required here: the
+        claim is that eps cannot be set."""
         passed = all(c.eps for c in self.calls) and bool(self.calls)
         from_params = any(c.eps.startswith("keyword") and ".eps" in c.eps for c in self.calls)
-        return self.has_eps_field and passed and from_params and self.guard_covers_eps is True
+        return self.has_eps_field and passed and from_params
 
     @property
-    def default_eps(self) -> float:
+    def default_eps(self) -> float | None:
+        """The eps TrainerRank uses unless a caller sets one: AdamParams' default when the
+        field is passed on, else torch's AdamW default; None for a field with no default."""
+        if not self.configurable:
+            return torch_default_eps()
         value = self.fields.get("eps")
-        if self.configurable and isinstance(value, int | float):
-            return float(value)
-        return torch_default_eps()
+        return float(value) if isinstance(value, int | float) else None
 
     @property
     def eps_source(self) -> str:
-        if self.configurable and isinstance(self.fields.get("eps"), int | float):
+        if self.configurable:
             return f"AdamParams.eps default, {self.params_at}"
         return "torch.optim.AdamW's default, read from torch"
 

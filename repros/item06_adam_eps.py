@@ -275,18 +275,23 @@ def check_art(art: Any) -> dict[str, Any]:
     modules = _adam_source.target_modules(art, "Qwen/Qwen3-4B")
     parameters = lora_parameters(modules)
     eps = found.default_eps
-    measured = damped(eps, parameters)
     configurable = found.configurable
-    damp = (
-        f"default eps {eps:g} ({found.eps_source}); A's first update is "
-        f"{measured['ratio']:.3g} of eps 1e-13's at median |grad A| "
-        f"{measured['grad_a_median']:.2g}, with the clip over {parameters:,} LoRA parameters "
-        f"(ART's target modules for Qwen/Qwen3-4B: {', '.join(modules)})"
-    )
+    if eps is None:
+        damp_hit: bool | None = None
+        damp = f"AdamParams.eps has no default ({found.params_at}): each caller sets it"
+    else:
+        measured = damped(eps, parameters)
+        damp_hit = measured["damped"]
+        damp = (
+            f"default eps {eps:g} ({found.eps_source}); A's first update is "
+            f"{measured['ratio']:.3g} of eps 1e-13's at median |grad A| "
+            f"{measured['grad_a_median']:.2g}, with the clip over {parameters:,} LoRA parameters "
+            f"(ART's target modules for Qwen/Qwen3-4B: {', '.join(modules)})"
+        )
     return {
         "claims": {
             "eps-not-configurable": (not configurable, found.detail),
-            "eps-damps-tiny-updates": (measured["damped"], damp),
+            "eps-damps-tiny-updates": (damp_hit, damp),
         },
         "detail": f"{found.detail}; {damp}",
         "ran": [

@@ -67,3 +67,38 @@ def test_check_gives_the_recorded_verdict_and_flips_on_its_control(
     else:
         assert "reproduced" in got.values(), (got, controlled.detail)
     assert got != as_shipped
+
+
+@pytest.mark.repro
+@pytest.mark.parametrize(
+    ("default", "damped"), [("1e-13", "fixed"), ("1e-8", "reproduced"), (None, "not checked")]
+)
+def test_item6_claims_are_independent(
+    default: str | None,
+    damped: str,
+    catalog: Catalog,
+    wheel_cache: Path,  # noqa: F811 - the fixture
+    tmp_path: Path,
+) -> None:
+    """A reviewer's fix, an eps field and ``eps=params.eps`` in the call (the guard untouched):
+    the eps is configurable whatever its default; the damping follows the default."""
+    release = unpack_wheel(fetch_release("0.5.23", wheel_cache))
+    field = "eps: float" if default is None else f"eps: float = {default}"
+    edits = [
+        (
+            "trainer_rank/_impl.py",
+            r"(class AdamParams:\n    learning_rate: float\n)",
+            rf"\g<1>    {field}\n",
+        ),
+        (
+            "trainer_rank/*.py",
+            r"^([ \t]*)weight_decay=params\.weight_decay,\n",
+            r"\g<0>\g<1>eps=params.eps,\n",
+        ),
+    ]
+    result = check(catalog, controlled_copy(release, tmp_path / "eps", edits), 6, "0.5.23 + eps")
+    assert claim_verdicts(result) == {
+        "eps-not-configurable": "fixed",
+        "eps-damps-tiny-updates": damped,
+    }, result.detail
+    assert "does not compare eps" in result.claims["eps-not-configurable"].detail
