@@ -1,6 +1,7 @@
 """Item 6: TrainerRank's Adam epsilon is PyTorch's 1e-8; the Megatron backend uses 1e-13.
 
-Models the optimizer step of ART's TrainerRank at e2a406a48 (openpipe-art 0.5.20):
+Models the optimizer step of ART's TrainerRank as openpipe-art 0.5.20 has it (the audit links
+e2a406a48, a commit between 0.5.20 and 0.5.21, where the optimizer sits in _optimizer.py):
 ``art/trainer_rank/_impl.py`` lines 3266-3271 build ``torch.optim.AdamW(masters, lr, betas,
 weight_decay)`` over FP32 master copies with no ``eps`` (``AdamParams``, lines 94-99, has none), so
 eps = 1e-8; lines 3167-3181 clip with ``min(1, grad_clip_norm / (grad_norm + 1e-6))`` before the
