@@ -75,9 +75,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
-from _grpo_pack import (  # noqa: E402
+from _grpo_pack import (  # noqa: E402, F401 - re-exported: tests use every name
     TokenizedRecord,
     fixed_pack,
+    normalize_pack,
     packed_tensors_from_tokenized_results,
 )
 
