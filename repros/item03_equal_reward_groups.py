@@ -454,7 +454,8 @@ def check_art(art: Any) -> dict[str, Any]:
         f"{inf['nan_tokens']} NaN of {inf['assistant_tokens']} tokens",
         "full-scale-advantage-for-near-equal-reward-groups": trained(
             "near_equal", "[0.5] x 3 + [0.5 + 2e-12] alone"
-        ),
+        )
+        + f"; within 1e-12, [0.5] x 3 + [0.5 + 5e-13] alone: {_within_tolerance(advantages)}",
     }
     return {
         "claims": {cid: (verdicts[cid], details[cid]) for cid in verdicts},
@@ -464,6 +465,12 @@ def check_art(art: Any) -> dict[str, Any]:
         "(one completion per trajectory) are artbot's",
         "method": "ran",
     }
+
+
+def _within_tolerance(advantages: AdvantagesImpl) -> str:
+    """The other side of the tolerance: rewards 5e-13 apart, inside 0.5.21's 1e-12."""
+    kept = [a for a in advantages([0.5] * 3 + [0.5 + 5e-13], True) if a is not None]
+    return "dropped" if not kept else f"{len(kept)} of 4 trajectories kept"
 
 
 def main() -> int:
