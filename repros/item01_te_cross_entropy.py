@@ -338,7 +338,6 @@ def check_art(art: Any) -> dict[str, Any]:
         "ran": ran,
         "scope": "ART's provider and patch read; TE's kernel is this script's model (no TE or "
         "CUDA here)",
-        "method": "read",
     }
 
 

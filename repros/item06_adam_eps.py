@@ -302,7 +302,6 @@ def check_art(art: Any) -> dict[str, Any]:
         ],
         "scope": "optimizer construction read from the source (ast); the damping measured with "
         "torch's AdamW on a modelled LoRA layer",
-        "method": "read",
     }
 
 
