@@ -42,6 +42,7 @@ class AdamReading:
     calls: list[AdamCall] = field(default_factory=list)
     guard_at: str = ""
     guard_covers_eps: bool | None = None  # None: no guard found
+    restored_at: list[str] = field(default_factory=list)  # `...["eps"] = ...` assignments
     read: list[str] = field(default_factory=list)
 
     @property
@@ -84,7 +85,15 @@ class AdamReading:
             else f"cross-rank guard {self.guard_at} "
             + ("compares eps" if self.guard_covers_eps else "does not compare eps")
         )
-        return f"AdamParams fields ({self.params_at}): {names}; AdamW calls: {calls}; {guard}"
+        restored = (
+            f"; an optimizer's eps is set from saved state at {', '.join(self.restored_at)}"
+            if self.restored_at
+            else ""
+        )
+        return (
+            f"AdamParams fields ({self.params_at}): {names}; AdamW calls: {calls}; {guard}"
+            f"{restored}"
+        )
 
 
 def torch_default_eps() -> float:
@@ -140,6 +149,13 @@ def read(art: Any) -> AdamReading:
                 if _is_adamw(node):
                     assert isinstance(node, ast.Call)
                     out.calls.append(AdamCall(where, line + node.lineno - 1, _eps_of(node)))
+        for line in _source.lines_with(text, '["eps"] ='):
+            node = _source.statement_at(text, line).node
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Subscript) and ast.unparse(t.slice) == "'eps'"
+                for t in node.targets
+            ):
+                out.restored_at.append(f"{where}:{line}")
         for line in _source.lines_with(text, GUARD_MESSAGE):
             guard = _source.enclosing_def(text, line)
             out.guard_at = f"{where}:{guard.line}"
