@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench golden clean
+.PHONY: demo test check lint bench golden clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,10 +17,17 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/artbot demo
 
-# What CI runs (.ci/run): lint, then the whole suite. Property tests use the derandomized
-# hypothesis profile "ci" unless HYPOTHESIS_PROFILE says otherwise (CI's nightly run: "nightly").
+# What CI runs (.ci/run): lint, then every tier of the suite (fast, repro, network, e2e) on all
+# cores, one test file per worker (--dist loadfile keeps a file's session fixtures in one
+# process). Property tests use the derandomized hypothesis profile "ci" unless HYPOTHESIS_PROFILE
+# says otherwise (CI's nightly run: "nightly").
+PYTEST_PARALLEL := -n auto --dist loadfile
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_PARALLEL)
+
+# The edit loop: the fast tier only (no torch repros, no wheels, no artbot processes).
+check: $(STAMP)
+	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not repro and not network and not e2e"
 
 lint: $(STAMP)
 	$(BIN)/ruff check artbot repros tests

@@ -56,7 +56,7 @@ from .plan import (
     plan_sync,
     status_comment,
 )
-from .render import RenderedIssue, render_checklist, render_issue, render_status_comment
+from .render import RenderedIssue, Renderer, render_checklist, render_status_comment
 from .repo import Repo
 from .reprorun import load_result
 from .status import load_status
@@ -98,9 +98,9 @@ def render_all(
     catalog: Catalog, findings: Sequence[Finding], tracking_issue: int | None
 ) -> dict[int, RenderedIssue]:
     """Render before any request: a body over GitHub's limit stops the run with exit 2."""
+    renderer = Renderer(catalog)
     return {
-        f.item: render_issue(
-            catalog,
+        f.item: renderer.issue(
             f,
             tracking_issue=tracking_issue,
             repro_result=load_result(catalog.root, f.item),

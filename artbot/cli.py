@@ -9,6 +9,7 @@ and the command definitions (``make bench`` measures it against importing click 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,10 +31,27 @@ class Context:
         self.root = settings.root
         self.debug = settings.debug
 
-    def catalog(self):  # type: ignore[no-untyped-def]
+    def catalog(self, *, for_render: bool = False):  # type: ignore[no-untyped-def]
+        """The validated catalog; ``for_render``: with artbot's repository and commit (for the
+        issues' links), and a note, once, when the repository is not known."""
         from .catalog import load_catalog
 
-        return load_catalog(self.root)
+        if not for_render:
+            return load_catalog(self.root)
+        from .toolsource import NO_REPOSITORY_NOTE, resolve_tool_source
+
+        catalog = load_catalog(self.root)
+        s = self.settings
+        tool = resolve_tool_source(
+            self.root,
+            flag=s.tool_repository,
+            configured=catalog.audit.tool_repository,
+            actions_repository=s.repository if s.in_actions else None,
+            workspace=s.workspace,
+        )
+        if not tool.known:
+            click.echo(NO_REPOSITORY_NOTE, err=True)
+        return replace(catalog, tool=tool)
 
 
 class ArtbotGroup(click.Group):
@@ -67,6 +85,12 @@ class ArtbotGroup(click.Group):
     show_default=True,
     help="Repository holding findings/, templates/ and repros/.",
 )
+@click.option(
+    "--tool-repository",
+    metavar="OWNER/NAME",
+    help="Where artbot is hosted, for the issues' links to full repro scripts [default: "
+    "$GITHUB_REPOSITORY in its Actions checkout, else the git remote origin of --root].",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks (tokens redacted).")
 @click.option("--version", is_flag=True, help="Print artbot's version and exit.")
 @click.option(
@@ -75,7 +99,14 @@ class ArtbotGroup(click.Group):
     help="With --version: also Python's, PyGithub's and torch's versions and the catalog's audit.",
 )
 @click.pass_context
-def cli(ctx: click.Context, root: Path, debug: bool, version: bool, verbose: bool) -> None:
+def cli(
+    ctx: click.Context,
+    root: Path,
+    tool_repository: str | None,
+    debug: bool,
+    version: bool,
+    verbose: bool,
+) -> None:
     """artbot: file the findings of ART's numerics audit as GitHub issues, and keep them in step.
 
     Exit codes: 0 ok, 1 remote or run failure, 2 bad input or usage.
@@ -91,7 +122,7 @@ def cli(ctx: click.Context, root: Path, debug: bool, version: bool, verbose: boo
         raise click.UsageError("Missing command.")
     from .settings import Settings
 
-    ctx.obj = Context(Settings.from_env(root=root, debug=debug))
+    ctx.obj = Context(Settings.from_env(root=root, debug=debug, tool_repository=tool_repository))
 
 
 pass_ctx = click.make_pass_decorator(Context)
@@ -140,7 +171,7 @@ def render(
     obj: Context, item: int | None, all_: bool, out: Path | None, tracking_issue: int | None
 ) -> None:
     """Render the issue title and body that `open` would file (no token needed)."""
-    from .render import render_issue
+    from .render import Renderer, usable_result
     from .reprorun import load_result
     from .status import load_status
 
@@ -148,14 +179,21 @@ def render(
         raise click.UsageError("give exactly one of --item N or --all")
     if all_ and out is None:
         raise click.UsageError("--all needs --out DIR")
-    catalog = obj.catalog()
+    catalog = obj.catalog(for_render=True)
     findings = catalog.findings if all_ else [catalog.get(item)]  # type: ignore[arg-type]
+    renderer = Renderer(catalog)
     for finding in findings:
-        issue = render_issue(
-            catalog,
+        captured = load_result(catalog.root, finding.item)
+        if usable_result(captured) is None:
+            click.echo(
+                f"item {finding.item}: no usable capture on file, so the body has no Result or "
+                f"Environment section (run `artbot repro --item {finding.item}`)",
+                err=True,
+            )
+        issue = renderer.issue(
             finding,
             tracking_issue=tracking_issue,
-            repro_result=load_result(catalog.root, finding.item),
+            repro_result=captured,
             status=load_status(catalog.root, finding.item),
         )
         text = f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
@@ -194,7 +232,7 @@ def repro(obj: Context, item: int | None, all_: bool, timeout_s: float) -> None:
     """Run reproductions and store their output for `render` (findings/results/NN.json)."""
     from .errors import ReproFailed
     from .output import redact
-    from .reprorun import run_repro, save_result, torch_version
+    from .reprorun import kept_capture, run_repro, save_result, torch_version
 
     if (item is None) == (not all_):
         raise click.UsageError("give exactly one of --item N or --all")
@@ -208,13 +246,16 @@ def repro(obj: Context, item: int | None, all_: bool, timeout_s: float) -> None:
         result = run_repro(
             catalog.root, finding.item, finding.repro, timeout_s=timeout_s, torch=torch
         )
-        save_result(catalog.root, result)
         if not all_:
             click.echo(result.stdout, nl=False)
         click.echo(f"item {finding.item}: {result.summary()}")
-        if result.status != "ok":
-            failed += 1
-            click.echo(redact(result.stderr.strip()[-2000:], obj.settings.secrets), err=True)
+        if result.status == "ok":
+            save_result(catalog.root, result)
+            continue
+        # A failed or timed-out run is never evidence: the capture on file stays as it was.
+        failed += 1
+        click.echo(redact(result.stderr.strip()[-2000:], obj.settings.secrets), err=True)
+        click.echo(f"item {finding.item}: {kept_capture(catalog.root, finding.item)}", err=True)
     if failed:
         raise ReproFailed(f"{failed} reproduction(s) did not finish cleanly")
 
@@ -313,7 +354,7 @@ def open_(
 
     if bool(items) == all_:
         raise click.UsageError("give --item N (repeatable) or --all")
-    catalog = obj.catalog()
+    catalog = obj.catalog(for_render=True)
     selected = catalog.items if all_ else list(items)
     for n in selected:
         catalog.get(n)  # unknown item: exit 2 before any request
@@ -380,7 +421,7 @@ def sync(
     from .apply import sync as run_sync
     from .output import report
 
-    catalog = obj.catalog()
+    catalog = obj.catalog(for_render=True)
     tracking = tracking_issue or catalog.audit.tracking_issue
     repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
     verified = None
@@ -425,7 +466,7 @@ def demo(obj: Context, items: tuple[int, ...]) -> None:
     """Run the main job on the embedded GitHub sandbox (no token, no network)."""
     from .demo import DEMO_ITEMS, describe, run_demo
 
-    result = run_demo(obj.catalog(), items or DEMO_ITEMS, log=click.echo)
+    result = run_demo(obj.catalog(for_render=True), items or DEMO_ITEMS, log=click.echo)
     click.echo(describe(result))
 
 

@@ -248,6 +248,19 @@ class GitHubRepo:
             url = relative_path(self.api_url, parsed.path)
             params = dict(urllib.parse.parse_qsl(parsed.query))
 
+    def read_upstream(
+        self, repository: str, endpoint: str, params: dict[str, Any] | None = None
+    ) -> Any:
+        """``GET /repos/{repository}/{endpoint}`` of another repository (ART's compare and
+        commits endpoints, for :mod:`artbot.changes`); None where GitHub answers 404."""
+        try:
+            data, _ = self._get(f"/repos/{repository}/{endpoint}", params)
+        except RemoteError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return data
+
     def get_issue(self, number: int, *, fresh: bool = False) -> ObservedIssue:
         data, _ = self._get(f"{self._url}/issues/{number}", fresh=fresh)
         if "pull_request" in data:

@@ -2,8 +2,9 @@
 
 Each run happens in a subprocess with a timeout. The result is stored as JSON in
 ``findings/results/NN.json`` so that ``artbot render`` can put the captured output into the
-issue. Only a run that exited 0 and printed a verdict counts as evidence (status ``ok``);
-a timeout or crash is stored as such and never rendered.
+issue. Only a run that exited 0 and printed a verdict counts as evidence (status ``ok``) and
+is saved; a timeout or crash is reported and leaves the capture on file as it was, so a bad run
+never makes a capture worse.
 """
 
 from __future__ import annotations
@@ -64,7 +65,18 @@ class ReproResult:
 
 
 def torch_version(python: str = sys.executable) -> str | None:
-    """The torch version the scripts will see, without importing torch here."""
+    """The torch version the scripts will see, without importing torch here.
+
+    For artbot's own interpreter that is the installed distribution's version (read from its
+    metadata, which is what ``torch.__version__`` reports); another interpreter is asked.
+    """
+    if python == sys.executable:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("torch")
+        except PackageNotFoundError:
+            return None
     try:
         out = subprocess.run(
             [python, "-c", "import torch; print(torch.__version__)"],
@@ -161,3 +173,12 @@ def load_result(root: Path, item: int) -> dict[str, Any] | None:
         return None
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
+
+
+def kept_capture(root: Path, item: int) -> str:
+    """What a failed run left on file, in words: the previous capture is kept as it was."""
+    old = load_result(root, item)
+    if not old or old.get("status") != "ok":
+        return f"no capture on file ({results_path(root, item).relative_to(root)}); nothing saved"
+    when = old.get("finished_at") or "an earlier run"
+    return f"kept the previous capture ({old.get('verdict')}, from {when}); nothing saved"

@@ -1,4 +1,6 @@
-"""Shared fixtures: a local GitHub (see artbot.sandbox) on a free port, fresh for each test.
+"""Shared fixtures: a local GitHub (see artbot.sandbox) on a free port, fresh for each test, and
+the openpipe-art release wheels (see tests/wheels.py: one cache folder per machine,
+``$ARTBOT_CACHE_DIR`` or ``~/.cache/artbot/wheels``; under ``CI=true`` a missing wheel fails).
 
 Hypothesis profiles: "ci" (the default) is derandomized, so a run's examples depend only on the
 code; "nightly" (``HYPOTHESIS_PROFILE=nightly``, CI's scheduled run) draws fresh random ones.
@@ -8,19 +10,53 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from artbot.sandbox import GitHubSandbox
+from tests.wheels import RELEASES, ArtWheels, default_wheels
 
-settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
-settings.register_profile("nightly", derandomize=False, print_blob=True)
+# Every property test runs under these settings and no others (no per-test @settings): no
+# deadline, since a 2-core machine running the suite in parallel makes any per-example time limit
+# flaky; HealthCheck.too_slow off for the same reason.
+_COMMON = settings(deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", _COMMON, derandomize=True, database=None, max_examples=60)
+settings.register_profile("nightly", _COMMON, derandomize=False, max_examples=300)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-@pytest.fixture
-def sandbox() -> Iterator[GitHubSandbox]:
-    """A started, empty sandbox (no repositories yet); stopped after the test."""
+@pytest.fixture(scope="session")
+def _shared_sandbox() -> Iterator[GitHubSandbox]:
     with GitHubSandbox() as running:
         yield running
+
+
+@pytest.fixture
+def sandbox(_shared_sandbox: GitHubSandbox) -> GitHubSandbox:
+    """A started, empty sandbox (no repositories yet): one server per test process, reset to a
+    new, empty sandbox before each test, so no test sees another's repositories or faults."""
+    _shared_sandbox.reset()
+    return _shared_sandbox
+
+
+@pytest.fixture(scope="session")
+def art_wheels() -> ArtWheels:
+    """openpipe-art's release wheels, fetched into the machine's cache once."""
+    return default_wheels()
+
+
+@pytest.fixture(scope="session")
+def wheel_cache(art_wheels: ArtWheels) -> Path:
+    """The cache folder holding the wheels of :data:`tests.wheels.RELEASES`."""
+    for version in RELEASES:
+        art_wheels.wheel(version)
+    return art_wheels.cache
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that asks for the release wheels is in the ``network`` tier (it may download them)."""
+    for item in items:
+        if {"art_wheels", "wheel_cache"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.network)

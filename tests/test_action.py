@@ -31,7 +31,8 @@ from tests.action_harness import (
     titles,
     writes,
 )
-from tests.test_verify import wheel_cache  # noqa: F401 - a session fixture: wheels fetched once
+
+pytestmark = pytest.mark.e2e
 
 CHECKLIST_START = "<!-- artbot:checklist:start -->"
 CHECKLIST_END = "<!-- artbot:checklist:end -->"

@@ -83,7 +83,13 @@ EVERY_KIND = Plan(
 
 def report(plan: Plan, **extra: Any) -> dict[str, Any]:
     """A report as `--json` prints it (JSON in, JSON out)."""
-    data = {"plan": plan.as_json(), "done": [], "warnings": [], "issues": {}, "checklist": None}
+    data: dict[str, Any] = {
+        "plan": plan.as_json(),
+        "done": [],
+        "warnings": [],
+        "issues": {},
+        "checklist": None,
+    }
     return json.loads(json.dumps({**data, **extra}))
 
 

@@ -18,6 +18,7 @@ from artbot.cli import cli
 from artbot.github import EtagCache, GitHubRepo
 from artbot.marker import IssueMarker
 from artbot.sandbox import GitHubSandbox
+from tests.shipped import ISSUE_ITEMS
 
 REPO = Path(__file__).resolve().parents[1]
 OWNER, NAME = "OpenPipe", "ART"
@@ -71,7 +72,7 @@ def artbot(sandbox: GitHubSandbox, root: Path, *args: str, token: str = CANARY) 
 
 
 def issues_for(sandbox: GitHubSandbox, item: int, state: str | None = "open") -> list[dict]:
-    found = []
+    found: list[dict] = []
     number = 1
     while True:
         try:
@@ -223,11 +224,11 @@ def test_concurrent_runs_end_with_one_issue_per_item(art: GitHubSandbox, root: P
     for t in threads:
         t.join()
     assert not errors, errors
-    for item in range(4, 12):
+    for item in ISSUE_ITEMS:
         assert len(issues_for(art, item)) == 1, f"item {item}"
     sync(catalog, _repo(art), TRACKING)
     block = checklist(art)
-    for item in range(4, 12):
+    for item in ISSUE_ITEMS:
         [issue] = issues_for(art, item)
         assert f"— #{issue['number']}" in item_line(block, item)
 

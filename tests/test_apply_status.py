@@ -45,9 +45,9 @@ def setup_status(root: Path, item: int, build) -> None:  # type: ignore[no-untyp
 
 
 def first_paragraph(body: str) -> str:
-    """The first paragraph of the owned region after the hidden marker lines."""
+    """The status line: the paragraph after the summary (#22.6), hidden marker lines left out."""
     lines = [ln for ln in body.splitlines() if not ln.startswith("<!--")]
-    return "\n".join(lines).strip().split("\n\n")[0]
+    return "\n".join(lines).strip().split("\n\n")[1]
 
 
 def line_of(block: str, item: int) -> str:

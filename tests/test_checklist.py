@@ -6,7 +6,7 @@ from pathlib import Path
 
 import jinja2
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from artbot.checklist import (
@@ -311,10 +311,8 @@ blocks = st.one_of(
     text,
 ).filter(lambda t: START_MARKER not in t and END_MARKER not in t)
 newlines = st.sampled_from(["\n", "\r\n"])
-PROPERTY = settings(max_examples=60, deadline=None)
 
 
-@PROPERTY
 @given(body=st.one_of(st.none(), human), block=blocks)
 def test_applying_twice_equals_applying_once(body, block):
     once = apply_block(body, block)
@@ -322,7 +320,6 @@ def test_applying_twice_equals_applying_once(body, block):
     assert read_block(once) == canonical(block)
 
 
-@PROPERTY
 @given(body=human, block=blocks)
 def test_insertion_only_adds_the_block_and_blank_lines(body, block):
     result = apply_block(body, block)
@@ -337,14 +334,12 @@ def test_insertion_only_adds_the_block_and_blank_lines(body, block):
     assert any(text.strip("\r\n") == marked for text in inserted), (body, result)
 
 
-@PROPERTY
 @given(before=human, after=human, old=blocks, new=blocks, nl=newlines)
 def test_text_around_an_existing_block_survives_byte_for_byte(before, after, old, new, nl):
     body = before + region(old, nl) + after
     assert apply_block(body, new) == before + region(new, nl) + after
 
 
-@PROPERTY
 @given(body=human, first=blocks, second=blocks)
 def test_reapplying_a_different_block_changes_only_the_block(body, first, second):
     once = apply_block(body, first)
@@ -354,7 +349,6 @@ def test_reapplying_a_different_block_changes_only_the_block(body, first, second
     assert read_block(twice) == canonical(second)
 
 
-@PROPERTY
 @given(body=human, first=blocks, second=blocks, edits=st.tuples(human, human, human, human))
 def test_human_edits_after_the_first_apply_survive_the_second(body, first, second, edits):
     before, marked, after = split_region(apply_block(body, first))
@@ -367,7 +361,6 @@ def test_human_edits_after_the_first_apply_survive_the_second(body, first, secon
     assert read_block(result) == canonical(second)
 
 
-@PROPERTY
 @given(lines=st.lists(human.map(lambda t: t.replace("\r", "").replace("\n", "")), max_size=6))
 def test_crlf_body_gets_a_crlf_block(lines):
     body = "\r\n".join([*lines, ""]) if lines else ""

@@ -11,11 +11,14 @@ from click.testing import CliRunner
 
 from artbot.cli import cli
 
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parents[1]
 
 PROBE = """
 import sys
 from artbot.cli import cli
+
 try:
     cli(args=sys.argv[1:], prog_name="artbot")
 except SystemExit as exc:

@@ -13,9 +13,8 @@ import pytest
 from artbot.catalog import Catalog, load_catalog
 from artbot.status import load_status
 from artbot.verify.code import CodeStatus, checkable
-from artbot.verify.release import fetch_release, unpack_wheel
 from tests.controls import ROOT, check, claim_verdicts, controlled_copy, load_control
-from tests.test_verify import wheel_cache  # noqa: F401 - a session fixture: wheels fetched once
+from tests.wheels import ArtWheels
 
 # Every item whose repro defines check_art: a new check without a control fails here by name.
 ITEMS = tuple(f.item for f in checkable(load_catalog(ROOT)))
@@ -42,10 +41,10 @@ def test_check_gives_the_recorded_verdict_and_flips_on_its_control(
     item: int,
     version: str,
     catalog: Catalog,
-    wheel_cache: Path,  # noqa: F811 - the fixture
+    art_wheels: ArtWheels,
     tmp_path: Path,
 ) -> None:
-    release = unpack_wheel(fetch_release(version, wheel_cache))
+    release = art_wheels.tree(version)
     shipped = check(catalog, release, item, f"openpipe-art {version}")
     assert shipped.status is not CodeStatus.could_not_run, shipped.detail
     as_shipped = claim_verdicts(shipped)
@@ -78,12 +77,12 @@ def test_item6_claims_are_independent(
     default: str | None,
     damped: str,
     catalog: Catalog,
-    wheel_cache: Path,  # noqa: F811 - the fixture
+    art_wheels: ArtWheels,
     tmp_path: Path,
 ) -> None:
     """A reviewer's fix, an eps field and ``eps=params.eps`` in the call (the guard untouched):
     the eps is configurable whatever its default; the damping follows the default."""
-    release = unpack_wheel(fetch_release("0.5.23", wheel_cache))
+    release = art_wheels.tree("0.5.23")
     field = "eps: float" if default is None else f"eps: float = {default}"
     edits = [
         (

@@ -3,23 +3,20 @@
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from artbot.scripts import import_script
+from tests.wheels import default_wheels
+
+pytestmark = pytest.mark.network
 
 ROOT = Path(__file__).resolve().parents[1]
-WHEELS = Path.home() / ".cache" / "artbot" / "wheels"
 
 
 def _service(version: str) -> str:
-    wheel = WHEELS / f"openpipe_art-{version}-py3-none-any.whl"
-    if not wheel.is_file():
-        pytest.skip(f"no cached wheel {wheel.name} in {WHEELS}")
-    with zipfile.ZipFile(wheel) as z:
-        return z.read("art/tinker/service.py").decode("utf-8")
+    return (default_wheels().package(version) / "tinker" / "service.py").read_text("utf-8")
 
 
 @pytest.mark.parametrize("version", ["0.5.20", "0.5.21", "0.5.23"])

@@ -29,11 +29,13 @@ from click.testing import CliRunner
 
 from artbot.catalog import load_catalog
 from artbot.cli import cli
+from tests.shipped import ISSUE_ITEMS
+
+pytestmark = pytest.mark.repro
 
 REPO = Path(__file__).resolve().parents[1]
 MINIMAL_DIR = REPO / "repros" / "minimal"
 SCRIPTS = sorted(MINIMAL_DIR.glob("*.py"))
-ISSUE_ITEMS = tuple(range(4, 12))
 FIX_ENV = "ARTBOT_FIX"
 MAX_LINES = 60
 MAX_RENDERED = 12_000
@@ -45,6 +47,7 @@ PARALLEL_RUNS = min(4, os.cpu_count() or 2)
 FORK_RUNNER = """
 import json, os, runpy, sys, traceback
 import torch, torch._dynamo  # shared by every child; the scripts import torch themselves too
+
 codes = []
 for folder, name, prefix in zip(*[iter(sys.argv[2:])] * 3):
     pid = os.fork()

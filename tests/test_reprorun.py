@@ -93,3 +93,50 @@ def test_token_is_not_handed_to_the_script(mini: Path, monkeypatch: pytest.Monke
     script(mini, 'import os\nprint(os.environ.get("GH_TOKEN"))\nprint("verdict: reproduced")\n')
     result = run_repro(mini, 7, "repros/item07.py")
     assert "ghp_CANARYxyz" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "args", "why"),
+    [
+        ("raise RuntimeError('boom')\n", [], "crashed (exit 1)"),
+        (
+            'import time\ntime.sleep(30)\nprint("verdict: fixed")\n',
+            ["--timeout", "0.5"],
+            "timed out",
+        ),
+    ],
+)
+def test_a_failed_run_keeps_the_previous_capture(
+    mini: Path, text: str, args: list[str], why: str
+) -> None:
+    script(mini, 'print("measured: 42 nats")\nprint("verdict: reproduced")\n')
+    ok = CliRunner().invoke(cli, ["--root", str(mini), "repro", "--item", "7"])
+    assert ok.exit_code == 0, ok.output
+    good = (mini / "findings" / "results" / "07.json").read_bytes()
+    script(mini, text)
+    bad = CliRunner().invoke(cli, ["--root", str(mini), "repro", "--item", "7", *args])
+    assert bad.exit_code == 1
+    assert why in bad.output
+    assert "kept the previous capture (reproduced, from " in bad.stderr
+    # Byte for byte: the good capture still stands, and still renders.
+    assert (mini / "findings" / "results" / "07.json").read_bytes() == good
+    catalog = load_catalog(mini)
+    body = render_issue(catalog, catalog.get(7), repro_result=load_result(mini, 7)).body
+    assert "| verdict | **reproduced** |" in body
+
+
+def test_a_failed_first_run_saves_nothing(mini: Path) -> None:
+    script(mini, "raise SystemExit(2)\n")
+    bad = CliRunner().invoke(cli, ["--root", str(mini), "repro", "--item", "7"])
+    assert bad.exit_code == 1
+    assert "no capture on file (findings/results/07.json); nothing saved" in bad.stderr
+    assert not (mini / "findings" / "results" / "07.json").exists()
+
+
+def test_render_says_when_an_item_has_no_capture(mini: Path) -> None:
+    script(mini, 'import time\ntime.sleep(30)\nprint("verdict: fixed")\n')
+    save_result(mini, run_repro(mini, 7, "repros/item07.py", timeout_s=0.5))
+    out = CliRunner().invoke(cli, ["--root", str(mini), "render", "--item", "7"])
+    assert out.exit_code == 0, out.output
+    assert "item 7: no usable capture on file" in out.stderr
+    assert "artbot repro --item 7" in out.stderr

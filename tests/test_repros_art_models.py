@@ -19,16 +19,16 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from artbot.verify import ArtModules, cache_dir, load_repro, unpack_wheel  # noqa: E402
+from artbot.verify import ArtModules, load_repro  # noqa: E402
+from tests.wheels import default_wheels  # noqa: E402
+
+pytestmark = [pytest.mark.repro, pytest.mark.network]
 
 REPROS = Path(__file__).resolve().parents[1] / "repros"
 
 
 def _release(version: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ArtModules]:
-    found = sorted(cache_dir().glob(f"openpipe_art-{version}-*.whl"))
-    if not found:
-        pytest.skip(f"openpipe-art {version} wheel not in {cache_dir()} (no network in tests)")
-    tree = unpack_wheel(found[0], tmp_path_factory.mktemp(f"art-{version}") / "tree")
+    tree = default_wheels().tree(version)
     with ArtModules(tree / "art") as art:
         yield art
 

@@ -13,10 +13,16 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pytest
 
 from artbot.scripts import import_script
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+pytestmark = pytest.mark.repro
 
 torch = pytest.importorskip("torch")
 
@@ -27,7 +33,7 @@ def _load(name: str) -> ModuleType:
     return import_script(REPROS / f"{name}.py", f"repro_{name}")
 
 
-def _bf16_half_gap(base: torch.Tensor, toward_zero: torch.Tensor) -> torch.Tensor:
+def _bf16_half_gap(base: Tensor, toward_zero: Tensor) -> Tensor:
     """Half the distance from BF16 ``base`` to its neighbour, away from or toward zero."""
     mag = base.double().abs()
     exponent = torch.floor(torch.log2(mag))

@@ -17,6 +17,8 @@ pytest.importorskip("torch")
 
 from artbot.reprorun import run_repro  # noqa: E402
 
+pytestmark = pytest.mark.repro
+
 ROOT = Path(__file__).resolve().parents[1]
 CAPTURED = sorted((ROOT / "findings" / "results").glob("*.json"))
 

@@ -13,6 +13,8 @@ torch = pytest.importorskip("torch")
 
 from artbot.verify import load_repro  # noqa: E402
 
+pytestmark = pytest.mark.repro
+
 REPROS = Path(__file__).resolve().parents[1] / "repros"
 
 

@@ -15,6 +15,8 @@ import torch
 
 from artbot.scripts import import_script
 
+pytestmark = pytest.mark.repro
+
 REPROS = Path(__file__).resolve().parents[1] / "repros"
 
 item09 = import_script(REPROS / "item09_tinker_masks.py")
@@ -178,8 +180,10 @@ def test_single_row_zero_logprob_and_gradient() -> None:
     )
     out.float().sum().backward()
     assert float(out.detach()) == 0.0
-    assert float(hidden.grad[0, 0, 0]) == 0.0
-    assert float(hidden.grad[0, 0, 1]) < 0  # the competitor still gets its -p_j
+    grad = hidden.grad
+    assert grad is not None
+    assert float(grad[0, 0, 0]) == 0.0
+    assert float(grad[0, 0, 1]) < 0  # the competitor still gets its -p_j
 
 
 # --- item 3: equal-reward groups ------------------------------------------------------------

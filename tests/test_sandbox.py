@@ -101,7 +101,7 @@ def test_create_get_and_edit_issue(sandbox: GitHubSandbox, gh: Github) -> None:
     issue.edit(state="closed", state_reason="not_planned")
     assert (issue.state, issue.state_reason) == ("closed", "not_planned")
     assert issue.closed_at == issue.updated_at
-    assert issue.closed_by.login == sandbox.login
+    assert issue.closed_by is not None and issue.closed_by.login == sandbox.login
 
     issue.edit(state="open")
     assert (issue.state, issue.state_reason, issue.closed_at) == ("open", "reopened", None)

@@ -210,7 +210,8 @@ def test_sub_issue_payloads_match_githubs_published_schema(sandbox: GitHubSandbo
     for model, data in sent:
         assert unknown_keys(model, data) == [], (model.__name__, data)
     parent = m.Issue.model_validate(payload("GET", "/issues/1"))
-    assert parent.sub_issues_summary is not None and parent.sub_issues_summary.total == 1
+    summary = parent.sub_issues_summary
+    assert isinstance(summary, m.SubIssuesSummary) and summary.total == 1
     # GitHub sends "status" in every error body; the schema lists it for BasicError only.
     refused = payload("POST", "/issues/1/sub_issues", {"sub_issue_id": a})
     assert unknown_keys(m.ValidationError, refused) == ["$.status"]

@@ -11,10 +11,13 @@ import pytest
 
 from artbot.terminal import terminal_columns
 
+pytestmark = pytest.mark.e2e
+
 # The same CLI with click's own context, which sizes help with shutil.
 CLICKS_OWN = """
 import sys, click
 import artbot.cli as cli
+
 cli.ArtbotGroup.context_class = click.Context
 sys.argv = ["artbot", *sys.argv[1:]]
 cli.main()

@@ -1,14 +1,13 @@
 """verify: anchors against a git repository built here; repros against real openpipe-art wheels.
 
 The wheels come through the same cache + ``pip download`` path as ``artbot verify --release``
-(``$ARTBOT_CACHE_DIR``, else the pytest cache). A developer machine that already holds them in
-``/work/art_ref`` seeds the cache from there instead of downloading.
+(the ``wheel_cache`` fixture of tests/conftest.py: ``$ARTBOT_CACHE_DIR``, else
+``~/.cache/artbot/wheels``), so they are downloaded once per machine.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -45,7 +44,6 @@ from artbot.verify import (
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "tests" / "fixtures" / "mini"
-LOCAL_WHEELS = Path("/work/art_ref")
 VERSIONS = ("0.5.20", "0.5.21")
 
 # A file as it was at the "audit commit": the anchors sit at lines 5 and 10.
@@ -280,23 +278,6 @@ def test_a_check_must_report_exactly_the_records_claims(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- real releases
-
-
-@pytest.fixture(scope="session")
-def wheel_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        cache = Path(env)
-    elif request.config.cache is not None:
-        cache = Path(request.config.cache.mkdir("artbot-wheels"))
-    else:
-        cache = tmp_path_factory.mktemp("artbot-wheels")
-    cache.mkdir(parents=True, exist_ok=True)
-    for version in VERSIONS:
-        seed = LOCAL_WHEELS / f"openpipe_art-{version}-py3-none-any.whl"
-        if seed.is_file() and not (cache / seed.name).exists():
-            shutil.copy2(seed, cache / seed.name)
-    return cache
 
 
 @pytest.fixture(scope="session")

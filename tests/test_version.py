@@ -17,6 +17,8 @@ import artbot
 from artbot.cli import cli
 from artbot.version import LIBRARIES, catalog_line, installed, version_text
 
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parents[1]
 ARTBOT = Path(sys.executable).parent / "artbot"
 
@@ -24,6 +26,7 @@ ARTBOT = Path(sys.executable).parent / "artbot"
 PROBE = """
 import sys
 from artbot.cli import main
+
 sys.argv = ["artbot", *sys.argv[1:]]
 try:
     main()

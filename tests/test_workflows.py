@@ -22,6 +22,8 @@ import yaml
 
 from artbot.apply import default_cache_path
 
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOWS = REPO / ".github" / "workflows"
 ACTION = REPO / "action.yml"

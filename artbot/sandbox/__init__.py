@@ -15,6 +15,7 @@ write, so ``artbot sandbox --state FILE`` keeps its issues across restarts.
 Layout: :mod:`.state` (records, request log, faults, errors, persistence), :mod:`.shapes` (the
 JSON GitHub answers with), :mod:`.routes` (endpoints, lookups, mutations), :mod:`.subissues` (the
 sub-issue endpoints; ``sub_issues=False`` for a GitHub Enterprise Server without them),
+:mod:`.commits` (compare, commits and a commit's pull requests, read-only, seeded by tests),
 :mod:`.server` (HTTP server, lifecycle, seeding, faults and rate limits, :func:`serve`).
 """
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from .commits import _CommitRoutes
 from .faults import _Faults
 from .routes import _Call, _Outcome, _Reply
 from .state import (
@@ -36,7 +37,6 @@ from .state import (
     _int_param,
     _Repo,
 )
-from .subissues import _SubIssueRoutes
 
 
 class _Server(ThreadingHTTPServer):
@@ -111,7 +111,7 @@ class _Handler(BaseHTTPRequestHandler):
 # --- the sandbox -------------------------------------------------------------------------
 
 
-class GitHubSandbox(_Faults, _SubIssueRoutes):
+class GitHubSandbox(_Faults, _CommitRoutes):
     """A local GitHub REST API on 127.0.0.1; use as a context manager or start()/stop().
 
     The socket is bound at construction, so :attr:`api_url` is known before :meth:`start`.
@@ -120,7 +120,8 @@ class GitHubSandbox(_Faults, _SubIssueRoutes):
     ``GITHUB_TOKEN`` (pass a person's login to model a maintainer's token). ``clock``
     (returning an aware datetime) makes timestamps deterministic in tests.
     ``sub_issues=False`` imitates a GitHub Enterprise Server without sub-issues (see
-    :mod:`.subissues`).
+    :mod:`.subissues`). ART's history, for the change behind a fix, is seeded with
+    ``seed_commit`` and ``seed_tag`` (see :mod:`.commits`).
     """
 
     _server: _Server
@@ -136,24 +137,64 @@ class GitHubSandbox(_Faults, _SubIssueRoutes):
         clock: Callable[[], datetime] | None = None,
         sub_issues: bool = True,
     ) -> None:
+        self._lock = threading.RLock()
+        self._state_file = Path(state_file) if state_file is not None else None
+        self._init_state(
+            login=login, tokens=tokens, rate_limit=rate_limit, clock=clock, sub_issues=sub_issues
+        )
+        if self._state_file is not None and self._state_file.exists():
+            self._load(self._state_file)
+        self._server = _Server(("127.0.0.1", port), self)
+        self._thread: threading.Thread | None = None
+        self._routes = self._build_routes()
+
+    def _init_state(
+        self,
+        *,
+        login: str,
+        tokens: Collection[str] | None,
+        rate_limit: int,
+        clock: Callable[[], datetime] | None,
+        sub_issues: bool,
+    ) -> None:
+        """Everything a test can change: repositories, faults, counters, the request log.
+
+        State of the sandbox lives here and nowhere else, so :meth:`reset` empties all of it.
+        """
         self.login = login
         self.sub_issues_enabled = sub_issues
         self.rate_limit = rate_limit
         self.requests = RequestLog()
         self._tokens = list(tokens) if tokens is not None else None
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._state_file = Path(state_file) if state_file is not None else None
-        self._lock = threading.RLock()
         self._repos: dict[str, _Repo] = {}
         self._next_id = 1
         self._faults: list[Fault] = []
         self._buckets: dict[str, _Bucket] = {}
         self._request_count = 0
-        if self._state_file is not None and self._state_file.exists():
-            self._load(self._state_file)
-        self._server = _Server(("127.0.0.1", port), self)
-        self._thread: threading.Thread | None = None
-        self._routes = self._build_routes()
+
+    def reset(
+        self,
+        *,
+        login: str = "github-actions[bot]",
+        tokens: Collection[str] | None = None,
+        rate_limit: int = 5000,
+        clock: Callable[[], datetime] | None = None,
+        sub_issues: bool = True,
+    ) -> None:
+        """Back to a new, empty sandbox on the same port (for a server shared across tests).
+
+        Open client connections are closed, so no keep-alive socket carries a test's requests
+        into the next. A sandbox with a state file is not reset (its state is the file's).
+        """
+        if self._state_file is not None:
+            raise RuntimeError("a sandbox with a state file cannot be reset")
+        with self._lock:
+            self._init_state(
+                login=login, tokens=tokens, rate_limit=rate_limit,
+                clock=clock, sub_issues=sub_issues,
+            )  # fmt: skip
+        self._server.close_connections()
 
     # lifecycle
 
