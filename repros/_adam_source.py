@@ -33,6 +33,8 @@ class AdamCall:
     path: str  # art/trainer_rank/<file>
     line: int
     eps: str  # "keyword <expr>", "copied by ** from <expr>", or "" when not passed
+    end: int = 0  # last line of the statement that holds the call
+    text: str = ""  # the call's first line, stripped
 
 
 @dataclass
@@ -44,6 +46,18 @@ class AdamReading:
     guard_covers_eps: bool | None = None  # None: no guard found
     restored_at: list[str] = field(default_factory=list)  # `...["eps"] = ...` assignments
     read: list[str] = field(default_factory=list)
+    params_lines: dict[str, Any] = field(default_factory=dict)  # AdamParams as a source line
+
+    def at(self, *, params: bool = True) -> list[dict[str, Any]]:
+        """Where the claim's code is, as source lines for the record: AdamParams (unless
+        ``params`` is False) and every AdamW call that builds an optimizer from AdamParams
+        (calls that copy another optimizer's defaults are in the detail, not here)."""
+        calls = [
+            {"path": c.path, "line": c.line, "end": max(c.end, c.line), "look_for": c.text}
+            for c in self.calls
+            if not c.eps.startswith("copied")
+        ]
+        return [self.params_lines, *calls] if params and self.params_lines else calls
 
     @property
     def has_eps_field(self) -> bool:
@@ -137,6 +151,12 @@ def read(art: Any) -> AdamReading:
         if "class AdamParams" in text and not out.params_at:
             block = _source.class_named(text, "AdamParams")
             out.params_at = f"{where}:{block.line}"
+            out.params_lines = {
+                "path": where,
+                "line": block.line,
+                "end": block.end,
+                "look_for": block.text.splitlines()[0].strip(),
+            }
             assert isinstance(block.node, ast.ClassDef)
             for stmt in block.node.body:
                 if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
@@ -148,7 +168,9 @@ def read(art: Any) -> AdamReading:
             for node in ast.walk(stmt.node):
                 if _is_adamw(node):
                     assert isinstance(node, ast.Call)
-                    out.calls.append(AdamCall(where, line + node.lineno - 1, _eps_of(node)))
+                    at = line + node.lineno - 1
+                    first = text.splitlines()[at - 1].strip()
+                    out.calls.append(AdamCall(where, at, _eps_of(node), stmt.end, first))
         for line in _source.lines_with(text, '["eps"] ='):
             node = _source.statement_at(text, line).node
             if isinstance(node, ast.Assign) and any(

@@ -333,8 +333,26 @@ def check_art(art: Any) -> dict[str, Any]:
                 else "does not form the target gradient in FP32"
             )
         )
+    import _evidence
+    import _source
+
+    setting = _source.lines_with(provider, ".cross_entropy_fusion_impl =")
+    if not setting:
+        raise RuntimeError(f"{art.name}/megatron/provider.py never sets cross_entropy_fusion_impl")
+    shown = provider.splitlines()[setting[0] - 1].strip()
+    at = [{"path": f"{art.name}/megatron/provider.py", "line": setting[0], "look_for": shown}]
+    fix = [_evidence.lines(art, "megatron/provider.py", "patch_te_cross_entropy()")]
+    if hook is not None:
+        fix.append(
+            _evidence.function(art, "megatron/te_cross_entropy.py", "patch_te_cross_entropy")
+        )
+    hit = te and not patched
     return {
-        "claims": {"zeroed-target-gradient-near-one": (te and not patched, detail)},
+        "claims": {
+            "zeroed-target-gradient-near-one": _evidence.claim(
+                hit, detail, method="read", at=at, fix=fix if te else at
+            )
+        },
         "detail": detail,
         "ran": ran,
         "scope": "ART's provider and patch read; TE's kernel is this script's model (no TE or "

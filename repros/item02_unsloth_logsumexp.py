@@ -332,8 +332,31 @@ def check_art(art: Any) -> dict[str, Any]:
         + f"; zero gradient exactly where the logprob is 0: "
         f"{all(r['zero_grad_iff_zero_logprob'] for r in rows)}"
     )
+    import _evidence
+    import _source
+
+    block = _source.block_at(art.source("unsloth/train.py"), line)
+    at = [
+        {
+            "path": f"{art.name}/unsloth/train.py",
+            "line": block.line,
+            "end": block.end,
+            "look_for": block.text.splitlines()[0].strip(),
+        }
+    ]
+    fix = [
+        _evidence.lines(
+            art,
+            "unsloth/train.py",
+            "chunk_logits = torch.matmul(chunk_hs, lm_head_t).float()  # [B, chunk_size, V]",
+        )
+    ]
     return {
-        "claims": {"zeroed-logprob-and-gradient": (any(zeros), detail)},
+        "claims": {
+            "zeroed-logprob-and-gradient": _evidence.claim(
+                any(zeros), detail, method="ran", at=at, fix=fix
+            )
+        },
         "detail": detail,
         "ran": [f"{art.name}/unsloth/train.py:{line} _calculate_logprobs (from the source, run)"],
         "scope": "ART's _calculate_logprobs run on CPU with BF16 hidden states (the autocast "

@@ -458,8 +458,39 @@ def check_art(art: Any) -> dict[str, Any]:
         )
         + f"; within 1e-12, [0.5] x 3 + [0.5 + 5e-13] alone: {_within_tolerance(advantages)}",
     }
+    import _evidence
+
+    path, span = where.split(":")
+    first, last = (int(n) for n in span.split("-"))
+    block = {
+        "path": path,
+        "line": first,
+        "end": last,
+        "look_for": art.source("preprocessing/tokenize.py").splitlines()[first - 1].strip(),
+    }
+    guard = _evidence.function(art, "utils/grpo.py", "rewards_have_zero_variance")
+    at = [block, guard]
+    dropped = [
+        _evidence.lines(
+            art,
+            "preprocessing/tokenize.py",
+            "advantage = 0.0 if zero_variance else trajectory.reward - reward_mean",
+        ),
+        guard,
+    ]
+    fixes = {
+        "full-scale-advantage-for-equal-reward-groups": dropped,
+        "nan-advantages": dropped,
+        "nan-advantages-from-non-finite-rewards": dropped,
+        "full-scale-advantage-for-near-equal-reward-groups": dropped,
+    }
     return {
-        "claims": {cid: (verdicts[cid], details[cid]) for cid in verdicts},
+        "claims": {
+            cid: _evidence.claim(
+                verdicts[cid], details[cid], method="ran", at=at, fix=fixes.get(cid)
+            )
+            for cid in verdicts
+        },
         "detail": "; ".join(details.values()),
         "ran": ran,
         "scope": "ART's advantage statements and pack normalization run; the tokenized records "

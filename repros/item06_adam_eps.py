@@ -271,6 +271,7 @@ def check_art(art: Any) -> dict[str, Any]:
     default, read from torch), and the global clip norm over the LoRA parameters of ART's own
     default target modules for Qwen/Qwen3-4B (``megatron/model_support/registry.py``, run)."""
     import _adam_source
+    import _evidence
 
     found = _adam_source.read(art)
     modules = _adam_source.target_modules(art, "Qwen/Qwen3-4B")
@@ -291,8 +292,12 @@ def check_art(art: Any) -> dict[str, Any]:
         )
     return {
         "claims": {
-            "eps-not-configurable": (not configurable, found.detail),
-            "eps-damps-tiny-updates": (damp_hit, damp),
+            "eps-not-configurable": _evidence.claim(
+                not configurable, found.detail, method="read", at=found.at(), fix=found.at()
+            ),
+            "eps-damps-tiny-updates": _evidence.claim(
+                damp_hit, damp, method="read", at=found.at(params=False), fix=found.at()
+            ),
         },
         "detail": f"{found.detail}; {damp}",
         "ran": [

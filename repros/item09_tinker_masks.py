@@ -433,10 +433,41 @@ def check_art(art: Any) -> dict[str, Any]:
         f"contract: resolve_global_grad_accumulation_sequences returns {accumulation} "
         f"({art.name}/tinker/service.py:{line}, run)"
     )
+    import _evidence
+
+    train_at = _source_span(art, "tinker/service.py", path_run["where"])
+    mask_fix = [
+        _evidence.lines(
+            art,
+            "tinker/service.py",
+            "row = parse_prefix_tree_row(",
+            "for segment in row.segments",
+            look_for="group_ids.new_tensor((segment.group_id, *segment.ancestors)),",
+        )
+    ]
+    reach_at = [  # where ART's Tinker path chooses pack_results (artbot's addition)
+        _evidence.lines(art, "local/backend.py", "self._supports_result_packing = False"),
+        _evidence.lines(art, "local/backend.py", "pack_results=self._supports_result_packing,"),
+    ]
+    step_at = [
+        train_at,
+        _evidence.lines(
+            art,
+            "tinker/service.py",
+            "optim_step_future = await state.training_client.optim_step_async(",
+        ),
+        _evidence.lines(
+            art, "tinker/service.py", "async def resolve_global_grad_accumulation_sequences("
+        ),
+    ]
     return {
         "claims": {
-            "wrong-per-datum-masks": (wrong > 0, masks_detail),
-            "one-optimizer-step-per-packed-row": (rows > 1 and steps == rows, step_detail),
+            "wrong-per-datum-masks": _evidence.claim(
+                wrong > 0, masks_detail, method="ran", at=[train_at, *reach_at], fix=mask_fix
+            ),
+            "one-optimizer-step-per-packed-row": _evidence.claim(
+                rows > 1 and steps == rows, step_detail, method="ran", at=step_at
+            ),
         },
         "detail": f"{masks_detail}; {step_detail}",
         "ran": [
@@ -449,6 +480,16 @@ def check_art(art: Any) -> dict[str, Any]:
         "records the datums and counts optimizer steps",
         "method": "ran",
     }
+
+
+def _source_span(art: Any, relpath: str, where: str) -> dict[str, Any]:
+    """The ``def`` that starts at ``where`` (``art/...:line``), as a source line for the record."""
+    import _source
+
+    line = int(where.rsplit(":", 1)[1])
+    block = _source.block_at(art.source(relpath), line)
+    head = block.text.splitlines()[0].strip()
+    return {"path": f"{art.name}/{relpath}", "line": block.line, "end": block.end, "look_for": head}
 
 
 def _source_lines(text: str, needle: str) -> list[int]:

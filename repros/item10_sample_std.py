@@ -231,8 +231,22 @@ def check_art(art: Any) -> dict[str, Any]:
     detail = f"advantage ratio to the population-std backends (median) {ratios}"
     near = measure_equal_groups(compute, NEAR_EQUAL_GROUPS)
     noise = "; ".join(f"{g['rewards']} gets {[round(a, 4) for a in g['advantages']]}" for g in near)
+    import _evidence
+
+    at = [_evidence.function(art, "tinker_native/data.py", "compute_advantages")]
+    fix = [
+        _evidence.lines(
+            art,
+            "tinker_native/data.py",
+            "if all(abs(reward - rewards[0]) <= 1e-12 for reward in rewards[1:]):",
+            "std_reward = rewards_tensor.std(unbiased=False)",
+        )
+    ]
+    hit = is_reproduced(measured)
     return {
-        "claims": {"sample-std-advantages": (is_reproduced(measured), detail)},
+        "claims": {
+            "sample-std-advantages": _evidence.claim(hit, detail, method="ran", at=at, fix=fix)
+        },
         "detail": f"{detail}; equal up to float noise (not a claim of the audit's): {noise}",
         "ran": [f"{art.name}/tinker_native/data.py:compute_advantages"],
         "scope": None,
