@@ -10,6 +10,9 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# What --fail-on can add to the exit code (a check that could not run always fails).
+FAIL_ON = ("reproduced", "moved")
+
 
 def _source_options(f: F) -> F:
     """--art-src DIR or --release VERSION, and --json, for the verify subcommands."""
@@ -103,17 +106,33 @@ def _main_label(art_src: Path) -> str:
     "--record", is_flag=True, help="Write the per-claim results into findings/status/NN.json."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option(
+    "--fail-on",
+    "fail_on",
+    type=click.Choice(FAIL_ON),
+    multiple=True,
+    help="Also exit 1 when a finding is still reproduced (or partly), or a cited line moved.",
+)
 @click.pass_context
 def verify(
-    ctx: click.Context, release: str | None, art_src: Path | None, record: bool, as_json: bool
+    ctx: click.Context,
+    release: str | None,
+    art_src: Path | None,
+    record: bool,
+    as_json: bool,
+    fail_on: tuple[str, ...],
 ) -> None:
     """Check the findings against real ART code, claim by claim: the cited lines, and each
     finding's own check (beside its repro) run on ART's functions.
 
     `artbot verify --release latest --record` resolves the newest openpipe-art release, checks
     it, and records the result per claim in findings/status/ (rendering then stays offline).
-    Wheels are kept in $ARTBOT_CACHE_DIR (default ~/.cache/artbot/wheels). Exit 1 when a
-    location is not ok or a check could not run.
+    Wheels are kept in $ARTBOT_CACHE_DIR (default ~/.cache/artbot/wheels).
+
+    Exit 0 when every check ran, whatever it found (moved or missing lines are information);
+    1 when a check could not run. `--fail-on reproduced` also exits 1 while a finding is
+    reproduced or partly reproduced (a CI that wants to fail while a bug remains);
+    `--fail-on moved` while a cited location is not at its lines.
     """
     if ctx.invoked_subcommand is not None:
         if release or art_src or record:
@@ -152,8 +171,29 @@ def verify(
 
             written.append(anchors_record(catalog.root, catalog.audit, label, anchors))
         click.echo(f"recorded {label} in {len(written)} status files", err=True)
-    failed = not anchors_json(anchors, tree)["ok"] or not code_json(code, tree)["ran"]
-    ctx.exit(1 if failed else 0)
+    reasons = exit_reasons(
+        ran=code_json(code, tree)["ran"],
+        remaining=[r.item for r in code if r.status.value in ("reproduced", "partial")],
+        anchors_ok=anchors_json(anchors, tree)["ok"],
+        fail_on=fail_on,
+    )
+    for reason in reasons:
+        click.echo(f"verify: exit 1: {reason}", err=True)
+    ctx.exit(1 if reasons else 0)
+
+
+def exit_reasons(
+    *, ran: bool, remaining: list[int], anchors_ok: bool, fail_on: tuple[str, ...]
+) -> list[str]:
+    """Why ``artbot verify`` exits 1 (none: exit 0). A check that could not run always
+    counts; what the checks found counts only when asked for with ``--fail-on``."""
+    reasons = [] if ran else ["a check could not run"]
+    if "reproduced" in fail_on and remaining:
+        items = ", ".join(str(n) for n in remaining)
+        reasons.append(f"--fail-on reproduced: still reproduced, in full or in part: item {items}")
+    if "moved" in fail_on and not anchors_ok:
+        reasons.append("--fail-on moved: a cited location is not at its lines")
+    return reasons
 
 
 def _record(catalog: Any, label: str, source: Any, code: Any, anchors: Any) -> list[Path]:
