@@ -386,13 +386,15 @@ def sync(
     verified = None
     if verify_version:
         from .releases import resolve
-        from .verify import release_tree, verify_code
+        from .verify import release_tree, verify_code_apart
 
         if verify_version == "latest":
             verify_version = resolve(verify_version)
             click.echo(f"verify: the newest openpipe-art release is {verify_version}", err=True)
         tree = release_tree(verify_version, catalog.audit)
-        verified = (verify_version, verify_code(catalog, tree))
+        # In a child process without the token: the wheel's code is untrusted.
+        results = verify_code_apart(catalog, tree, secrets=obj.settings.secrets)
+        verified = (verify_version, results)
     outcome = run_sync(
         catalog,
         repo,

@@ -55,6 +55,13 @@ def _tree(catalog: Any, art_src: Path | None, release: str | None) -> Any:
     return release_tree(_resolve(release), catalog.audit)
 
 
+def _verify_code(ctx: click.Context, catalog: Any, tree: Any) -> Any:
+    """The code checks, in a child process that holds no token (the wheel is untrusted)."""
+    from .apart import verify_code_apart
+
+    return verify_code_apart(catalog, tree, secrets=ctx.find_root().obj.settings.secrets)
+
+
 def _wants_json(ctx: click.Context, as_json: bool) -> bool:
     """--json after the subcommand, or before it (on the group)."""
     return as_json or bool(ctx.parent and ctx.parent.params.get("as_json"))
@@ -116,12 +123,12 @@ def verify(
         return
     if (release is None) == (art_src is None):
         raise click.UsageError("give --release VERSION (or latest), --art-src DIR, or a subcommand")
-    from . import anchors_json, code_json, verify_anchors, verify_code
+    from . import anchors_json, code_json, verify_anchors
 
     catalog = _catalog(ctx)
     tree = _tree(catalog, art_src, release)
     anchors = verify_anchors(catalog, tree)
-    code = verify_code(catalog, tree)
+    code = _verify_code(ctx, catalog, tree)
     if as_json:
         import json
 
@@ -197,10 +204,10 @@ def code_cmd(ctx: click.Context, art_src: Path | None, release: str | None, as_j
     ART's modules are imported file by file; package __init__ files are not run. Needs torch.
     Exit 1 when a check could not run.
     """
-    from . import code_json, code_table, verify_code
+    from . import code_json, code_table
 
     catalog = _catalog(ctx)
     tree = _tree(catalog, art_src, release)
-    results = verify_code(catalog, tree)
+    results = _verify_code(ctx, catalog, tree)
     data = code_json(results, tree)
     _emit(ctx, as_json, data, lambda: code_table(results, tree), ok=data["ran"])

@@ -1,0 +1,128 @@
+# ruff: noqa: F811  (the fixtures art and root come from test_apply)
+"""#21.1: a downloaded wheel's code runs in a child process that holds no token, and what it
+prints or writes back is untrusted text (never echoed raw, parsed as validated results)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from artbot.cli import cli
+from artbot.sandbox import GitHubSandbox
+from artbot.verify.apart import child_env, flatten
+from tests.test_apply import CANARY, NAME, OWNER, TRACKING, art, root  # noqa: F401
+
+# A module of the crafted release: at import it looks for a token everywhere it could be,
+# writes what it found beside it, and prints a workflow command with the token in it.
+SPY = """
+import os, json, pathlib
+found = {k: v for k, v in os.environ.items()
+         if 'TOKEN' in k.upper() or k.upper().startswith(('GITHUB', 'INPUT', 'ARTBOT_SECRET'))
+         or v == CANARY}
+pathlib.Path(SPYFILE).write_text(json.dumps(found))
+print('::warning::pwned ' + str(os.environ.get('GH_TOKEN')))
+import sys
+print('\\n::error::also pwned', file=sys.stderr)
+def loss_fn(*args, **kwargs):
+    raise RuntimeError('crafted release')
+"""
+
+
+def crafted_files(spyfile: Path) -> dict[str, str]:
+    return {
+        "art/__init__.py": "",
+        "art/loss.py": f"CANARY = {CANARY!r}\nSPYFILE = {str(spyfile)!r}\n" + SPY,
+    }
+
+
+def test_child_env_keeps_no_token_nor_anything_secret_looking() -> None:
+    env = {
+        "PATH": "/usr/bin",
+        "HOME": "/home/x",
+        "LC_ALL": "C.UTF-8",
+        "ATEN_CPU_CAPABILITY": "default",
+        "ARTBOT_CACHE_DIR": "/cache",
+        "GH_TOKEN": CANARY,
+        "GITHUB_TOKEN": CANARY,
+        "GITHUB_REPOSITORY": "OpenPipe/ART",
+        "ACTIONS_RUNTIME_TOKEN": "runtime-token-value",
+        "INPUT_GITHUB-TOKEN": CANARY,
+        "ARTBOT_AUTHORS": "someone",
+        "AWS_SECRET_ACCESS_KEY": "xyzxyzxyzxyz",
+        "TORCH_API_KEY": "k" * 20,
+        "PYTHONPATH": f"/tmp/{CANARY}",  # a safe name holding the token's value
+    }
+    out = child_env(env, [CANARY + "\n"])
+    assert out == {
+        "PATH": "/usr/bin",
+        "HOME": "/home/x",
+        "LC_ALL": "C.UTF-8",
+        "ATEN_CPU_CAPABILITY": "default",
+        "ARTBOT_CACHE_DIR": "/cache",
+        "PYTHONIOENCODING": "utf-8",
+    }
+
+
+def test_flatten_makes_one_printable_line() -> None:
+    assert flatten("a\n::error::b\r\x1b[31mc\u2028d") == "a ::error::b [31mc d"
+
+
+def _no_command_from_wheel(text: str) -> None:
+    assert CANARY not in text
+    assert not [ln for ln in text.splitlines() if ln.lstrip().startswith("::")]
+    assert "pwned" not in text
+
+
+@pytest.mark.e2e
+@pytest.mark.repro
+def test_verify_runs_a_crafted_tree_without_the_token(root: Path, tmp_path: Path) -> None:
+    """Done when: a crafted release's module reading GH_TOKEN at import finds none under
+    `verify`; its prints reach no output."""
+    spyfile = tmp_path / "spy.json"
+    wheel = tmp_path / "wheel"
+    for rel, text in crafted_files(spyfile).items():
+        (wheel / rel).parent.mkdir(parents=True, exist_ok=True)
+        (wheel / rel).write_text(text)
+    env = {"GH_TOKEN": CANARY, "GITHUB_TOKEN": CANARY, "GITHUB_ACTIONS": "true"}
+    result = CliRunner(env=env).invoke(
+        cli, ["--root", str(root), "verify", "code", "--art-src", str(wheel), "--json"]
+    )
+    assert spyfile.is_file(), result.output  # the crafted module did run
+    assert json.loads(spyfile.read_text()) == {}
+    _no_command_from_wheel(result.output)
+    data = json.loads(result.output)
+    by_item = {r["item"]: r for r in data["results"]}
+    assert by_item[7]["status"] == "could not run"
+    assert "crafted release" in by_item[7]["detail"]
+
+
+@pytest.mark.e2e
+@pytest.mark.repro
+def test_sync_verify_runs_a_crafted_release_without_the_token(
+    art: GitHubSandbox, root: Path, tmp_path: Path
+) -> None:
+    """Done when: ... and under `sync --verify` (the wheel from the cache, as pip left it)."""
+    spyfile = tmp_path / "spy.json"
+    cache = tmp_path / "wheels"
+    cache.mkdir()
+    with zipfile.ZipFile(cache / "openpipe_art-9.9.9-py3-none-any.whl", "w") as whl:
+        for rel, text in crafted_files(spyfile).items():
+            whl.writestr(rel, text)
+    env = {
+        "GH_TOKEN": CANARY,
+        "GITHUB_TOKEN": None,
+        "GITHUB_ACTIONS": None,
+        "ARTBOT_CACHE_DIR": str(cache),
+        "ARTBOT_SECONDARY_RATE_WAIT": "1",
+    }
+    args = ["--root", str(root), "sync", "--verify", "9.9.9", "--api-url", art.api_url]
+    args += ["--repo", f"{OWNER}/{NAME}", "--tracking-issue", str(TRACKING)]
+    result = CliRunner(env=env).invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert spyfile.is_file(), result.output
+    assert json.loads(spyfile.read_text()) == {}
+    _no_command_from_wheel(result.output)
