@@ -40,16 +40,21 @@ class ArtbotGroup(click.Group):
     context_class = SizedContext  # `artbot --help` without shutil's import
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
-            raise
-        except Exception as exc:  # the one place expected failures become exit codes
-            from .output import fail
-            from .settings import Settings
+        # Whatever prints while a command runs is redacted and, in Actions, cannot start a
+        # workflow command (artbot.output.GuardedStream); --help exits before this.
+        from .output import guarded
+        from .settings import Settings
 
-            settings = ctx.obj.settings if ctx.obj else Settings.from_env()
-            ctx.exit(fail(exc, settings))
+        with guarded(Settings.from_env()):
+            try:
+                return super().invoke(ctx)
+            except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+                raise
+            except Exception as exc:  # the one place expected failures become exit codes
+                from .output import fail
+
+                settings = ctx.obj.settings if ctx.obj else Settings.from_env()
+                ctx.exit(fail(exc, settings))
 
 
 # invoke_without_command: `artbot --version` needs no command; any other run still needs one.
@@ -408,10 +413,12 @@ def sync(
     repo.cache.save()
     report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
     if summary:
+        from .output import redact
         from .summary import step_summary
 
+        text = step_summary(catalog, outcome, dry_run=dry_run)
         with summary.open("a", encoding="utf-8") as fh:
-            fh.write(step_summary(catalog, outcome, dry_run=dry_run))
+            fh.write(redact(text, obj.settings.secrets))
 
 
 @cli.command()

@@ -28,6 +28,7 @@ from github.GithubRetry import GithubRetry
 
 from .errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
 from .models import ObservedIssue
+from .output import flatten
 from .settings import TOKEN_VARIABLES, Settings
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -395,7 +396,7 @@ def _remote(what: str) -> Iterator[None]:
         message = exc.data.get("message") if isinstance(exc.data, dict) else None
         errors = exc.data.get("errors") if isinstance(exc.data, dict) else None
         detail = f": {message}" if message else ""
-        if errors:
+        if isinstance(errors, list) and errors:
             detail += (
                 " ("
                 + "; ".join(
@@ -403,6 +404,8 @@ def _remote(what: str) -> Iterator[None]:
                 )
                 + ")"
             )
+        # GitHub's text is remote text: one line, of bounded length.
+        detail = flatten(detail)[:500]
         raise RemoteError(f"{what}: GitHub answered {exc.status}{detail}", exc.status) from None
     except RuntimeError as exc:  # PyGithub refusing a 301 to another host or scheme
         raise RemoteError(f"{what}: {_short(str(exc))}") from None
@@ -414,8 +417,8 @@ def _remote(what: str) -> Iterator[None]:
 
 
 def _short(text: str) -> str:
-    line = text.splitlines()[0] if text else ""
-    return line[:200]
+    """The reason of a client failure, whole, on one line (bounded)."""
+    return flatten(text)[:500]
 
 
 def check_api_url(url: str | None) -> None:
@@ -440,6 +443,22 @@ def check_api_url(url: str | None) -> None:
         raise BadInput(f"--api-url: not an http(s) API URL: {url[:100]!r}")
 
 
+def check_token(token: str | None) -> None:
+    """A token is one word of at least :data:`MIN_SECRET_LENGTH` characters: anything shorter
+    could not be told apart from ordinary text, so it could not be redacted from output."""
+    from .output import MIN_SECRET_LENGTH
+
+    if token is None:
+        return
+    if len(token) < MIN_SECRET_LENGTH or any(c.isspace() or not c.isprintable() for c in token):
+        names = " or ".join(TOKEN_VARIABLES)
+        raise BadInput(
+            f"{names} does not hold a GitHub token ({len(token)} characters"
+            + (", with spaces or control characters" if len(token) >= MIN_SECRET_LENGTH else "")
+            + "); set it to the token itself"
+        )
+
+
 def connect(
     settings: Settings,
     default_repository: str,
@@ -457,6 +476,7 @@ def connect(
         names = " or ".join(TOKEN_VARIABLES)
         raise BadInput(f"no token: set {names} (or use --dry-run)")
     check_api_url(api_url or settings.api_url)
+    check_token(settings.token)
     return GitHubRepo(
         repo_name or settings.repository or default_repository,
         api_url=api_url or settings.api_url,

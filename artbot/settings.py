@@ -43,7 +43,9 @@ class Settings:
         return cls(
             root=root,
             debug=debug,
-            token=secrets[0] if secrets else None,
+            # A token pasted with a trailing newline is the token; the raw value stays a
+            # secret to redact (artbot.output.secret_forms redacts its stripped forms too).
+            token=secrets[0].strip() or None if secrets else None,
             secrets=secrets,
             repository=env.get("GITHUB_REPOSITORY") or None,
             api_url=env.get("GITHUB_API_URL") or None,

@@ -12,8 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from artbot.cli import cli
+from artbot.output import flatten
 from artbot.sandbox import GitHubSandbox
-from artbot.verify.apart import child_env, flatten
+from artbot.verify.apart import child_env
 from tests.test_apply import CANARY, NAME, OWNER, TRACKING, art, root  # noqa: F401
 
 # A module of the crafted release: at import it looks for a token everywhere it could be,

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..jsonlimits import JsonTooLarge, loads_limited
+from ..output import flatten
 from .code import CodeResult, CodeStatus, checkable
 from .tree import ArtTree
 
@@ -109,11 +110,6 @@ def verify_code_apart(
         return parse_results(data, wanted, tree)
     except (JsonTooLarge, ValueError, TypeError, KeyError) as exc:
         return _all_failed(wanted, tree, f"the check process wrote no valid results ({exc})")
-
-
-def flatten(text: str) -> str:
-    """One line of printable text: control characters (newlines included) become spaces."""
-    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
 
 
 def _text(value: Any, name: str, *, optional: bool = False) -> str | None:
