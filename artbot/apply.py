@@ -34,9 +34,10 @@ from .apply_subissues import add_filed, carry_out, plan_step, unavailable_warnin
 from .catalog import Catalog
 from .checklist import ChecklistEntry, apply_block, read_block
 from .errors import BadInput, RemoteError
+from .identity import Identity, establish, learn, learn_from_new
 from .marker import replace_owned_region
 from .models import Finding, ObservedIssue
-from .ownership import DEFAULT_AUTHORS, Foreign, claim, needs_login
+from .ownership import Foreign, claim, recorded_login, with_identity
 from .plan import (
     ChecklistUpToDate,
     CloseDuplicate,
@@ -66,19 +67,6 @@ from .subissues import AddSubIssue, SubIssueRecord
 Log = Callable[[str], None]
 # The sub-issue record a checklist write keeps: from the one the block holds now.
 RecordEdit = Callable[[SubIssueRecord | None], SubIssueRecord | None]
-
-
-@dataclass
-class Identity:
-    """Who artbot writes as: the configured authors, and the token's login once known
-    (asked of GitHub only when a marked issue has another author, or learnt from a create)."""
-
-    authors: tuple[str, ...] = DEFAULT_AUTHORS
-    login: str | None = None
-    asked: bool = False
-
-    def all(self) -> tuple[str, ...]:
-        return (*self.authors, self.login) if self.login else self.authors
 
 
 @dataclass
@@ -118,10 +106,12 @@ def status_views(catalog: Catalog, findings: Sequence[Finding]) -> dict[int, Sta
 def observe(
     repo: Repo, catalog: Catalog, identity: Identity, tracking_issue: int | None
 ) -> tuple[list[ObservedIssue], list[Foreign]]:
-    """The labelled issues, with those that are not artbot's stripped of their marker."""
+    """The labelled issues, with those that are not artbot's stripped of their marker.
+
+    Raises :class:`artbot.ownership.IdentityUnknown` (nothing written yet) when a marked
+    issue has an author artbot cannot place because its own identity cannot be established."""
     listed = repo.list_issues(list(catalog.audit.labels))
-    if not identity.asked and needs_login(listed, catalog.audit, identity.all()):
-        identity.login, identity.asked = repo.login(), True
+    establish(repo, catalog.audit, identity, listed, tracking_issue)
     return claim(listed, catalog.audit, identity.all(), tracking_issue)
 
 
@@ -224,6 +214,7 @@ def open_issues(
             outcome,
             log,
             (lambda old: (old or SubIssueRecord()).with_added(added)) if added else None,
+            identity.current(),
         )
     return outcome
 
@@ -294,14 +285,17 @@ def _create_once(
     except RemoteError:
         # The create may have taken effect before the error (a 502 after the write, a dropped
         # connection). GitHub is the source of truth: look before deciding it failed.
-        observed, _ = observe(repo, catalog, identity, None)
+        before = {i.number for i in observed}
+        listed = repo.list_issues(list(catalog.audit.labels))
+        learn_from_new(repo, catalog.audit, identity, listed, before, issue.item)
+        observed, _ = claim(listed, catalog.audit, identity.all(), None)
         if issue.item not in canonical(observed, catalog.audit):
             raise
         created = canonical(observed, catalog.audit)[issue.item]
         log(f"item {issue.item}: the create failed but had taken effect as #{created.number}")
         return observed
     if created.author and not identity.login:
-        identity.login = created.author  # what this token writes as, learnt for free
+        learn(repo, identity, created.author)  # what this token writes as, learnt for free
     outcome.done.append(f"item {issue.item}: filed #{created.number} {created.html_url}")
     log(outcome.done[-1])
     return [*observed, created]
@@ -315,9 +309,11 @@ def _write_checklist(
     outcome: Outcome,
     log: Log,
     sub_issues: RecordEdit | None = None,
+    login: str | None = None,
 ) -> None:
     """Write the checklist; ``sub_issues`` turns the sub-issue record the block holds now
-    into the one to write (None: keep it as it is)."""
+    into the one to write (None: keep it as it is); ``login`` is artbot's identity, recorded
+    in the block (None: the one recorded now is kept)."""
     # Re-read right before writing and apply the edit to what is there now: GitHub has no
     # compare-and-swap for issue bodies, so this keeps the window for losing a human's edit
     # as short as one request. (Unchanged bodies come back as a free 304.)
@@ -325,6 +321,7 @@ def _write_checklist(
     record = SubIssueRecord.find(read_block(fresh.body))
     record = sub_issues(record) if sub_issues else record
     block = render_checklist(entries, catalog.audit, catalog.root / "templates", record)
+    block = with_identity(block, login or recorded_login(read_block(fresh.body)))
     new_body = apply_block(fresh.body, block)
     outcome.checklist = block
     if new_body == fresh.body:
@@ -364,10 +361,12 @@ def sync(
         verified = (verified[0], results)
         notes = verification_notes(results)
     rendered = render_all(catalog, catalog.findings, tracking_issue)
-    observed, foreign = observe(repo, catalog, identity or Identity(), tracking_issue)
+    identity = identity or Identity()
+    observed, foreign = observe(repo, catalog, identity, tracking_issue)
     tracking = preflight(repo, tracking_issue, observed) if tracking_issue else None
     templates = catalog.root / "templates"
     block = read_block(tracking.body) if tracking else None
+    who = identity.current() or recorded_login(block)
     subs = None
     if tracking is not None:
         wanted = wanted_sub_issues(checklist_entries(catalog.findings, observed, catalog.audit))
@@ -381,7 +380,9 @@ def sync(
         catalog.audit,
         tracking_issue,
         block,
-        lambda entries: render_checklist(entries, catalog.audit, templates, record),
+        lambda entries: with_identity(
+            render_checklist(entries, catalog.audit, templates, record), who
+        ),
         notes,
         views,
     )
@@ -439,12 +440,12 @@ def sync(
                 outcome.done.append(f"item {action.item}: updated #{action.issue}")
         elif isinstance(action, UpdateChecklist):
             _write_checklist(
-                repo, catalog, action.issue, action.entries, outcome, log, _keep(record)
+                repo, catalog, action.issue, action.entries, outcome, log, _keep(record), who
             )
         elif isinstance(action, ChecklistUpToDate) and subs and record != subs.expected:
             # A sub-issue write went otherwise than planned: record what did happen.
             entries = checklist_entries(catalog.findings, observed, catalog.audit, notes, views)
-            _write_checklist(repo, catalog, action.issue, entries, outcome, log, _keep(record))
+            _write_checklist(repo, catalog, action.issue, entries, outcome, log, _keep(record), who)
         elif isinstance(action, Comment):
             repo.comment(action.issue, action.body)
             outcome.done.append(f"item {action.item}: commented on #{action.issue}")

@@ -15,6 +15,7 @@ Design notes:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.parse
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from github import Auth, Github, GithubException
 from github.GithubRetry import GithubRetry
 
 from .errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
+from .jsonlimits import loads_limited
 from .models import ObservedIssue
 from .output import flatten
 from .settings import TOKEN_VARIABLES, Settings
@@ -44,15 +46,28 @@ class EtagCache:
     path: Path | None = None
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
     labels: set[str] = field(default_factory=set)
+    # "<api root> <owner/name>" -> the login artbot's issues there are written by, learnt from
+    # a create and kept at once, so a run that dies before recording it in the tracking
+    # issue still knows its own issues on the next run.
+    identities: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path | None) -> EtagCache:
         if path is None or not path.is_file():
             return cls(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return cls(path, dict(data["etags"]), set(data["labels"]))
-        except (OSError, ValueError, KeyError, TypeError):
+            data = loads_limited(path.read_bytes())
+            entries = {
+                str(k): v
+                for k, v in dict(data["etags"]).items()
+                if isinstance(v, dict) and isinstance(v.get("etag"), str) and "data" in v
+            }
+            labels = {str(x) for x in data["labels"]}
+            identities = dict(data.get("identities") or {})
+            if not all(isinstance(v, str) for v in identities.values()):
+                identities = {}
+            return cls(path, entries, labels, identities)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return cls(path)  # a corrupt or old cache only costs full reads
 
     def save(self) -> None:
@@ -60,7 +75,11 @@ class EtagCache:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        data = {"etags": self.entries, "labels": sorted(self.labels)}
+        data = {
+            "etags": self.entries,
+            "labels": sorted(self.labels),
+            "identities": self.identities,
+        }
         tmp.write_text(json.dumps(data), encoding="utf-8")
         tmp.replace(self.path)
 
@@ -149,6 +168,7 @@ class GitHubRepo:
             seconds_between_writes=0 if local else 1.0,
         )
         self._url = f"/repos/{repo}"
+        self.refused_login = False  # GET /user answered 403: the token is an installation's
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -261,11 +281,26 @@ class GitHubRepo:
         try:
             data, _ = self._get("/user")
         except RemoteError as exc:
+            # 403 is GitHub's answer to an installation token (an App's, an Actions run's).
+            self.refused_login = exc.status == 403
             if exc.status in (401, 403, 404):
                 return None
             raise
         login = data.get("login") if isinstance(data, dict) else None
         return login if isinstance(login, str) else None
+
+    def remembered_login(self) -> str | None:
+        """The login this repository's artbot issues were last seen written by (the cache)."""
+        return self.cache.identities.get(f"{self.api_url} {self.full_name}")
+
+    def remember_login(self, login: str) -> None:
+        """Keep ``login`` (learnt from a create) in the cache file now, not at the run's end."""
+        key = f"{self.api_url} {self.full_name}"
+        if self.cache.identities.get(key) != login:
+            self.cache.identities[key] = login
+            # The tracking issue records it too; the end-of-run save reports a failure.
+            with contextlib.suppress(OSError):
+                self.cache.save()
 
     def existing_labels(self) -> set[str]:
         data, _ = self._get(f"{self._url}/labels", {"per_page": 100})

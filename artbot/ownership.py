@@ -4,21 +4,96 @@ Copying an issue's body keeps its hidden comments, so a marker alone proves noth
 human who copies an artbot issue (or quotes one into the tracking issue) would otherwise
 have their issue adopted, rewritten or closed as a duplicate. An issue counts as artbot's
 only when its marker sits in the owned region (:meth:`artbot.marker.IssueMarker.find`)
-and it was written by an identity artbot writes as: the token's login, or one of the
-configured authors (by default ``github-actions[bot]``, the identity of an Actions run's
-``GITHUB_TOKEN``). Anything else carrying a marker is *foreign*: reported, never written to.
+and it was written by the identity artbot writes as, or by one of the configured authors
+(``--author``; the action passes ``github-actions[bot]`` only when its token is the run's
+own ``GITHUB_TOKEN``). Anything else carrying a marker is *foreign*: reported, never
+written to.
+
+artbot's identity is established once and recorded in the tracking issue's checklist block
+(:func:`with_identity`): learnt from an issue it creates (the author GitHub gives it), else
+read from that record, else asked of ``GET /user`` (a GitHub App's or an Actions run's token
+gets 403 there). When it cannot be established and some marked issue was written by
+someone else, artbot refuses to go on (:class:`IdentityUnknown`) rather than guess.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from .errors import ArtbotError
 from .models import Audit, ObservedIssue
 
 # The login of issues filed with an Actions run's GITHUB_TOKEN.
 ACTIONS_BOT = "github-actions[bot]"
-DEFAULT_AUTHORS: tuple[str, ...] = (ACTIONS_BOT,)
+# Nobody is trusted by default: github-actions[bot] writes for every workflow of a repository.
+DEFAULT_AUTHORS: tuple[str, ...] = ()
+_LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?"
+_IDENTITY_RE = re.compile(rf"<!-- artbot:identity login=({_LOGIN}) -->")
+
+
+class IdentityUnknown(ArtbotError):
+    """artbot cannot tell which identity it writes as, and it would have to."""
+
+    exit_code = 1
+
+
+def identity_line(login: str) -> str:
+    return f"<!-- artbot:identity login={login} -->"
+
+
+def recorded_login(block: str | None) -> str | None:
+    """The identity recorded in a checklist block, or None."""
+    found = _IDENTITY_RE.findall(block or "")
+    return found[-1] if found else None
+
+
+def with_identity(block: str, login: str | None) -> str:
+    """``block`` (a rendered checklist) with ``login`` recorded as its last line; with None,
+    ``block`` as it is."""
+    if not login or not re.fullmatch(_LOGIN, login):
+        return block
+    kept = [ln for ln in block.splitlines() if not _IDENTITY_RE.fullmatch(ln.strip())]
+    return "\n".join([*kept, identity_line(login)]) + "\n"
+
+
+def unplaced(
+    observed: Iterable[ObservedIssue],
+    audit: Audit,
+    authors: Sequence[str],
+    *,
+    bots_only: bool,
+    tracking_issue: int | None = None,
+) -> list[ObservedIssue]:
+    """Marked issues by none of ``authors`` that could be artbot's own while its identity is
+    unknown. ``bots_only``: GitHub refused ``GET /user`` with 403, which it does for an
+    installation token (a GitHub App's, an Actions run's), whose issues are written by a
+    ``<slug>[bot]`` login, so a person's issue is certainly not artbot's."""
+    known = {_key(a) for a in authors}
+    return [
+        i
+        for i in observed
+        if i.marker is not None
+        and i.marker.audit == audit.commit
+        and _key(i.author) not in known
+        and (not bots_only or _key(i.author).endswith("[bot]"))
+        # never a finding's issue, whoever wrote it
+        and _why_not_ours(i, {_key(i.author)}, tracking_issue, audit.tracking_label) is None
+    ]
+
+
+def unknown_identity(issues: Sequence[ObservedIssue]) -> IdentityUnknown:
+    """Why artbot stops: the marked issues whose author it cannot place."""
+    shown = [f"#{i.number} by @{i.author}" if i.author else f"#{i.number}" for i in issues]
+    listed = ", ".join(shown[:5]) + (" ..." if len(shown) > 5 else "")
+    return IdentityUnknown(
+        f"cannot tell whether {listed} {'is' if len(shown) == 1 else 'are'} artbot's: GitHub "
+        "does not say who this token is (GET /user refused it, as for a GitHub App or an "
+        "Actions token) and the tracking issue records no identity; nothing was written. "
+        "Run with --author LOGIN (the login artbot's issues are written by), or with a "
+        "--tracking-issue whose checklist artbot wrote"
+    )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,109 @@
+# ruff: noqa: F811  (the fixtures art and root come from test_apply)
+"""#21.2: one identity, established once. A token whose GET /user is 403 (a GitHub App's
+installation token) no longer makes open and sync fight each other, and github-actions[bot]
+is trusted only when artbot runs as it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from artbot.checklist import read_block
+from artbot.ownership import recorded_login, with_identity
+from artbot.sandbox import GitHubSandbox
+from tests.test_apply import (  # noqa: F401
+    NAME,
+    OWNER,
+    TRACKING,
+    art,
+    artbot,
+    checklist,
+    issues_for,
+    root,
+    writes,
+)
+from tests.test_ownership import LABELS, _body
+
+APP = "artbot-app[bot]"
+
+
+def test_an_app_token_files_each_item_once_and_never_unlinks(
+    art: GitHubSandbox, root: Path
+) -> None:
+    """Done when: with a token whose GET /user is 403, three `open --all` and three syncs
+    file each item once and never unlink (before: 11 duplicates filed and closed in 6 runs,
+    every sync unlinking artbot's own issues)."""
+    art.login = APP  # the sandbox answers GET /user with 403 for a [bot] login
+    for command in ("open", "sync", "open", "sync", "open", "sync"):
+        args = ("open", "--all") if command == "open" else ("sync",)
+        result = artbot(art, root, *args)
+        assert result.exit_code == 0, result.output + result.stderr
+        assert "left alone" not in result.output
+        assert "as a duplicate" not in result.output
+    for item in range(4, 12):
+        assert len(issues_for(art, item, state=None)) == 1, item
+    assert not [w for w in writes(art) if w.startswith("DELETE")]
+    assert recorded_login(checklist(art)) == APP
+    numbers = [i["number"] for item in range(4, 12) for i in issues_for(art, item, state=None)]
+    assert all(f"#{n}" in checklist(art) for n in numbers)
+
+
+def test_the_identity_survives_a_lost_cache_through_the_tracking_issue(
+    art: GitHubSandbox, root: Path
+) -> None:
+    art.login = APP
+    assert artbot(art, root, "open", "--item", "4").exit_code == 0
+    shutil.rmtree(root / ".artbot")  # a fresh runner: no cache
+    art.requests.clear()
+    result = artbot(art, root, "sync")
+    assert result.exit_code == 0, result.output
+    assert "left alone" not in result.output
+    assert not any(r.path == "/user" for r in art.requests.snapshot())  # established once
+
+
+def test_github_actions_bot_is_not_trusted_when_artbot_runs_as_an_app(
+    art: GitHubSandbox, root: Path
+) -> None:
+    """Why 3: any workflow's issue copying artbot's region was adopted, linked and edited."""
+    art.login = APP
+    assert artbot(art, root, "open", "--item", "4").exit_code == 0
+    body = f"Filed by a workflow from user input:\n\n{_body(7)}\n"
+    copy = art.seed_issue(OWNER, NAME, "workflow", body, labels=LABELS, user="github-actions[bot]")
+    before = art.get_issue(OWNER, NAME, copy)
+    for args in (("sync",), ("open", "--item", "7")):
+        result = artbot(art, root, *args)
+        assert result.exit_code == 0, result.output
+        assert f"#{copy} carries artbot's marker but was written by @github-actions[bot]" in (
+            result.output
+        )
+    assert art.get_issue(OWNER, NAME, copy)["body"] == before["body"]
+    assert not any(f"/issues/{copy}" in w for w in writes(art))
+    assert not any(f"#{copy}" in line for line in checklist(art).splitlines() if "7." in line)
+
+
+def test_an_identity_that_cannot_be_established_is_exit_1_with_nothing_written(
+    art: GitHubSandbox, root: Path
+) -> None:
+    """A bot's marked issue, a 403 on GET /user, no record and no cache: artbot cannot tell
+    whether the issue is its own, so it writes nothing and says what to do."""
+    art.login = APP
+    art.seed_issue(OWNER, NAME, "t", _body(7), labels=LABELS, user="other-app[bot]")
+    art.requests.clear()
+    result = artbot(art, root, "open", "--all")
+    assert result.exit_code == 1, result.output
+    assert "cannot tell whether" in result.output and "--author" in result.output
+    assert writes(art) == []
+    # a person's copy is certainly not an installation token's: no refusal for that
+    result = artbot(art, root, "open", "--all", "--author", "other-app[bot]")
+    assert result.exit_code == 0, result.output
+
+
+def test_identity_line_in_the_block() -> None:
+    block = "- [ ] 1. a\n<!-- artbot:identity login=old[bot] -->\n"
+    assert recorded_login(block) == "old[bot]"
+    assert with_identity(block, "new-app[bot]") == (
+        "- [ ] 1. a\n<!-- artbot:identity login=new-app[bot] -->\n"
+    )
+    assert with_identity(block, None) == block
+    assert with_identity("x\n", "not a login!") == "x\n"
+    assert recorded_login(read_block("no block")) is None
