@@ -37,7 +37,16 @@ from .errors import BadInput, RemoteError
 from .identity import Identity, establish, learn, learn_from_new
 from .marker import replace_owned_region
 from .models import Finding, ObservedIssue
-from .ownership import Foreign, claim, recorded_login, with_identity
+from .ownership import (
+    NO_TRACKING,
+    Foreign,
+    check_tracking,
+    claim,
+    recorded_login,
+    seed_title,
+    tracking_by_label,
+    with_identity,
+)
 from .plan import (
     ChecklistUpToDate,
     CloseDuplicate,
@@ -115,8 +124,11 @@ def observe(
     return claim(listed, catalog.audit, identity.all(), tracking_issue)
 
 
-def preflight(repo: Repo, number: int, observed: Sequence[ObservedIssue] = ()) -> ObservedIssue:
-    """The tracking issue, checked before anything is written (exit 2 with nothing written).
+def preflight(
+    repo: Repo, number: int, observed: Sequence[ObservedIssue] = (), catalog: Catalog | None = None
+) -> ObservedIssue:
+    """The tracking issue, checked before anything is written (exit 2 with nothing written),
+    and with ``catalog``, checked to be the audit's (:func:`artbot.ownership.check_tracking`).
 
     Taken from the labelled list when it is there (it carries the audit's labels), else read.
     """
@@ -133,6 +145,8 @@ def preflight(repo: Repo, number: int, observed: Sequence[ObservedIssue] = ()) -
     if tracking.locked:
         raise BadInput(f"tracking issue #{number} is locked; artbot writes to no locked issue")
     read_block(tracking.body)  # two start markers, an end without a start: ChecklistError
+    if catalog is not None:
+        check_tracking(tracking, catalog.audit, seed_title(catalog.root))
     return tracking
 
 
@@ -158,7 +172,7 @@ def open_issues(
     views = status_views(catalog, catalog.findings)
     observed, foreign = observe(repo, catalog, identity, tracking_issue)
     if tracking_issue:
-        preflight(repo, tracking_issue, observed)
+        preflight(repo, tracking_issue, observed, catalog)
     plan = plan_open(findings, rendered, observed, catalog.audit, tracking_issue, views)
     if tracking_issue:
         adds = [AddSubIssue(c.item, None, tracking_issue) for c in plan.of(Create)]
@@ -360,10 +374,14 @@ def sync(
         results = [r for r in verified[1] if views.get(r.item) is None]
         verified = (verified[0], results)
         notes = verification_notes(results)
-    rendered = render_all(catalog, catalog.findings, tracking_issue)
     identity = identity or Identity()
     observed, foreign = observe(repo, catalog, identity, tracking_issue)
-    tracking = preflight(repo, tracking_issue, observed) if tracking_issue else None
+    # Not given: the one issue with the tracking label. Without one no body is edited
+    # (rendered without a tracking issue, each would lose its back-link).
+    tracking_issue = tracking_issue or tracking_by_label(observed, catalog.audit)
+    keep_bodies = tracking_issue is None
+    rendered = render_all(catalog, catalog.findings, tracking_issue)
+    tracking = preflight(repo, tracking_issue, observed, catalog) if tracking_issue else None
     templates = catalog.root / "templates"
     block = read_block(tracking.body) if tracking else None
     who = identity.current() or recorded_login(block)
@@ -388,6 +406,8 @@ def sync(
     )
     if subs is not None:
         plan = _before_checklist(plan, subs.plan.actions)
+    if keep_bodies:
+        plan = Plan(tuple(a for a in plan.actions if not isinstance(a, EditBody)))
     if tracking is not None and catalog.audit.tracking_label:
         wanted_labels = [*catalog.audit.labels, catalog.audit.tracking_label]
         missing = tuple(lbl for lbl in wanted_labels if lbl not in tracking.labels)
@@ -397,6 +417,8 @@ def sync(
     outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
     if subs is not None and not subs.available:
         outcome.warnings.append(unavailable_warning(subs.parent))
+    if keep_bodies:
+        outcome.warnings.append(NO_TRACKING)
     if verified is not None:
         comments = _verification_comments(repo, outcome.issues, *verified)
         outcome.plan = Plan((*outcome.plan.actions, *comments))

@@ -254,8 +254,9 @@ def github_options(f: F) -> F:
             multiple=True,
             metavar="LOGIN",
             envvar="ARTBOT_AUTHORS",
-            help="Also count issues written by LOGIN as artbot's (repeatable) "
-            "[default: github-actions[bot] and the token's own login; $ARTBOT_AUTHORS].",
+            help="Also count issues written by LOGIN as artbot's (repeatable) [default: only "
+            "the identity artbot established (its creates, the tracking issue's record, the "
+            "token's login); $ARTBOT_AUTHORS].",
         ),
         click.option("--dry-run", is_flag=True, help="Print the plan; write nothing."),
         click.option("--json", "as_json", is_flag=True, help="Print the plan and results as JSON."),
@@ -266,7 +267,7 @@ def github_options(f: F) -> F:
 
 
 def identity(authors: tuple[str, ...]) -> Any:
-    """Who artbot writes as: github-actions[bot], the token's login, and ``--author``."""
+    """Who artbot writes as: the identity it establishes (artbot.identity), and ``--author``."""
     from .apply import Identity
     from .ownership import DEFAULT_AUTHORS
 

@@ -1,4 +1,5 @@
-"""Which issues are artbot's: the marker inside the owned region *and* the author. Pure.
+"""Which issues are artbot's: the marker inside the owned region *and* the author; which
+issue is the tracking issue. Pure, but for reading the seed's title.
 
 Copying an issue's body keeps its hidden comments, so a marker alone proves nothing: a
 human who copies an artbot issue (or quotes one into the tracking issue) would otherwise
@@ -21,8 +22,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
-from .errors import ArtbotError
+from .checklist import read_block
+from .errors import ArtbotError, BadInput
+from .marker import IssueMarker
 from .models import Audit, ObservedIssue
 
 # The login of issues filed with an Actions run's GITHUB_TOKEN.
@@ -166,3 +170,52 @@ def _why_not_ours(
         who = f"@{issue.author}" if issue.author else "an unknown author"
         return f"was written by {who}"
     return None
+
+
+def check_tracking(issue: ObservedIssue, audit: Audit, seed: tuple[str, str] | None) -> None:
+    """``issue`` is the audit's tracking issue, or :class:`BadInput` (exit 2) before any
+    write: a typo in ``--tracking-issue`` must not write the checklist into a finding's issue.
+
+    It is the tracking issue when it holds the checklist block or carries the tracking label
+    (artbot wrote to it before), or has the seed's title or its first line of text (its first
+    sync). Otherwise an issue carrying a finding's marker is that finding's issue, and
+    anything else is refused too.
+    """
+    number = issue.number
+    label = audit.tracking_label
+    if read_block(issue.body) is not None or (label and label in issue.labels):
+        return
+    if seed and (issue.title.strip() == seed[0] or (seed[1] and seed[1] in (issue.body or ""))):
+        return
+    marker = IssueMarker.find(issue.body)
+    fix = "check --tracking-issue (or tracking_issue in findings/audit.yaml); nothing was written"
+    if marker is not None:
+        raise BadInput(f"#{number} is item {marker.item}'s issue, not the tracking issue: {fix}")
+    why = "it has no checklist block" + (f", no {label!r} label" if label else "")
+    if seed:
+        why += f" and neither the seed's title {seed[0][:80]!r} nor its text"
+    raise BadInput(f"#{number} is not the audit's tracking issue ({why}): {fix}")
+
+
+NO_TRACKING = (
+    "no tracking issue (--tracking-issue, findings/audit.yaml or the tracking label): "
+    "no issue body was changed"
+)
+
+
+def seed_title(root: Path) -> tuple[str, str] | None:
+    """The seed tracking issue (``findings/tracking-issue.md``): its title (the first line)
+    and its body's first line of text."""
+    seed = root / "findings" / "tracking-issue.md"
+    if not seed.is_file():
+        return None
+    title, _, body = seed.read_text(encoding="utf-8").partition("\n")
+    first = next((line.strip() for line in body.splitlines() if line.strip()), "")
+    return title.strip(), first
+
+
+def tracking_by_label(observed: Iterable[ObservedIssue], audit: Audit) -> int | None:
+    """The one listed issue carrying the tracking label, when exactly one does."""
+    label = audit.tracking_label
+    found = [i.number for i in observed if label and label in i.labels and not i.pull_request]
+    return found[0] if len(found) == 1 else None
