@@ -416,7 +416,7 @@ def sync(
     outcome = Outcome(plan, issues=canonical(observed, catalog.audit), observed=observed)
     outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
     if subs is not None and not subs.available:
-        outcome.warnings.append(unavailable_warning(subs.parent))
+        outcome.warnings.append(subs.skipped or unavailable_warning(subs.parent))
     if keep_bodies:
         outcome.warnings.append(NO_TRACKING)
     if verified is not None:

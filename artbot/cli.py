@@ -315,7 +315,7 @@ def open_(
 ) -> None:
     """File the dedicated issue for an item (once) and link it from the tracking checklist."""
     from .apply import open_issues
-    from .output import report
+    from .output import report, save_cache
 
     if bool(items) == all_:
         raise click.UsageError("give --item N (repeatable) or --all")
@@ -329,7 +329,6 @@ def open_(
     outcome = open_issues(
         catalog, repo, selected, tracking, dry_run=dry_run, log=log, identity=identity(authors)
     )
-    repo.cache.save()
     if dry_run and not as_json:
         from .plan import Create
 
@@ -344,6 +343,7 @@ def open_(
                 click.echo(f"item {n}: {filed.html_url}")
         if not tracking:
             click.echo("note: no tracking issue configured; the checklist was not updated")
+    save_cache(repo.cache, obj.settings)
 
 
 @cli.command()
@@ -384,7 +384,7 @@ def sync(
 ) -> None:
     """Keep generated issues' bodies and the tracking checklist in step. Never closes issues."""
     from .apply import sync as run_sync
-    from .output import report
+    from .output import report, save_cache
 
     catalog = obj.catalog()
     tracking = tracking_issue or catalog.audit.tracking_issue
@@ -411,7 +411,6 @@ def sync(
         replace_parent=replace_parent,
         identity=identity(authors),
     )
-    repo.cache.save()
     report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
     if summary:
         from .output import redact
@@ -420,6 +419,7 @@ def sync(
         text = step_summary(catalog, outcome, dry_run=dry_run)
         with summary.open("a", encoding="utf-8") as fh:
             fh.write(redact(text, obj.settings.secrets))
+    save_cache(repo.cache, obj.settings)
 
 
 @cli.command()

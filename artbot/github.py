@@ -339,8 +339,10 @@ class GitHubRepo:
         self._request("POST", f"{self._url}/issues/{number}/comments", input={"body": body})
 
     def list_comments(self, number: int) -> list[dict[str, Any]]:
-        data, _ = self._get(f"{self._url}/issues/{number}/comments", {"per_page": 100})
-        return list(data)
+        """Every comment on #number, oldest first, from every page (reading only the first
+        100, artbot posted its status comments again on a busy issue)."""
+        url = f"{self._url}/issues/{number}/comments"
+        return [c for c in self._pages(url, {"per_page": 100}) if isinstance(c, dict)]
 
     # -- sub-issues (the tracking issue's native progress) ----------------------------------
 

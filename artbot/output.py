@@ -232,3 +232,16 @@ def report(outcome: Any, settings: Settings, *, as_json: bool, dry_run: bool) ->
         say(f"warning: {w}", err=True)
         if settings.in_actions:
             command(annotation("warning", redact(w, settings.secrets)))
+
+
+def save_cache(cache: Any, settings: Settings) -> None:
+    """Save the ETag cache after the report is out: a cache that cannot be written costs the
+    next run full reads, so it is a warning, never the report's loss."""
+    try:
+        cache.save()
+    except OSError as exc:
+        text = f"could not save the cache {cache.path}: {exc.strerror or exc}"
+        text = redact(text + "; the next run reads everything again", settings.secrets)
+        click.echo(f"warning: {text}", err=True)
+        if settings.in_actions:
+            command(annotation("warning", text))
