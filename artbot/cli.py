@@ -105,8 +105,15 @@ pass_ctx = click.make_pass_decorator(Context)
 @cli.command()
 @pass_ctx
 def validate(obj: Context) -> None:
-    """Check every finding record; print each problem as path:line: field: message."""
+    """Check every finding record and status file; print each problem as
+    path:line: field: message."""
+    from .errors import CatalogInvalid
+    from .inputs import status_problems
+
     catalog = obj.catalog()
+    problems = status_problems(catalog.root, set(catalog.items))
+    if problems:
+        raise CatalogInvalid(problems)
     click.echo(f"ok: {len(catalog.findings)} findings, audit {catalog.audit.commit}")
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ from github import Auth, Github, GithubException
 from github.GithubRetry import GithubRetry
 
 from .errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
+from .inputs import check_repository
 from .jsonlimits import loads_limited
 from .models import ObservedIssue
 from .output import flatten
@@ -449,8 +451,24 @@ def _remote(what: str) -> Iterator[None]:
     except requests.exceptions.RetryError as exc:
         reason = str(exc.args[0].reason) if exc.args and hasattr(exc.args[0], "reason") else ""
         raise RemoteError(f"{what}: gave up after retries ({_short(reason)})") from None
+    except requests.exceptions.ConnectionError as exc:
+        raise RemoteError(f"{what}: {_unreachable(str(exc))}") from None
     except requests.exceptions.RequestException as exc:
         raise RemoteError(f"{what}: {type(exc).__name__}: {_short(str(exc))}") from None
+
+
+def _unreachable(text: str) -> str:
+    """A connection failure in one line: where, why, and what to check."""
+    where = re.search(r"host='([^']+)', port=(\d+)", text)
+    errno = re.search(r"\[Errno -?\d+\] [^'\")]+", text)
+    if errno:
+        why = errno[0].strip()
+    elif "NameResolution" in text or "getaddrinfo" in text:
+        why = "the host name does not resolve"
+    else:
+        why = _short(text)[:200]
+    at = f" {where[1]}:{where[2]}" if where else ""
+    return f"could not connect to{at} ({why}); check --api-url (or $GITHUB_API_URL) and the network"
 
 
 def _short(text: str) -> str:
@@ -514,8 +532,12 @@ def connect(
         raise BadInput(f"no token: set {names} (or use --dry-run)")
     check_api_url(api_url or settings.api_url)
     check_token(settings.token)
+    option = (
+        "--repo" if repo_name else "$GITHUB_REPOSITORY" if settings.repository else "repository"
+    )
+    name = check_repository(repo_name or settings.repository or default_repository, option)
     return GitHubRepo(
-        repo_name or settings.repository or default_repository,
+        name,
         api_url=api_url or settings.api_url,
         token=settings.token,
         cache=EtagCache.load(cache_path),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -12,7 +11,8 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import BadInput, ReleaseUnavailable
+from ..errors import ReleaseUnavailable
+from ..inputs import check_version
 from ..models import Audit
 from .tree import DISTRIBUTION, WHEEL_PREFIX, ArtTree, open_tree
 
@@ -27,14 +27,12 @@ def cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "artbot" / "wheels"
 
 
-_VERSION_RE = re.compile(r"^[0-9][0-9A-Za-z.+!-]*$")
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def fetch_release(version: str, cache: Path | None = None, *, run: Runner = subprocess.run) -> Path:
     """The wheel of ``openpipe-art==version``: from the cache, else downloaded there by pip."""
-    if not _VERSION_RE.match(version):
-        raise BadInput(f"--release {version!r}: not a version number")
+    check_version(version)
     cache = Path(cache) if cache else cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     wheel = _cached_wheel(cache, version)
