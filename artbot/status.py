@@ -109,6 +109,9 @@ class StatusPoint(_Strict):
     checked_on: str = Field(description="ISO date of the check", pattern=r"^\d{4}-\d{2}-\d{2}$")
     artbot_version: str
     how: str = Field(default="", description="What ran: ART's functions, a model, a source reading")
+    wheel_sha256: str | None = Field(
+        default=None, pattern=r"^[0-9a-f]{64}$", description="sha256 of the release's wheel"
+    )
     claims: dict[str, ClaimResult]
 
     @field_validator("checked_on")

@@ -127,3 +127,76 @@ def test_sync_verify_runs_a_crafted_release_without_the_token(
     assert spyfile.is_file(), result.output
     assert json.loads(spyfile.read_text()) == {}
     _no_command_from_wheel(result.output)
+
+
+def test_the_childs_results_are_validated_and_made_inert(tmp_path: Path) -> None:
+    """What the child writes is the wheel's to forge: claims the record does not declare make
+    the item "could not run"; text is one line with no mention, link or HTML."""
+    from artbot.verify.apart import parse_results
+    from artbot.verify.tree import ArtTree
+
+    tree = ArtTree("openpipe-art 9.9.9", tmp_path, "src/art/")
+    claim = {"verdict": "fixed", "detail": "line\n::error::x @team ![i](http://e/i.png) <b>"}
+    data = {
+        "results": [
+            {
+                "item": 7,
+                "status": "fixed",
+                "detail": "@OpenPipe/maintainers",
+                "claims": {"c": claim},
+            },
+            {"item": 8, "status": "fixed", "detail": "", "claims": {"forged": claim}},
+        ]
+    }
+    with pytest.raises(TypeError, match="item 8: claims the record does not declare"):
+        parse_results(data, {7: {"c"}, 8: {"real"}}, tree)
+    [seven] = parse_results({"results": data["results"][:1]}, {7: {"c"}}, tree)
+    detail = seven.claims["c"].detail
+    assert "\n" not in detail and "@team" not in detail and "![" not in detail
+    assert "<b>" not in detail and "@\u2060team" in detail
+    assert "@OpenPipe" not in seven.detail
+
+
+def test_a_release_tree_carries_its_wheels_sha256_and_a_changed_wheel_is_refused(
+    tmp_path: Path,
+) -> None:
+    import hashlib
+
+    from artbot.catalog import load_catalog
+    from artbot.errors import ReleaseUnavailable
+    from artbot.verify.release import release_tree
+    from tests.test_apply import REPO
+
+    audit = load_catalog(REPO).audit
+    wheel = tmp_path / "openpipe_art-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as whl:
+        whl.writestr("art/__init__.py", "")
+    tree = release_tree("9.9.9", audit, tmp_path)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert tree.sha256 == digest
+    assert f"wheel {wheel.name}, sha256 {digest}" in tree.notes
+    (tmp_path / (wheel.name + ".sha256")).write_text("0" * 64 + "\n")  # recorded at download
+    with pytest.raises(ReleaseUnavailable, match="changed since it was downloaded"):
+        release_tree("9.9.9", audit, tmp_path)
+
+
+@pytest.mark.e2e
+@pytest.mark.repro
+def test_verify_record_keeps_the_wheels_sha256_in_the_status_files(
+    root: Path, tmp_path: Path
+) -> None:
+    import hashlib
+
+    cache = tmp_path / "wheels"
+    cache.mkdir()
+    wheel = cache / "openpipe_art-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as whl:
+        whl.writestr("art/__init__.py", "")
+    env = {"ARTBOT_CACHE_DIR": str(cache), "GH_TOKEN": None, "GITHUB_TOKEN": None}
+    result = CliRunner(env=env).invoke(
+        cli, ["--root", str(root), "verify", "--release", "9.9.9", "--record"]
+    )
+    assert "recorded 9.9.9" in result.output, result.output
+    status = json.loads((root / "findings" / "status" / "07.json").read_text())
+    [point] = [p for p in status["points"] if p["label"] == "9.9.9"]
+    assert point["wheel_sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()

@@ -20,7 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -73,7 +73,7 @@ def verify_code_apart(
     timeout_s: float = TIMEOUT_S,
 ) -> list[CodeResult]:
     """:func:`verify_code` run in a token-free child process; results validated on return."""
-    wanted = [f.item for f in checkable(catalog)]
+    wanted = {f.item: {c.id for c in f.claims} for f in checkable(catalog)}
     if not wanted:
         return []
     base = dict(os.environ if env is None else env)
@@ -112,12 +112,21 @@ def verify_code_apart(
         return _all_failed(wanted, tree, f"the check process wrote no valid results ({exc})")
 
 
+def inert(text: str) -> str:
+    """Text from the child as it may appear in an issue: one line, bounded, no mention (a
+    word joiner after ``@``), no link, image or HTML (``[``, ``]``, ``<``, ``>`` escaped)."""
+    text = flatten(text)[:MAX_TEXT].replace("@", "@\u2060")
+    for c in "[]<>":
+        text = text.replace(c, "\\" + c)
+    return text
+
+
 def _text(value: Any, name: str, *, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str):
         raise TypeError(f"{name} is not text")
-    return flatten(value)[:MAX_TEXT]
+    return inert(value)
 
 
 def _texts(value: Any, name: str) -> tuple[str, ...]:
@@ -126,8 +135,9 @@ def _texts(value: Any, name: str) -> tuple[str, ...]:
     return tuple(str(_text(v, name)) for v in value)
 
 
-def parse_results(data: Any, wanted: Sequence[int], tree: ArtTree) -> list[CodeResult]:
-    """The child's JSON as :class:`CodeResult` objects, one per ``wanted`` item, in order."""
+def parse_results(data: Any, wanted: Mapping[int, set[str]], tree: ArtTree) -> list[CodeResult]:
+    """The child's JSON as :class:`CodeResult` objects, one per ``wanted`` item (item ->
+    its declared claim ids), in order; a result claiming other ids is "could not run"."""
     from ..status import ClaimResult
 
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
@@ -142,12 +152,12 @@ def parse_results(data: Any, wanted: Sequence[int], tree: ArtTree) -> list[CodeR
         claims_raw = entry.get("claims") or {}
         if not isinstance(claims_raw, dict):
             raise TypeError(f"item {item}: claims is not an object")
+        if not set(claims_raw) <= wanted[item]:
+            raise TypeError(f"item {item}: claims the record does not declare")
         claims = {}
         for cid, claim in claims_raw.items():
             result = ClaimResult.model_validate(claim)
-            claims[str(_text(cid, "claim id"))] = result.model_copy(
-                update={"detail": flatten(result.detail)[:MAX_TEXT]}
-            )
+            claims[cid] = result.model_copy(update={"detail": inert(result.detail)})
         got[item] = CodeResult(
             item,
             CodeStatus(entry["status"]),
@@ -165,7 +175,7 @@ def parse_results(data: Any, wanted: Sequence[int], tree: ArtTree) -> list[CodeR
     ]
 
 
-def _all_failed(wanted: Sequence[int], tree: ArtTree, why: str) -> list[CodeResult]:
+def _all_failed(wanted: Iterable[int], tree: ArtTree, why: str) -> list[CodeResult]:
     return [CodeResult(i, CodeStatus.could_not_run, tree.label, why) for i in wanted]
 
 
@@ -183,6 +193,7 @@ def _tree_from_json(data: dict[str, Any]) -> ArtTree:
         commit=data.get("commit"),
         notes=tuple(data.get("notes", ())),
         packages=tuple(data.get("packages", ())),
+        sha256=data.get("sha256"),
     )
 
 

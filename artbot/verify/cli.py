@@ -148,13 +148,16 @@ def verify(
         label = (
             tree.label.removeprefix("openpipe-art ") if art_src is None else _main_label(art_src)
         )
-        written = _record(catalog, label, "release" if art_src is None else "main", code, anchors)
+        source = "release" if art_src is None else "main"
+        written = _record(catalog, label, source, code, anchors, tree.sha256)
         click.echo(f"recorded {label} in {len(written)} status files", err=True)
     failed = not anchors_json(anchors, tree)["ok"] or not code_json(code, tree)["ran"]
     ctx.exit(1 if failed else 0)
 
 
-def _record(catalog: Any, label: str, source: Any, code: Any, anchors: Any) -> list[Path]:
+def _record(
+    catalog: Any, label: str, source: Any, code: Any, anchors: Any, sha256: str | None = None
+) -> list[Path]:
     from ..status import dump_status, load_status, status_path
     from .record import audit_point, record_status, release_point
 
@@ -162,6 +165,8 @@ def _record(catalog: Any, label: str, source: Any, code: Any, anchors: Any) -> l
     written = []
     for finding in catalog.findings:
         point = release_point(finding, label, by_item.get(finding.item), anchors, source=source)
+        if sha256:  # which wheel was checked, byte for byte
+            point = point.model_copy(update={"wheel_sha256": sha256})
         audit = audit_point(finding, catalog.audit, catalog.root)
         existing = load_status(catalog.root, finding.item)
         status = record_status(finding.item, existing, audit, point)

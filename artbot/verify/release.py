@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import ReleaseUnavailable
@@ -51,6 +53,8 @@ def fetch_release(version: str, cache: Path | None = None, *, run: Runner = subp
     wheel = _cached_wheel(cache, version)
     if wheel is None:
         raise ReleaseUnavailable(f"pip ran, but no {WHEEL_PREFIX}-{version}-*.whl is in {cache}")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    wheel.with_name(wheel.name + ".sha256").write_text(digest + "\n", encoding="utf-8")
     return wheel
 
 
@@ -84,6 +88,26 @@ def unpack_wheel(wheel: Path, dest: Path | None = None) -> Path:
 
 
 def release_tree(version: str, audit: Audit, cache: Path | None = None) -> ArtTree:
-    """The unpacked wheel of ``openpipe-art==version``, fetched into the cache if needed."""
-    folder = unpack_wheel(fetch_release(version, cache))
-    return open_tree(folder, audit, label=f"{DISTRIBUTION} {version}")
+    """The unpacked wheel of ``openpipe-art==version``, fetched into the cache if needed,
+    with the wheel's sha256."""
+    wheel = fetch_release(version, cache)
+    digest = wheel_digest(wheel)
+    folder = unpack_wheel(wheel)
+    tree = open_tree(folder, audit, label=f"{DISTRIBUTION} {version}")
+    note = f"wheel {wheel.name}, sha256 {digest}"
+    return replace(tree, sha256=digest, notes=(*tree.notes, note))
+
+
+def wheel_digest(wheel: Path) -> str:
+    """The wheel's sha256, checked against the one kept beside it when pip downloaded it
+    (pip checks the index's published digest then): a cached wheel changed since is refused."""
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    kept = wheel.with_name(wheel.name + ".sha256")
+    if kept.is_file():
+        expected = kept.read_text(encoding="utf-8").strip()
+        if expected != digest:
+            raise ReleaseUnavailable(
+                f"{wheel} changed since it was downloaded (sha256 {digest}, recorded "
+                f"{expected[:64]}); delete it to download it again"
+            )
+    return digest

@@ -31,6 +31,7 @@ class ArtTree:
     commit: str | None = None
     notes: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()
+    sha256: str | None = None  # of the release's wheel, when the tree is one
 
     def modules(self) -> ArtModules:
         """A fresh import context for this tree's packages."""
