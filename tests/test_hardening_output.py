@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from artbot.cli import cli
 from artbot.output import GuardedStream, redact, secret_forms
 from artbot.sandbox import GitHubSandbox
+from tests.test_action import checkout, tracking  # noqa: F401
 from tests.test_apply import CANARY, NAME, OWNER, TRACKING, art, root  # noqa: F401
 
 HOSTILE = f"Not Found {CANARY}\n::error::pwned\n::add-mask::x\n  ::warning::indented\n##[error]old"
@@ -148,3 +149,22 @@ def test_the_action_report_starts_no_command_from_its_text(
     assert CANARY not in printed.out + printed.err
     assert CANARY not in out.read_text(encoding="utf-8")
     assert CANARY not in summary.read_text(encoding="utf-8")
+
+
+@pytest.mark.e2e
+def test_the_actions_sync_step_starts_no_command_from_a_hostile_body(
+    sandbox: GitHubSandbox, tracking: int, checkout: Path
+) -> None:
+    """Why 4: a 404 body holding commands became 8 command lines in the action's sync step;
+    the token it echoes reaches neither the log, the summary nor the outputs."""
+    from tests.action_harness import TOKEN, direct
+
+    hostile = HOSTILE.replace(CANARY, TOKEN)
+    sandbox.inject_fault("POST", r"/issues/1108/labels$", 404, message=hostile)
+    run = direct({"command": "sync", "tracking-issue": str(tracking)}, checkout, sandbox)
+    assert run.returncode == 0, run.stdout + run.stderr
+    log = run.stdout + run.stderr
+    assert "could not label #1108" in log
+    assert_no_hijack(log)
+    for text in (log, run.summary, json.dumps(run.outputs)):
+        assert TOKEN not in text
