@@ -168,3 +168,20 @@ def test_the_actions_sync_step_starts_no_command_from_a_hostile_body(
     assert_no_hijack(log)
     for text in (log, run.summary, json.dumps(run.outputs)):
         assert TOKEN not in text
+
+
+def test_a_runners_other_credentials_are_redacted_too() -> None:
+    from artbot.settings import Settings
+
+    env = {
+        "GH_TOKEN": CANARY,
+        "ACTIONS_RUNTIME_TOKEN": "runtime-credential-value",
+        "MY_SECRET": "s3cr3t-value-long",
+        "HOME": "/home/runner",
+    }
+    settings = Settings.from_env(env)
+    assert settings.token == CANARY
+    text = redact(
+        f"{CANARY} runtime-credential-value s3cr3t-value-long /home/runner", settings.secrets
+    )
+    assert text == "*** *** *** /home/runner"
