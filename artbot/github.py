@@ -38,6 +38,7 @@ from .settings import TOKEN_VARIABLES, Settings
 DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = (301, 302, 303, 307, 308)
 MAX_REDIRECTS = 3
+MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a page of 100 issues with 65k-character bodies fits
 
 
 @dataclass
@@ -219,9 +220,9 @@ class GitHubRepo:
         else:
             raise RemoteError(f"{what}: more than {MAX_REDIRECTS} redirects, not followed")
         try:
-            data = json.loads(output) if output else None
-        except ValueError:
-            raise RemoteError(f"{what}: GitHub answered {status}, not JSON") from None
+            data = loads_limited(output, max_bytes=MAX_ANSWER_BYTES) if output else None
+        except ValueError:  # JsonTooLarge included: nested too deep, or too large
+            raise RemoteError(f"{what}: GitHub answered {status}, not JSON artbot reads") from None
         if status >= 400:
             with _remote(what):
                 raise self._gh.requester.createException(

@@ -198,3 +198,26 @@ def test_the_action_confines_findings_path_to_the_workspace(
     assert run.returncode == 2, run.stdout + run.stderr
     assert "::error::findings-path must be a folder inside the workspace." in run.stdout
     assert len(sandbox.requests) == 0
+
+
+def test_json_limits() -> None:
+    from artbot.jsonlimits import JsonTooLarge, loads_limited
+
+    assert loads_limited('{"a": ["[[[[", {"b": 1}]}') == {"a": ["[[[[", {"b": 1}]}
+    assert loads_limited('"\\\\"') == "\\"
+    with pytest.raises(JsonTooLarge):
+        loads_limited("[" * 65 + "]" * 65)
+    assert loads_limited("[" * 64 + "]" * 64, max_depth=64)
+    with pytest.raises(JsonTooLarge):
+        loads_limited("[1, 2]", max_bytes=3)
+    with pytest.raises(ValueError, match="byte-order mark"):
+        loads_limited("\ufeff{}")
+
+
+def test_a_bad_captured_result_is_exit_2(root: Path) -> None:
+    results = root / "findings" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "07.json").write_text("[" * 100_000, encoding="utf-8")
+    code, out = invoke("--root", str(root), "render", "--item", "7")
+    assert code == 2, out
+    assert "findings/results/07.json" in out and "internal error" not in out
