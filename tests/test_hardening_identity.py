@@ -8,9 +8,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from artbot.checklist import read_block
 from artbot.ownership import recorded_login, with_identity
 from artbot.sandbox import GitHubSandbox
+from tests.test_action import checkout, tracking  # noqa: F401
 from tests.test_apply import (  # noqa: F401
     NAME,
     OWNER,
@@ -107,3 +110,25 @@ def test_identity_line_in_the_block() -> None:
     assert with_identity(block, None) == block
     assert with_identity("x\n", "not a login!") == "x\n"
     assert recorded_login(read_block("no block")) is None
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("token", ["workflow", "personal"])
+def test_the_action_trusts_github_actions_bot_only_with_the_workflows_token(
+    sandbox: GitHubSandbox, tracking: int, checkout: Path, token: str
+) -> None:
+    """An issue the action filed before identities were recorded (github-actions[bot], no
+    record): with the workflow's own token artbot runs as github-actions[bot] and keeps it;
+    with a person's token it is someone else's issue and left alone."""
+    from tests.action_harness import direct
+
+    body = _body(4)
+    number = sandbox.seed_issue(OWNER, NAME, "t", body, labels=LABELS, user="github-actions[bot]")
+    inputs = {"command": "sync", "tracking-issue": str(tracking)}
+    if token == "personal":
+        sandbox.login = "maintainer"
+        inputs["github-token"] = "a-personal-access-token"
+    run = direct(inputs, checkout, sandbox)
+    assert run.returncode == 0, run.stdout + run.stderr
+    left_alone = f"#{number} carries artbot's marker but was written by @github-actions[bot]"
+    assert (left_alone in run.stdout + run.stderr) == (token == "personal")
