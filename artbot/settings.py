@@ -80,5 +80,10 @@ def token_from_env(env: Mapping[str, str] | None = None) -> str | None:
 
 
 def without_tokens(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` minus every token variable (for subprocesses that must not see one)."""
-    return {k: v for k, v in env.items() if k not in TOKEN_VARIABLES}
+    """``env`` minus every token variable and every variable whose name says it holds a
+    credential (for subprocesses that must not see one: repros, git in someone's checkout)."""
+    return {
+        k: v
+        for k, v in env.items()
+        if k not in TOKEN_VARIABLES and not any(w in k.upper() for w in SECRET_NAME_WORDS)
+    }

@@ -83,8 +83,11 @@ def _main_label(art_src: Path) -> str:
     """``main@<sha>`` for a git checkout, else the folder's name."""
     import subprocess
 
+    from .tree import git, git_env
+
     proc = subprocess.run(
-        ["git", "-C", str(art_src), "rev-parse", "--short=9", "HEAD"],
+        [*git(art_src), "rev-parse", "--short=9", "HEAD"],
+        env=git_env(),
         capture_output=True,
         text=True,
         check=False,
