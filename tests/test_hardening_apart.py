@@ -200,3 +200,16 @@ def test_verify_record_keeps_the_wheels_sha256_in_the_status_files(
     status = json.loads((root / "findings" / "status" / "07.json").read_text())
     [point] = [p for p in status["points"] if p["label"] == "9.9.9"]
     assert point["wheel_sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
+
+
+def test_git_in_a_checkout_runs_nothing_of_its_config_and_sees_no_token(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from artbot.verify.tree import git, git_env
+
+    monkeypatch.setenv("GH_TOKEN", CANARY)
+    monkeypatch.setenv("ACTIONS_RUNTIME_TOKEN", "runtime-credential")
+    assert "GH_TOKEN" not in git_env() and "ACTIONS_RUNTIME_TOKEN" not in git_env()
+    command = git(Path("art"))
+    assert command[0] == "git" and command[-2:] == ["-C", "art"]
+    assert "core.fsmonitor=false" in command and "core.hooksPath=/dev/null" in command
