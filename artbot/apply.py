@@ -42,7 +42,7 @@ from .ownership import (
     Foreign,
     check_tracking,
     claim,
-    recorded_login,
+    recorded_logins,
     seed_title,
     tracking_by_label,
     with_identity,
@@ -228,7 +228,7 @@ def open_issues(
             outcome,
             log,
             (lambda old: (old or SubIssueRecord()).with_added(added)) if added else None,
-            identity.current(),
+            identity.known(),
         )
     return outcome
 
@@ -323,11 +323,11 @@ def _write_checklist(
     outcome: Outcome,
     log: Log,
     sub_issues: RecordEdit | None = None,
-    login: str | None = None,
+    logins: Sequence[str] = (),
 ) -> None:
     """Write the checklist; ``sub_issues`` turns the sub-issue record the block holds now
-    into the one to write (None: keep it as it is); ``login`` is artbot's identity, recorded
-    in the block (None: the one recorded now is kept)."""
+    into the one to write (None: keep it as it is); ``logins``, artbot's identity, are added
+    to the one the block records."""
     # Re-read right before writing and apply the edit to what is there now: GitHub has no
     # compare-and-swap for issue bodies, so this keeps the window for losing a human's edit
     # as short as one request. (Unchanged bodies come back as a free 304.)
@@ -335,7 +335,7 @@ def _write_checklist(
     record = SubIssueRecord.find(read_block(fresh.body))
     record = sub_issues(record) if sub_issues else record
     block = render_checklist(entries, catalog.audit, catalog.root / "templates", record)
-    block = with_identity(block, login or recorded_login(read_block(fresh.body)))
+    block = with_identity(block, (*recorded_logins(read_block(fresh.body)), *logins))
     new_body = apply_block(fresh.body, block)
     outcome.checklist = block
     if new_body == fresh.body:
@@ -384,7 +384,7 @@ def sync(
     tracking = preflight(repo, tracking_issue, observed, catalog) if tracking_issue else None
     templates = catalog.root / "templates"
     block = read_block(tracking.body) if tracking else None
-    who = identity.current() or recorded_login(block)
+    who = (*recorded_logins(block), *identity.known())
     subs = None
     if tracking is not None:
         wanted = wanted_sub_issues(checklist_entries(catalog.findings, observed, catalog.audit))

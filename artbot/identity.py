@@ -16,26 +16,26 @@ from dataclasses import dataclass
 from .checklist import read_block
 from .errors import BadInput, ChecklistError, RemoteError
 from .models import Audit, ObservedIssue
-from .ownership import DEFAULT_AUTHORS, needs_login, recorded_login, unknown_identity, unplaced
+from .ownership import DEFAULT_AUTHORS, needs_login, recorded_logins, unknown_identity, unplaced
 from .repo import Repo
 
 
 @dataclass
 class Identity:
-    """Who artbot writes as: the configured authors, and one identity (``login`` learnt or
-    asked this run, else ``recorded`` in the tracking issue or the cache)."""
+    """Who artbot writes as: the configured authors, and its identity (``login`` learnt or
+    asked this run, and those ``recorded`` in the tracking issue or the cache)."""
 
     authors: tuple[str, ...] = DEFAULT_AUTHORS
     login: str | None = None
     asked: bool = False
-    recorded: str | None = None
+    recorded: tuple[str, ...] = ()
 
-    def current(self) -> str | None:
-        return self.login or self.recorded
+    def known(self) -> tuple[str, ...]:
+        """The identity as established so far (the record's first, this run's login last)."""
+        return tuple(dict.fromkeys((*self.recorded, *((self.login,) if self.login else ()))))
 
     def all(self) -> tuple[str, ...]:
-        current = self.current()
-        return (*self.authors, current) if current else self.authors
+        return (*self.authors, *self.known())
 
 
 def establish(
@@ -46,15 +46,16 @@ def establish(
     tracking_issue: int | None,
 ) -> None:
     """Fill in ``identity`` when ``listed`` needs it; raise when it cannot be had."""
-    if identity.current() is not None or not needs_login(listed, audit, identity.all()):
+    if identity.known() or not needs_login(listed, audit, identity.all()):
         return
     identity.recorded = recorded_identity(repo, listed, tracking_issue)
-    if identity.recorded is None:
+    if not identity.recorded:
         remembered = getattr(repo, "remembered_login", None)
-        identity.recorded = remembered() if remembered else None
-    if identity.recorded is None and not identity.asked:
+        login = remembered() if remembered else None
+        identity.recorded = (login,) if login else ()
+    if not identity.recorded and not identity.asked:
         identity.login, identity.asked = repo.login(), True
-    if identity.current() is None:
+    if not identity.known():
         # A 403 on GET /user means an installation token, which writes as "<slug>[bot]".
         bots_only = bool(getattr(repo, "refused_login", False))
         maybe_ours = unplaced(
@@ -66,17 +67,17 @@ def establish(
 
 def recorded_identity(
     repo: Repo, listed: Sequence[ObservedIssue], tracking_issue: int | None
-) -> str | None:
+) -> tuple[str, ...]:
     """The identity the tracking issue's checklist block records (the issue is usually in
     the labelled list; otherwise read). Problems with it are left to the preflight."""
     if not tracking_issue:
-        return None
+        return ()
     try:
         tracking = next((i for i in listed if i.number == tracking_issue), None)
         tracking = tracking or repo.get_issue(tracking_issue)
-        return recorded_login(read_block(tracking.body))
+        return recorded_logins(read_block(tracking.body))
     except (RemoteError, BadInput, ChecklistError):
-        return None
+        return ()
 
 
 def learn(repo: Repo, identity: Identity, login: str | None) -> None:

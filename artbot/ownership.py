@@ -34,7 +34,8 @@ ACTIONS_BOT = "github-actions[bot]"
 # Nobody is trusted by default: github-actions[bot] writes for every workflow of a repository.
 DEFAULT_AUTHORS: tuple[str, ...] = ()
 _LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?"
-_IDENTITY_RE = re.compile(rf"<!-- artbot:identity login=({_LOGIN}) -->")
+_IDENTITY_RE = re.compile(rf"<!-- artbot:identity login=({_LOGIN}(?:,{_LOGIN})*) -->")
+MAX_IDENTITIES = 5
 
 
 class IdentityUnknown(ArtbotError):
@@ -43,23 +44,28 @@ class IdentityUnknown(ArtbotError):
     exit_code = 1
 
 
-def identity_line(login: str) -> str:
-    return f"<!-- artbot:identity login={login} -->"
+def identity_line(logins: Sequence[str]) -> str:
+    return f"<!-- artbot:identity login={','.join(logins)} -->"
 
 
-def recorded_login(block: str | None) -> str | None:
-    """The identity recorded in a checklist block, or None."""
+def recorded_logins(block: str | None) -> tuple[str, ...]:
+    """The identities recorded in a checklist block (each proven by a create or by GitHub's
+    answer to ``GET /user``, or written there by a maintainer), oldest first."""
     found = _IDENTITY_RE.findall(block or "")
-    return found[-1] if found else None
+    return tuple(found[-1].split(",")) if found else ()
 
 
-def with_identity(block: str, login: str | None) -> str:
-    """``block`` (a rendered checklist) with ``login`` recorded as its last line; with None,
-    ``block`` as it is."""
-    if not login or not re.fullmatch(_LOGIN, login):
+def with_identity(block: str, logins: Sequence[str]) -> str:
+    """``block`` (a rendered checklist) with ``logins`` recorded as its last line (first
+    seen first, at most :data:`MAX_IDENTITIES`); with none, ``block`` as it is. A token that
+    changes hands (an App, then a maintainer's) adds its login: the issues each filed stay
+    artbot's, never unlinked for having another author."""
+    valid = [x for x in logins if re.fullmatch(_LOGIN, x)]
+    unique = tuple(dict.fromkeys(valid))[:MAX_IDENTITIES]
+    if not unique:
         return block
     kept = [ln for ln in block.splitlines() if not _IDENTITY_RE.fullmatch(ln.strip())]
-    return "\n".join([*kept, identity_line(login)]) + "\n"
+    return "\n".join([*kept, identity_line(unique)]) + "\n"
 
 
 def unplaced(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from artbot.checklist import read_block
-from artbot.ownership import recorded_login, with_identity
+from artbot.ownership import recorded_logins, with_identity
 from artbot.sandbox import GitHubSandbox
 from tests.test_action import checkout, tracking  # noqa: F401
 from tests.test_apply import (  # noqa: F401
@@ -46,7 +46,7 @@ def test_an_app_token_files_each_item_once_and_never_unlinks(
     for item in range(4, 12):
         assert len(issues_for(art, item, state=None)) == 1, item
     assert not [w for w in writes(art) if w.startswith("DELETE")]
-    assert recorded_login(checklist(art)) == APP
+    assert recorded_logins(checklist(art)) == (APP,)
     numbers = [i["number"] for item in range(4, 12) for i in issues_for(art, item, state=None)]
     assert all(f"#{n}" in checklist(art) for n in numbers)
 
@@ -103,13 +103,33 @@ def test_an_identity_that_cannot_be_established_is_exit_1_with_nothing_written(
 
 def test_identity_line_in_the_block() -> None:
     block = "- [ ] 1. a\n<!-- artbot:identity login=old[bot] -->\n"
-    assert recorded_login(block) == "old[bot]"
-    assert with_identity(block, "new-app[bot]") == (
-        "- [ ] 1. a\n<!-- artbot:identity login=new-app[bot] -->\n"
+    assert recorded_logins(block) == ("old[bot]",)
+    assert with_identity(block, ["old[bot]", "new-app[bot]", "old[bot]"]) == (
+        "- [ ] 1. a\n<!-- artbot:identity login=old[bot],new-app[bot] -->\n"
     )
-    assert with_identity(block, None) == block
-    assert with_identity("x\n", "not a login!") == "x\n"
-    assert recorded_login(read_block("no block")) is None
+    assert with_identity(block, ()) == block
+    assert with_identity("x\n", ["not a login!"]) == "x\n"
+    assert recorded_logins(read_block("no block")) == ()
+
+
+def test_a_maintainer_filing_after_the_app_keeps_the_apps_issues_linked(
+    art: GitHubSandbox, root: Path
+) -> None:
+    """The token changes hands: issues each identity filed stay artbot's (the record keeps
+    both), none is unlinked, none filed twice."""
+    art.login = APP
+    assert artbot(art, root, "open", "--item", "4").exit_code == 0
+    art.login = "maintainer"
+    for args in (("open", "--item", "5"), ("sync",), ("open", "--all"), ("sync",)):
+        result = artbot(art, root, *args)
+        assert result.exit_code == 0, result.output
+        assert "left alone" not in result.output
+    art.login = APP
+    assert artbot(art, root, "sync").exit_code == 0
+    for item in range(4, 12):
+        assert len(issues_for(art, item, state=None)) == 1, item
+    assert recorded_logins(checklist(art)) == (APP, "maintainer")
+    assert not [w for w in writes(art) if w.startswith("DELETE")]
 
 
 @pytest.mark.e2e
