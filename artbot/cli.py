@@ -397,17 +397,11 @@ def sync(
     tracking = tracking_issue or catalog.audit.tracking_issue
     repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
     verified = None
-    if verify_version:
-        from .releases import resolve
-        from .verify import release_tree, verify_code_apart
+    if verify_version:  # in a child process without the token: the wheel's code is untrusted
+        from .verify.apart import verify_release_apart
 
-        if verify_version == "latest":
-            verify_version = resolve(verify_version)
-            click.echo(f"verify: the newest openpipe-art release is {verify_version}", err=True)
-        tree = release_tree(verify_version, catalog.audit)
-        # In a child process without the token: the wheel's code is untrusted.
-        results = verify_code_apart(catalog, tree, secrets=obj.settings.secrets)
-        verified = (verify_version, results)
+        say = lambda line: click.echo(line, err=True)  # noqa: E731
+        verified = verify_release_apart(catalog, verify_version, obj.settings.secrets, say)
     outcome = run_sync(
         catalog,
         repo,

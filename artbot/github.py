@@ -16,12 +16,10 @@ Design notes:
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +27,8 @@ from github import Auth, Github, GithubException
 from github.GithubRetry import GithubRetry
 
 from .errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
-from .inputs import check_repository
+from .etagcache import EtagCache
+from .inputs import check_api_url, check_repository, check_token
 from .jsonlimits import loads_limited
 from .models import ObservedIssue
 from .output import flatten
@@ -39,52 +38,6 @@ DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = (301, 302, 303, 307, 308)
 MAX_REDIRECTS = 3
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a page of 100 issues with 65k-character bodies fits
-
-
-@dataclass
-class EtagCache:
-    """What artbot remembers between runs: saved ETags with the JSON they stand for (keyed by
-    request URL), and the labels it has made sure exist. Optional file backing."""
-
-    path: Path | None = None
-    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
-    labels: set[str] = field(default_factory=set)
-    # "<api root> <owner/name>" -> the login artbot's issues there are written by, learnt from
-    # a create and kept at once, so a run that dies before recording it in the tracking
-    # issue still knows its own issues on the next run.
-    identities: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def load(cls, path: Path | None) -> EtagCache:
-        if path is None or not path.is_file():
-            return cls(path)
-        try:
-            data = loads_limited(path.read_bytes())
-            entries = {
-                str(k): v
-                for k, v in dict(data["etags"]).items()
-                if isinstance(v, dict) and isinstance(v.get("etag"), str) and "data" in v
-            }
-            labels = {str(x) for x in data["labels"]}
-            identities = dict(data.get("identities") or {})
-            if not all(isinstance(v, str) for v in identities.values()):
-                identities = {}
-            return cls(path, entries, labels, identities)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return cls(path)  # a corrupt or old cache only costs full reads
-
-    def save(self) -> None:
-        if self.path is None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        data = {
-            "etags": self.entries,
-            "labels": sorted(self.labels),
-            "identities": self.identities,
-        }
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        tmp.replace(self.path)
 
 
 # Every write is retried on a rate limit (403 secondary / 429): GitHub did nothing then.
@@ -475,44 +428,6 @@ def _unreachable(text: str) -> str:
 def _short(text: str) -> str:
     """The reason of a client failure, whole, on one line (bounded)."""
     return flatten(text)[:500]
-
-
-def check_api_url(url: str | None) -> None:
-    """An API URL is http(s)://host[:port][/path], without query, fragment or credentials."""
-    if url is None:
-        return
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError:
-        parts = None
-    if (
-        parts is None
-        or parts.scheme not in ("http", "https")
-        or not parts.hostname
-        or parts.query
-        or parts.fragment
-        or parts.username
-        or parts.password
-        or any(c.isspace() for c in url)
-    ):
-        raise BadInput(f"--api-url: not an http(s) API URL: {url[:100]!r}")
-
-
-def check_token(token: str | None) -> None:
-    """A token is one word of at least :data:`MIN_SECRET_LENGTH` characters: anything shorter
-    could not be told apart from ordinary text, so it could not be redacted from output."""
-    from .output import MIN_SECRET_LENGTH
-
-    if token is None:
-        return
-    if len(token) < MIN_SECRET_LENGTH or any(c.isspace() or not c.isprintable() for c in token):
-        names = " or ".join(TOKEN_VARIABLES)
-        raise BadInput(
-            f"{names} does not hold a GitHub token ({len(token)} characters"
-            + (", with spaces or control characters" if len(token) >= MIN_SECRET_LENGTH else "")
-            + "); set it to the token itself"
-        )
 
 
 def connect(

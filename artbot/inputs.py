@@ -1,14 +1,17 @@
 """Checks of what a user hands artbot, each a :class:`BadInput` (exit 2) naming the file or
-the option and the field: status files, release versions, repository names. Pure, but for
+the option and the field: status files, release versions, repository names, the API URL and
+the token's shape. Pure, but for
 reading the status files."""
 
 from __future__ import annotations
 
 import re
+import urllib.parse
 from pathlib import Path
 
 from .errors import BadInput, Problem
 from .jsonlimits import loads_limited
+from .settings import TOKEN_VARIABLES
 
 # PEP 440's own pattern (its appendix), matched in full: nothing before or after, no newline.
 _PEP440 = re.compile(
@@ -76,3 +79,41 @@ def status_problems(root: Path, items: set[int]) -> list[Problem]:
         elif status.item not in items:
             problems.append(Problem(shown, None, "item", f"no finding has item {status.item}"))
     return problems
+
+
+def check_api_url(url: str | None) -> None:
+    """An API URL is http(s)://host[:port][/path], without query, fragment or credentials."""
+    if url is None:
+        return
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts = None
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+        or parts.username
+        or parts.password
+        or any(c.isspace() for c in url)
+    ):
+        raise BadInput(f"--api-url: not an http(s) API URL: {url[:100]!r}")
+
+
+def check_token(token: str | None) -> None:
+    """A token is one word of at least :data:`MIN_SECRET_LENGTH` characters: anything shorter
+    could not be told apart from ordinary text, so it could not be redacted from output."""
+    from .output import MIN_SECRET_LENGTH
+
+    if token is None:
+        return
+    if len(token) < MIN_SECRET_LENGTH or any(c.isspace() or not c.isprintable() for c in token):
+        names = " or ".join(TOKEN_VARIABLES)
+        raise BadInput(
+            f"{names} does not hold a GitHub token ({len(token)} characters"
+            + (", with spaces or control characters" if len(token) >= MIN_SECRET_LENGTH else "")
+            + "); set it to the token itself"
+        )

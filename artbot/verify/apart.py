@@ -20,7 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -110,6 +110,21 @@ def verify_code_apart(
         return parse_results(data, wanted, tree)
     except (JsonTooLarge, ValueError, TypeError, KeyError) as exc:
         return _all_failed(wanted, tree, f"the check process wrote no valid results ({exc})")
+
+
+def verify_release_apart(
+    catalog: Catalog, version: str, secrets: Sequence[str], say: Callable[[str], None]
+) -> tuple[str, list[CodeResult]]:
+    """``sync --verify VERSION``: the release (``latest``: the newest, said with ``say``),
+    fetched and checked apart; (version, results)."""
+    from ..releases import resolve
+    from .release import release_tree
+
+    if version == "latest":
+        version = resolve(version)
+        say(f"verify: the newest openpipe-art release is {version}")
+    tree = release_tree(version, catalog.audit)
+    return version, verify_code_apart(catalog, tree, secrets=secrets)
 
 
 def inert(text: str) -> str:
