@@ -61,6 +61,7 @@ class SubIssueStep:
     old: SubIssueRecord | None  # the record the checklist block holds now
     listed: tuple[ObservedIssue, ...] = ()  # the list as read (empty when it was not read)
     available: bool = True  # False: this GitHub has no sub-issues (warn once, keep the record)
+    skipped: str | None = None  # why the list could not be read (403, 422, 5xx): the warning
 
     @property
     def expected(self) -> SubIssueRecord | None:
@@ -88,6 +89,9 @@ def plan_step(
         listed = repo.list_sub_issues(parent)
     except SubIssuesUnavailable:
         return SubIssueStep(parent, want, keep, old, available=False)
+    except RemoteError as exc:  # degrade: the rest of the sync goes on, the record is kept
+        why = f"sub-issues: could not read #{parent}'s sub-issues, left as they are: {exc}"
+        return SubIssueStep(parent, want, keep, old, available=False, skipped=why)
     numbers = [i.number for i in listed]
     plan = plan_sub_issues(parent, want, numbers, old, replace_parent=replace_parent)
     return SubIssueStep(parent, want, plan, old, tuple(listed))

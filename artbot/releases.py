@@ -32,7 +32,9 @@ def newest_release(*, run: Runner = subprocess.run) -> str:
         raise ReleaseUnavailable(
             f"pip could not tell the newest {DISTRIBUTION} release: " + " / ".join(tail)
         )
-    return found.group(1)
+    from .inputs import check_version
+
+    return check_version(found.group(1), "pip's newest version")
 
 
 def resolve(version: str, *, run: Runner = subprocess.run) -> str:

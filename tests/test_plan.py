@@ -174,7 +174,8 @@ def repo(catalog: Catalog) -> MemoryRepo:
         memory.issues[number] = ObservedIssue(
             number, f"issue {number}", "by hand", "open", None, "", (), None
         )
-    tracking = ObservedIssue(TRACKING, "tracking", "Dedicated issues\n", "open", None, "", (), None)
+    title = (ROOT / "findings" / "tracking-issue.md").read_text(encoding="utf-8").split("\n")[0]
+    tracking = ObservedIssue(TRACKING, title, "Dedicated issues\n", "open", None, "", (), None)
     memory.issues[TRACKING] = tracking
     return memory
 

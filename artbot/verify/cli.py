@@ -63,6 +63,13 @@ def _tree(catalog: Any, art_src: Path | None, release: str | None, quiet: bool =
     return release_tree(_resolve(release), catalog.audit, progress=_progress(quiet))
 
 
+def _verify_code(ctx: click.Context, catalog: Any, tree: Any) -> Any:
+    """The code checks, in a child process that holds no token (the wheel is untrusted)."""
+    from .apart import verify_code_apart
+
+    return verify_code_apart(catalog, tree, secrets=ctx.find_root().obj.settings.secrets)
+
+
 def _wants_json(ctx: click.Context, as_json: bool) -> bool:
     """--json after the subcommand, or before it (on the group)."""
     return as_json or bool(ctx.parent and ctx.parent.params.get("as_json"))
@@ -84,8 +91,11 @@ def _main_label(art_src: Path) -> str:
     """``main@<sha>`` for a git checkout, else the folder's name."""
     import subprocess
 
+    from .tree import git, git_env
+
     proc = subprocess.run(
-        ["git", "-C", str(art_src), "rev-parse", "--short=9", "HEAD"],
+        [*git(art_src), "rev-parse", "--short=9", "HEAD"],
+        env=git_env(),
         capture_output=True,
         text=True,
         check=False,
@@ -140,12 +150,12 @@ def verify(
         return
     if (release is None) == (art_src is None):
         raise click.UsageError("give --release VERSION (or latest), --art-src DIR, or a subcommand")
-    from . import anchors_json, code_json, verify_anchors, verify_code
+    from . import anchors_json, code_json, verify_anchors
 
     catalog = _catalog(ctx)
     tree = _tree(catalog, art_src, release, as_json)
     anchors = verify_anchors(catalog, tree)
-    code = verify_code(catalog, tree, progress=_progress(as_json))
+    code = _verify_code(ctx, catalog, tree)
     if as_json:
         import json
 
@@ -165,7 +175,8 @@ def verify(
         label = (
             tree.label.removeprefix("openpipe-art ") if art_src is None else _main_label(art_src)
         )
-        written = _record(catalog, label, "release" if art_src is None else "main", code, anchors)
+        source = "release" if art_src is None else "main"
+        written = _record(catalog, label, source, code, anchors, tree.sha256)
         if art_src is None:
             from .record import anchors_record
 
@@ -196,7 +207,9 @@ def exit_reasons(
     return reasons
 
 
-def _record(catalog: Any, label: str, source: Any, code: Any, anchors: Any) -> list[Path]:
+def _record(
+    catalog: Any, label: str, source: Any, code: Any, anchors: Any, sha256: str | None = None
+) -> list[Path]:
     from ..status import dump_status, load_status, status_path
     from .record import audit_point, record_status, release_point
 
@@ -204,6 +217,8 @@ def _record(catalog: Any, label: str, source: Any, code: Any, anchors: Any) -> l
     written = []
     for finding in catalog.findings:
         point = release_point(finding, label, by_item.get(finding.item), anchors, source=source)
+        if sha256:  # which wheel was checked, byte for byte
+            point = point.model_copy(update={"wheel_sha256": sha256})
         audit = audit_point(finding, catalog.audit, catalog.root)
         existing = load_status(catalog.root, finding.item)
         status = record_status(finding.item, existing, audit, point)
@@ -260,12 +275,12 @@ def code_cmd(ctx: click.Context, art_src: Path | None, release: str | None, as_j
     ART's modules are imported file by file; package __init__ files are not run. Needs torch.
     Exit 1 when a check could not run.
     """
-    from . import code_json, code_table, verify_code
+    from . import code_json, code_table
 
     catalog = _catalog(ctx)
     quiet = _wants_json(ctx, as_json)
     tree = _tree(catalog, art_src, release, quiet)
-    results = verify_code(catalog, tree, progress=_progress(quiet))
+    results = _verify_code(ctx, catalog, tree)
     data = code_json(results, tree)
     _emit(ctx, as_json, data, lambda: code_table(results, tree), ok=data["ran"])
 
