@@ -9,6 +9,13 @@ run against ART defines ``check_art(art)``, where ``art`` is an :class:`ArtModul
      "ran": ["art/loss.py:loss_fn", ...],                 # ART functions executed or read
      "scope": "what part was run, what was modelled or read" | None}
 
+A claim may instead be a mapping that also says how it was reached and where (the fields of
+:class:`artbot.status.ClaimResult`)::
+
+    {"reproduced": True | False | None, "detail": "...",
+     "method": "ran" | "read" | "modelled",
+     "at": [{"path": "art/x.py", "line": 12, "end": 14, "look_for": "verbatim line"}]}
+
 This module is generic: it loads the repro, opens the import context, calls the check,
 validates what came back against the finding's claims, and derives the finding's verdict.
 """
@@ -24,6 +31,8 @@ from enum import StrEnum
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from pydantic import ValidationError
 
 from ..catalog import Catalog
 from ..models import Finding
@@ -118,16 +127,29 @@ def claim_results(finding: Finding, raw: Any) -> dict[str, ClaimResult]:
     out: dict[str, ClaimResult] = {}
     for cid in wanted:
         value = raw[cid]
-        if not (isinstance(value, tuple | list) and len(value) == 2):
+        extra: dict[str, Any] = {}
+        if isinstance(value, Mapping):
+            unknown = set(value) - {"reproduced", "detail", "method", "at"}
+            if unknown or "reproduced" not in value:
+                raise CheckContractError(
+                    f"claim {cid}: expected reproduced, detail, method, at; got {sorted(value)}"
+                )
+            hit, detail = value["reproduced"], value.get("detail", "")
+            extra = {k: value[k] for k in ("method", "at") if k in value}
+        elif isinstance(value, tuple | list) and len(value) == 2:
+            hit, detail = value
+        else:
             raise CheckContractError(f"claim {cid}: expected (True|False|None, detail)")
-        hit, detail = value
         if hit is None:
             verdict = ClaimVerdict.not_checked
         elif isinstance(hit, bool):
             verdict = ClaimVerdict.reproduced if hit else ClaimVerdict.fixed
         else:
             raise CheckContractError(f"claim {cid}: verdict must be True, False or None")
-        out[cid] = ClaimResult(verdict=verdict, detail=str(detail))
+        try:
+            out[cid] = ClaimResult(verdict=verdict, detail=str(detail), **extra)
+        except ValidationError as exc:
+            raise CheckContractError(f"claim {cid}: {exc}") from exc
     return out
 
 
