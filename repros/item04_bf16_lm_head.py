@@ -1,7 +1,7 @@
 """Item 4: TrainerRank's LM head returns BF16 logits; everything after it is FP32.
 
 Models ``TrainerRank._local_logits_from_hidden_rows`` in ``art/trainer_rank/_impl.py`` (lines
-5948-5971 at e2a406a48; lines 5139-5161 in openpipe-art 0.5.20) and what consumes its output:
+5948-5971 at e2a406a48; lines 5139-5162 in openpipe-art 0.5.20) and what consumes its output:
 - the output layer is a BF16 GEMM: BF16 hidden rows times the BF16 head weight, accumulated in
   FP32 and stored as BF16 logits (``model._scale_logits`` is taken to leave them as they are:
   no logit multiplier configured);
@@ -609,6 +609,7 @@ def check_art(art: Any) -> dict[str, Any]:
         re.search(rf"\b(hidden|output_weight)\s*=.*({_FP32})", before)
     )
     upcast_after = bool(re.search(_FP32, after))
+    returned = fn.find(r"^\s*return\b") or fn.last
     entries = [
         _source.at(path, fn.first, fn.last, fn.line(fn.first)),
         _source.at(path, call, end, fn.line(call)),
@@ -620,7 +621,7 @@ def check_art(art: Any) -> dict[str, Any]:
             f"{_source.where(entries[1:])}: logits from the output-layer GEMM on the hidden rows "
             "and weight as they come, no FP32 operand or output"
             + ("; an upcast after the call does not undo the BF16 store" if upcast_after else "")
-            + f"; returned at L{fn.last} via model._scale_logits"
+            + f"; returned at L{returned}-L{fn.last} through model._scale_logits"
         )
     return {
         "claims": {

@@ -320,7 +320,8 @@ def check_art(art: Any) -> dict[str, Any]:
       created with ``dtype=dtype``, and every LoRA wrapper passes its base weight's dtype;
     - each backward call adds into those leaves' ``.grad`` through torch's AccumulateGrad, in
       the leaves' dtype: no FP32 staging (no ``register_post_accumulate_grad_hook`` and no
-      ``main_grad`` accumulation in ``trainer_rank/`` or ``lora.py``);
+      ``main_grad`` accumulation in ``lora.py``, ``trainer_rank/_impl.py`` or, where it exists,
+      ``trainer_rank/_optimizer.py``);
     - ``trainer_rank/_impl.py`` ``_reduce_dynamic_grads``: ``param.grad.detach().float()`` at
       the step, the first FP32 copy.
 
@@ -357,7 +358,11 @@ def check_art(art: Any) -> dict[str, Any]:
     base_dtype = len(re.findall(r"dtype=(\w+\.)*weight\.dtype", lora_src))
     staging = [
         f"{name}"
-        for name, text in (("lora.py", lora_src), ("_impl.py", impl_src))
+        for name, text in (
+            ("lora.py", lora_src),
+            ("_impl.py", impl_src),
+            ("_optimizer.py", art.source("trainer_rank/_optimizer.py")),
+        )
         if re.search(r"register_post_accumulate_grad_hook|\.main_grad\s*(\+=|\.add_)", text)
     ]
     # The statement holding the upcast: from its first line to where its brackets close.
