@@ -237,7 +237,8 @@ def build_report() -> _common.Report:
             "steady-signal regime": f"per call a fixed N(0, 1) signal plus N(0, 1/SNR**2) noise "
             f"per element, SNR {', '.join(f'{x:g}' for x in STEADY_SNRS)}, rounded to BF16, "
             f"{STEADY_CALLS} calls into the BF16 .grad of A_T and B_T",
-            "figures": "a ± is one standard error over the gradient's elements",
+            "figures": "a ± is one standard error over the gradient's elements, taken as "
+            "independent",
             "seed": 0,
         },
     )
