@@ -230,7 +230,9 @@ def jackknife(parts: torch.Tensor, statistic) -> Estimate:  # type: ignore[no-un
     n = parts.shape[0]
     total = parts.sum(dim=0)
     value = float(statistic(total))
-    leave_one_out = torch.tensor([float(statistic(total - row)) for row in parts])
+    leave_one_out = torch.tensor(
+        [float(statistic(total - row)) for row in parts], dtype=torch.float64
+    )
     se = math.sqrt((n - 1) / n * float((leave_one_out - leave_one_out.mean()).square().sum()))
     return Estimate(value, se)
 
