@@ -43,7 +43,6 @@ from artbot.reprorun import ReproResult, run_repro  # noqa: E402
 pytestmark = pytest.mark.repro
 
 ROOT = Path(__file__).resolve().parents[1]
-REPROS_DIR = ROOT / "repros"
 CAPTURED = sorted((ROOT / "findings" / "results").glob("*.json"))
 _NATIVE = str(torch.backends.cpu.get_cpu_capability()).lower()
 KERNELS = ["default"] + ([_NATIVE] if _NATIVE != "default" else [])

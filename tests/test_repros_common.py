@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from artbot.scripts import import_script
-from tests.test_repros_captured import REPROS_DIR
 
 torch = pytest.importorskip("torch")
-common = import_script(REPROS_DIR / "_common.py", "repros_common_under_test")
+REPROS = Path(__file__).resolve().parents[1] / "repros"
+common = import_script(REPROS / "_common.py", "repros_common_under_test")
 
 
 @pytest.mark.parametrize(
