@@ -290,11 +290,12 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def run(build_report, argv: list[str] | None = None, *, threads: int = 2) -> int:
+def run(build_report, argv: list[str] | None = None, *, threads: int = 1) -> int:
     """Entry point shared by the scripts: ``build_report()`` returns a :class:`Report`.
 
-    ``threads``: torch's intra-op threads, at most 2 (a script of many small ops runs faster
-    on one, and does not wait on a second core that a busy machine has not scheduled)."""
+    ``threads``: torch's intra-op threads, at most 2. One by default: these scripts are many
+    small ops, which run up to twice as fast on one thread as on two that wait on each other
+    on a busy 2-core machine (item 1: 10.7 s -> 5.2 s; item 5: 5x)."""
     parser = argparse.ArgumentParser(description=(build_report.__doc__ or "").strip() or None)
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     args = parser.parse_args(argv)

@@ -640,8 +640,7 @@ def check_art(art: Any) -> dict[str, Any]:
 
 
 def main() -> int:
-    # One thread: faster on a shared 2-core machine than two that wait on each other.
-    return _common.run(build_report, threads=1)
+    return _common.run(build_report)
 
 
 if __name__ == "__main__":

@@ -399,8 +399,7 @@ def check_art(art: Any) -> dict[str, Any]:
 
 
 def main() -> int:
-    # Thousands of small GEMMs and accumulations: one thread is several times faster.
-    return _common.run(build_report, threads=1)
+    return _common.run(build_report)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ def _bf16_half_gap(base: Tensor, toward_zero: Tensor) -> Tensor:
 
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread():
-    # As the scripts run (_common.run(threads=1)): thousands of small ops are several times
+    # As the scripts run (_common.run: one thread): thousands of small ops are several times
     # faster on one thread than on two that wait on each other on a busy 2-core machine.
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
