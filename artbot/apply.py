@@ -20,7 +20,13 @@ Every write path is safe to re-run after a crash at any point:
   comment;
 - sub-issue writes come before the checklist write that records them, and the record holds
   only what succeeded, so after a crash the next sync reads the list and settles the rest
-  (see :mod:`artbot.apply_subissues`).
+  (see :mod:`artbot.apply_subissues`);
+- a ticked request is cleared by the checklist write after what it asked for, never before,
+  and what it asks for is itself safe to repeat (filing finds by marker; a re-check comments
+  once per status change) (see :mod:`artbot.apply_panel`);
+- with ``close_when_fixed``, an issue is closed right after its status comment and before the
+  body's status is updated, so a re-run closes it without a second comment
+  (see :mod:`artbot.apply_status`).
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .apply_labels import ensure_labels, label_issue
+from .apply_panel import PanelEdit, Verifier, requests_first
+from .apply_status import carry_out_status_change, close_fixed, verification_comments
 from .apply_subissues import add_filed, carry_out, plan_step, unavailable_warning, wanted_sub_issues
 from .catalog import Catalog
 from .checklist import ChecklistEntry, apply_block, read_block
@@ -37,10 +46,12 @@ from .errors import BadInput, RemoteError
 from .marker import replace_owned_region
 from .models import Finding, ObservedIssue
 from .ownership import DEFAULT_AUTHORS, Foreign, claim, needs_login
+from .panel import EditEvent, note_in, panel, ticked
 from .plan import (
     ChecklistUpToDate,
     CloseDuplicate,
     CloseFixed,
+    CloseWhenFixed,
     Comment,
     Create,
     EditBody,
@@ -54,9 +65,8 @@ from .plan import (
     filed_body,
     plan_open,
     plan_sync,
-    status_comment,
 )
-from .render import RenderedIssue, render_checklist, render_issue, render_status_comment
+from .render import RenderedIssue, Renderer, render_checklist
 from .repo import Repo
 from .reprorun import load_result
 from .status import load_status
@@ -92,15 +102,17 @@ class Outcome:
     rendered: dict[int, RenderedIssue] = field(default_factory=dict)
     checklist: str | None = None
     warnings: list[str] = field(default_factory=list)
+    tracking: ObservedIssue | None = None  # the tracking issue as preflight read it
+    stopped: str | None = None  # why the run stopped early (--max-writes); the plan is what is left
 
 
 def render_all(
     catalog: Catalog, findings: Sequence[Finding], tracking_issue: int | None
 ) -> dict[int, RenderedIssue]:
     """Render before any request: a body over GitHub's limit stops the run with exit 2."""
+    renderer = Renderer(catalog)
     return {
-        f.item: render_issue(
-            catalog,
+        f.item: renderer.issue(
             f,
             tracking_issue=tracking_issue,
             repro_result=load_result(catalog.root, f.item),
@@ -160,20 +172,22 @@ def open_issues(
     dry_run: bool = False,
     log: Log = lambda _: None,
     identity: Identity | None = None,
+    requests: PanelEdit | None = None,
 ) -> Outcome:
-    """File the dedicated issues for ``items`` (once each) and refresh the checklist."""
+    """File the dedicated issues for ``items`` (once each) and refresh the checklist.
+
+    ``requests`` renders the block's Requests list (default: every tick kept, pending)."""
     identity = identity or Identity()
     findings = [catalog.get(i) for i in items]
     rendered = render_all(catalog, findings, tracking_issue)
     views = status_views(catalog, catalog.findings)
     observed, foreign = observe(repo, catalog, identity, tracking_issue)
-    if tracking_issue:
-        preflight(repo, tracking_issue, observed)
+    tracking = preflight(repo, tracking_issue, observed) if tracking_issue else None
     plan = plan_open(findings, rendered, observed, catalog.audit, tracking_issue, views)
     if tracking_issue:
         adds = [AddSubIssue(c.item, None, tracking_issue) for c in plan.of(Create)]
         plan = _before_checklist(plan, adds)
-    outcome = Outcome(plan, rendered=rendered)
+    outcome = Outcome(plan, rendered=rendered, tracking=tracking)
     outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
     if dry_run:
         outcome.issues = canonical(observed, catalog.audit)
@@ -183,7 +197,7 @@ def open_issues(
     creates = plan.of(Create)
     known = {i.number for i in observed}
     if creates:
-        _ensure_labels(repo, observed, [lbl for c in creates for lbl in c.labels], catalog, log)
+        ensure_labels(repo, observed, [lbl for c in creates for lbl in c.labels], catalog, log)
     for action in creates:
         body = filed_body(rendered[action.item].body, views.get(action.item))
         observed = _create_once(
@@ -224,6 +238,7 @@ def open_issues(
             outcome,
             log,
             (lambda old: (old or SubIssueRecord()).with_added(added)) if added else None,
+            requests,
         )
     return outcome
 
@@ -254,29 +269,6 @@ def _before_checklist(plan: Plan, actions: Sequence[Any]) -> Plan:
         len(plan.actions),
     )
     return Plan((*plan.actions[:at], *actions, *plan.actions[at:]))
-
-
-def _ensure_labels(
-    repo: Repo, observed: list[ObservedIssue], labels: list[str], catalog: Catalog, log: Log
-) -> None:
-    """Create the labels the issues about to be filed use, and only those.
-
-    Labels on our issues exist, and so do those an earlier run made sure of (remembered in the
-    cache); only otherwise ask GitHub which exist.
-    """
-    known = {lbl for i in observed for lbl in i.labels} | repo.cache.labels
-    wanted = [lbl for lbl in dict.fromkeys(labels) if lbl not in known]
-    if not wanted:
-        return
-    existing = repo.existing_labels()
-    for name in wanted:
-        if name not in existing:
-            style = catalog.audit.label_definitions.get(name)
-            repo.create_label(
-                name, style.color if style else None, style.description if style else None
-            )
-            log(f"created label {name!r}")
-    repo.cache.labels |= set(wanted)
 
 
 def _create_once(
@@ -315,16 +307,22 @@ def _write_checklist(
     outcome: Outcome,
     log: Log,
     sub_issues: RecordEdit | None = None,
+    requests: PanelEdit | None = None,
 ) -> None:
     """Write the checklist; ``sub_issues`` turns the sub-issue record the block holds now
-    into the one to write (None: keep it as it is)."""
+    into the one to write (None: keep it as it is), ``requests`` renders the Requests list
+    over the block there now (None: keep its ticks and note)."""
     # Re-read right before writing and apply the edit to what is there now: GitHub has no
     # compare-and-swap for issue bodies, so this keeps the window for losing a human's edit
     # as short as one request. (Unchanged bodies come back as a free 304.)
     fresh = repo.get_issue(number, fresh=True)
     record = SubIssueRecord.find(read_block(fresh.body))
     record = sub_issues(record) if sub_issues else record
-    block = render_checklist(entries, catalog.audit, catalog.root / "templates", record)
+    old = read_block(fresh.body)
+    requests = requests or (lambda b, e: panel(e, ticked(b), note_in(b)))
+    block = render_checklist(
+        entries, catalog.audit, catalog.root / "templates", record, requests(old, entries)
+    )
     new_body = apply_block(fresh.body, block)
     outcome.checklist = block
     if new_body == fresh.body:
@@ -344,15 +342,39 @@ def sync(
     log: Log = lambda _: None,
     replace_parent: bool = False,
     identity: Identity | None = None,
+    verifier: Verifier | None = None,
+    event: EditEvent | None = None,
 ) -> Outcome:
     """Bring generated issues' bodies and the checklist in step with the catalog and GitHub.
 
     ``verified`` is (version, results of :func:`artbot.verify.verify_code`): each result
     becomes a checklist note, and a comment on the generated issue when its status changed.
     The items' issues become the tracking issue's sub-issues (:mod:`artbot.subissues`);
-    ``replace_parent`` moves those that have another parent. Never creates, closes or
-    reopens an issue.
+    ``replace_parent`` moves those that have another parent. Ticked requests in the tracking
+    issue are carried out first (:mod:`artbot.apply_panel`): ``verifier`` runs a re-check
+    when ``verified`` is None; ``event`` is the ``issues: edited`` event whose sender is
+    checked. Otherwise never creates, closes or reopens an issue.
     """
+    identity = identity or Identity()
+    rendered = render_all(catalog, catalog.findings, tracking_issue)
+    observed, foreign = observe(repo, catalog, identity, tracking_issue)
+    tracking = preflight(repo, tracking_issue, observed) if tracking_issue else None
+    step = requests_first(
+        repo,
+        tracking,
+        checklist_entries(catalog.findings, observed, catalog.audit),
+        event=event,
+        verified=verified,
+        verifier=verifier,
+        dry_run=dry_run,
+        open_items=lambda items, edit: open_issues(
+            catalog, repo, items, tracking_issue, log=log, identity=identity, requests=edit
+        ),
+    )
+    verified = step.verified
+    if step.opened is not None and tracking_issue:
+        observed, foreign = observe(repo, catalog, identity, tracking_issue)
+        tracking = preflight(repo, tracking_issue, observed)
     notes = None
     views = status_views(catalog, catalog.findings)
     if verified is not None:
@@ -363,9 +385,6 @@ def sync(
         results = [r for r in verified[1] if views.get(r.item) is None]
         verified = (verified[0], results)
         notes = verification_notes(results)
-    rendered = render_all(catalog, catalog.findings, tracking_issue)
-    observed, foreign = observe(repo, catalog, identity or Identity(), tracking_issue)
-    tracking = preflight(repo, tracking_issue, observed) if tracking_issue else None
     templates = catalog.root / "templates"
     block = read_block(tracking.body) if tracking else None
     subs = None
@@ -381,10 +400,17 @@ def sync(
         catalog.audit,
         tracking_issue,
         block,
-        lambda entries: render_checklist(entries, catalog.audit, templates, record),
+        lambda entries: render_checklist(
+            entries,
+            catalog.audit,
+            templates,
+            record,
+            step.edit(block, entries) if step.edit else None,
+        ),
         notes,
         views,
     )
+    plan = _before_checklist(plan, step.actions())
     if subs is not None:
         plan = _before_checklist(plan, subs.plan.actions)
     if tracking is not None and catalog.audit.tracking_label:
@@ -392,12 +418,15 @@ def sync(
         missing = tuple(lbl for lbl in wanted_labels if lbl not in tracking.labels)
         if missing:
             plan = Plan((LabelTracking(tracking.number, missing), *plan.actions))
-    outcome = Outcome(plan, issues=canonical(observed, catalog.audit), observed=observed)
+    outcome = Outcome(
+        plan, issues=canonical(observed, catalog.audit), observed=observed, tracking=tracking
+    )
     outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
+    outcome.warnings += step.warnings
     if subs is not None and not subs.available:
         outcome.warnings.append(unavailable_warning(subs.parent))
     if verified is not None:
-        comments = _verification_comments(repo, outcome.issues, *verified)
+        comments = verification_comments(repo, outcome.issues, *verified)
         outcome.plan = Plan((*outcome.plan.actions, *comments))
     if dry_run:
         return outcome
@@ -405,32 +434,20 @@ def sync(
         if subs is not None and action is subs.plan.actions[0]:
             # Just before the checklist write, which records what happened.
             record = carry_out(repo, subs, observed, outcome.warnings.append, outcome.done.append)
-        if isinstance(action, LabelTracking):
-            try:
-                _ensure_labels(repo, observed, list(action.labels), catalog, log)
-                repo.add_labels(action.issue, list(action.labels))
-                outcome.done.append(f"labelled #{action.issue} ({', '.join(action.labels)})")
-            except RemoteError as exc:
-                outcome.warnings.append(f"could not label tracking issue #{action.issue}: {exc}")
-        elif isinstance(action, LinkPreset):
-            try:
-                repo.add_labels(action.issue, list(action.labels))
-                outcome.done.append(f"labelled #{action.issue} ({', '.join(action.labels)})")
-            except RemoteError as exc:
-                outcome.warnings.append(
-                    f"item {action.item}: could not label #{action.issue}: {exc}"
-                )
+        if isinstance(action, (LabelTracking, LinkPreset)):
+            label_issue(repo, observed, action, catalog, log, outcome.done, outcome.warnings)
         elif isinstance(action, StatusChange):
             view = views[action.item]
             assert view is not None
-            text = render_status_comment(
-                view, outcome.issues[action.item].state, catalog.audit, templates
+            closing = any(c.item == action.item for c in plan.of(CloseWhenFixed))
+            issue = outcome.issues[action.item]
+            carry_out_status_change(
+                repo, catalog, action, view, issue, closing=closing, done=outcome.done.append
             )
-            bodies = [c.get("body") or "" for c in repo.list_comments(action.issue)]
-            comment = status_comment(action, bodies, text)
-            if comment is not None:
-                repo.comment(comment.issue, comment.body)
-                outcome.done.append(f"item {action.item}: commented on #{action.issue} (status)")
+        elif isinstance(action, CloseWhenFixed):
+            closed = close_fixed(repo, action, outcome.done.append)
+            outcome.issues[action.item] = closed
+            observed = [closed if i.number == closed.number else i for i in observed]
         elif isinstance(action, EditBody):
             fresh = repo.get_issue(action.issue, fresh=True)
             body = replace_owned_region(fresh.body, rendered[action.item].body)
@@ -439,37 +456,24 @@ def sync(
                 outcome.done.append(f"item {action.item}: updated #{action.issue}")
         elif isinstance(action, UpdateChecklist):
             _write_checklist(
-                repo, catalog, action.issue, action.entries, outcome, log, _keep(record)
+                repo, catalog, action.issue, action.entries, outcome, log, _keep(record), step.edit
             )
         elif isinstance(action, ChecklistUpToDate) and subs and record != subs.expected:
             # A sub-issue write went otherwise than planned: record what did happen.
             entries = checklist_entries(catalog.findings, observed, catalog.audit, notes, views)
-            _write_checklist(repo, catalog, action.issue, entries, outcome, log, _keep(record))
+            _write_checklist(
+                repo, catalog, action.issue, entries, outcome, log, _keep(record), step.edit
+            )
         elif isinstance(action, Comment):
             repo.comment(action.issue, action.body)
             outcome.done.append(f"item {action.item}: commented on #{action.issue}")
+    if tracking_issue:
+        outcome.done += step.done(outcome.issues, tracking_issue)
     for line in outcome.done:
         log(line)
+    if step.opened is not None:  # open logged its own lines as it went
+        outcome.done[:0] = step.opened.done
     return outcome
-
-
-def _verification_comments(
-    repo: Repo, issues: dict[int, ObservedIssue], version: str, results: Sequence[Any]
-) -> list[Comment]:
-    """One comment per generated issue whose verification status changed (idempotent)."""
-    from .verify import comments_to_post
-
-    out = []
-    for result in results:
-        issue = issues.get(result.item)
-        if issue is None:
-            continue
-        bodies = [c.get("body") or "" for c in repo.list_comments(issue.number)]
-        out += [
-            Comment(result.item, issue.number, body)
-            for body in comments_to_post(bodies, result.item, version, result.status)
-        ]
-    return out
 
 
 def default_cache_path(root: Path) -> Path:

@@ -16,9 +16,11 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from .dating import AnchorDating, load_dating
 from .errors import BadInput, CatalogInvalid, Problem
 from .models import Audit, Finding
 from .scripts import helper_imports
+from .toolsource import ToolSource
 
 AUDIT_FILE = "audit.yaml"
 # A record is a few hundred nodes; these bounds stop a hostile file (a "billion laughs" of
@@ -36,9 +38,15 @@ class Catalog:
     audit: Audit
     findings: tuple[Finding, ...]
     files: dict[int, str] = field(default_factory=dict)  # item -> path relative to root
-    # Text of every repro script and of the helper modules they import, read at load time so
-    # that rendering touches no files.
+    # Text of every repro script, of the helper modules they import and of the minimal repros
+    # (repros/minimal/itemNN.py), read at load time so that rendering touches no files.
     sources: dict[str, str] = field(default_factory=dict)
+    # artbot's repository and commit, for links to full scripts (resolved by the CLI before
+    # rendering: artbot.toolsource); unknown by default, so the issues name paths unlinked.
+    tool: ToolSource = field(default_factory=ToolSource)
+    # Where the audit commit lies among the releases, from its anchors (findings/status/
+    # anchors.json, written by `artbot verify --record`); None until a release was recorded.
+    dating: AnchorDating | None = None
 
     def get(self, item: int) -> Finding:
         for f in self.findings:
@@ -78,8 +86,12 @@ class Catalog:
         ]
 
 
-def load_catalog(root: Path) -> Catalog:
-    """Load and validate ``root/findings``; raise :class:`CatalogInvalid` listing every problem."""
+def load_catalog(root: Path, *, tool: ToolSource | None = None) -> Catalog:
+    """Load and validate ``root/findings``; raise :class:`CatalogInvalid` listing every problem.
+
+    Everything rendering needs from disk is read here: the records, the repro scripts and their
+    helpers, the minimal repros, the anchor dating. ``tool`` says where artbot is hosted.
+    """
     root = Path(root)
     findings_dir = root / "findings"
     problems: list[Problem] = []
@@ -105,6 +117,7 @@ def load_catalog(root: Path) -> Catalog:
     folders = {root / f.repro for _, f, _ in ordered}
     helpers = {h for p in folders for h in p.parent.glob("_*.py")}
     scripts = {f.repro for _, f, _ in ordered} | {_rel(root, h) for h in helpers}
+    scripts |= {minimal_repro_path(f.item) for _, f, _ in ordered}
     return Catalog(
         root=root,
         audit=audit,
@@ -113,7 +126,14 @@ def load_catalog(root: Path) -> Catalog:
         sources={
             p: (root / p).read_text(encoding="utf-8") for p in scripts if (root / p).is_file()
         },
+        dating=load_dating(root),
+        tool=tool or ToolSource(),
     )
+
+
+def minimal_repro_path(item: int) -> str:
+    """Where an item's self-contained repro lives (optional)."""
+    return f"repros/minimal/item{item:02d}.py"
 
 
 def _rel(root: Path, path: Path) -> str:
@@ -152,7 +172,7 @@ def _load_one_with_node(
                 Problem(rel, 1, "", f"YAML aliases expand to more than {MAX_NODES:,} values")
             )
             return None
-        data = yaml.safe_load(text)
+        data = _construct(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -179,6 +199,18 @@ def _load_one_with_node(
                 Problem(rel, _line_for(node, loc, err["type"]), _dotted(loc), _message(err))
             )
         return None
+
+
+def _construct(node: yaml.Node | None) -> Any:
+    """The data of an already composed document, as ``yaml.safe_load`` builds it, without
+    parsing the text a second time."""
+    if node is None:
+        return None
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 def _first_line(text: str) -> str:

@@ -8,9 +8,9 @@ and the command definitions (``make bench`` measures it against importing click 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,8 +18,6 @@ from .terminal import SizedContext
 
 if TYPE_CHECKING:
     from .settings import Settings
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Context:
@@ -30,10 +28,27 @@ class Context:
         self.root = settings.root
         self.debug = settings.debug
 
-    def catalog(self):  # type: ignore[no-untyped-def]
+    def catalog(self, *, for_render: bool = False):  # type: ignore[no-untyped-def]
+        """The validated catalog; ``for_render``: with artbot's repository and commit (for the
+        issues' links), and a note, once, when the repository is not known."""
         from .catalog import load_catalog
 
-        return load_catalog(self.root)
+        if not for_render:
+            return load_catalog(self.root)
+        from .toolsource import NO_REPOSITORY_NOTE, resolve_tool_source
+
+        catalog = load_catalog(self.root)
+        s = self.settings
+        tool = resolve_tool_source(
+            self.root,
+            flag=s.tool_repository,
+            configured=catalog.audit.tool_repository,
+            actions_repository=s.repository if s.in_actions else None,
+            workspace=s.workspace,
+        )
+        if not tool.known:
+            click.echo(NO_REPOSITORY_NOTE, err=True)
+        return replace(catalog, tool=tool)
 
 
 class ArtbotGroup(click.Group):
@@ -67,6 +82,12 @@ class ArtbotGroup(click.Group):
     show_default=True,
     help="Repository holding findings/, templates/ and repros/.",
 )
+@click.option(
+    "--tool-repository",
+    metavar="OWNER/NAME",
+    help="Where artbot is hosted, for the issues' links to full repro scripts [default: "
+    "$GITHUB_REPOSITORY in its Actions checkout, else the git remote origin of --root].",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks (tokens redacted).")
 @click.option("--version", is_flag=True, help="Print artbot's version and exit.")
 @click.option(
@@ -75,7 +96,14 @@ class ArtbotGroup(click.Group):
     help="With --version: also Python's, PyGithub's and torch's versions and the catalog's audit.",
 )
 @click.pass_context
-def cli(ctx: click.Context, root: Path, debug: bool, version: bool, verbose: bool) -> None:
+def cli(
+    ctx: click.Context,
+    root: Path,
+    tool_repository: str | None,
+    debug: bool,
+    version: bool,
+    verbose: bool,
+) -> None:
     """artbot: file the findings of ART's numerics audit as GitHub issues, and keep them in step.
 
     Exit codes: 0 ok, 1 remote or run failure, 2 bad input or usage.
@@ -91,7 +119,7 @@ def cli(ctx: click.Context, root: Path, debug: bool, version: bool, verbose: boo
         raise click.UsageError("Missing command.")
     from .settings import Settings
 
-    ctx.obj = Context(Settings.from_env(root=root, debug=debug))
+    ctx.obj = Context(Settings.from_env(root=root, debug=debug, tool_repository=tool_repository))
 
 
 pass_ctx = click.make_pass_decorator(Context)
@@ -140,7 +168,7 @@ def render(
     obj: Context, item: int | None, all_: bool, out: Path | None, tracking_issue: int | None
 ) -> None:
     """Render the issue title and body that `open` would file (no token needed)."""
-    from .render import render_issue, usable_result
+    from .render import Renderer, usable_result
     from .reprorun import load_result
     from .status import load_status
 
@@ -148,8 +176,9 @@ def render(
         raise click.UsageError("give exactly one of --item N or --all")
     if all_ and out is None:
         raise click.UsageError("--all needs --out DIR")
-    catalog = obj.catalog()
+    catalog = obj.catalog(for_render=True)
     findings = catalog.findings if all_ else [catalog.get(item)]  # type: ignore[arg-type]
+    renderer = Renderer(catalog)
     for finding in findings:
         captured = load_result(catalog.root, finding.item)
         if usable_result(captured) is None:
@@ -158,8 +187,7 @@ def render(
                 f"Environment section (run `artbot repro --item {finding.item}`)",
                 err=True,
             )
-        issue = render_issue(
-            catalog,
+        issue = renderer.issue(
             finding,
             tracking_issue=tracking_issue,
             repro_result=captured,
@@ -229,238 +257,6 @@ def repro(obj: Context, item: int | None, all_: bool, timeout_s: float) -> None:
         raise ReproFailed(f"{failed} reproduction(s) did not finish cleanly")
 
 
-def github_options(f: F) -> F:
-    """Options shared by the commands that talk to GitHub."""
-    options = [
-        click.option(
-            "--repo",
-            "repo_name",
-            metavar="OWNER/NAME",
-            help="Repository to file in [default: $GITHUB_REPOSITORY, else the audited one].",
-        ),
-        click.option(
-            "--api-url",
-            metavar="URL",
-            help="GitHub API URL [default: $GITHUB_API_URL, else https://api.github.com].",
-        ),
-        click.option(
-            "--tracking-issue",
-            type=click.IntRange(min=1),
-            help="Tracking issue number [default: findings/audit.yaml].",
-        ),
-        click.option(
-            "--cache",
-            type=click.Path(dir_okay=False, path_type=Path),
-            help="ETag cache file [default: ROOT/.artbot/cache.json].",
-        ),
-        click.option(
-            "--author",
-            "authors",
-            multiple=True,
-            metavar="LOGIN",
-            envvar="ARTBOT_AUTHORS",
-            help="Also count issues written by LOGIN as artbot's (repeatable) "
-            "[default: github-actions[bot] and the token's own login; $ARTBOT_AUTHORS].",
-        ),
-        click.option("--dry-run", is_flag=True, help="Print the plan; write nothing."),
-        click.option("--json", "as_json", is_flag=True, help="Print the plan and results as JSON."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
-
-
-def identity(authors: tuple[str, ...]) -> Any:
-    """Who artbot writes as: github-actions[bot], the token's login, and ``--author``."""
-    from .apply import Identity
-    from .ownership import DEFAULT_AUTHORS
-
-    return Identity(authors=(*DEFAULT_AUTHORS, *authors))
-
-
-def connect(
-    obj: Context,
-    catalog: Any,
-    repo_name: str | None,
-    api_url: str | None,
-    cache: Path | None,
-    dry_run: bool,
-) -> Any:
-    """The GitHub adapter for this run (imports PyGithub only now)."""
-    from .apply import default_cache_path
-    from .github import connect as connect_repo
-
-    return connect_repo(
-        obj.settings,
-        catalog.audit.repository,
-        repo_name=repo_name,
-        api_url=api_url,
-        cache_path=cache or default_cache_path(catalog.root),
-        dry_run=dry_run,
-    )
-
-
-@cli.command(name="open")
-@click.option("--item", "items", type=int, multiple=True, help="Item to file (repeatable).")
-@click.option("--all", "all_", is_flag=True, help="Every item without an issue.")
-@github_options
-@pass_ctx
-def open_(
-    obj: Context,
-    items: tuple[int, ...],
-    all_: bool,
-    repo_name: str | None,
-    api_url: str | None,
-    tracking_issue: int | None,
-    cache: Path | None,
-    authors: tuple[str, ...],
-    dry_run: bool,
-    as_json: bool,
-) -> None:
-    """File the dedicated issue for an item (once) and link it from the tracking checklist."""
-    from .apply import open_issues
-    from .output import report
-
-    if bool(items) == all_:
-        raise click.UsageError("give --item N (repeatable) or --all")
-    catalog = obj.catalog()
-    selected = catalog.items if all_ else list(items)
-    for n in selected:
-        catalog.get(n)  # unknown item: exit 2 before any request
-    tracking = tracking_issue or catalog.audit.tracking_issue
-    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
-    log = (lambda _: None) if as_json else click.echo
-    outcome = open_issues(
-        catalog, repo, selected, tracking, dry_run=dry_run, log=log, identity=identity(authors)
-    )
-    repo.cache.save()
-    if dry_run and not as_json:
-        from .plan import Create
-
-        for action in outcome.plan.of(Create):
-            issue = outcome.rendered[action.item]
-            click.echo(f"\n--- would file: {issue.title}\n\n{issue.body}")
-    report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
-    if not as_json:
-        for n in selected:
-            filed = outcome.issues.get(n)
-            if filed:
-                click.echo(f"item {n}: {filed.html_url}")
-        if not tracking:
-            click.echo("note: no tracking issue configured; the checklist was not updated")
-
-
-@cli.command()
-@github_options
-@click.option(
-    "--verify",
-    "verify_version",
-    metavar="VERSION",
-    help="Also run the reproductions against openpipe-art VERSION's own code (`latest`: the "
-    "newest release): note the result in the checklist and comment once per generated issue "
-    "when it changes.",
-)
-@click.option(
-    "--replace-parent",
-    is_flag=True,
-    help="Make an item's issue a sub-issue of the tracking issue even when it has another "
-    "parent (moved from it); without this it is reported and left.",
-)
-@click.option(
-    "--summary",
-    type=click.Path(dir_okay=False, path_type=Path),
-    envvar="GITHUB_STEP_SUMMARY",
-    help="Append a markdown summary here [default: $GITHUB_STEP_SUMMARY].",
-)
-@pass_ctx
-def sync(
-    obj: Context,
-    repo_name: str | None,
-    api_url: str | None,
-    tracking_issue: int | None,
-    cache: Path | None,
-    authors: tuple[str, ...],
-    dry_run: bool,
-    as_json: bool,
-    verify_version: str | None,
-    replace_parent: bool,
-    summary: Path | None,
-) -> None:
-    """Keep generated issues' bodies and the tracking checklist in step. Never closes issues."""
-    from .apply import sync as run_sync
-    from .output import report
-
-    catalog = obj.catalog()
-    tracking = tracking_issue or catalog.audit.tracking_issue
-    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
-    verified = None
-    if verify_version:
-        from .releases import resolve
-        from .verify import release_tree, verify_code
-
-        if verify_version == "latest":
-            verify_version = resolve(verify_version)
-            click.echo(f"verify: the newest openpipe-art release is {verify_version}", err=True)
-        tree = release_tree(verify_version, catalog.audit)
-        verified = (verify_version, verify_code(catalog, tree))
-    outcome = run_sync(
-        catalog,
-        repo,
-        tracking,
-        dry_run=dry_run,
-        verified=verified,
-        log=(lambda _: None) if as_json else click.echo,
-        replace_parent=replace_parent,
-        identity=identity(authors),
-    )
-    repo.cache.save()
-    report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
-    if summary:
-        from .summary import step_summary
-
-        with summary.open("a", encoding="utf-8") as fh:
-            fh.write(step_summary(catalog, outcome, dry_run=dry_run))
-
-
-@cli.command()
-@click.option(
-    "--item",
-    "items",
-    type=int,
-    multiple=True,
-    help="Item to file (repeatable) [default: 7 and 9].",
-)
-@pass_ctx
-def demo(obj: Context, items: tuple[int, ...]) -> None:
-    """Run the main job on the embedded GitHub sandbox (no token, no network)."""
-    from .demo import DEMO_ITEMS, describe, run_demo
-
-    result = run_demo(obj.catalog(), items or DEMO_ITEMS, log=click.echo)
-    click.echo(describe(result))
-
-
-@cli.command()
-@click.option("--port", type=int, default=0, show_default=True, help="Port (0: any free one).")
-@click.option(
-    "--state",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="JSON file that keeps the sandbox's state across restarts.",
-)
-@click.option(
-    "--repo",
-    "repos",
-    multiple=True,
-    default=["OpenPipe/ART"],
-    show_default=True,
-    help="OWNER/NAME to create if missing (repeatable).",
-)
-def sandbox(port: int, state: Path | None, repos: tuple[str, ...]) -> None:
-    """Run the loopback GitHub API sandbox in the foreground."""
-    from .sandbox import serve
-
-    serve(port, state, repos)
-
-
 @cli.command(name="export-tests")
 @click.option(
     "--out",
@@ -483,9 +279,15 @@ def export_tests_cmd(obj: Context, out: Path) -> None:
 
 # --- verify: in artbot/verify/cli.py ------------------------------------------------------
 
+from .cli_github import open_, sync  # noqa: E402
+from .cli_sandbox import demo, sandbox  # noqa: E402
 from .verify.cli import verify  # noqa: E402
 
 cli.add_command(verify)
+cli.add_command(open_)
+cli.add_command(sync)
+cli.add_command(demo)
+cli.add_command(sandbox)
 
 
 def main() -> None:

@@ -32,13 +32,23 @@ IssueTitle = Annotated[
 ]
 
 
+# A repository placeholder ("OWNER/artbot") would render as a link that leads nowhere.
+PLACEHOLDER = "OWNER/"
+
+
 def _no_marker(value: Any) -> Any:
-    """Reject record text that could be read as one of artbot's hidden markers."""
+    """Reject record text that could be read as one of artbot's hidden markers, and the
+    ``OWNER/`` placeholder of a repository that was never filled in."""
     if isinstance(value, str):
         if MARKER_PREFIX in value:
             raise ValueError(
                 f"must not contain {MARKER_PREFIX!r}: artbot's markers are reserved "
                 "(it would confuse which part of an issue artbot owns)"
+            )
+        if PLACEHOLDER in value:
+            raise ValueError(
+                f"must not contain the placeholder {PLACEHOLDER!r}: name the real repository "
+                "(or leave it out: see --tool-repository)"
             )
     elif isinstance(value, (list, tuple)):
         for part in value:
@@ -248,6 +258,11 @@ class Audit(_Strict):
         description="Colour and description of every label the audit or a finding uses.",
     )
     web_url: NonEmpty = "https://github.com"
+    close_when_fixed: bool = Field(
+        default=False,
+        description="sync closes an open issue artbot filed, as completed with one comment, "
+        "when a newly checked release fixes every claim; off by default (see the README).",
+    )
 
     @field_validator("label_definitions")
     @classmethod
@@ -257,9 +272,10 @@ class Audit(_Strict):
             raise ValueError(f"no definition for the audit's label(s) {', '.join(missing)}")
         return value
 
-    tool_repository: Annotated[str, StringConstraints(pattern=r"^[\w.-]+/[\w.-]+$")] = Field(
-        default="OWNER/artbot",
-        description="Where artbot itself is hosted; full repro scripts are linked there.",
+    tool_repository: Annotated[str, StringConstraints(pattern=r"^[\w.-]+/[\w.-]+$")] | None = Field(
+        default=None,
+        description="Where artbot itself is hosted (owner/name); full repro scripts are linked "
+        "there. Without it: $GITHUB_REPOSITORY in Actions, else the git remote (toolsource.py).",
     )
 
 

@@ -85,6 +85,12 @@ def outcome_json(outcome: Any) -> dict[str, Any]:
             for k, v in issues.items()
         },
         "checklist": outcome.checklist,
+        "stopped": getattr(outcome, "stopped", None),
+        "tracking_issue": (
+            {"number": tracking.number, "url": tracking.html_url}
+            if (tracking := getattr(outcome, "tracking", None)) is not None
+            else None
+        ),
     }
 
 

@@ -1,11 +1,15 @@
 """Render findings into issue titles and bodies, and the tracking checklist, from Jinja templates.
 
-Pure: a finding and template text in, markdown out. The templates in ``templates/`` decide
-what the output looks like; this module only builds the context they see.
+Pure once built: a :class:`Renderer` reads and compiles every template when it is built, and
+everything else it shows (the repro scripts, the minimal repros, the anchor dating, artbot's
+repository and commit) was read when the catalog loaded (:func:`artbot.catalog.load_catalog`,
+:mod:`artbot.toolsource`). Rendering then opens no file and starts no process. The templates
+in ``templates/`` decide what the output looks like; this module only builds their context.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,12 +17,12 @@ from typing import Any
 
 import jinja2
 
-from .catalog import Catalog
+from .catalog import Catalog, minimal_repro_path
 from .errors import BadInput
 from .marker import BODY_END, BODY_START, MARKER_PREFIX, IssueMarker, marker_lines, region_span
 from .models import TITLE_LIMIT, Audit, Finding, Location
 from .status import ItemStatus
-from .status_view import status_view
+from .status_view import StatusView, code_span, status_view
 
 # GitHub rejects an issue body longer than this (422 "body is too long").
 GITHUB_BODY_LIMIT = 65_536
@@ -45,24 +49,6 @@ def permalink(audit: Audit, location: Location) -> str:
     )
 
 
-def tool_commit(root: Path) -> str | None:
-    """The artbot commit checked out at ``root`` (for permalinks to full repro scripts)."""
-    import subprocess
-
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    sha = out.stdout.strip()
-    return sha if out.returncode == 0 and len(sha) == 40 else None
-
-
-def minimal_repro_path(finding: Finding) -> str:
-    return f"repros/minimal/item{finding.item:02d}.py"
-
-
 def summary_lines(result: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     """(claim id, what the run found) for each ``claim <id>: ...`` line of a captured run,
     escaped for a markdown table cell. Notes stay in the linked script's output."""
@@ -76,21 +62,157 @@ def summary_lines(result: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     return rows
 
 
-def environment(templates_dir: Path) -> jinja2.Environment:
+@functools.lru_cache(maxsize=8)
+def _compiled(templates_dir: str) -> jinja2.Environment:
+    """Every template under ``templates_dir``, read and compiled once per process."""
+    folder = Path(templates_dir)
+    texts = {
+        p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8")
+        for p in sorted(folder.rglob("*.j2"))
+    }
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir)),
+        loader=jinja2.DictLoader(texts),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=False,
+        auto_reload=False,  # compiled once: a render never looks at the files again
+        cache_size=-1,
     )
     env.filters["permalink"] = lambda loc, audit: permalink(audit, loc)
+    env.filters["code"] = lambda text: code_span(text, in_table=False)
+    try:
+        for name in texts:
+            env.get_template(name)
+    except jinja2.TemplateError as exc:
+        raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
     return env
+
+
+def environment(templates_dir: Path) -> jinja2.Environment:
+    """The compiled templates of ``templates_dir`` (read on first use in a process)."""
+    return _compiled(str(Path(templates_dir).absolute()))
 
 
 def issue_labels(audit: Audit, finding: Finding) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*audit.labels, *finding.labels]))
+
+
+class Renderer:
+    """Renders one catalog's issues: built once per run, then pure.
+
+    Building compiles the templates (``templates_dir``, default the catalog's ``templates/``);
+    :meth:`issue` uses only the catalog in memory and its arguments.
+    """
+
+    def __init__(self, catalog: Catalog, templates_dir: Path | None = None):
+        self.catalog = catalog
+        self.env = environment(templates_dir or catalog.root / "templates")
+
+    def issue(
+        self,
+        finding: Finding,
+        *,
+        tracking_issue: int | None = None,
+        repro_result: Mapping[str, Any] | None = None,
+        status: ItemStatus | None = None,
+        commit: str | None = None,
+    ) -> RenderedIssue:
+        """Title and body of the dedicated issue for ``finding``; ``commit`` overrides the
+        tool commit the links point at (tests).
+
+        Raises :class:`BadInput` when the body would exceed GitHub's limit, so nothing is sent.
+        """
+        catalog, audit = self.catalog, self.catalog.audit
+        marker = IssueMarker(audit.commit, finding.item)
+        view = status_view(finding, status, audit.web_url)
+        context = {
+            "audit": audit,
+            "finding": finding,
+            "locations": [(loc, permalink(audit, loc)) for loc in finding.locations],
+            "tracking_issue": tracking_issue
+            if tracking_issue is not None
+            else audit.tracking_issue,
+            "repro": self._repro(finding, repro_result, commit),
+            "source_file": catalog.files.get(finding.item, "findings/"),
+            # Where the finding stands in ART (findings/status/NN.json); None when not recorded.
+            "status": view,
+            "verify_line": verify_line(view),
+            "dating": dating_sentence(catalog),
+            "marker": str(marker),
+            "body_start": BODY_START,
+            "body_end": BODY_END,
+        }
+        try:
+            title = self.env.get_template("issue_title.md.j2").render(context).strip()
+            body = self.env.get_template("issue_body.md.j2").render(context)
+        except jinja2.TemplateError as exc:
+            raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
+        where = catalog.files.get(finding.item, finding.repro)
+        if len(body) > GITHUB_BODY_LIMIT:
+            raise BadInput(
+                f"{where}: rendered body is {len(body):,} "
+                f"characters; GitHub's limit is {GITHUB_BODY_LIMIT:,}"
+            )
+        if not title or "\n" in title or "\r" in title or len(title) > TITLE_LIMIT:
+            raise BadInput(
+                f"{where}: rendered title must be one line of 1-{TITLE_LIMIT} characters "
+                f"(it has {len(title)})"
+            )
+        check_markers(body, marker, where)
+        return RenderedIssue(finding.item, title, body, issue_labels(audit, finding), marker)
+
+    def _repro(
+        self, finding: Finding, result: Mapping[str, Any] | None, commit: str | None
+    ) -> dict[str, Any]:
+        audit, tool = self.catalog.audit, self.catalog.tool
+        repository = audit.tool_repository or tool.repository
+        sha = commit or tool.commit
+        url = None
+        if repository:
+            url = f"{audit.web_url.rstrip('/')}/{repository}/blob/{sha or 'main'}/{finding.repro}"
+        minimal_path = minimal_repro_path(finding.item)
+        usable = usable_result(result)
+        return {
+            "path": finding.repro,
+            "command": f"python {finding.repro}",
+            "url": url,
+            "commit_note": None if sha or not url else "at the main branch: no commit was known",
+            "minimal": self.catalog.sources.get(minimal_path),
+            "minimal_path": minimal_path,
+            "minimal_name": minimal_path.rsplit("/", 1)[-1],
+            "result": usable,
+            "claim_lines": summary_lines(usable),
+        }
+
+
+def dating_sentence(catalog: Catalog) -> str | None:
+    """Where the audit commit lies among the releases, from the recorded anchor counts; None
+    without a record (or one that counted no release), so nothing is said."""
+    dating = catalog.dating
+    if dating is None or not dating.releases or dating.audit != catalog.audit.commit:
+        return None
+    return dating.sentence()
+
+
+def verify_line(view: StatusView | None) -> str | None:
+    """What ``artbot verify`` checked, for the Environment line: never more than the status
+    table shows (None when no release was checked)."""
+    if view is None or view.newest is None:
+        return None
+    total = len(view.rows)
+    where = f"openpipe-art {view.newest}"
+    if not view.checked:
+        return f"`artbot verify` could not check any claim against {where} (see the status table)"
+    how = f" ({view.how})" if view.how else ""
+    if total == 1:
+        what = "the finding's one claim"
+    elif view.checked == total:
+        what = "both claims" if total == 2 else f"all {total} claims"
+    else:
+        what = f"{view.checked} of {total} claims"
+    return f"`artbot verify` checked {what} against {where}{how}"
 
 
 def render_issue(
@@ -103,58 +225,15 @@ def render_issue(
     status: ItemStatus | None = None,
     commit: str | None = None,
 ) -> RenderedIssue:
-    """Title and body of the dedicated issue for ``finding``.
-
-    Raises :class:`BadInput` when the body would exceed GitHub's limit, so nothing is sent.
-    """
-    audit = catalog.audit
-    env = environment(templates_dir or catalog.root / "templates")
-    marker = IssueMarker(audit.commit, finding.item)
-    sha = commit or tool_commit(catalog.root)
-    minimal_path = minimal_repro_path(finding)
-    minimal_file = catalog.root / minimal_path
-    minimal = minimal_file.read_text(encoding="utf-8") if minimal_file.is_file() else None
-    context = {
-        "audit": audit,
-        "finding": finding,
-        "locations": [(loc, permalink(audit, loc)) for loc in finding.locations],
-        "tracking_issue": tracking_issue if tracking_issue is not None else audit.tracking_issue,
-        "repro": {
-            "path": finding.repro,
-            "command": f"python {finding.repro}",
-            "url": f"{audit.web_url.rstrip('/')}/{audit.tool_repository}/blob/"
-            f"{sha or 'main'}/{finding.repro}",
-            "commit_note": None if sha else "link points at the main branch: no commit was known",
-            "minimal": minimal,
-            "minimal_path": minimal_path,
-            "result": usable_result(repro_result),
-            "claim_lines": summary_lines(usable_result(repro_result)),
-        },
-        "source_file": catalog.files.get(finding.item, "findings/"),
-        # Where the finding stands in ART (findings/status/NN.json); None when not recorded.
-        "status": status_view(finding, status),
-        "marker": str(marker),
-        "body_start": BODY_START,
-        "body_end": BODY_END,
-    }
-    try:
-        title = env.get_template("issue_title.md.j2").render(context).strip()
-        body = env.get_template("issue_body.md.j2").render(context)
-    except jinja2.TemplateError as exc:
-        raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
-    where = catalog.files.get(finding.item, finding.repro)
-    if len(body) > GITHUB_BODY_LIMIT:
-        raise BadInput(
-            f"{where}: rendered body is {len(body):,} "
-            f"characters; GitHub's limit is {GITHUB_BODY_LIMIT:,}"
-        )
-    if not title or "\n" in title or "\r" in title or len(title) > TITLE_LIMIT:
-        raise BadInput(
-            f"{where}: rendered title must be one line of 1-{TITLE_LIMIT} characters "
-            f"(it has {len(title)})"
-        )
-    check_markers(body, marker, where)
-    return RenderedIssue(finding.item, title, body, issue_labels(audit, finding), marker)
+    """:meth:`Renderer.issue` with a renderer for ``catalog`` (templates compiled once per
+    process): for one-off callers and tests."""
+    return Renderer(catalog, templates_dir).issue(
+        finding,
+        tracking_issue=tracking_issue,
+        repro_result=repro_result,
+        status=status,
+        commit=commit,
+    )
 
 
 def check_markers(body: str, marker: IssueMarker, where: str) -> None:
@@ -186,14 +265,24 @@ def usable_result(result: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 
 
 def render_checklist(
-    entries: Sequence[Any], audit: Audit, templates_dir: Path, sub_issues: Any = None
+    entries: Sequence[Any],
+    audit: Audit,
+    templates_dir: Path,
+    sub_issues: Any = None,
+    panel: Any = None,
 ) -> str:
     """The inner lines of the tracking issue's managed block; ``sub_issues`` is the
-    :class:`artbot.subissues.SubIssueRecord` kept in it (None: no sub-issue line)."""
+    :class:`artbot.subissues.SubIssueRecord` kept in it (None: no sub-issue line), ``panel``
+    the :class:`artbot.panel.Panel` of requests (None: every request offered, unticked)."""
+    from .panel import panel as requests_panel
+
     env = environment(templates_dir)
     try:
         return env.get_template("checklist.md.j2").render(
-            entries=entries, audit_commit=audit.commit, sub_issues=sub_issues
+            entries=entries,
+            audit_commit=audit.commit,
+            sub_issues=sub_issues,
+            panel=panel if panel is not None else requests_panel(entries, (), None),
         )
     except jinja2.TemplateError as exc:
         raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc

@@ -29,6 +29,9 @@ class Settings:
     api_url: str | None = None  # $GITHUB_API_URL
     in_actions: bool = False  # $GITHUB_ACTIONS == "true": print workflow annotations
     secondary_rate_wait: float = DEFAULT_SECONDARY_RATE_WAIT  # $ARTBOT_SECONDARY_RATE_WAIT
+    # Where artbot's own files are hosted (repro links): --tool-repository, else see toolsource.
+    tool_repository: str | None = None
+    workspace: Path | None = None  # $GITHUB_WORKSPACE: the checkout of $GITHUB_REPOSITORY
 
     @classmethod
     def from_env(
@@ -37,6 +40,7 @@ class Settings:
         *,
         root: Path = Path("."),
         debug: bool = False,
+        tool_repository: str | None = None,
     ) -> Settings:
         env = os.environ if env is None else env
         secrets = tuple(v for k in TOKEN_VARIABLES if (v := env.get(k)))
@@ -51,6 +55,8 @@ class Settings:
             secondary_rate_wait=float(
                 env.get("ARTBOT_SECONDARY_RATE_WAIT", DEFAULT_SECONDARY_RATE_WAIT)
             ),
+            tool_repository=tool_repository,
+            workspace=Path(env["GITHUB_WORKSPACE"]) if env.get("GITHUB_WORKSPACE") else None,
         )
 
     def __repr__(self) -> str:

@@ -1,7 +1,8 @@
 """What an issue says about where its finding stands, and how it is filed: pure.
 
 :func:`status_view` turns a finding and its recorded :class:`~artbot.status.ItemStatus` into
-the rows ``templates/partials/status.md.j2`` renders and the decision ``open`` acts on:
+the line and rows ``templates/partials/status_line.md.j2`` and ``status_table.md.j2`` render,
+and the decision ``open`` acts on:
 
 * **closed** (filed as a closed issue, ``state_reason: completed``) only when *every* claim of
   the finding was checked at the newest release and is fixed there and stays fixed from
@@ -22,10 +23,26 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from .models import Claim, Finding
-from .status import ClaimResult, ClaimVerdict, ItemStatus, StatusError, StatusPoint, Verdict
+from .status import (
+    Change,
+    ClaimResult,
+    ClaimVerdict,
+    ItemStatus,
+    Method,
+    SourceLine,
+    StatusError,
+    StatusPoint,
+    Verdict,
+)
 
 Filing = Literal["open", "closed"]
 _DETAIL_MAX = 80
+_CELL_MAX = 240  # a cell's measured detail or reason: cut at a word, never inside one
+_METHOD_WORDS = {
+    "ran": "running ART's own code",
+    "read": "reading its source",
+    "modelled": "artbot's model only",
+}
 _STATE_RE = re.compile(r"<!-- artbot:status item=(\d+) state=([A-Za-z0-9=,.+!-]+) -->")
 # What a point's label (a version or a commit) and a claim id may be: they reach headings,
 # hidden markers and the state token, so anything else is refused rather than escaped.
@@ -42,6 +59,20 @@ class Column:
     label: str  # e2a406a48, 0.5.23, a main commit
     checked_on: str
     newest: bool = False
+    # How its verdicts were reached: every method its claims name, strongest first
+    # ("modelled" alone: the column is artbot's model of that code, not the code).
+    methods: tuple[str, ...] = ()
+
+    @property
+    def heading(self) -> str:
+        """The column's heading: named for what was run or read there."""
+        if self.source == "audit":
+            if set(self.methods) <= {Method.modelled.value}:
+                return f"artbot's model of `{self.label}`"
+            return f"`{self.label}`, checked by artbot ({', '.join(self.methods)})"
+        if self.source == "release":
+            return f"openpipe-art {self.label}" + (" (newest checked)" if self.newest else "")
+        return f"ART main `{self.label}`"
 
 
 @dataclass(frozen=True)
@@ -49,8 +80,10 @@ class Row:
     claim: str  # the claim id
     text: str  # the audit's words, one line, table-safe
     sentence: str  # the audit's words, one line, for running text
-    cells: tuple[str, ...]  # one per column: "reproduced", "fixed", "not checked (why)"
+    cells: tuple[str, ...]  # one per column: "reproduced (read)<br>at `art/x.py:12`", ...
     fixed_in: str | None  # the release from which this claim stays fixed
+    fix: str = ""  # the Fixed-in cell: the release, its fixing lines and the upstream change
+    has_fix: bool = False  # the record gives the fixing lines (ClaimResult.fix)
 
 
 @dataclass(frozen=True)
@@ -69,6 +102,29 @@ class StatusView:
     filing: Filing
     title: str | None  # the remaining symptom, when the issue is scoped to it
     marker: str  # hidden line recording the state this body states
+    # How the newest release's checked claims were checked: (method, count), strongest first.
+    methods: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def fixes_shown(self) -> bool:
+        """Every claim fixed in a release has its fixing lines in the table."""
+        fixed = [r for r in self.rows if r.fixed_in]
+        return bool(fixed) and all(r.has_fix for r in fixed)
+
+    @property
+    def checked(self) -> int:
+        """Claims checked (fixed or reproduced) at the newest release."""
+        return len(self.fixed) + len(self.remaining)
+
+    @property
+    def how(self) -> str:
+        """E.g. "1 claim by running ART's own code, 2 by reading its source": how the newest
+        release's checked claims were checked ("" when the record does not say)."""
+        parts = [f"{n} by {_METHOD_WORDS[m]}" for m, n in self.methods]
+        if parts:
+            n = self.methods[0][1]
+            parts[0] = parts[0].replace(" by ", " claim by " if n == 1 else " claims by ", 1)
+        return ", ".join(parts)
 
     @property
     def state(self) -> str:
@@ -76,9 +132,66 @@ class StatusView:
 
 
 def one_line(text: str, limit: int = _DETAIL_MAX) -> str:
-    """One line, no raw HTML, at most ``limit`` characters."""
+    """One line, no raw HTML, at most ``limit`` characters; a longer text is cut at the last
+    space that fits (a word, never part of one), then "…"."""
     flat = " ".join(text.split()).replace("<", "&lt;")
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    if flat[limit - 1] != " " and " " in cut:
+        cut = cut.rsplit(" ", 1)[0]
+    while cut.endswith("&") or re.search(r"&[a-z]{0,2}$", cut):  # never half an "&lt;"
+        cut = cut[: cut.rfind("&")]
+    return cut.rstrip() + "…"
+
+
+def code_span(text: str, in_table: bool = True) -> str:
+    """``text`` as an inline code span: one line, a fence longer than any run of backticks in
+    it; ``in_table``: every ``|`` escaped too (GFM splits a table's cells before code spans)."""
+    # A source line quoting artbot's marker prefix must not read as a marker in the body: a
+    # zero-width space splits it (a code span shows its text as is, so "&lt;" would show).
+    flat = " ".join(text.split()).replace("<!--", "<!-\u200b-")
+    longest = max((len(m) for m in re.findall(r"`+", flat)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") or not flat else ""
+    if not in_table:
+        return f"{fence}{pad}{flat}{pad}{fence}"
+    # In a code span a backslash is literal, but GFM's cell splitting still reads "\\|" as
+    # an escaped backslash and a cell break: a backslash before a pipe gets a space.
+    body = flat.replace("\\|", "\\ |").replace("|", "\\|")
+    return f"{fence}{pad}{body}{pad}{fence}"
+
+
+def source_ref(line: SourceLine) -> str:
+    """`art/loss.py:387–395`, then the line to look for when recorded."""
+    span = f"{line.line}" if line.end in (None, line.line) else f"{line.line}–{line.end}"
+    ref = code_span(f"{line.path}:{span}")
+    return f"{ref}, look for {code_span(line.look_for)}" if line.look_for.strip() else ref
+
+
+_COMMIT_RE = re.compile(r"[0-9a-f]{7,40}")
+
+
+def change_text(change: Change | None, web_url: str = "https://github.com") -> str:
+    """The upstream change as a cell's words: a commit or pull request that GitHub reported,
+    or "change not identified: why". A URL is linked only when it is on ``web_url``."""
+    if change is None:
+        return ""
+    if not change.identified:
+        why = cell_text(change.note, _CELL_MAX) if change.note.strip() else "no reason recorded"
+        return f"change not identified: {why}"
+    parts = []
+    if change.commit and _COMMIT_RE.fullmatch(change.commit):
+        parts.append(f"`{change.commit[:9]}`")
+    if change.pull:
+        parts.append(f"#{change.pull}")
+    name = " ".join(parts) or "the change"
+    base = web_url.rstrip("/") + "/"
+    url = change.url or ""
+    if url.startswith(base) and re.fullmatch(r"[\w./#:%?=&+-]+", url):
+        name = f"[{name}]({url})"
+    title = f" {cell_text(change.title, 120)}" if change.title.strip() else ""
+    return f"change: {name}{title}"
 
 
 def cell_text(text: str, limit: int = _DETAIL_MAX) -> str:
@@ -90,13 +203,38 @@ _NOT_CHECKED_RE = re.compile(r"^not checked\s*\((.*)\)$", re.S)
 
 
 def _cell(result: ClaimResult | None) -> str:
+    """One claim at one point: the verdict and how it was reached, what was measured, and
+    where in that code (``<br>`` between parts: GitHub shows it as a line break in a cell)."""
     if result is None:
         return "not checked"
     # A repro's detail may already read "not checked (why)": say it once.
     why = _NOT_CHECKED_RE.sub(r"\1", result.detail.strip())
-    if result.verdict is ClaimVerdict.not_checked and why:
-        return f"not checked ({cell_text(why)})"
-    return result.verdict.value
+    if result.verdict is ClaimVerdict.not_checked:
+        head = f"not checked ({cell_text(why, _CELL_MAX)})" if why else "not checked"
+    else:
+        method = f" ({result.method.value})" if result.method else ""
+        head = f"{result.verdict.value}{method}"
+        if why:
+            head += f": {cell_text(why, _CELL_MAX)}"
+    return "<br>".join([head, *(f"at {source_ref(line)}" for line in result.at)])
+
+
+def _fix_cell(release: str | None, result: ClaimResult | None, web_url: str) -> str:
+    """The Fixed-in cell: the release, and at that release the fixing lines and the change."""
+    if release is None:
+        return "—"
+    fix = result.fix if result is not None else None
+    if fix is None:
+        return release
+    parts = [release, *(f"fix at {source_ref(line)}" for line in fix.lines)]
+    # Say what was not asked too: a record without a change never looked one up.
+    parts.append(change_text(fix.change, web_url) if fix.change else "change not looked up")
+    return "<br>".join(parts)
+
+
+def _methods(point: StatusPoint | None) -> tuple[str, ...]:
+    found = {r.method for r in (point.claims.values() if point else ()) if r.method}
+    return tuple(m.value for m in Method if m in found)
 
 
 def _claims(finding: Finding, status: ItemStatus) -> list[Claim | str]:
@@ -113,18 +251,22 @@ def _columns(status: ItemStatus) -> list[tuple[Column, StatusPoint]]:
     releases = status.releases()
     out: list[tuple[Column, StatusPoint]] = []
     if audit is not None:
-        out.append((Column("audit", audit.label, audit.checked_on), audit))
+        out.append((Column("audit", audit.label, audit.checked_on, methods=_methods(audit)), audit))
     if releases:
         newest = releases[-1]
-        out.append((Column("release", newest.label, newest.checked_on, newest=True), newest))
+        column = Column("release", newest.label, newest.checked_on, True, _methods(newest))
+        out.append((column, newest))
     main = status.main
     if main is not None:
-        out.append((Column("main", main.label, main.checked_on), main))
+        out.append((Column("main", main.label, main.checked_on, methods=_methods(main)), main))
     return out
 
 
-def status_view(finding: Finding, status: ItemStatus | None) -> StatusView | None:
-    """The status an issue states for ``finding``, or None when nothing was recorded."""
+def status_view(
+    finding: Finding, status: ItemStatus | None, web_url: str = "https://github.com"
+) -> StatusView | None:
+    """The status an issue states for ``finding``, or None when nothing was recorded.
+    ``web_url``: the only site a recorded change's link may point at."""
     if status is None:
         return None
     if status.item != finding.item:
@@ -139,16 +281,21 @@ def status_view(finding: Finding, status: ItemStatus | None) -> StatusView | Non
     releases = status.releases()
     newest_point = releases[-1] if releases else None
     rows = []
+    by_label = {p.label: p for p in releases}
     for claim in _claims(finding, status):
         cid = claim if isinstance(claim, str) else claim.id
         text = cid if isinstance(claim, str) else claim.text
+        fixed_in = status.fixed_in(cid) if newest_point else None
+        at_fix = by_label[fixed_in].claims.get(cid) if fixed_in else None
         rows.append(
             Row(
                 claim=cid,
                 text=cell_text(text, 200),
                 sentence=one_line(text, 200),
                 cells=tuple(_cell(point.claims.get(cid)) for _, point in columns),
-                fixed_in=status.fixed_in(cid) if newest_point else None,
+                fixed_in=fixed_in,
+                fix=_fix_cell(fixed_in, at_fix, web_url),
+                has_fix=at_fix is not None and at_fix.fix is not None,
             )
         )
 
@@ -182,8 +329,16 @@ def status_view(finding: Finding, status: ItemStatus | None) -> StatusView | Non
         filing="closed" if fixed_in else "open",
         title=title,
         marker="",
+        methods=_method_counts(newest_point, [*fixed, *remaining]),
     )
     return replace(view, marker=f"<!-- artbot:status item={view.item} state={view.state} -->")
+
+
+def _method_counts(point: StatusPoint | None, rows: Sequence[Row]) -> tuple[tuple[str, int], ...]:
+    if point is None:
+        return ()
+    used = [r.method for row in rows if (r := point.claims.get(row.claim)) and r.method]
+    return tuple((m.value, used.count(m)) for m in Method if m in used)
 
 
 def _claim(finding: Finding, row: Row) -> Claim | None:

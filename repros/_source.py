@@ -1,97 +1,108 @@
-"""Reading ART's source for the *read* checks (``check_art``): find a function, a line in it,
-and say where, as ``file:line`` in the release that was read.
+"""Read ART's source with ``ast``, one statement at a time.
 
-Text, not ``ast``: newer releases may use syntax this Python cannot parse. Nothing here runs
-ART's code.
+ART needs Python 3.12 and some of its files use 3.12 syntax (``type X = ...``), which the
+Python that runs artbot (3.11) cannot parse as a whole file. So a check finds a statement by
+its text, then parses *that statement* on its own (dedented), never cutting code at a bracket:
+
+- :func:`statement_at` parses the simple statement that starts on a line (an assignment or a
+  call spread over several lines), adding one line at a time until the text parses.
+- :func:`block_at` parses the compound statement (``def``, ``class``) that starts on a line,
+  with every line indented under it.
+- :func:`lines_with` lists the lines that hold a piece of text.
+
+Line numbers are the file's (1-based). Nothing here runs ART's code.
 """
 
 from __future__ import annotations
 
-import re
+import ast
+import textwrap
 from dataclasses import dataclass
-from typing import Any
+
+MAX_STATEMENT_LINES = 400
 
 
 @dataclass(frozen=True)
-class Function:
-    """One ``def`` in a file: its 1-based first and last line and its lines."""
+class Parsed:
+    """One statement of a file, parsed alone; ``line`` and ``end`` are the file's lines."""
 
-    path: str
-    name: str
-    first: int
-    last: int
-    lines: tuple[str, ...]
+    node: ast.stmt
+    line: int
+    end: int
+    text: str
 
-    def find(self, pattern: str) -> int | None:
-        """1-based line number (in the file) of the first line matching ``pattern``."""
-        for offset, line in enumerate(self.lines):
-            if re.search(pattern, line):
-                return self.first + offset
+
+def lines_with(text: str, needle: str) -> list[int]:
+    """1-based numbers of the lines of ``text`` that contain ``needle``."""
+    return [n for n, line in enumerate(text.splitlines(), 1) if needle in line]
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _parse(lines: list[str], first: int, last: int) -> ast.stmt | None:
+    """Lines ``first..last`` (1-based, inclusive) as one statement, or None if they don't parse."""
+    chunk = textwrap.dedent("\n".join(lines[first - 1 : last]))
+    try:
+        module = ast.parse(chunk)
+    except SyntaxError:
         return None
-
-    def line(self, number: int) -> str:
-        """Line ``number`` of the file (inside this function), stripped: a ``look_for``."""
-        return self.lines[number - self.first].strip()
-
-    def text(self, first: int | None = None, last: int | None = None) -> str:
-        """The lines from ``first`` to ``last`` (file line numbers, inclusive)."""
-        lo = (first or self.first) - self.first
-        hi = (last or self.last) - self.first + 1
-        return "\n".join(self.lines[lo:hi])
-
-    def statement_end(self, line: int) -> int:
-        """Last line of the statement starting at ``line``: where its brackets close."""
-        depth = 0
-        for offset, text in enumerate(self.lines[line - self.first :]):
-            code = text.split("#", 1)[0]
-            depth += code.count("(") + code.count("[") - code.count(")") - code.count("]")
-            if depth <= 0:
-                return line + offset
-        return self.last
+    return module.body[0] if len(module.body) == 1 else None
 
 
-def function(source: str, path: str, name: str, owner: str | None = None) -> Function | None:
-    """The function ``name`` (a method of class ``owner`` when given) in ``source``."""
-    lines = source.splitlines()
-    start = 0
-    if owner is not None:
-        cls = next((i for i, line in enumerate(lines) if re.match(rf"class {owner}\b", line)), None)
-        if cls is None:
-            return None
-        start = cls + 1
-    for i in range(start, len(lines)):
-        top_level = re.match(r"[^\s#)\]@]", lines[i])
-        if owner is not None and top_level:
-            return None  # left the class
-        found = re.match(rf"(\s*)(async\s+)?def {name}\(", lines[i])
-        if found is None:
-            continue
-        indent = len(found.group(1))
-        end = i + 1
-        while end < len(lines):
-            line = lines[end]
-            dedented = line.strip() and (len(line) - len(line.lstrip())) <= indent
-            if dedented and not line.lstrip().startswith((")", "]")):
-                break
-            end += 1
-        while end > i + 1 and not lines[end - 1].strip():
-            end -= 1
-        return Function(path, name, i + 1, end, tuple(lines[i:end]))
-    return None
+def statement_at(text: str, line: int) -> Parsed:
+    """The statement that starts on ``line``: the shortest run of lines from there that parses
+    as exactly one statement."""
+    lines = text.splitlines()
+    for last in range(line, min(len(lines), line + MAX_STATEMENT_LINES) + 1):
+        node = _parse(lines, line, last)
+        if node is not None:
+            return Parsed(node, line, last, "\n".join(lines[line - 1 : last]))
+    raise SyntaxError(f"no statement starting on line {line} parses")
 
 
-def at(path: str, line: int, end: int | None = None, look_for: str = "") -> dict[str, Any]:
-    """One ``at`` entry of a read verdict (artbot.status.SourceLine's fields)."""
-    out: dict[str, Any] = {"path": path, "line": line, "look_for": look_for}
-    if end is not None and end != line:
-        out["end"] = end
-    return out
+def block_at(text: str, line: int) -> Parsed:
+    """The ``def`` or ``class`` that starts on ``line`` (decorators excluded), with its body:
+    every following line that is blank or indented deeper than its first line."""
+    lines = text.splitlines()
+    base = _indent(lines[line - 1])
+    last = line
+    for n in range(line + 1, len(lines) + 1):
+        current = lines[n - 1]
+        if current.strip() and _indent(current) <= base:
+            # A closing bracket of a multi-line signature sits at the def's own indentation.
+            if current.strip().startswith((")", "]", "}")) and n == last + 1:
+                last = n
+                continue
+            break
+        last = n
+    while last > line and not lines[last - 1].strip():
+        last -= 1
+    node = _parse(lines, line, last)
+    if node is None:
+        raise SyntaxError(f"the block starting on line {line} does not parse")
+    return Parsed(node, line, last, "\n".join(lines[line - 1 : last]))
 
 
-def where(entries: list[dict[str, Any]]) -> str:
-    """``art/x.py:L12-L14, art/y.py:L3`` for a verdict's detail."""
-    parts = []
-    for e in entries:
-        span = f"L{e['line']}" + (f"-L{e['end']}" if e.get("end") else "")
-        parts.append(f"{e['path']}:{span}")
-    return ", ".join(parts)
+def enclosing_def(text: str, line: int) -> Parsed:
+    """The innermost ``def`` whose block holds ``line``."""
+    lines = text.splitlines()
+    target = _indent(lines[line - 1])
+    for n in range(line - 1, 0, -1):
+        head = lines[n - 1].lstrip()
+        if head.startswith(("def ", "async def ")) and _indent(lines[n - 1]) < target:
+            block = block_at(text, n)
+            if block.end >= line:
+                return block
+            target = _indent(lines[n - 1])
+    raise SyntaxError(f"line {line} is in no function")
+
+
+def class_named(text: str, name: str) -> Parsed:
+    """``class <name>`` at any indentation, parsed with its body."""
+    for n in lines_with(text, f"class {name}"):
+        head = text.splitlines()[n - 1].lstrip()
+        if head.startswith((f"class {name}:", f"class {name}(")):
+            return block_at(text, n)
+    raise LookupError(f"no class {name}")

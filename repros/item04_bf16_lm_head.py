@@ -72,6 +72,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
+import _evidence  # noqa: E402
 import _source  # noqa: E402
 
 VOCAB = 32_768
@@ -577,6 +578,13 @@ def build_report() -> _common.Report:
 _FP32 = r"\.float\(\)|torch\.float32|\.to\(torch\.float|dtype\s*=\s*torch\.float32"
 
 
+def _in_block(source: str, block: _source.Parsed, needle: str) -> int | None:
+    """First line inside ``block`` holding ``needle``."""
+    return next(
+        (n for n in _source.lines_with(source, needle) if block.line <= n <= block.end), None
+    )
+
+
 def check_art(art: Any) -> dict[str, Any]:
     """Read TrainerRank's head in ``art`` (its text, nothing run): does
     ``_local_logits_from_hidden_rows`` still take its logits from the output layer's GEMM on
@@ -590,47 +598,53 @@ def check_art(art: Any) -> dict[str, Any]:
     noise is this script's measurement; the dtype of the model's weights is configuration,
     not read here.
     """
-    path = f"{art.name}/trainer_rank/_impl.py"
-    source = art.source("trainer_rank/_impl.py")
-    fn = _source.function(source, path, "_local_logits_from_hidden_rows")
+    relpath = "trainer_rank/_impl.py"
+    path = f"{art.name}/{relpath}"
+    source = art.source(relpath)
     claim = "bf16-logit-rounding-noise"
     ran = [f"{path}:_local_logits_from_hidden_rows (source read, not run)"]
-    if fn is None:
-        why = f"{path}: _local_logits_from_hidden_rows not found (the head moved or changed)"
+    heads = _source.lines_with(source, "def _local_logits_from_hidden_rows(")
+    fn = _source.block_at(source, heads[0]) if heads else None
+    call = _in_block(source, fn, "logits, _ = output_layer(") if fn else None
+    if fn is None or call is None:
+        why = f"{path}: " + (
+            "_local_logits_from_hidden_rows not found (the head moved or changed)"
+            if fn is None
+            else f"no output_layer call found in the function (L{fn.line}-L{fn.end})"
+        )
         return {"claims": {claim: (None, why)}, "detail": why, "ran": ran, "scope": None}
-    call = fn.find(r"\blogits\s*,\s*_\s*=\s*output_layer\(")
-    if call is None:
-        why = f"{path}:L{fn.first}-L{fn.last}: no output_layer call found in the function"
-        return {"claims": {claim: (None, why)}, "detail": why, "ran": ran, "scope": None}
-    end = fn.statement_end(call)
-    before, inside = fn.text(fn.first, call - 1), fn.text(call, end)
-    after = fn.text(end + 1, fn.last)
-    fp32_gemm = bool(re.search(_FP32, inside)) or bool(
+    lines = source.splitlines()
+    stmt = _source.statement_at(source, call)
+    before = "\n".join(lines[fn.line - 1 : call - 1])
+    after = "\n".join(lines[stmt.end : fn.end])
+    fp32_gemm = bool(re.search(_FP32, stmt.text)) or bool(
         re.search(rf"\b(hidden|output_weight)\s*=.*({_FP32})", before)
     )
     upcast_after = bool(re.search(_FP32, after))
-    returned = fn.find(r"^\s*return\b") or fn.last
+    returned = _in_block(source, fn, "return ") or fn.end
     entries = [
-        _source.at(path, fn.first, fn.last, fn.line(fn.first)),
-        _source.at(path, call, end, fn.line(call)),
+        {"path": path, "line": fn.line, "end": fn.end, "look_for": lines[fn.line - 1].strip()},
+        {"path": path, "line": call, "end": stmt.end, "look_for": lines[call - 1].strip()},
     ]
+    where = f"{path}:L{call}-L{stmt.end}"
     if fp32_gemm:
-        detail = f"{_source.where(entries[1:])}: the output-layer GEMM is given FP32 operands"
+        detail = f"{where}: the output-layer GEMM is given FP32 operands"
     else:
         detail = (
-            f"{_source.where(entries[1:])}: logits from the output-layer GEMM on the hidden rows "
-            "and weight as they come, no FP32 operand or output"
+            f"{where}: logits from the output-layer GEMM on the hidden rows and weight as they "
+            "come, no FP32 operand or output"
             + ("; an upcast after the call does not undo the BF16 store" if upcast_after else "")
-            + f"; returned at L{returned}-L{fn.last} through model._scale_logits"
+            + f"; returned at L{returned}-L{fn.end} through model._scale_logits"
         )
     return {
         "claims": {
-            claim: {
-                "reproduced": not fp32_gemm,
-                "detail": detail,
-                "method": "read",
-                "at": entries,
-            }
+            claim: _evidence.claim(
+                not fp32_gemm,
+                detail,
+                method="read",
+                at=entries,
+                fix=[entries[1]],
+            )
         },
         "detail": detail,
         "ran": ran,

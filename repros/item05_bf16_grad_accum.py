@@ -55,6 +55,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
+import _evidence  # noqa: E402
 import _source  # noqa: E402
 
 IN_FEATURES = 2560
@@ -338,27 +339,38 @@ def check_art(art: Any) -> dict[str, Any]:
         f"{lora_path}:LoRA.__init__ (source read, not run)",
         f"{impl_path}:_reduce_dynamic_grads (source read, not run)",
     ]
-    init = _source.function(lora_src, lora_path, "__init__", owner="LoRA")
-    reduce = _source.function(impl_src, impl_path, "_reduce_dynamic_grads")
-    leaf_a = init.find(r"self\.A_T\s*=\s*torch\.nn\.Parameter\(") if init else None
-    leaf_b = init.find(r"self\.B_T\s*=\s*torch\.nn\.Parameter\(") if init else None
-    upcast = reduce.find(r"param\.grad\.detach\(\)\.float\(\)") if reduce else None
-    if init is None or reduce is None or leaf_a is None or leaf_b is None or upcast is None:
+
+    def inside(source: str, block: _source.Parsed | None, needle: str) -> list[int]:
+        if block is None:
+            return []
+        return [n for n in _source.lines_with(source, needle) if block.line <= n <= block.end]
+
+    try:
+        lora_cls: _source.Parsed | None = _source.class_named(lora_src, "LoRA")
+    except (LookupError, SyntaxError):
+        lora_cls = None
+    heads = _source.lines_with(impl_src, "def _reduce_dynamic_grads(")
+    reduce = _source.block_at(impl_src, heads[0]) if heads else None
+    leaves = inside(lora_src, lora_cls, "self.A_T = torch.nn.Parameter(")
+    leaves += inside(lora_src, lora_cls, "self.B_T = torch.nn.Parameter(")
+    upcast = inside(impl_src, reduce, "param.grad.detach().float()")
+    if len(leaves) != 2 or not upcast:
         missing = [
             name
             for name, found in (
-                (f"{lora_path} LoRA.__init__ A_T/B_T Parameters", leaf_a and leaf_b),
+                (f"{lora_path} LoRA's A_T/B_T Parameters", len(leaves) == 2),
                 (f"{impl_path} _reduce_dynamic_grads param.grad.detach().float()", upcast),
             )
             if not found
         ]
         why = "not found: " + "; ".join(missing) + " (the accumulation moved or changed)"
         return {"claims": {claim: (None, why)}, "detail": why, "ran": ran, "scope": None}
-    leaves = init.text(leaf_a, leaf_b)
-    fp32_leaves = bool(re.search(r"torch\.float32|\.float\(\)", leaves))
+    lora_lines, impl_lines = lora_src.splitlines(), impl_src.splitlines()
+    leaf_text = "\n".join(lora_lines[n - 1] for n in leaves)
+    fp32_leaves = bool(re.search(r"torch\.float32|\.float\(\)", leaf_text))
     base_dtype = len(re.findall(r"dtype=(\w+\.)*weight\.dtype", lora_src))
     staging = [
-        f"{name}"
+        name
         for name, text in (
             ("lora.py", lora_src),
             ("_impl.py", impl_src),
@@ -366,30 +378,46 @@ def check_art(art: Any) -> dict[str, Any]:
         )
         if re.search(r"register_post_accumulate_grad_hook|\.main_grad\s*(\+=|\.add_)", text)
     ]
-    # The statement holding the upcast: from its first line to where its brackets close.
-    start = max(
-        (n for n in range(reduce.first, upcast + 1) if "grads = tuple(" in reduce.line(n)),
-        default=upcast,
-    )
-    end = max(reduce.statement_end(start), upcast)
+    # The statement holding the upcast: from ``grads = tuple(`` to where it closes.
+    starts = [n for n in inside(impl_src, reduce, "grads = tuple(") if n <= upcast[0]]
+    stmt = _source.statement_at(impl_src, starts[-1] if starts else upcast[0])
     entries = [
-        _source.at(lora_path, leaf_a, leaf_b, init.line(leaf_a)),
-        _source.at(impl_path, start, end, reduce.line(upcast)),
+        {
+            "path": lora_path,
+            "line": min(leaves),
+            "end": max(leaves),
+            "look_for": lora_lines[min(leaves) - 1].strip(),
+        },
+        {
+            "path": impl_path,
+            "line": stmt.line,
+            "end": max(stmt.end, upcast[0]),
+            "look_for": impl_lines[upcast[0] - 1].strip(),
+        },
     ]
+    where = (
+        f"{lora_path}:L{min(leaves)}-L{max(leaves)}, "
+        f"{impl_path}:L{stmt.line}-L{max(stmt.end, upcast[0])}"
+    )
     fixed = fp32_leaves or bool(staging)
     if fixed:
-        detail = f"{_source.where(entries)}: " + (
+        detail = f"{where}: " + (
             "the LoRA leaves are created in FP32" if fp32_leaves else f"FP32 staging in {staging}"
         )
     else:
         detail = (
-            f"{_source.where(entries)}: LoRA leaves in the dtype passed in ({base_dtype} "
-            "constructions pass a base weight's dtype), no FP32 staging, first FP32 copy of "
-            "param.grad at the step"
+            f"{where}: LoRA leaves in the dtype passed in ({base_dtype} constructions pass a "
+            "base weight's dtype), no FP32 staging, first FP32 copy of param.grad at the step"
         )
     return {
         "claims": {
-            claim: {"reproduced": not fixed, "detail": detail, "method": "read", "at": entries}
+            claim: _evidence.claim(
+                not fixed,
+                detail,
+                method="read",
+                at=entries,
+                fix=[entries[0]] if fp32_leaves else None,
+            )
         },
         "detail": detail,
         "ran": ran,

@@ -52,6 +52,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
+import _evidence  # noqa: E402
 import _source  # noqa: E402
 
 SHAPE = (32, 2560)
@@ -284,44 +285,62 @@ def check_art(art: Any) -> dict[str, Any]:
     path = f"{art.name}/megatron/lora.py"
     source = art.source("megatron/lora.py")
     claim = "forward-delta-rounds-away"
-    forward = _source.function(source, path, "forward", owner="LoRA")
-    proj = _source.function(source, path, "forward", owner="SelfAttentionLinearProjLoRA")
     ran = [
         f"{path}:LoRA.forward (source read, not run)",
         f"{path}: every wrapper's base + delta return (source read, not run)",
     ]
-    delta = forward.find(r"=\s*\(x @ a_t\) @ b_t") if forward else None
     lines = source.splitlines()
+
+    def method_of(owner: str, name: str) -> _source.Parsed | None:
+        try:
+            cls = _source.class_named(source, owner)
+        except (LookupError, SyntaxError):
+            return None
+        heads = [n for n in _source.lines_with(source, f"def {name}(") if cls.line <= n <= cls.end]
+        return _source.block_at(source, heads[0]) if heads else None
+
+    def first_in(block: _source.Parsed | None, pattern: str) -> int | None:
+        if block is None:
+            return None
+        return next(
+            (n for n in range(block.line, block.end + 1) if re.search(pattern, lines[n - 1])),
+            None,
+        )
+
+    forward = method_of("LoRA", "forward")
+    proj = method_of("SelfAttentionLinearProjLoRA", "forward")
+    delta = first_in(forward, r"=\s*\(x @ a_t\) @ b_t")
     adds = [(n, line.strip()) for n, line in enumerate(lines, start=1) if _ADD.search(line)]
     if forward is None or delta is None or not adds:
         why = f"not found in {path}: " + (
             "LoRA.forward's (x @ a_t) @ b_t" if delta is None else "a base + delta return"
         )
         return {"claims": {claim: (None, why)}, "detail": why, "ran": ran, "scope": None}
-    fp32_delta = bool(_FP32.search(forward.text(delta, forward.statement_end(delta) + 1)))
+    fp32_delta = bool(_FP32.search("\n".join(lines[delta - 1 : delta + 1])))
     bf16_adds = [(n, text) for n, text in adds if not _adds_in_fp32(text)]
-    entries = [_source.at(path, delta, delta + 1, forward.line(delta))]
-    proj_add = proj.find(r"return\b.*\+") if proj else None
-    if proj is not None and proj_add is not None:
-        entries.append(_source.at(path, proj_add, None, proj.line(proj_add)))
+    entries = [
+        {"path": path, "line": delta, "end": delta + 1, "look_for": lines[delta - 1].strip()}
+    ]
+    proj_add = first_in(proj, r"return\b.*\+")
+    if proj_add is not None:
+        entries.append({"path": path, "line": proj_add, "look_for": lines[proj_add - 1].strip()})
+    where = ", ".join(
+        f"{path}:L{e['line']}" + (f"-L{e['end']}" if e.get("end") else "") for e in entries
+    )
     others = ", ".join(f"L{n}" for n, _ in adds if n != proj_add)
     if bf16_adds:
         detail = (
-            f"{_source.where(entries)}: the delta is made in "
+            f"{where}: the delta is made in "
             + ("FP32" if fp32_delta else "the input's dtype")
             + f" and {len(bf16_adds)} of {len(adds)} base + delta returns add it without "
             f"FP32 (the others at {others})"
         )
     else:
-        detail = f"{_source.where(entries)}: all {len(adds)} base + delta returns add in FP32"
+        detail = f"{where}: all {len(adds)} base + delta returns add in FP32"
+    fix = [{"path": path, "line": n, "look_for": text} for n, text in adds]
     return {
         "claims": {
-            claim: {
-                "reproduced": bool(bf16_adds),
-                "detail": detail,
-                "method": "read",
-                "at": entries,
-            }
+            claim: _evidence.claim(bool(bf16_adds), detail, method="read", at=entries, fix=fix)
         },
         "detail": detail,
         "ran": ran,

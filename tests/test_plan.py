@@ -96,6 +96,9 @@ class MemoryRepo:
     def existing_labels(self) -> set[str]:
         return set(self.labels)
 
+    def permission(self, login: str) -> str:
+        return "write"  # the Repo protocol's; no test here edits the tracking issue
+
     def create_label(
         self, name: str, color: str | None = None, description: str | None = None
     ) -> None:

@@ -23,9 +23,19 @@ TRACKING = 1111
 
 
 def golden_text(item: int) -> str:
-    """The rendered issue as the golden file holds it (no captured repro output: it varies)."""
+    """The rendered issue as the golden file holds it: with the recorded status
+    (findings/status/), without captured repro output (it varies by machine), from a checkout
+    whose repository is not known (the script is named, not linked)."""
+    from artbot.status import load_status
+
     catalog = load_catalog(REPO)
-    issue = render_issue(catalog, catalog.get(item), tracking_issue=TRACKING, commit="0" * 40)
+    issue = render_issue(
+        catalog,
+        catalog.get(item),
+        tracking_issue=TRACKING,
+        status=load_status(REPO, item),
+        commit="0" * 40,
+    )
     return f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
 
 
@@ -203,3 +213,185 @@ def test_artbots_evidence_figures_are_ones_its_repro_printed() -> None:
             assert close, f"item {finding.item}: {text!r} is not in the captured output"
             checked += 1
     assert checked >= 7
+
+
+# -- a renderer built once per run (#20.1) -------------------------------------------------
+
+
+def test_rendering_opens_no_file_and_starts_no_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the catalog is loaded and the renderer built, every issue, the checklist and a
+    status comment render with file opening and process creation disabled."""
+    import builtins
+    import io
+    import os
+    import subprocess
+
+    from artbot.apply import status_views
+    from artbot.plan import checklist_entries
+    from artbot.render import Renderer, render_checklist, render_status_comment
+    from artbot.reprorun import load_result
+    from artbot.status import load_status
+
+    catalog = load_catalog(REPO)
+    inputs = {
+        f.item: (load_result(REPO, f.item), load_status(REPO, f.item)) for f in catalog.findings
+    }
+    views = status_views(catalog, catalog.findings)
+    entries = checklist_entries(catalog.findings, [], catalog.audit, None, views)
+    renderer = Renderer(catalog)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"rendering touched the system: {args[:1]!r}")
+
+    for module, name in [
+        (builtins, "open"),
+        (io, "open"),
+        (os, "open"),
+        (os, "stat"),
+        (os, "scandir"),
+        (os, "listdir"),
+        (os, "posix_spawn"),
+        (os, "fork"),
+        (subprocess, "Popen"),
+    ]:
+        monkeypatch.setattr(module, name, refuse)
+    bodies = [
+        renderer.issue(f, tracking_issue=TRACKING, repro_result=r, status=s).body
+        for f in catalog.findings
+        for r, s in [inputs[f.item]]
+    ]
+    checklist = render_checklist(entries, catalog.audit, REPO / "templates")
+    view = views[7]
+    comment = render_status_comment(view, "open", catalog.audit, REPO / "templates")
+    monkeypatch.undo()
+    assert len(bodies) == len(ALL_ITEMS) and all(IssueMarker.find(b) for b in bodies)
+    assert "- [" in checklist and "artbot status" in comment
+
+
+def test_templates_are_compiled_once_per_process() -> None:
+    from artbot.apply import render_all
+    from artbot.render import _compiled
+
+    catalog = load_catalog(REPO)
+    render_all(catalog, catalog.findings, TRACKING)
+    before = _compiled.cache_info()
+    render_all(catalog, catalog.findings, TRACKING)
+    after = _compiled.cache_info()
+    assert after.misses == before.misses and after.hits > before.hits
+
+
+# -- links to artbot's own repository (#22.7) ----------------------------------------------
+
+
+@pytest.mark.parametrize("item", ALL_ITEMS)
+def test_no_body_holds_a_placeholder_link(item: int) -> None:
+    from artbot.status import load_status
+
+    catalog = load_catalog(REPO)
+    body = render_issue(catalog, catalog.get(item), status=load_status(REPO, item)).body
+    assert "OWNER/" not in body
+
+
+def test_the_full_script_links_to_the_tool_repository_at_its_commit() -> None:
+    from dataclasses import replace
+
+    from artbot.toolsource import ToolSource
+
+    catalog = load_catalog(REPO)
+    finding = catalog.get(7)
+    sha = "1" * 40
+    linked = replace(catalog, tool=ToolSource("someone/artbot", sha, "--tool-repository"))
+    body = render_issue(linked, finding).body
+    assert (
+        f"[`{finding.repro}`](https://github.com/someone/artbot/blob/{sha}/{finding.repro})" in body
+    )
+    body = render_issue(replace(catalog, tool=ToolSource("someone/artbot", None)), finding).body
+    assert "/someone/artbot/blob/main/" in body and "no commit was known" in body
+    plain = render_issue(catalog, finding).body
+    assert f"Full measurement script: `{finding.repro}` in artbot's repository" in plain
+    assert "/blob/" not in plain.split("Full measurement script", 1)[1].split("\n", 1)[0]
+
+
+def test_the_tool_repository_comes_from_the_flag_actions_or_the_remote(tmp_path: Path) -> None:
+    import subprocess
+
+    from artbot.toolsource import parse_remote, resolve_tool_source
+
+    assert parse_remote("https://github.com/a-b/art.bot.git") == "a-b/art.bot"
+    assert parse_remote("git@github.com:a/b.git") == "a/b"
+    assert parse_remote("ssh://git@github.com/a/b") == "a/b"
+    assert parse_remote("https://github.com/OWNER/artbot") is None
+    assert parse_remote("/some/local/path") is None
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert resolve_tool_source(bare).repository is None
+    flagged = resolve_tool_source(bare, flag="x/y", actions_repository="a/b", workspace=bare)
+    assert (flagged.repository, flagged.origin) == ("x/y", "--tool-repository")
+    assert resolve_tool_source(bare, actions_repository="a/b", workspace=bare).repository == "a/b"
+    # An action's own folder is not the checkout of $GITHUB_REPOSITORY.
+    elsewhere = tmp_path / "workspace"
+    elsewhere.mkdir()
+    assert (
+        resolve_tool_source(bare, actions_repository="a/b", workspace=elsewhere).repository is None
+    )
+    with pytest.raises(BadInput, match="--tool-repository"):
+        resolve_tool_source(bare, flag="OWNER/artbot")
+
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q", str(bare)], check=True)
+    subprocess.run([*git, "-C", str(bare), "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    subprocess.run(
+        [*git, "-C", str(bare), "remote", "add", "origin", "git@github.com:someone/artbot.git"],
+        check=True,
+    )
+    found = resolve_tool_source(bare)
+    assert found.repository == "someone/artbot" and found.origin == "git remote origin"
+    assert found.commit is not None and len(found.commit) == 40
+
+
+def test_render_says_once_when_the_repository_is_not_known(tmp_path: Path) -> None:
+    import shutil
+
+    for part in ("findings", "repros", "templates"):
+        shutil.copytree(REPO / part, tmp_path / part)
+    env = {"GITHUB_ACTIONS": None, "GITHUB_REPOSITORY": None, "GITHUB_WORKSPACE": None}
+    runner = CliRunner(env=env)
+    out = tmp_path / "out"
+    result = runner.invoke(cli, ["--root", str(tmp_path), "render", "--all", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("artbot's repository is not known") == 1
+    assert (
+        "](https://" not in (out / "07.md").read_text(encoding="utf-8").split("Full measurement")[1]
+    )
+    args = ["--root", str(tmp_path), "--tool-repository", "someone/artbot", "render", "--item", "7"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0 and "not known" not in result.stderr
+    assert "https://github.com/someone/artbot/blob/main/repros/item07" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new"),
+    [
+        (
+            "findings/audit.yaml",
+            "tracking_label:",
+            "tool_repository: OWNER/artbot\ntracking_label:",
+        ),
+        (
+            "findings/07-tis-fallback.yaml",
+            "summary: >-",
+            "summary: >-\n  See OWNER/artbot for this.",
+        ),
+    ],
+)
+def test_validate_rejects_the_placeholder(tmp_path: Path, path: str, old: str, new: str) -> None:
+    import shutil
+
+    for part in ("findings", "repros"):
+        shutil.copytree(REPO / part, tmp_path / part)
+    target = tmp_path / path
+    target.write_text(target.read_text(encoding="utf-8").replace(old, new, 1), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["--root", str(tmp_path), "validate"])
+    assert result.exit_code == 2, result.output
+    assert path in result.output and "'OWNER/'" in result.output

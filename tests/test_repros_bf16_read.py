@@ -1,17 +1,16 @@
 """The *read* checks of items 4, 5 and 11 (``check_art``) on the release sources, both ways.
 
 Each check reads one release's text and must come out either way: on the release as shipped
-it finds the anchored code (reproduced, with ``file:line`` in that release); on a copy with
-the audit's fix applied it says fixed; on a copy with a change that is *not* a fix (an upcast
-after the BF16 store, an FP32 sum cast back to BF16) it still says reproduced; on a copy
-without the code it says not checked. The record's schema (``ClaimResult``) takes what it
-returns through ``artbot.verify.code.claim_results``.
+it finds the anchored code (reproduced, with ``file:line`` in that release); on a copy with the
+audit's fix applied (the item's repros/controls/ FIX, as tests/test_controls.py applies it) it
+says fixed, with fixing lines that hold in the copy; on a copy with a change that is *not* a
+fix (an upcast after the BF16 store, an FP32 sum cast back to BF16, one wrapper of seven) it
+still says reproduced; on a copy without the code it says not checked. What it returns
+validates as the record's claims through ``artbot.verify.code.claim_results``.
 """
 
 from __future__ import annotations
 
-import re
-import shutil
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -23,15 +22,12 @@ from artbot.scripts import import_script
 from artbot.status import ClaimVerdict, Method
 from artbot.verify.code import claim_results
 from artbot.verify.isolation import ArtModules
+from tests.controls import Edit, controlled_copy, load_control
 from tests.wheels import ArtWheels
 
 ROOT = Path(__file__).resolve().parents[1]
 REPROS = ROOT / "repros"
 SCRIPTS = {4: "item04_bf16_lm_head", 5: "item05_bf16_grad_accum", 11: "item11_bf16_lora_add"}
-FILES = {4: ["trainer_rank/_impl.py"], 5: ["megatron/lora.py", "trainer_rank/_impl.py"]}
-FILES[11] = ["megatron/lora.py"]
-
-Change = tuple[str, "str | re.Pattern[str]", str]
 
 # Where each check must find its code in 0.5.23 (read by hand in the wheel).
 AT_0_5_23 = {
@@ -40,51 +36,39 @@ AT_0_5_23 = {
     11: [(1182, 1183), (1606, None)],
 }
 
-# (file, text as released, the audit's fix applied): each must turn the verdict to fixed.
-FIXES: dict[int, Change] = {
-    4: (
-        "trainer_rank/_impl.py",
-        "                hidden.unsqueeze(1),\n                weight=output_weight,",
-        "                hidden.float().unsqueeze(1),\n"
-        "                weight=None if output_weight is None else output_weight.float(),",
-    ),
-    5: (
-        "megatron/lora.py",
-        "torch.zeros(a_shape, dtype=dtype, device=device)",
-        "torch.zeros(a_shape, dtype=torch.float32, device=device)",
-    ),
-    # Every wrapper's add, in FP32 and kept there.
-    11: (
-        "megatron/lora.py",
-        re.compile(r"return (\w+) \+ (\w+), (\w+)"),
-        r"return \1.float() + \2.float(), \3",
-    ),
-}
-# Changes that look like fixes and are not: the verdict must stay reproduced.
-NOT_FIXES: dict[int, Change] = {
-    4: (
-        "trainer_rank/_impl.py",
-        "        return _batch_seq_logits(\n            model._scale_logits(logits),",
-        "        logits = logits.float()\n        return _batch_seq_logits(\n"
-        "            model._scale_logits(logits),",
-    ),
-    11: (
-        "megatron/lora.py",
-        "return base_output + lora_output, bias_output",
-        "return (base_output.float() + lora_output.float()).to(base_output.dtype), bias_output",
-    ),
-    # One wrapper of seven fixed: the others still add in BF16.
-    12: (
-        "megatron/lora.py",
-        "return base_output + lora_output, bias_output",
-        "return base_output.float() + lora_output.float(), bias_output",
-    ),
+# Changes that look like fixes and are not (edits as in repros/controls/: file glob, regex,
+# replacement): the verdict must stay reproduced.
+NOT_FIXES: dict[int, list[Edit]] = {
+    # Item 4: the logits upcast after the BF16 store.
+    4: [
+        (
+            "trainer_rank/_impl.py",
+            r"^(\s*)return _batch_seq_logits\(\n(\s*)model\._scale_logits\(logits\),",
+            r"\g<1>logits = logits.float()\n\g<0>",
+        )
+    ],
+    # Item 11: the FP32 sum cast back to BF16.
+    11: [
+        (
+            "megatron/lora.py",
+            r"return base_output \+ lora_output, bias_output",
+            "return (base_output.float() + lora_output.float()).to(base_output.dtype), bias_output",
+        )
+    ],
+    # Item 11 (case 12): one wrapper of seven adding in FP32.
+    12: [
+        (
+            "megatron/lora.py",
+            r"return base_output \+ lora_output, bias_output",
+            "return base_output.float() + lora_output.float(), bias_output",
+        )
+    ],
 }
 # Removing the anchored code: the verdict must be not checked.
-REMOVED: dict[int, Change] = {
-    4: ("trainer_rank/_impl.py", "logits, _ = output_layer(", "logits = output_layer.forward("),
-    5: ("trainer_rank/_impl.py", "param.grad.detach().float()", "param.main_grad"),
-    11: ("megatron/lora.py", "out = (x @ a_t) @ b_t", "out = lora_kernel(x, a_t, b_t)"),
+REMOVED: dict[int, list[Edit]] = {
+    4: [("trainer_rank/_impl.py", r"logits, _ = output_layer\(", "logits = output_layer.forward(")],
+    5: [("trainer_rank/_impl.py", r"param\.grad\.detach\(\)\.float\(\)", "param.main_grad")],
+    11: [("megatron/lora.py", r"out = \(x @ a_t\) @ b_t", "out = lora_kernel(x, a_t, b_t)")],
 }
 
 
@@ -102,28 +86,19 @@ def _claim(result: dict[str, Any]) -> Any:
     return value
 
 
-def _copy(art_wheels: ArtWheels, version: str, item: int, tmp_path: Path) -> Path:
-    """The files ``item``'s check reads, copied from the release into ``tmp_path/art``."""
-    package = art_wheels.package(version)
-    for relpath in FILES[item]:
-        target = tmp_path / "art" / relpath
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(package / relpath, target)
-    return tmp_path / "art"
+def _reader(package: Path) -> Any:
+    """What verify checks cited lines with: a file's text by its wheel path (art/x.py)."""
+
+    def read(path: str) -> str | None:
+        file = package.parent / path
+        return file.read_text(encoding="utf-8") if file.is_file() else None
+
+    return read
 
 
-def _patched(package: Path, change: Change) -> Path:
-    """``change`` = (file, old, new) applied to the copy: every ``old`` (text or pattern)."""
-    relpath, old, new = change
-    path = package / relpath
-    text = path.read_text(encoding="utf-8")
-    if isinstance(old, re.Pattern):
-        patched, count = old.subn(new, text)
-    else:
-        patched, count = text.replace(old, new), text.count(old)
-    assert count >= 1, f"{relpath}: {old!r} is not in this release"
-    path.write_text(patched, encoding="utf-8")
-    return package
+def _edited(art_wheels: ArtWheels, version: str, edits: list[Edit], dest: Path) -> Path:
+    """The ``art/`` package of a linked copy of ``version`` with ``edits`` applied."""
+    return controlled_copy(art_wheels.tree(version), dest, edits) / "art"
 
 
 @pytest.mark.parametrize("version", ["0.5.20", "0.5.21", "0.5.23"])
@@ -133,7 +108,7 @@ def test_release_as_shipped_reads_reproduced_with_its_lines(
 ) -> None:
     package = art_wheels.package(version)
     claim = _claim(_check(item, package))
-    assert claim["reproduced"] is True
+    assert claim["verdict"] is True
     assert claim["method"] == "read"
     for entry in claim["at"]:
         lines = (package.parent / entry["path"]).read_text(encoding="utf-8").splitlines()
@@ -145,12 +120,19 @@ def test_release_as_shipped_reads_reproduced_with_its_lines(
 
 
 @pytest.mark.parametrize("version", ["0.5.21", "0.5.23"])
-@pytest.mark.parametrize("item", sorted(FIXES))
+@pytest.mark.parametrize("item", sorted(SCRIPTS))
 def test_the_audits_fix_applied_reads_fixed(
     art_wheels: ArtWheels, version: str, item: int, tmp_path: Path
 ) -> None:
-    package = _patched(_copy(art_wheels, version, item, tmp_path), FIXES[item])
-    assert _claim(_check(item, package))["reproduced"] is False
+    control = load_control(item)
+    assert control is not None
+    package = _edited(art_wheels, version, control.edits("fix", version), tmp_path / "fix")
+    result = _check(item, package)
+    assert _claim(result)["verdict"] is False
+    # The fixing lines it shows are in the edited copy, as verify checks them.
+    finding = next(f for f in load_catalog(ROOT).findings if f.item == item)
+    (fixed,) = claim_results(finding, result["claims"], source=_reader(package)).values()
+    assert fixed.verdict is ClaimVerdict.fixed and fixed.fix is not None
 
 
 @pytest.mark.parametrize("case", sorted(NOT_FIXES))
@@ -158,15 +140,15 @@ def test_a_change_that_is_not_a_fix_still_reads_reproduced(
     art_wheels: ArtWheels, case: int, tmp_path: Path
 ) -> None:
     item = min(case, 11)  # case 12: item 11 with one wrapper of seven changed
-    package = _patched(_copy(art_wheels, "0.5.23", item, tmp_path), NOT_FIXES[case])
-    assert _claim(_check(item, package))["reproduced"] is True
+    package = _edited(art_wheels, "0.5.23", NOT_FIXES[case], tmp_path / "not-fix")
+    assert _claim(_check(item, package))["verdict"] is True
 
 
 @pytest.mark.parametrize("item", sorted(REMOVED))
 def test_code_that_is_gone_reads_not_checked(
     art_wheels: ArtWheels, item: int, tmp_path: Path
 ) -> None:
-    package = _patched(_copy(art_wheels, "0.5.23", item, tmp_path), REMOVED[item])
+    package = _edited(art_wheels, "0.5.23", REMOVED[item], tmp_path / "removed")
     reproduced, why = _claim(_check(item, package))
     assert reproduced is None
     assert "found" in why
@@ -175,7 +157,8 @@ def test_code_that_is_gone_reads_not_checked(
 @pytest.mark.parametrize("item", sorted(SCRIPTS))
 def test_read_verdicts_validate_as_the_records_claims(art_wheels: ArtWheels, item: int) -> None:
     finding = next(f for f in load_catalog(ROOT).findings if f.item == item)
-    claims = claim_results(finding, _check(item, art_wheels.package("0.5.23"))["claims"])
+    package = art_wheels.package("0.5.23")
+    claims = claim_results(finding, _check(item, package)["claims"], source=_reader(package))
     (result,) = claims.values()
     assert result.verdict is ClaimVerdict.reproduced
     assert result.method is Method.read

@@ -78,12 +78,17 @@ def test_a_claim_that_regressed_is_not_fixed(catalog) -> None:  # type: ignore[n
     assert view.newest == "0.5.24" and [r.claim for r in view.remaining] == ids
 
 
-def test_render_puts_the_status_first_and_outside_code(catalog) -> None:  # type: ignore[no-untyped-def]
+def test_render_states_the_status_in_one_line_after_what_is_wrong(catalog) -> None:  # type: ignore[no-untyped-def]
+    """#22.6: the summary first, then the status in one line, the table after Where."""
     finding = with_claims(catalog.get(7))
     body = render_issue(catalog, finding, tracking_issue=1111, status=fixed_item(finding)).body
-    lead = [ln for ln in body.splitlines() if ln and not ln.startswith("<!--")][0]
-    assert lead.startswith("**Fixed in 0.5.21.**")
-    assert body.index("Fixed in 0.5.21") < body.index("```")
+    summary, status = [ln for ln in body.splitlines() if ln and not ln.startswith("<!--")][:2]
+    assert summary == " ".join(finding.summary.split())
+    assert status.startswith("**Fixed in 0.5.21.**")
+    assert (
+        body.index("Fixed in 0.5.21") < body.index("### Where") < body.index("| The audit's claim")
+    )
+    assert body.index("| The audit's claim") < body.index("### Expected vs actual")
 
 
 def test_render_of_a_reproduced_item_names_the_newest_release(catalog) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,109 @@
+"""Where artbot's own files are hosted, for the links to full repro scripts: found once per run.
+
+The issues link ``repros/itemNN_*.py`` at the commit artbot renders from. The repository comes
+from, in order:
+
+1. ``--tool-repository OWNER/NAME`` (or ``tool_repository`` in ``findings/audit.yaml``);
+2. ``$GITHUB_REPOSITORY`` in GitHub Actions, when ``--root`` lies inside ``$GITHUB_WORKSPACE``
+   (the job's checkout of that repository; the action's own folder is not);
+3. the git remote ``origin`` of ``--root``, parsed to ``owner/name``.
+
+When none is known the issues name the script's path without a link (the CLI says so once).
+The commit is ``git rev-parse HEAD`` of ``--root``. Both are read here, before rendering, so
+:mod:`artbot.render` starts no process.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import BadInput
+
+REPOSITORY_RE = re.compile(r"[A-Za-z0-9][\w.-]{0,99}/[\w.-]{1,100}")
+# https://host/owner/name(.git), ssh://git@host/owner/name(.git), git@host:owner/name(.git)
+_REMOTE_RE = re.compile(
+    r"^(?:[a-z+]+://(?:[^@/]+@)?[^/]+/|[^@:/]+@[^:/]+:)([^/]+/[^/]+?)(?:\.git)?/?$"
+)
+PLACEHOLDER = "OWNER/"
+
+
+@dataclass(frozen=True)
+class ToolSource:
+    """artbot's hosting repository and commit; either may be unknown."""
+
+    repository: str | None = None
+    commit: str | None = None
+    origin: str = ""  # where the repository came from, for messages
+
+    @property
+    def known(self) -> bool:
+        return self.repository is not None
+
+
+def check_repository(value: str, where: str) -> str:
+    """``value`` as an ``owner/name``, or :class:`BadInput` naming ``where``."""
+    if not REPOSITORY_RE.fullmatch(value) or value.startswith(PLACEHOLDER):
+        raise BadInput(f"{where}: {value!r} is not a repository (owner/name)")
+    return value
+
+
+def parse_remote(url: str) -> str | None:
+    """``owner/name`` from a git remote URL, or None for one that is not of that shape."""
+    match = _REMOTE_RE.match(url.strip())
+    if match is None:
+        return None
+    name = match.group(1)
+    return name if REPOSITORY_RE.fullmatch(name) and not name.startswith(PLACEHOLDER) else None
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def resolve_tool_source(
+    root: Path,
+    *,
+    flag: str | None = None,
+    configured: str | None = None,
+    actions_repository: str | None = None,
+    workspace: Path | None = None,
+) -> ToolSource:
+    """The tool source for a run at ``root`` (see the module docstring for the order)."""
+    sha = _git(root, "rev-parse", "HEAD")
+    commit = sha if sha and re.fullmatch(r"[0-9a-f]{40}", sha) else None
+    if flag:
+        return ToolSource(check_repository(flag, "--tool-repository"), commit, "--tool-repository")
+    if configured:
+        return ToolSource(configured, commit, "findings/audit.yaml")
+    if actions_repository and workspace is not None and _inside(root, workspace):
+        repository = check_repository(actions_repository, "GITHUB_REPOSITORY")
+        return ToolSource(repository, commit, "GITHUB_REPOSITORY")
+    remote = _git(root, "remote", "get-url", "origin")
+    parsed = parse_remote(remote) if remote else None
+    if parsed:
+        return ToolSource(parsed, commit, "git remote origin")
+    return ToolSource(None, commit, "")
+
+
+NO_REPOSITORY_NOTE = (
+    "note: artbot's repository is not known (no --tool-repository, not run in the checkout "
+    "of $GITHUB_REPOSITORY, no git remote origin): the issues name each full repro script "
+    "without a link"
+)

@@ -1,0 +1,377 @@
+"""The status as an issue shows it (#22.2 render side, #22.6): each verdict's method and lines,
+each fix's lines and upstream change, the audit commit's place, and a reader's order.
+
+The status records here are hand-written fixtures in the schema of artbot/status.py, not
+measurements: they only exercise the rendering.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from artbot.catalog import load_catalog
+from artbot.dating import DATING_FILE, AnchorDating
+from artbot.render import render_issue
+from artbot.status import (
+    Change,
+    ClaimResult,
+    ClaimVerdict,
+    FixEvidence,
+    ItemStatus,
+    Method,
+    SourceLine,
+    StatusPoint,
+    load_status,
+)
+from artbot.status_view import one_line, status_view
+from tests.shipped import ALL_ITEMS
+
+REPO = Path(__file__).resolve().parents[1]
+ITEMS = ALL_ITEMS
+
+
+@pytest.fixture(scope="module")
+def catalog():  # type: ignore[no-untyped-def]
+    return load_catalog(REPO)
+
+
+def _point(source: str, label: str, claims: dict[str, ClaimResult]) -> StatusPoint:
+    return StatusPoint(
+        source=source,  # type: ignore[arg-type]
+        label=label,
+        checked_on="2026-12-03",
+        artbot_version="0.1.0",
+        claims=claims,
+    )
+
+
+def fixed_with_evidence(cid: str, change: Change) -> ItemStatus:
+    """Item 7's shape: modelled at the audit, fixed from 0.5.21 on, run against ART's code."""
+    fix21 = FixEvidence(
+        lines=[SourceLine(path="art/loss.py", line=387, end=395, look_for="if a | b:")],
+        change=change,
+    )
+    fix23 = FixEvidence(lines=[SourceLine(path="art/loss.py", line=390, end=398)])
+    return ItemStatus(
+        item=7,
+        points=[
+            _point(
+                "audit",
+                "e2a406a48",
+                {cid: ClaimResult(verdict=ClaimVerdict("reproduced"), method=Method.modelled)},
+            ),
+            _point(
+                "release",
+                "0.5.21",
+                {cid: ClaimResult(verdict=ClaimVerdict("fixed"), method=Method.ran, fix=fix21)},
+            ),
+            _point(
+                "release",
+                "0.5.23",
+                {
+                    cid: ClaimResult(
+                        verdict=ClaimVerdict("fixed"),
+                        method=Method.ran,
+                        detail="max |TIS factor - 1| = 0",
+                        at=[SourceLine(path="art/loss.py", line=390, end=398)],
+                        fix=fix23,
+                    )
+                },
+            ),
+        ],
+    )
+
+
+def table_row(body: str, text: str) -> str:
+    [row] = [ln for ln in body.splitlines() if ln.startswith("| ") and text in ln]
+    return row
+
+
+def test_a_fixed_verdict_shows_its_method_lines_fix_and_change(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = catalog.get(7)
+    cid = finding.claims[0].id
+    missing = Change(identified=False, note="openpipe-art has no tags to compare")
+    body = render_issue(catalog, finding, status=fixed_with_evidence(cid, missing)).body
+    row = table_row(body, finding.claims[0].text[:40])
+    cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+    assert cells[1] == "reproduced (modelled)"
+    assert cells[2] == "fixed (ran): max \\|TIS factor - 1\\| = 0<br>at `art/loss.py:390–398`"
+    # The Fixed-in cell gives the lines of the fix in the release that fixed it, not the newest.
+    assert cells[3] == (
+        "0.5.21<br>fix at `art/loss.py:387–395`, look for `if a \\| b:`"
+        "<br>change not identified: openpipe-art has no tags to compare"
+    )
+    assert "; the fixing lines are in the table below Where." in body
+
+
+def test_an_identified_change_is_linked_only_on_the_audit_site(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = catalog.get(7)
+    cid = finding.claims[0].id
+    url = "https://github.com/OpenPipe/ART/pull/512"
+    found = Change(identified=True, commit="a" * 40, pull=512, url=url, title="Skip TIS | fix")
+    body = render_issue(catalog, finding, status=fixed_with_evidence(cid, found)).body
+    assert f"change: [`aaaaaaaaa` #512]({url}) Skip TIS \\| fix" in body
+    elsewhere = found.model_copy(update={"url": "https://evil.example/x"})
+    body = render_issue(catalog, finding, status=fixed_with_evidence(cid, elsewhere)).body
+    assert "change: `aaaaaaaaa` #512 Skip TIS" in body and "evil.example" not in body
+
+
+@pytest.mark.parametrize("item", ITEMS)
+def test_columns_are_named_for_what_was_run_or_read(catalog, item: int) -> None:  # type: ignore[no-untyped-def]
+    """The audit point is artbot's model; the audit's own confidence is quoted beside it."""
+    finding = catalog.get(item)
+    body = render_issue(catalog, finding, status=load_status(REPO, item)).body
+    assert "Audit `e2a406a48`" not in body
+    [head] = [ln for ln in body.splitlines() if ln.startswith("| The audit's claim")]
+    level = finding.confidence.level.value
+    assert f"(its confidence: “{level}”" in head
+    assert head.index(f"“{level}”") < head.index("artbot's model of `e2a406a48`")
+
+
+@pytest.mark.parametrize("item", ITEMS)
+def test_the_environment_line_agrees_with_the_status(catalog, item: int) -> None:  # type: ignore[no-untyped-def]
+    finding = catalog.get(item)
+    status = load_status(REPO, item)
+    view = status_view(finding, status)
+    assert view is not None and view.newest is not None
+    body = render_issue(catalog, finding, status=status).body
+    env = body.split("### Environment", 1)[1].split("###", 1)[0]
+    if view.checked == 0:
+        assert f"could not check any claim against openpipe-art {view.newest}" in env
+        assert "checked against" not in env
+    else:
+        n = len(view.rows)
+        what = (
+            "the finding's one claim"
+            if n == 1
+            else (
+                ("both claims" if n == 2 else f"all {n} claims")
+                if view.checked == n
+                else f"{view.checked} of {n} claims"
+            )
+        )
+        assert f"`artbot verify` checked {what} against openpipe-art {view.newest}" in env
+
+
+def test_unchecked_claims_are_not_counted_as_checked(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = catalog.get(6)
+    ids = [c.id for c in finding.claims]
+    read = ClaimResult(
+        verdict=ClaimVerdict("reproduced"),
+        method=Method.read,
+        at=[SourceLine(path="art/trainer_rank/_impl.py", line=120, look_for="class AdamParams:")],
+    )
+    status = ItemStatus(
+        item=6,
+        points=[
+            _point(
+                "release",
+                "0.5.23",
+                {ids[0]: read, ids[1]: ClaimResult(verdict=ClaimVerdict("not checked"))},
+            )
+        ],
+    )
+    body = render_issue(catalog, finding, status=status).body
+    assert "`artbot verify` checked 1 of 2 claims against openpipe-art 0.5.23" in body
+    assert "(1 claim by reading its source)" in body
+    assert (
+        "reproduced (read)<br>at `art/trainer_rank/_impl.py:120`, look for `class AdamParams:`"
+        in body
+    )
+
+
+@given(st.text(alphabet=st.sampled_from("ab c<|\n"), max_size=200), st.integers(5, 120))
+def test_a_cut_never_falls_inside_a_word(text: str, limit: int) -> None:
+    out = one_line(text, limit)
+    flat = " ".join(text.split()).replace("<", "&lt;")
+    assert len(out) <= limit
+    if out == flat:
+        return
+    assert out.endswith("…")
+    kept = out[:-1]
+    assert flat.startswith(kept)
+    # What is kept ends at a space of the original, or is a single over-long word's start.
+    assert flat[len(kept) : len(kept) + 1] == " " or " " not in flat[:limit]
+
+
+def test_item_6s_reason_is_whole(catalog) -> None:  # type: ignore[no-untyped-def]
+    body = render_issue(catalog, catalog.get(6), status=load_status(REPO, 6)).body
+    assert "models the optimizer only" in body and "optimizer o…" not in body
+
+
+# -- the audit commit's place among the releases ------------------------------------------
+
+
+def _anchors(label: str, n: int) -> dict[str, object]:
+    at = [f"{i}:src/art/loss.py:{i}-{i}" for i in range(n)]
+    return {"label": label, "checked_on": "2026-12-03", "at_lines": at, "moved": 0, "missing": 0}
+
+
+# A fixture in the schema of artbot/dating.py, not a measurement: 12 anchors at their lines in
+# 0.5.20, 9 of them in 0.5.21 and 3 in 0.5.23 (dating.py places that before 0.5.21).
+DATING = {
+    "audit": "e2a406a48",
+    "anchors": 14,
+    "releases": [_anchors("0.5.20", 12), _anchors("0.5.21", 9), _anchors("0.5.23", 3)],
+}
+
+
+def _copy(tmp_path: Path) -> Path:
+    for part in ("findings", "repros", "templates"):
+        shutil.copytree(REPO / part, tmp_path / part)
+    return tmp_path
+
+
+def test_the_place_is_stated_once_from_the_recorded_counts(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    (root / DATING_FILE).write_text(json.dumps(DATING), encoding="utf-8")
+    catalog = load_catalog(root)
+    assert catalog.dating is not None
+    sentence = catalog.dating.sentence()
+    assert re.fullmatch(
+        r"e2a406a48 lies .*: \d+ of 14 anchors sit at their lines in 0\.5\.2\d.*", sentence
+    )
+    for item in (4, 7):
+        body = render_issue(catalog, catalog.get(item), status=load_status(root, item)).body
+        env = body.split("### Environment", 1)[1].split("###", 1)[0]
+        assert f"Dated by the audit's anchors, {sentence}." in env
+        assert body.count(sentence) == 1
+
+
+def test_without_the_record_nothing_is_said(catalog) -> None:  # type: ignore[no-untyped-def]
+    bare = replace(catalog, dating=None)
+    body = render_issue(bare, bare.get(7), status=load_status(REPO, 7)).body
+    assert "anchors" not in body and "lies after" not in body
+    empty = replace(catalog, dating=AnchorDating(audit="e2a406a48", anchors=14))
+    assert render_issue(empty, empty.get(7)).body == render_issue(bare, bare.get(7)).body
+
+
+def test_a_record_of_another_commit_is_not_stated(catalog) -> None:  # type: ignore[no-untyped-def]
+    other = AnchorDating.model_validate({**DATING, "audit": "abcdef1"})
+    body = render_issue(replace(catalog, dating=other), catalog.get(7)).body
+    assert "abcdef1" not in body
+
+
+# -- a reader's order ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("item", ITEMS)
+def test_a_readers_order(catalog, item: int) -> None:  # type: ignore[no-untyped-def]
+    from artbot.reprorun import load_result
+
+    finding = catalog.get(item)
+    body = render_issue(
+        catalog, finding, status=load_status(REPO, item), repro_result=load_result(REPO, item)
+    ).body
+    text = [ln for ln in body.splitlines() if ln and not ln.startswith("<!--")]
+    assert text[0] == " ".join(finding.summary.split())  # one paragraph of what is wrong
+    assert re.match(r"\*\*(Fixed in|Partly fixed|Still present|Not checked|Checked only)", text[1])
+    order = [
+        "### Where",
+        "**Status by claim**",
+        "### Expected vs actual",
+        "### Evidence",
+        "**From the audit:**",
+        "### Minimal repro",
+        "### Environment",
+        "### Suggested",
+    ]
+    places = [body.index(h) for h in order]
+    assert places == sorted(places)
+
+
+@pytest.mark.parametrize("item", ITEMS)
+def test_the_audits_words_and_artbots_are_in_separate_lists(catalog, item: int) -> None:  # type: ignore[no-untyped-def]
+    body = render_issue(catalog, catalog.get(item)).body
+    evidence = body.split("### Evidence", 1)[1].split("### Minimal repro", 1)[0]
+    audit, _, artbot = evidence.partition("**Added by artbot's reproduction**")
+    assert "**Confidence (the audit's):**" in audit and "**Impact:**" in audit
+    assert "Confidence" not in artbot and "**Impact:**" not in artbot
+    for e in catalog.get(item).evidence:
+        if e.artbot:
+            assert e.artbot in artbot and e.artbot not in audit
+
+
+@pytest.mark.parametrize("item", ITEMS)
+def test_look_for_starts_its_own_line(catalog, item: int) -> None:  # type: ignore[no-untyped-def]
+    lines = render_issue(catalog, catalog.get(item)).body.splitlines()
+    found = [i for i, ln in enumerate(lines) if "Look for:" in ln]
+    assert len(found) == sum(1 for loc in catalog.get(item).locations if loc.anchor)
+    for i in found:
+        assert lines[i].startswith("  Look for: `") and lines[i - 1].endswith("\\")
+
+
+@pytest.mark.parametrize(
+    "item", [i for i in ITEMS if (REPO / f"repros/minimal/item{i:02d}.py").is_file()]
+)
+def test_the_minimal_repro_is_folded_with_its_command_in_view(catalog, item: int) -> None:  # type: ignore[no-untyped-def]
+    body = render_issue(catalog, catalog.get(item)).body
+    command = f"```sh\npython item{item:02d}.py\n```"
+    assert body.index(command) < body.index("<details><summary>") < body.index("```python")
+    assert body.index("```python") < body.index("</details>")
+
+
+@given(st.text(alphabet=st.sampled_from("a`|\\ \n"), max_size=40))
+def test_a_code_span_in_a_cell_never_ends_the_cell(text: str) -> None:
+    from artbot.status_view import code_span
+
+    span = code_span(text)
+    assert "\n" not in span
+    # Read as GFM splits a row: an escaped backslash, then an escaped pipe, are not breaks.
+    assert "|" not in span.replace("\\\\", "").replace("\\|", "")
+    fence = re.match(r"`+", span)
+    assert fence is not None and span.endswith(fence.group())
+    assert len(fence.group()) > max((len(m) for m in re.findall(r"`+", text)), default=0)
+
+
+def test_the_status_line_points_at_fixing_lines_only_when_recorded(catalog) -> None:  # type: ignore[no-untyped-def]
+    from tests.statusdata import fixed_item
+
+    finding = catalog.get(10)
+    body = render_issue(catalog, finding, status=fixed_item(finding)).body
+    assert "**Fixed in 0.5.21.**" in body and "fixing lines" not in body
+
+
+def test_a_recorded_line_cannot_forge_a_marker(catalog) -> None:  # type: ignore[no-untyped-def]
+    """Lines come from a release's source, which is untrusted: one quoting artbot's markers
+    renders as text, and the body keeps exactly its own markers."""
+    finding = catalog.get(7)
+    cid = finding.claims[0].id
+    forged = "<!-- artbot:finding audit=e2a406a48 item=9 --> <!-- artbot:body:end -->"
+    result = ClaimResult(
+        verdict=ClaimVerdict("reproduced"),
+        method=Method.read,
+        at=[SourceLine(path="art/loss.py", line=1, look_for=forged)],
+    )
+    status = ItemStatus(item=7, points=[_point("release", "0.5.23", {cid: result})])
+    body = render_issue(catalog, finding, status=status).body
+    assert body.count("<!-- artbot:finding") == 1 and body.count("<!-- artbot:body:end") == 1
+    assert "artbot:finding audit=e2a406a48 item=9" in body
+
+
+def test_a_fix_without_a_recorded_change_says_it_was_not_looked_up(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = catalog.get(7)
+    cid = finding.claims[0].id
+    fix = FixEvidence(lines=[SourceLine(path="art/loss.py", line=388)])
+    fixed = ClaimResult(verdict=ClaimVerdict("fixed"), method=Method.ran, fix=fix)
+    status = ItemStatus(item=7, points=[_point("release", "0.5.21", {cid: fixed})])
+    row = table_row(render_issue(catalog, finding, status=status).body, finding.claims[0].text[:40])
+    assert row.endswith("| 0.5.21<br>fix at `art/loss.py:388`<br>change not looked up |")
+
+
+def test_an_audit_column_that_was_read_is_named_so(catalog) -> None:  # type: ignore[no-untyped-def]
+    finding = catalog.get(7)
+    cid = finding.claims[0].id
+    read = ClaimResult(verdict=ClaimVerdict("reproduced"), method=Method.read)
+    status = ItemStatus(item=7, points=[_point("audit", "e2a406a48", {cid: read})])
+    body = render_issue(catalog, finding, status=status).body
+    assert "| `e2a406a48`, checked by artbot (read) |" in body
+    assert "artbot's model of" not in body
