@@ -319,7 +319,9 @@ def check_art(art: Any) -> dict[str, Any]:
     ``trainer_rank/_versions.py`` is in no release; the same path in the releases is:
 
     - ``megatron/lora.py`` ``LoRA.__init__``: ``A_T``/``B_T`` are ``torch.nn.Parameter``s
-      created with ``dtype=dtype``, and every LoRA wrapper passes its base weight's dtype;
+      created with ``dtype=dtype``; the wrappers pass their base weight's dtype (the number
+      of such constructions is reported). A dynamic slot (``LoRASlot``) copies its adapter's
+      tensors in their own dtype, which is not read here;
     - each backward call adds into those leaves' ``.grad`` through torch's AccumulateGrad, in
       the leaves' dtype: no FP32 staging (no ``register_post_accumulate_grad_hook`` and no
       ``main_grad`` accumulation in ``lora.py``, ``trainer_rank/_impl.py`` or, where it exists,
