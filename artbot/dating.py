@@ -70,8 +70,8 @@ class AnchorDating(_Strict):
 
     def sentence(self) -> str:
         """The audit's place with the anchors that decide it, e.g. ``e2a406a48 lies after 0.5.20
-        and before 0.5.21: 13 of 22 anchors sit at their lines in 0.5.20 and 4 in 0.5.21;
-        2 only in 0.5.21 (`megatron/train.py` L283, ...), 11 only in 0.5.20``."""
+        and before 0.5.21: 6 of 15 anchors sit at their lines in 0.5.20 and 3 in 0.5.21;
+        2 only in 0.5.21 (`megatron/train.py` L283, ...), 5 only in 0.5.20``."""
         after, before = self.place()
         counts = self.counts()
         if after and before:

@@ -120,6 +120,11 @@ class Location(_Strict):
     note: NonEmpty | None = Field(
         default=None, description="What this location is, if not obvious."
     )
+    located_in: NonEmpty | None = Field(
+        default=None,
+        description="Where the audit links no lines: the release in which artbot located this "
+        "range. Such lines are artbot's, not the audit's, so they do not date the audit commit.",
+    )
 
     @field_validator("lines")
     @classmethod

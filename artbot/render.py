@@ -38,9 +38,13 @@ class RenderedIssue:
 
 
 def permalink(audit: Audit, location: Location) -> str:
-    """A permalink at the audit commit: ``#L299`` for one line, ``#L375-L385`` for a range."""
+    """A permalink at the audit commit: ``#L299`` for one line, ``#L375-L385`` for a range.
+    Lines artbot located in a release (``located_in``) are that release's, not the audit
+    commit's, so the link is to the file alone."""
     lines = (
-        f"#L{location.start}"
+        ""
+        if location.located_in is not None
+        else f"#L{location.start}"
         if location.start == location.end
         else f"#L{location.start}-L{location.end}"
     )

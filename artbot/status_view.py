@@ -37,7 +37,8 @@ from .status import (
 
 Filing = Literal["open", "closed"]
 _DETAIL_MAX = 80
-_CELL_MAX = 240  # a cell's measured detail or reason: cut at a word, never inside one
+_CELL_MAX = 480  # a cell's measured detail or reason: cut at a word, never inside one
+_CLAIM_MAX = 240  # a claim's text (the catalog's longest, item 3's near-equal claim, is 213)
 _METHOD_WORDS = {
     "ran": "running ART's own code",
     "read": "reading its source",
@@ -297,8 +298,8 @@ def status_view(
         rows.append(
             Row(
                 claim=cid,
-                text=cell_text(text, 200),
-                sentence=one_line(text, 200),
+                text=cell_text(text, _CLAIM_MAX),
+                sentence=one_line(text, _CLAIM_MAX),
                 cells=tuple(_cell(point.claims.get(cid)) for _, point in columns),
                 fixed_in=fixed_in,
                 fix=_fix_cell(fixed_in, at_fix, web_url),

@@ -191,7 +191,8 @@ def build_report() -> _common.Report:
     report = _common.Report(
         item="1",
         title="#1108 Megatron backend: TE fused cross-entropy zeroes target gradients",
-        models="art/megatron/provider.py L730-L731 (cross_entropy_fusion_impl='te') -> "
+        models="art/megatron/provider.py L730-L731 as released in 0.5.20 "
+        "(cross_entropy_fusion_impl='te') -> "
         "TE 2.11/2.14 parallel_cross_entropy, "
         "transformer_engine/common/triton/cross_entropy.py steps 4 and 6",
         setting={

@@ -243,7 +243,7 @@ def build_report() -> _common.Report:
     report = _common.Report(
         item="2",
         title="Unsloth backend: BF16 logsumexp zeroes logprobs and target gradients",
-        models="art/unsloth/train.py L636-L687 (_calculate_logprobs)",
+        models="art/unsloth/train.py L636-L687 as released in 0.5.20 (_calculate_logprobs)",
         setting={
             "hidden states and logits dtype": "bfloat16 (autocast output, assumed)",
             "vocabulary": VOCAB,

@@ -319,7 +319,7 @@ def build_report() -> _common.Report:
         item="3",
         title="GRPO: equal-reward groups become a full-scale advantage, or NaN, after packing",
         models="art/preprocessing/tokenize.py L741-L757, L917-L921; "
-        "art/preprocessing/pack.py L323-L353",
+        "art/preprocessing/pack.py L323-L353 (lines as released in 0.5.20)",
         setting={
             "scale_rewards": True,
             "prompt tokens": PROMPT_LEN,

@@ -261,7 +261,8 @@ def build_report() -> _common.Report:
     report = _common.Report(
         item="9",
         title="The legacy Tinker service builds the wrong per-datum masks and steps per packed row",
-        models="art/tinker/service.py L136-L180; art/megatron/prefix_tree_packing.py L241-L260",
+        models="art/tinker/service.py L136-L180; art/megatron/prefix_tree_packing.py L241-L260 "
+        "(lines as released in 0.5.20; the audit cites service.py#L136-L180 at e2a406a48)",
         setting={
             "two-branch row group_ids": cited["two_branch"]["group_ids"],
             "two-branch row parent_ids": cited["two_branch"]["parent_ids"],

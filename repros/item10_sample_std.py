@@ -173,7 +173,8 @@ def build_report() -> _common.Report:
     report = _common.Report(
         item="10",
         title="tinker_native uses the sample standard deviation for advantages",
-        models="art/tinker_native/data.py compute_advantages (e2a406a48, lines 32-44) against "
+        models="art/tinker_native/data.py compute_advantages as released in 0.5.20 (lines 32-44; "
+        "audit: tinker_native/data.py#L32-L44 at e2a406a48) against "
         "art/preprocessing/tokenize.py GRPO advantages (0.5.20 lines 746-755)",
         setting={
             "group sizes n": list(GROUP_SIZES),

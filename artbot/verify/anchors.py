@@ -34,6 +34,7 @@ class AnchorResult:
     status: AnchorStatus
     new_lines: tuple[int, int] | None = None
     detail: str = ""
+    audit_lines: bool = True  # False: lines artbot located in a release (they date nothing)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -111,6 +112,7 @@ def verify_anchors(catalog: Catalog, tree: ArtTree) -> list[AnchorResult]:
                     status,
                     new_lines,
                     detail,
+                    audit_lines=location.located_in is None,
                 )
             )
     return results

@@ -164,7 +164,9 @@ def anchors_record(
 ) -> Path:
     """Record how many of the audit's anchors sit at the audit's lines in release ``label``
     (``findings/status/anchors.json``, :mod:`artbot.dating`); returns the file written."""
-    with_anchor = [a for a in anchors if a.status is not AnchorStatus.no_anchor]
+    with_anchor = [
+        a for a in anchors if a.status is not AnchorStatus.no_anchor and a.audit_lines
+    ]  # lines artbot located itself in a release would date the audit to that release
     release = ReleaseAnchors(
         label=label,
         checked_on=today or date.today().isoformat(),

@@ -1,4 +1,7 @@
-"""Item 6: TrainerRank's AdamW gets no eps (PyTorch's 1e-8); the Megatron backend uses 1e-13.
+"""Models TrainerRank's AdamW step, not ART's code; ART's AdamParams and AdamW call are read by
+`artbot verify`. That check: check_art in repros/item06_adam_eps.py, on trainer_rank/*.py.
+
+Item 6: TrainerRank's AdamW gets no eps (PyTorch's 1e-8); the Megatron backend uses 1e-13.
 
 ART at e2a406a48, src/art/trainer_rank/_optimizer.py#L423-L428 builds torch.optim.AdamW(lr,
 betas, weight_decay) with no eps (AdamParams, _impl.py#L120-L126, has none); megatron/train.py#L283
