@@ -426,8 +426,8 @@ def sync(
     repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
     verified = None
     if verify_version:
-        from .releases import resolve
         from .verify import release_tree, verify_code
+        from .verify.release import resolve
 
         if verify_version == "latest":
             verify_version = resolve(verify_version)

@@ -5,7 +5,8 @@
 - :mod:`.isolation`: ART's modules imported one file at a time (:class:`ArtModules`).
 - :mod:`.code`: each finding's own ``check_art(art)`` (defined beside its repro) run against
   ART's code, claim by claim (:func:`verify_code`); generic, it knows no finding.
-- :mod:`.release`: the wheel cache, filled by pip, unpacked once.
+- :mod:`.release`: which release is the newest (pip is asked); the wheel cache, filled by pip,
+  unpacked once.
 - :mod:`.record`: results turned into ``findings/status/NN.json`` (:mod:`artbot.status`).
 - :mod:`.notes`: checklist notes and issue comments from results; pure.
 - :mod:`.cli`: the ``artbot verify`` commands.
@@ -31,7 +32,8 @@ _EXPORTS = {
         "code_json", "code_table", "load_repro", "run_check", "verify_code",
     ),
     "release": (
-        "CACHE_ENV", "WHEEL_PYTHON", "cache_dir", "fetch_release", "release_tree", "unpack_wheel",
+        "CACHE_ENV", "WHEEL_PYTHON", "cache_dir", "fetch_release", "newest_release", "release_tree",
+        "resolve", "unpack_wheel",
     ),
     "record": ("audit_point", "release_point", "record_status"),
     "notes": ("comments_to_post", "verification_comment", "verification_notes"),

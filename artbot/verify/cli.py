@@ -36,7 +36,7 @@ def _catalog(ctx: click.Context) -> Any:
 
 
 def _resolve(release: str) -> str:
-    from ..releases import resolve
+    from .release import resolve
 
     version = resolve(release)
     if release == "latest":
