@@ -66,7 +66,7 @@ class ArtbotGroup(click.Group):
             from .output import fail
             from .settings import Settings
 
-            settings = ctx.obj.settings if ctx.obj else Settings.from_env()
+            settings = ctx.obj.settings if ctx.obj else Settings.for_errors()
             ctx.exit(fail(exc, settings))
 
 
@@ -244,7 +244,12 @@ def repro(obj: Context, item: int | None, all_: bool, timeout_s: float) -> None:
         if all_:
             click.echo(f"[{n}/{len(findings)}] item {finding.item}: {finding.repro} ...", err=True)
         result = run_repro(
-            catalog.root, finding.item, finding.repro, timeout_s=timeout_s, torch=torch
+            catalog.root,
+            finding.item,
+            finding.repro,
+            timeout_s=timeout_s,
+            torch=torch,
+            env=obj.settings.child_env,
         )
         if not all_:
             click.echo(result.stdout, nl=False)
@@ -432,7 +437,7 @@ def sync(
         if verify_version == "latest":
             verify_version = resolve(verify_version)
             click.echo(f"verify: the newest openpipe-art release is {verify_version}", err=True)
-        tree = release_tree(verify_version, catalog.audit)
+        tree = release_tree(verify_version, catalog.audit, obj.settings.wheel_cache)
         verified = (verify_version, verify_code(catalog, tree))
     outcome = run_sync(
         catalog,

@@ -28,7 +28,7 @@ from github.GithubRetry import GithubRetry
 
 from .errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
 from .models import ObservedIssue
-from .settings import TOKEN_VARIABLES, Settings
+from .settings import DEFAULT_SECONDARY_RATE_WAIT, TOKEN_VARIABLES, Settings
 
 DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -120,13 +120,11 @@ class GitHubRepo:
         cache: EtagCache | None = None,
         timeout: int = 15,
         retries: int = 4,
-        secondary_rate_wait: float | None = None,
+        secondary_rate_wait: float = DEFAULT_SECONDARY_RATE_WAIT,
     ):
         self.full_name = repo
         self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
         self.cache = cache or EtagCache()
-        if secondary_rate_wait is None:
-            secondary_rate_wait = Settings.from_env().secondary_rate_wait
         local = _is_loopback(self.api_url)
         self._gh = Github(
             base_url=self.api_url,

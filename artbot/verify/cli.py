@@ -52,7 +52,8 @@ def _tree(catalog: Any, art_src: Path | None, release: str | None) -> Any:
     if art_src is not None:
         return open_tree(art_src, catalog.audit)
     assert release is not None
-    return release_tree(_resolve(release), catalog.audit)
+    settings = click.get_current_context().find_root().obj.settings
+    return release_tree(_resolve(release), catalog.audit, settings.wheel_cache)
 
 
 def _wants_json(ctx: click.Context, as_json: bool) -> bool:

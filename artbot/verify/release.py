@@ -8,7 +8,6 @@ answer with the last release that supports 3.11). Nothing here is hard-coded: pi
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -20,17 +19,18 @@ from pathlib import Path
 
 from ..errors import BadInput, ReleaseUnavailable
 from ..models import Audit
+from ..settings import CACHE_VARIABLE, default_wheel_cache
 from .tree import DISTRIBUTION, WHEEL_PREFIX, ArtTree, open_tree
 
 # ART needs Python 3.12; the wheel is pure Python, so the tag only has to satisfy pip.
 WHEEL_PYTHON = "3.12"
-CACHE_ENV = "ARTBOT_CACHE_DIR"
+CACHE_ENV = CACHE_VARIABLE
 
 
 def cache_dir() -> Path:
-    """Where release wheels are kept: ``$ARTBOT_CACHE_DIR``, else ``~/.cache/artbot/wheels``."""
-    env = os.environ.get(CACHE_ENV)
-    return Path(env) if env else Path.home() / ".cache" / "artbot" / "wheels"
+    """Where release wheels are kept: ``$ARTBOT_CACHE_DIR``, else ``~/.cache/artbot/wheels``
+    (read by :mod:`artbot.settings`; a run passes ``Settings.wheel_cache`` instead)."""
+    return default_wheel_cache()
 
 
 _VERSION_RE = re.compile(r"^[0-9][0-9A-Za-z.+!-]*$")
