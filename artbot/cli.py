@@ -8,6 +8,7 @@ and the command definitions (``make bench`` measures it against importing click 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -128,6 +129,30 @@ def cli(
 pass_ctx = click.make_pass_decorator(Context)
 
 
+def item_options(one: str, every: str) -> Callable[[F], F]:
+    """``--item N`` (repeatable) and ``--all``, parsed here for every command that takes them:
+    the command gets ``items``, the numbers asked for, or None for ``--all``; neither or both is
+    a usage error (exit 2), an unknown item one for :func:`findings_of`."""
+
+    def decorate(f: F) -> F:
+        @functools.wraps(f)
+        def command(*args: Any, item: tuple[int, ...], all_: bool, **kwargs: Any) -> Any:
+            if bool(item) == all_:
+                raise click.UsageError("give --item N (repeatable) or --all")
+            return f(*args, items=None if all_ else item, **kwargs)
+
+        options = click.option("--all", "all_", is_flag=True, help=every)(command)
+        return click.option("--item", type=int, multiple=True, help=one)(options)  # type: ignore[return-value]
+
+    return decorate
+
+
+def findings_of(catalog: Any, items: tuple[int, ...] | None) -> list[Any]:
+    """The findings ``items`` names (every one for None), before any other work: an unknown
+    item is exit 2 here."""
+    return list(catalog.findings) if items is None else [catalog.get(n) for n in items]
+
+
 @cli.command()
 @pass_ctx
 def validate(obj: Context) -> None:
@@ -154,8 +179,7 @@ def list_(obj: Context, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--item", type=int, help="Render one item.")
-@click.option("--all", "all_", is_flag=True, help="Render every item (with --out).")
+@item_options("Item to render (repeatable).", "Render every item (with --out).")
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -168,19 +192,17 @@ def list_(obj: Context, as_json: bool) -> None:
 )
 @pass_ctx
 def render(
-    obj: Context, item: int | None, all_: bool, out: Path | None, tracking_issue: int | None
+    obj: Context, items: tuple[int, ...] | None, out: Path | None, tracking_issue: int | None
 ) -> None:
     """Render the issue title and body that `open` would file (no token needed)."""
     from .render import Renderer, usable_result
     from .reprorun import load_result
     from .status import load_status
 
-    if (item is None) == (not all_):
-        raise click.UsageError("give exactly one of --item N or --all")
-    if all_ and out is None:
+    if items is None and out is None:
         raise click.UsageError("--all needs --out DIR")
     catalog = obj.catalog(for_render=True)
-    findings = catalog.findings if all_ else [catalog.get(item)]  # type: ignore[arg-type]
+    findings = findings_of(catalog, items)
     renderer = Renderer(catalog)
     for finding in findings:
         captured = load_result(catalog.root, finding.item)
@@ -217,8 +239,7 @@ def schema() -> None:
 
 
 @cli.command()
-@click.option("--item", type=int, help="Run one item's reproduction.")
-@click.option("--all", "all_", is_flag=True, help="Run every item's reproduction.")
+@item_options("Item whose reproduction to run (repeatable).", "Run every item's reproduction.")
 @click.option(
     "--timeout",
     "timeout_s",
@@ -228,16 +249,15 @@ def schema() -> None:
     help="Seconds before a script is stopped.",
 )
 @pass_ctx
-def repro(obj: Context, item: int | None, all_: bool, timeout_s: float) -> None:
+def repro(obj: Context, items: tuple[int, ...] | None, timeout_s: float) -> None:
     """Run reproductions and store their output for `render` (findings/results/NN.json)."""
     from .errors import ReproFailed
     from .output import redact
     from .reprorun import kept_capture, run_repro, save_result, torch_version
 
-    if (item is None) == (not all_):
-        raise click.UsageError("give exactly one of --item N or --all")
     catalog = obj.catalog()
-    findings = catalog.findings if all_ else [catalog.get(item)]  # type: ignore[arg-type]
+    findings = findings_of(catalog, items)
+    all_ = items is None
     torch = torch_version()
     failed = 0
     for n, finding in enumerate(findings, 1):
@@ -337,14 +357,12 @@ def connect(
 
 
 @cli.command(name="open")
-@click.option("--item", "items", type=int, multiple=True, help="Item to file (repeatable).")
-@click.option("--all", "all_", is_flag=True, help="Every item without an issue.")
+@item_options("Item to file (repeatable).", "Every item without an issue.")
 @github_options
 @pass_ctx
 def open_(
     obj: Context,
-    items: tuple[int, ...],
-    all_: bool,
+    items: tuple[int, ...] | None,
     repo_name: str | None,
     api_url: str | None,
     tracking_issue: int | None,
@@ -357,12 +375,8 @@ def open_(
     from .apply import open_issues
     from .output import report
 
-    if bool(items) == all_:
-        raise click.UsageError("give --item N (repeatable) or --all")
     catalog = obj.catalog(for_render=True)
-    selected = catalog.items if all_ else list(items)
-    for n in selected:
-        catalog.get(n)  # unknown item: exit 2 before any request
+    selected = [f.item for f in findings_of(catalog, items)]  # unknown item: exit 2 here
     tracking = tracking_issue or catalog.audit.tracking_issue
     repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
     log = (lambda _: None) if as_json else click.echo
