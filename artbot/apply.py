@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .apply_subissues import add_filed, carry_out, plan_step, unavailable_warning, wanted_sub_issues
+from .apply_actions import SyncRun, carry_out_sync, ensure_labels, write_checklist
+from .apply_subissues import add_filed, plan_step, unavailable_warning, wanted_sub_issues
 from .catalog import Catalog
-from .checklist import ChecklistEntry, apply_block, read_block
+from .checklist import read_block
 from .errors import BadInput, RemoteError
-from .marker import replace_owned_region
 from .models import Finding, ObservedIssue
 from .ownership import DEFAULT_AUTHORS, Foreign, claim, needs_login
 from .plan import (
@@ -43,29 +43,24 @@ from .plan import (
     CloseFixed,
     Comment,
     Create,
-    EditBody,
     LabelTracking,
-    LinkPreset,
     Plan,
-    StatusChange,
     UpdateChecklist,
     canonical,
     checklist_entries,
     filed_body,
     plan_open,
     plan_sync,
-    status_comment,
 )
-from .render import RenderedIssue, Renderer, render_checklist, render_status_comment
+from .render import RenderedIssue, Renderer, render_checklist
 from .repo import Repo
 from .reprorun import load_result
+from .results import Journal, Result
 from .status import load_status
 from .status_view import StatusView, status_view
 from .subissues import AddSubIssue, SubIssueRecord
 
 Log = Callable[[str], None]
-# The sub-issue record a checklist write keeps: from the one the block holds now.
-RecordEdit = Callable[[SubIssueRecord | None], SubIssueRecord | None]
 
 
 @dataclass
@@ -86,12 +81,17 @@ class Outcome:
     """What a run did, for printing, ``--json`` and the Actions step summary."""
 
     plan: Plan
-    done: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)  # the lines of the results done
     issues: dict[int, ObservedIssue] = field(default_factory=dict)  # item -> canonical issue
     observed: list[ObservedIssue] = field(default_factory=list)
     rendered: dict[int, RenderedIssue] = field(default_factory=dict)
     checklist: str | None = None
     warnings: list[str] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)  # what was done, skipped or failed
+
+    def journal(self, log: Log) -> Journal:
+        """The run's one log path, writing into this outcome."""
+        return Journal(log, self.done, self.warnings, self.results)
 
 
 def render_all(
@@ -180,14 +180,17 @@ def open_issues(
         outcome.observed = observed
         return outcome
 
+    journal = outcome.journal(log)
+    journal.plan(outcome.plan.text())
     creates = plan.of(Create)
     known = {i.number for i in observed}
     if creates:
-        _ensure_labels(repo, observed, [lbl for c in creates for lbl in c.labels], catalog, log)
+        labels = [lbl for c in creates for lbl in c.labels]
+        journal.extend(ensure_labels(repo, observed, labels, catalog))
     for action in creates:
         body = filed_body(rendered[action.item].body, views.get(action.item))
         observed = _create_once(
-            repo, catalog, rendered[action.item], body, observed, log, outcome, identity
+            repo, catalog, rendered[action.item], body, observed, journal, identity
         )
     if creates:
         # A retried POST or a concurrent run may have filed an item twice; find out. The
@@ -200,47 +203,32 @@ def open_issues(
     for extra in again.of(CloseDuplicate):
         if extra.item in wanted:
             repo.edit_issue(extra.issue, state="closed", state_reason="duplicate")
-            outcome.done.append(f"closed #{extra.issue} as a duplicate of #{extra.keep}")
-            log(outcome.done[-1])
+            journal.add(
+                Result.done(f"closed #{extra.issue} as a duplicate of #{extra.keep}", extra)
+            )
     # Fixed items: close what was just filed, or what a crashed run filed and did not close.
     closed = {}
     for fix in again.of(CloseFixed):
         closed[fix.issue] = repo.edit_issue(fix.issue, state="closed", state_reason="completed")
-        outcome.done.append(f"item {fix.item}: closed #{fix.issue} as completed ({fix.fixed_in})")
-        log(outcome.done[-1])
+        line = f"item {fix.item}: closed #{fix.issue} as completed ({fix.fixed_in})"
+        journal.add(Result.done(line, fix))
     observed = [closed.get(i.number, i) for i in observed]
     outcome.issues = canonical(observed, catalog.audit)
     outcome.observed = observed
     if tracking_issue:
         # Only the issues this run filed (the canonical ones, not duplicates closed above).
         filed = {n: i for n, i in outcome.issues.items() if n in wanted and i.number not in known}
-        added = add_filed(repo, tracking_issue, filed, outcome.warnings.append, _done(outcome, log))
+        added = add_filed(repo, tracking_issue, filed, outcome.warnings.append, journal.add)
         entries = checklist_entries(catalog.findings, observed, catalog.audit, None, views)
-        _write_checklist(
+        result, outcome.checklist = write_checklist(
             repo,
             catalog,
             tracking_issue,
             entries,
-            outcome,
-            log,
             (lambda old: (old or SubIssueRecord()).with_added(added)) if added else None,
         )
+        journal.add(result)
     return outcome
-
-
-def _keep(
-    record: SubIssueRecord | None,
-) -> Callable[[SubIssueRecord | None], SubIssueRecord | None]:
-    """Write ``record``, whatever the block holds now (sync has just read the list)."""
-    return lambda _: record
-
-
-def _done(outcome: Outcome, log: Log) -> Log:
-    def done(line: str) -> None:
-        outcome.done.append(line)
-        log(line)
-
-    return done
 
 
 def _before_checklist(plan: Plan, actions: Sequence[Any]) -> Plan:
@@ -256,37 +244,13 @@ def _before_checklist(plan: Plan, actions: Sequence[Any]) -> Plan:
     return Plan((*plan.actions[:at], *actions, *plan.actions[at:]))
 
 
-def _ensure_labels(
-    repo: Repo, observed: list[ObservedIssue], labels: list[str], catalog: Catalog, log: Log
-) -> None:
-    """Create the labels the issues about to be filed use, and only those.
-
-    Labels on our issues exist, and so do those an earlier run made sure of (remembered in the
-    cache); only otherwise ask GitHub which exist.
-    """
-    known = {lbl for i in observed for lbl in i.labels} | repo.cache.labels
-    wanted = [lbl for lbl in dict.fromkeys(labels) if lbl not in known]
-    if not wanted:
-        return
-    existing = repo.existing_labels()
-    for name in wanted:
-        if name not in existing:
-            style = catalog.audit.label_definitions.get(name)
-            repo.create_label(
-                name, style.color if style else None, style.description if style else None
-            )
-            log(f"created label {name!r}")
-    repo.cache.labels |= set(wanted)
-
-
 def _create_once(
     repo: Repo,
     catalog: Catalog,
     issue: RenderedIssue,
     body: str,
     observed: list[ObservedIssue],
-    log: Log,
-    outcome: Outcome,
+    journal: Journal,
     identity: Identity,
 ) -> list[ObservedIssue]:
     try:
@@ -298,40 +262,14 @@ def _create_once(
         if issue.item not in canonical(observed, catalog.audit):
             raise
         created = canonical(observed, catalog.audit)[issue.item]
-        log(f"item {issue.item}: the create failed but had taken effect as #{created.number}")
+        line = f"item {issue.item}: the create failed but had taken effect as #{created.number}"
+        journal.add(Result.done(line, kind="Create", item=issue.item, issue=created.number))
         return observed
     if created.author and not identity.login:
         identity.login = created.author  # what this token writes as, learnt for free
-    outcome.done.append(f"item {issue.item}: filed #{created.number} {created.html_url}")
-    log(outcome.done[-1])
+    line = f"item {issue.item}: filed #{created.number} {created.html_url}"
+    journal.add(Result.done(line, kind="Create", item=issue.item, issue=created.number))
     return [*observed, created]
-
-
-def _write_checklist(
-    repo: Repo,
-    catalog: Catalog,
-    number: int,
-    entries: Sequence[ChecklistEntry],
-    outcome: Outcome,
-    log: Log,
-    sub_issues: RecordEdit | None = None,
-) -> None:
-    """Write the checklist; ``sub_issues`` turns the sub-issue record the block holds now
-    into the one to write (None: keep it as it is)."""
-    # Re-read right before writing and apply the edit to what is there now: GitHub has no
-    # compare-and-swap for issue bodies, so this keeps the window for losing a human's edit
-    # as short as one request. (Unchanged bodies come back as a free 304.)
-    fresh = repo.get_issue(number, fresh=True)
-    record = SubIssueRecord.find(read_block(fresh.body))
-    record = sub_issues(record) if sub_issues else record
-    block = render_checklist(entries, catalog.audit, catalog.root / "templates", record)
-    new_body = apply_block(fresh.body, block)
-    outcome.checklist = block
-    if new_body == fresh.body:
-        return
-    repo.edit_issue(number, body=new_body)
-    outcome.done.append(f"updated the checklist in #{number}")
-    log(outcome.done[-1])
 
 
 def sync(
@@ -401,55 +339,13 @@ def sync(
         outcome.plan = Plan((*outcome.plan.actions, *comments))
     if dry_run:
         return outcome
-    for action in outcome.plan.actions:
-        if subs is not None and action is subs.plan.actions[0]:
-            # Just before the checklist write, which records what happened.
-            record = carry_out(repo, subs, observed, outcome.warnings.append, outcome.done.append)
-        if isinstance(action, LabelTracking):
-            try:
-                _ensure_labels(repo, observed, list(action.labels), catalog, log)
-                repo.add_labels(action.issue, list(action.labels))
-                outcome.done.append(f"labelled #{action.issue} ({', '.join(action.labels)})")
-            except RemoteError as exc:
-                outcome.warnings.append(f"could not label tracking issue #{action.issue}: {exc}")
-        elif isinstance(action, LinkPreset):
-            try:
-                repo.add_labels(action.issue, list(action.labels))
-                outcome.done.append(f"labelled #{action.issue} ({', '.join(action.labels)})")
-            except RemoteError as exc:
-                outcome.warnings.append(
-                    f"item {action.item}: could not label #{action.issue}: {exc}"
-                )
-        elif isinstance(action, StatusChange):
-            view = views[action.item]
-            assert view is not None
-            text = render_status_comment(
-                view, outcome.issues[action.item].state, catalog.audit, templates
-            )
-            bodies = [c.get("body") or "" for c in repo.list_comments(action.issue)]
-            comment = status_comment(action, bodies, text)
-            if comment is not None:
-                repo.comment(comment.issue, comment.body)
-                outcome.done.append(f"item {action.item}: commented on #{action.issue} (status)")
-        elif isinstance(action, EditBody):
-            fresh = repo.get_issue(action.issue, fresh=True)
-            body = replace_owned_region(fresh.body, rendered[action.item].body)
-            if body != fresh.body:
-                repo.edit_issue(action.issue, body=body)
-                outcome.done.append(f"item {action.item}: updated #{action.issue}")
-        elif isinstance(action, UpdateChecklist):
-            _write_checklist(
-                repo, catalog, action.issue, action.entries, outcome, log, _keep(record)
-            )
-        elif isinstance(action, ChecklistUpToDate) and subs and record != subs.expected:
-            # A sub-issue write went otherwise than planned: record what did happen.
-            entries = checklist_entries(catalog.findings, observed, catalog.audit, notes, views)
-            _write_checklist(repo, catalog, action.issue, entries, outcome, log, _keep(record))
-        elif isinstance(action, Comment):
-            repo.comment(action.issue, action.body)
-            outcome.done.append(f"item {action.item}: commented on #{action.issue}")
-    for line in outcome.done:
-        log(line)
+    journal = outcome.journal(log)
+    journal.plan(outcome.plan.text())
+    run = SyncRun(
+        repo, catalog, rendered, views, observed, outcome.issues, notes, subs, record, journal
+    )
+    carry_out_sync(run, outcome.plan.actions)
+    outcome.checklist = run.checklist
     return outcome
 
 

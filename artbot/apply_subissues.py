@@ -19,6 +19,7 @@ from .checklist import ChecklistEntry
 from .errors import RemoteError, SubIssueRefused, SubIssuesUnavailable
 from .models import ObservedIssue
 from .repo import Repo
+from .results import Result
 from .subissues import (
     AddSubIssue,
     MoveSubIssue,
@@ -37,6 +38,7 @@ from .subissues import (
 )
 
 Warn = Callable[[str], None]
+Done = Callable[[Result], None]
 
 
 def unavailable_warning(parent: int) -> str:
@@ -94,7 +96,7 @@ def plan_step(
 
 
 def carry_out(
-    repo: Repo, step: SubIssueStep, known: Sequence[ObservedIssue], warn: Warn, done: Warn
+    repo: Repo, step: SubIssueStep, known: Sequence[ObservedIssue], warn: Warn, done: Done
 ) -> SubIssueRecord | None:
     """Carry out ``step``'s writes; returns the record as things turned out.
 
@@ -117,13 +119,19 @@ def carry_out(
             if isinstance(action, RemoveSubIssue):
                 if _try(partial(repo.remove_sub_issue, parent, ids[action.issue]), warn):
                     order.remove(action.issue)
-                    done(f"removed #{action.issue} from #{parent}'s sub-issues")
+                    done(
+                        Result.done(f"removed #{action.issue} from #{parent}'s sub-issues", action)
+                    )
                 continue
             number = action.issue
             assert number is not None
             if _add(repo, action, number, ids, warn):
                 order.append(number)
-                done(f"item {action.item}: added #{number} to #{parent}'s sub-issues")
+                done(
+                    Result.done(
+                        f"item {action.item}: added #{number} to #{parent}'s sub-issues", action
+                    )
+                )
                 continue
             mine.remove(number)
             other = _other_parent(repo, number, parent, warn)
@@ -134,7 +142,8 @@ def carry_out(
             if _move(repo, parent, move, ids, warn):
                 order = apply_moves(order, [move])
                 issue, after, before = move
-                done(MoveSubIssue(item_of.get(issue, 0), issue, parent, after, before).describe())
+                moved = MoveSubIssue(item_of.get(issue, 0), issue, parent, after, before)
+                done(Result.done(moved.describe().replace(": move ", ": moved ", 1), moved))
     except SubIssuesUnavailable:
         warn(unavailable_warning(parent))
         return step.old
@@ -147,7 +156,7 @@ def carry_out(
 
 
 def add_filed(
-    repo: Repo, parent: int, filed: Mapping[int, ObservedIssue], warn: Warn, done: Warn
+    repo: Repo, parent: int, filed: Mapping[int, ObservedIssue], warn: Warn, done: Done
 ) -> list[int]:
     """``open``: make each issue just filed (item -> issue) a sub-issue of ``parent``.
 
@@ -168,7 +177,8 @@ def add_filed(
             warn(f"item {item}: #{issue.number} not added to #{parent}'s sub-issues: {exc}")
             continue
         added.append(issue.number)
-        done(f"item {item}: added #{issue.number} to #{parent}'s sub-issues")
+        line = f"item {item}: added #{issue.number} to #{parent}'s sub-issues"
+        done(Result.done(line, kind="AddSubIssue", item=item, issue=issue.number))
     return added
 
 

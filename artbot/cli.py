@@ -326,6 +326,15 @@ def github_options(f: F) -> F:
     return f
 
 
+def run_log(obj: Context, as_json: bool) -> Callable[[str], None]:
+    """Where a run's plan and results go as they happen: stdout, redacted (they carry text
+    from GitHub); nowhere with --json, which prints them once at the end."""
+    from .output import redact
+
+    secrets = obj.settings.secrets
+    return (lambda _: None) if as_json else (lambda line: click.echo(redact(line, secrets)))
+
+
 def identity(authors: tuple[str, ...]) -> Any:
     """Who artbot writes as: github-actions[bot], the token's login, and ``--author``."""
     from .apply import Identity
@@ -379,7 +388,7 @@ def open_(
     selected = [f.item for f in findings_of(catalog, items)]  # unknown item: exit 2 here
     tracking = tracking_issue or catalog.audit.tracking_issue
     repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
-    log = (lambda _: None) if as_json else click.echo
+    log = run_log(obj, as_json)
     outcome = open_issues(
         catalog, repo, selected, tracking, dry_run=dry_run, log=log, identity=identity(authors)
     )
@@ -459,7 +468,7 @@ def sync(
         tracking,
         dry_run=dry_run,
         verified=verified,
-        log=(lambda _: None) if as_json else click.echo,
+        log=run_log(obj, as_json),
         replace_parent=replace_parent,
         identity=identity(authors),
     )
