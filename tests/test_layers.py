@@ -68,3 +68,8 @@ def test_nothing_that_verify_imports_imports_verify_back() -> None:
     assert below, "verify imports nothing outside itself?"
     arrows = {m: sorted(filter(inside_verify, reachable(m))) for m in sorted(below)}
     assert {m: up for m, up in arrows.items() if up} == {}
+
+
+def test_no_module_is_over_500_lines() -> None:
+    sizes = {n: len(p.read_text(encoding="utf-8").splitlines()) for n, p in MODULES.items()}
+    assert {n: s for n, s in sizes.items() if s > 500} == {}

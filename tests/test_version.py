@@ -121,6 +121,7 @@ def test_help_loads_only_the_command_definitions() -> None:
     assert loaded == [
         "artbot",
         "artbot.cli",
+        "artbot.cli_options",
         "artbot.terminal",
         "artbot.verify",
         "artbot.verify.cli",
