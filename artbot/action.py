@@ -4,7 +4,8 @@ action.yml runs ``artbot open|sync --json`` and hands the report here: :func:`lo
 what artbot prints without ``--json`` (the plan, what was done, warnings with their
 annotations), :func:`outputs` the step's outputs, :func:`open_summary` the step summary of
 ``open`` (``sync`` writes its own). A dry run is run without ``--json``, since its preview is
-the point; it files and changes nothing, and its outputs say so. Pure functions and a small
+the point, and then once more with ``--json --dry-run`` (reads only) for the ``plan`` output;
+it files and changes nothing, and its outputs say so. Pure functions and a small
 ``main`` (``python -m artbot.action --help``); no GitHub I/O.
 """
 
@@ -34,23 +35,33 @@ def filed(report: Report) -> list[int]:
     return sorted(issues[str(i)]["number"] for i in creates if str(i) in issues)
 
 
-def outputs(report: Report | None) -> dict[str, str]:
-    """The action's outputs; ``report`` is None when the run wrote nothing by design (a dry
-    run, ``verify``).
+def outputs(report: Report | None, *, dry_run: bool = False) -> dict[str, str]:
+    """The action's outputs; ``report`` is None for ``verify``, and ``dry_run`` marks the
+    report of a dry run (nothing was written).
 
     ``filed``: issue numbers, space-separated. ``changed``: what was written, a JSON array of
     lines (``item 7: filed #1112 ...``, ``updated the checklist in #1111``). ``issues``: a JSON
-    object, item number to issue number, for every issue artbot filed (found by its marker;
-    issues filed by hand are in the catalog), only with a report.
+    object, item number to ``{"number", "url", "state"}``, for every issue artbot filed (found
+    by its marker; issues filed by hand are in the catalog). ``tracking-issue-url``: the
+    tracking issue's web address. ``plan``: the plan as JSON, ``[{"action": ..., ...}]`` (on
+    a dry run, what a real run would do; after ``max-writes`` stopped a run, what is left).
     """
     if report is None:
         return {"filed": "", "changed": "[]"}
-    issues = {item: issue["number"] for item, issue in report["issues"].items()}
-    return {
-        "filed": " ".join(map(str, filed(report))),
-        "changed": json.dumps(report["done"], ensure_ascii=False),
-        "issues": json.dumps(issues),
+    tracking = report.get("tracking_issue") or {}
+    values = {
+        "filed": "" if dry_run else " ".join(map(str, filed(report))),
+        "changed": "[]" if dry_run else json.dumps(report["done"], ensure_ascii=False),
+        "issues": json.dumps(
+            {
+                item: {"number": i["number"], "url": i["url"], "state": i["state"]}
+                for item, i in report["issues"].items()
+            }
+        ),
+        "tracking-issue-url": str(tracking.get("url") or ""),
+        "plan": json.dumps(report["plan"], ensure_ascii=False),
     }
+    return values
 
 
 def output_file_text(values: Mapping[str, str]) -> str:
@@ -119,19 +130,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--report", type=Path, help="The --json report (none: a dry run).")
     parser.add_argument("--outputs", type=Path, required=True, help="$GITHUB_OUTPUT")
     parser.add_argument("--summary", type=Path, help="$GITHUB_STEP_SUMMARY (used by open)")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="The report is a dry run's (already printed)."
+    )
     args = parser.parse_args(argv)
 
     report = None
     if args.report is not None:
         report = json.loads(args.report.read_text(encoding="utf-8"))
-        settings = Settings.from_env()
-        for line, err in log_lines(report, in_actions=settings.in_actions):
-            click.echo(redact(line, settings.secrets), err=err)
+        if not args.dry_run:
+            settings = Settings.from_env()
+            for line, err in log_lines(report, in_actions=settings.in_actions):
+                click.echo(redact(line, settings.secrets), err=err)
     with args.outputs.open("a", encoding="utf-8") as fh:
-        fh.write(output_file_text(outputs(report)))
+        fh.write(output_file_text(outputs(report, dry_run=args.dry_run)))
     if args.command == "open" and args.summary is not None:
         with args.summary.open("a", encoding="utf-8") as fh:
-            fh.write(open_summary(report))
+            fh.write(open_summary(None if args.dry_run else report))
     return 0
 
 

@@ -20,28 +20,37 @@ Every write path is safe to re-run after a crash at any point:
   comment;
 - sub-issue writes come before the checklist write that records them, and the record holds
   only what succeeded, so after a crash the next sync reads the list and settles the rest
-  (see :mod:`artbot.apply_subissues`).
+  (see :mod:`artbot.apply_subissues`);
+- a ticked request is cleared by the checklist write after what it asked for, never before,
+  and what it asks for is itself safe to repeat (filing finds by marker; a re-check comments
+  once per status change) (see :mod:`artbot.apply_panel`);
+- with ``close_when_fixed``, an issue is closed right after its status comment and before the
+  body's status is updated, so a re-run closes it without a second comment
+  (see :mod:`artbot.apply_status`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from .apply_actions import SyncRun, carry_out_sync, ensure_labels, write_checklist
+from .apply_actions import SyncRun, carry_out_sync, write_checklist
+from .apply_labels import ensure_labels
+from .apply_panel import PanelEdit, Verifier, requests_first
+from .apply_status import verification_comments
 from .apply_subissues import add_filed, plan_step, unavailable_warning, wanted_sub_issues
 from .catalog import Catalog
 from .checklist import read_block
 from .errors import BadInput, RemoteError
 from .models import Finding, ObservedIssue
 from .ownership import DEFAULT_AUTHORS, Foreign, claim, needs_login
+from .panel import EditEvent
 from .plan import (
     ChecklistUpToDate,
     CloseDuplicate,
     CloseFixed,
-    Comment,
+    CloseWhenFixed,
     Create,
     LabelTracking,
     Plan,
@@ -87,6 +96,8 @@ class Outcome:
     rendered: dict[int, RenderedIssue] = field(default_factory=dict)
     checklist: str | None = None
     warnings: list[str] = field(default_factory=list)
+    tracking: ObservedIssue | None = None  # the tracking issue as preflight read it
+    stopped: str | None = None  # why the run stopped early (--max-writes); the plan is what is left
     results: list[Result] = field(default_factory=list)  # what was done, skipped or failed
 
     def journal(self, log: Log) -> Journal:
@@ -160,20 +171,22 @@ def open_issues(
     dry_run: bool = False,
     log: Log = lambda _: None,
     identity: Identity | None = None,
+    requests: PanelEdit | None = None,
 ) -> Outcome:
-    """File the dedicated issues for ``items`` (once each) and refresh the checklist."""
+    """File the dedicated issues for ``items`` (once each) and refresh the checklist.
+
+    ``requests`` renders the block's Requests list (default: every tick kept, pending)."""
     identity = identity or Identity()
     findings = [catalog.get(i) for i in items]
     rendered = render_all(catalog, findings, tracking_issue)
     views = status_views(catalog, catalog.findings)
     observed, foreign = observe(repo, catalog, identity, tracking_issue)
-    if tracking_issue:
-        preflight(repo, tracking_issue, observed)
+    tracking = preflight(repo, tracking_issue, observed) if tracking_issue else None
     plan = plan_open(findings, rendered, observed, catalog.audit, tracking_issue, views)
     if tracking_issue:
         adds = [AddSubIssue(c.item, None, tracking_issue) for c in plan.of(Create)]
         plan = _before_checklist(plan, adds)
-    outcome = Outcome(plan, rendered=rendered)
+    outcome = Outcome(plan, rendered=rendered, tracking=tracking)
     outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
     if dry_run:
         outcome.issues = canonical(observed, catalog.audit)
@@ -203,9 +216,8 @@ def open_issues(
     for extra in again.of(CloseDuplicate):
         if extra.item in wanted:
             repo.edit_issue(extra.issue, state="closed", state_reason="duplicate")
-            journal.add(
-                Result.done(f"closed #{extra.issue} as a duplicate of #{extra.keep}", extra)
-            )
+            line = f"closed #{extra.issue} as a duplicate of #{extra.keep}"
+            journal.add(Result.done(line, extra))
     # Fixed items: close what was just filed, or what a crashed run filed and did not close.
     closed = {}
     for fix in again.of(CloseFixed):
@@ -226,6 +238,7 @@ def open_issues(
             tracking_issue,
             entries,
             (lambda old: (old or SubIssueRecord()).with_added(added)) if added else None,
+            requests,
         )
         journal.add(result)
     return outcome
@@ -282,15 +295,39 @@ def sync(
     log: Log = lambda _: None,
     replace_parent: bool = False,
     identity: Identity | None = None,
+    verifier: Verifier | None = None,
+    event: EditEvent | None = None,
 ) -> Outcome:
     """Bring generated issues' bodies and the checklist in step with the catalog and GitHub.
 
     ``verified`` is (version, results of :func:`artbot.verify.verify_code`): each result
     becomes a checklist note, and a comment on the generated issue when its status changed.
     The items' issues become the tracking issue's sub-issues (:mod:`artbot.subissues`);
-    ``replace_parent`` moves those that have another parent. Never creates, closes or
-    reopens an issue.
+    ``replace_parent`` moves those that have another parent. Ticked requests in the tracking
+    issue are carried out first (:mod:`artbot.apply_panel`): ``verifier`` runs a re-check
+    when ``verified`` is None; ``event`` is the ``issues: edited`` event whose sender is
+    checked. Otherwise never creates, closes or reopens an issue.
     """
+    identity = identity or Identity()
+    rendered = render_all(catalog, catalog.findings, tracking_issue)
+    observed, foreign = observe(repo, catalog, identity, tracking_issue)
+    tracking = preflight(repo, tracking_issue, observed) if tracking_issue else None
+    step = requests_first(
+        repo,
+        tracking,
+        checklist_entries(catalog.findings, observed, catalog.audit),
+        event=event,
+        verified=verified,
+        verifier=verifier,
+        dry_run=dry_run,
+        open_items=lambda items, edit: open_issues(
+            catalog, repo, items, tracking_issue, log=log, identity=identity, requests=edit
+        ),
+    )
+    verified = step.verified
+    if step.opened is not None and tracking_issue:
+        observed, foreign = observe(repo, catalog, identity, tracking_issue)
+        tracking = preflight(repo, tracking_issue, observed)
     notes = None
     views = status_views(catalog, catalog.findings)
     if verified is not None:
@@ -301,9 +338,6 @@ def sync(
         results = [r for r in verified[1] if views.get(r.item) is None]
         verified = (verified[0], results)
         notes = verification_notes(results)
-    rendered = render_all(catalog, catalog.findings, tracking_issue)
-    observed, foreign = observe(repo, catalog, identity or Identity(), tracking_issue)
-    tracking = preflight(repo, tracking_issue, observed) if tracking_issue else None
     templates = catalog.root / "templates"
     block = read_block(tracking.body) if tracking else None
     subs = None
@@ -319,10 +353,17 @@ def sync(
         catalog.audit,
         tracking_issue,
         block,
-        lambda entries: render_checklist(entries, catalog.audit, templates, record),
+        lambda entries: render_checklist(
+            entries,
+            catalog.audit,
+            templates,
+            record,
+            step.edit(block, entries) if step.edit else None,
+        ),
         notes,
         views,
     )
+    plan = _before_checklist(plan, step.actions())
     if subs is not None:
         plan = _before_checklist(plan, subs.plan.actions)
     if tracking is not None and catalog.audit.tracking_label:
@@ -330,43 +371,41 @@ def sync(
         missing = tuple(lbl for lbl in wanted_labels if lbl not in tracking.labels)
         if missing:
             plan = Plan((LabelTracking(tracking.number, missing), *plan.actions))
-    outcome = Outcome(plan, issues=canonical(observed, catalog.audit), observed=observed)
+    outcome = Outcome(
+        plan, issues=canonical(observed, catalog.audit), observed=observed, tracking=tracking
+    )
     outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
+    outcome.warnings += step.warnings
     if subs is not None and not subs.available:
         outcome.warnings.append(unavailable_warning(subs.parent))
     if verified is not None:
-        comments = _verification_comments(repo, outcome.issues, *verified)
+        comments = verification_comments(repo, outcome.issues, *verified)
         outcome.plan = Plan((*outcome.plan.actions, *comments))
     if dry_run:
         return outcome
     journal = outcome.journal(log)
     journal.plan(outcome.plan.text())
     run = SyncRun(
-        repo, catalog, rendered, views, observed, outcome.issues, notes, subs, record, journal
+        repo,
+        catalog,
+        rendered,
+        views,
+        observed,
+        outcome.issues,
+        notes,
+        subs,
+        record,
+        journal,
+        closing={c.item for c in plan.of(CloseWhenFixed)},
+        requests=step.edit,
     )
     carry_out_sync(run, outcome.plan.actions)
     outcome.checklist = run.checklist
+    if tracking_issue:
+        journal.extend(
+            Result.done(line, kind="Request") for line in step.done(outcome.issues, tracking_issue)
+        )
+    if step.opened is not None:  # open journalled its own plan and results as it went
+        outcome.done[:0] = step.opened.done
+        outcome.results[:0] = step.opened.results
     return outcome
-
-
-def _verification_comments(
-    repo: Repo, issues: dict[int, ObservedIssue], version: str, results: Sequence[Any]
-) -> list[Comment]:
-    """One comment per generated issue whose verification status changed (idempotent)."""
-    from .verify import comments_to_post
-
-    out = []
-    for result in results:
-        issue = issues.get(result.item)
-        if issue is None:
-            continue
-        bodies = [c.get("body") or "" for c in repo.list_comments(issue.number)]
-        out += [
-            Comment(result.item, issue.number, body)
-            for body in comments_to_post(bodies, result.item, version, result.status)
-        ]
-    return out
-
-
-def default_cache_path(root: Path) -> Path:
-    return root / ".artbot" / "cache.json"

@@ -10,21 +10,25 @@ through the run's :class:`artbot.results.Journal`, the one log path.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, assert_never
 
+from .apply_labels import label_issue
+from .apply_panel import PanelEdit
+from .apply_status import carry_out_status_change, close_fixed
 from .apply_subissues import SubIssueStep, carry_out
 from .catalog import Catalog
 from .checklist import ChecklistEntry, apply_block, read_block
-from .errors import RemoteError
 from .marker import replace_owned_region
 from .models import ObservedIssue
 from .ownership import Foreign
+from .panel import CarryOutRequest, DropRequest, RevertTick, note_in, panel, ticked
 from .plan import (
     Action,
     ChecklistUpToDate,
     CloseDuplicate,
     CloseFixed,
+    CloseWhenFixed,
     Comment,
     Create,
     Duplicate,
@@ -36,9 +40,8 @@ from .plan import (
     StatusChange,
     UpdateChecklist,
     checklist_entries,
-    status_comment,
 )
-from .render import RenderedIssue, render_checklist, render_status_comment
+from .render import RenderedIssue, render_checklist
 from .repo import Repo
 from .results import Journal, Result
 from .status_view import StatusView
@@ -58,47 +61,29 @@ from .subissues import (
 RecordEdit = Callable[[SubIssueRecord | None], SubIssueRecord | None]
 
 
-def ensure_labels(
-    repo: Repo, observed: Sequence[ObservedIssue], labels: Sequence[str], catalog: Catalog
-) -> list[Result]:
-    """Create the labels the issues about to be written use, and only those.
-
-    Labels on our issues exist, and so do those an earlier run made sure of (remembered in the
-    cache); only otherwise ask GitHub which exist.
-    """
-    known = {lbl for i in observed for lbl in i.labels} | repo.cache.labels
-    wanted = [lbl for lbl in dict.fromkeys(labels) if lbl not in known]
-    if not wanted:
-        return []
-    existing = repo.existing_labels()
-    made = []
-    for name in wanted:
-        if name not in existing:
-            style = catalog.audit.label_definitions.get(name)
-            repo.create_label(
-                name, style.color if style else None, style.description if style else None
-            )
-            made.append(Result.done(f"created label {name!r}", kind="CreateLabel"))
-    repo.cache.labels |= set(wanted)
-    return made
-
-
 def write_checklist(
     repo: Repo,
     catalog: Catalog,
     number: int,
     entries: Sequence[ChecklistEntry],
     sub_issues: RecordEdit | None = None,
+    requests: PanelEdit | None = None,
 ) -> tuple[Result, str]:
     """Write the checklist; ``sub_issues`` turns the sub-issue record the block holds now
-    into the one to write (None: keep it as it is). Returns the result and the block."""
+    into the one to write (None: keep it as it is), ``requests`` renders the Requests list
+    over the block there now (None: keep its ticks and note). Returns the result and the
+    block."""
     # Re-read right before writing and apply the edit to what is there now: GitHub has no
     # compare-and-swap for issue bodies, so this keeps the window for losing a human's edit
     # as short as one request. (Unchanged bodies come back as a free 304.)
     fresh = repo.get_issue(number, fresh=True)
     record = SubIssueRecord.find(read_block(fresh.body))
     record = sub_issues(record) if sub_issues else record
-    block = render_checklist(entries, catalog.audit, catalog.root / "templates", record)
+    old = read_block(fresh.body)
+    requests = requests or (lambda b, e: panel(e, ticked(b), note_in(b)))
+    block = render_checklist(
+        entries, catalog.audit, catalog.root / "templates", record, requests(old, entries)
+    )
     new_body = apply_block(fresh.body, block)
     about = {"kind": "UpdateChecklist", "issue": number}
     if new_body == fresh.body:
@@ -121,6 +106,8 @@ class SyncRun:
     subs: SubIssueStep | None
     record: SubIssueRecord | None
     journal: Journal
+    closing: set[int] = field(default_factory=set)  # items close_when_fixed closes
+    requests: PanelEdit | None = None  # how the checklist write renders the Requests list
     checklist: str | None = None
 
     def keep_record(self) -> RecordEdit:
@@ -151,36 +138,28 @@ def carry_out_action(run: SyncRun, action: Action) -> list[Result]:
     repo, catalog = run.repo, run.catalog
     match action:
         case LabelTracking() | LinkPreset():
-            try:
-                made = []
-                if isinstance(action, LabelTracking):
-                    made = ensure_labels(repo, run.observed, action.labels, catalog)
-                repo.add_labels(action.issue, list(action.labels))
-            except RemoteError as exc:
-                line = (
-                    f"could not label tracking issue #{action.issue}: {exc}"
-                    if isinstance(action, LabelTracking)
-                    else f"item {action.item}: could not label #{action.issue}: {exc}"
-                )
-                return [Result.failed(line, action)]
-            line = f"labelled #{action.issue} ({', '.join(action.labels)})"
-            return [*made, Result.done(line, action)]
+            return label_issue(repo, run.observed, action, catalog)
         case StatusChange():
             view = run.views[action.item]
             assert view is not None
-            templates = catalog.root / "templates"
-            text = render_status_comment(
-                view, run.issues[action.item].state, catalog.audit, templates
+            said: list[Result] = []
+            carry_out_status_change(
+                repo,
+                catalog,
+                action,
+                view,
+                run.issues[action.item],
+                closing=action.item in run.closing,
+                done=lambda line: said.append(Result.done(line, action)),
             )
-            bodies = [c.get("body") or "" for c in repo.list_comments(action.issue)]
-            comment = status_comment(action, bodies, text)
-            if comment is None:
-                line = f"item {action.item}: #{action.issue} already has this status comment"
-                return [Result.skipped(line, action)]
-            repo.comment(comment.issue, comment.body)
-            return [
-                Result.done(f"item {action.item}: commented on #{action.issue} (status)", action)
-            ]
+            line = f"item {action.item}: #{action.issue} already has this status comment"
+            return said or [Result.skipped(line, action)]
+        case CloseWhenFixed():
+            closed: list[Result] = []
+            issue = close_fixed(repo, action, lambda line: closed.append(Result.done(line, action)))
+            run.issues[action.item] = issue
+            run.observed = [issue if i.number == issue.number else i for i in run.observed]
+            return closed
         case EditBody():
             fresh = repo.get_issue(action.issue, fresh=True)
             body = replace_owned_region(fresh.body, run.rendered[action.item].body)
@@ -216,6 +195,8 @@ def carry_out_action(run: SyncRun, action: Action) -> list[Result]:
             | NoSubIssues()
         ):
             return []  # reported in the plan; nothing to write
+        case CarryOutRequest() | RevertTick() | DropRequest():
+            return []  # carried out before planning (apply_panel); the checklist write records it
         case Create() | CloseFixed() | CloseDuplicate():
             raise AssertionError(f"sync never carries out {action.describe()!r}")
         case _:
@@ -224,6 +205,6 @@ def carry_out_action(run: SyncRun, action: Action) -> list[Result]:
 
 def _checklist(run: SyncRun, number: int, entries: Sequence[ChecklistEntry]) -> Result:
     result, run.checklist = write_checklist(
-        run.repo, run.catalog, number, entries, run.keep_record()
+        run.repo, run.catalog, number, entries, run.keep_record(), run.requests
     )
     return result

@@ -53,8 +53,9 @@ class ChecklistEntry:
     ``state`` and ``state_reason`` are GitHub's issue fields (``state_reason`` is e.g.
     ``completed``, ``not_planned`` or ``duplicate``); both are None while ``issue`` is None.
     ``note`` is an optional short status, e.g. "no longer reproduces in openpipe-art 0.5.21".
-    ``fixed_in`` is the release from which every claim of the item is fixed (the line is then
-    ticked whatever the issue's state); ``partly_fixed_in`` the release that fixed some of them.
+    ``fixed_in`` is the release from which every claim of the item is fixed, ``partly_fixed_in``
+    the release that fixed some of them. The line is ticked when, and only when, the item has
+    an issue and it is closed: a tick always points at a closed issue a reader can open.
     """
 
     item: int

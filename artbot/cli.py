@@ -14,14 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .cli_options import (
-    connect,
-    findings_of,
-    github_options,
-    identity,
-    item_options,
-    run_log,
-)
+from .cli_options import findings_of, item_options
 from .terminal import SizedContext
 
 if TYPE_CHECKING:
@@ -265,161 +258,6 @@ def repro(obj: Context, items: tuple[int, ...] | None, timeout_s: float) -> None
         raise ReproFailed(f"{failed} reproduction(s) did not finish cleanly")
 
 
-@cli.command(name="open")
-@item_options("Item to file (repeatable).", "Every item without an issue.")
-@github_options
-@pass_ctx
-def open_(
-    obj: Context,
-    items: tuple[int, ...] | None,
-    repo_name: str | None,
-    api_url: str | None,
-    tracking_issue: int | None,
-    cache: Path | None,
-    authors: tuple[str, ...],
-    dry_run: bool,
-    as_json: bool,
-) -> None:
-    """File the dedicated issue for an item (once) and link it from the tracking checklist."""
-    from .apply import open_issues
-    from .output import report
-
-    catalog = obj.catalog(for_render=True)
-    selected = [f.item for f in findings_of(catalog, items)]  # unknown item: exit 2 here
-    tracking = tracking_issue or catalog.audit.tracking_issue
-    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
-    log = run_log(obj, as_json)
-    outcome = open_issues(
-        catalog, repo, selected, tracking, dry_run=dry_run, log=log, identity=identity(authors)
-    )
-    repo.cache.save()
-    if dry_run and not as_json:
-        from .plan import Create
-
-        for action in outcome.plan.of(Create):
-            issue = outcome.rendered[action.item]
-            click.echo(f"\n--- would file: {issue.title}\n\n{issue.body}")
-    report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
-    if not as_json:
-        for n in selected:
-            filed = outcome.issues.get(n)
-            if filed:
-                click.echo(f"item {n}: {filed.html_url}")
-        if not tracking:
-            click.echo("note: no tracking issue configured; the checklist was not updated")
-
-
-@cli.command()
-@github_options
-@click.option(
-    "--verify",
-    "verify_version",
-    metavar="VERSION",
-    help="Also run the reproductions against openpipe-art VERSION's own code (`latest`: the "
-    "newest release): note the result in the checklist and comment once per generated issue "
-    "when it changes.",
-)
-@click.option(
-    "--replace-parent",
-    is_flag=True,
-    help="Make an item's issue a sub-issue of the tracking issue even when it has another "
-    "parent (moved from it); without this it is reported and left.",
-)
-@click.option(
-    "--summary",
-    type=click.Path(dir_okay=False, path_type=Path),
-    envvar="GITHUB_STEP_SUMMARY",
-    help="Append a markdown summary here [default: $GITHUB_STEP_SUMMARY].",
-)
-@pass_ctx
-def sync(
-    obj: Context,
-    repo_name: str | None,
-    api_url: str | None,
-    tracking_issue: int | None,
-    cache: Path | None,
-    authors: tuple[str, ...],
-    dry_run: bool,
-    as_json: bool,
-    verify_version: str | None,
-    replace_parent: bool,
-    summary: Path | None,
-) -> None:
-    """Keep generated issues' bodies and the tracking checklist in step. Never closes issues."""
-    from .apply import sync as run_sync
-    from .output import report
-
-    catalog = obj.catalog(for_render=True)
-    tracking = tracking_issue or catalog.audit.tracking_issue
-    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
-    verified = None
-    if verify_version:
-        from .verify import release_tree, verify_code
-        from .verify.release import resolve
-
-        if verify_version == "latest":
-            verify_version = resolve(verify_version)
-            click.echo(f"verify: the newest openpipe-art release is {verify_version}", err=True)
-        tree = release_tree(verify_version, catalog.audit, obj.settings.wheel_cache)
-        verified = (verify_version, verify_code(catalog, tree))
-    outcome = run_sync(
-        catalog,
-        repo,
-        tracking,
-        dry_run=dry_run,
-        verified=verified,
-        log=run_log(obj, as_json),
-        replace_parent=replace_parent,
-        identity=identity(authors),
-    )
-    repo.cache.save()
-    report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
-    if summary:
-        from .summary import step_summary
-
-        with summary.open("a", encoding="utf-8") as fh:
-            fh.write(step_summary(catalog, outcome, dry_run=dry_run))
-
-
-@cli.command()
-@click.option(
-    "--item",
-    "items",
-    type=int,
-    multiple=True,
-    help="Item to file (repeatable) [default: 7 and 9].",
-)
-@pass_ctx
-def demo(obj: Context, items: tuple[int, ...]) -> None:
-    """Run the main job on the embedded GitHub sandbox (no token, no network)."""
-    from .demo import DEMO_ITEMS, describe, run_demo
-
-    result = run_demo(obj.catalog(for_render=True), items or DEMO_ITEMS, log=click.echo)
-    click.echo(describe(result))
-
-
-@cli.command()
-@click.option("--port", type=int, default=0, show_default=True, help="Port (0: any free one).")
-@click.option(
-    "--state",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="JSON file that keeps the sandbox's state across restarts.",
-)
-@click.option(
-    "--repo",
-    "repos",
-    multiple=True,
-    default=["OpenPipe/ART"],
-    show_default=True,
-    help="OWNER/NAME to create if missing (repeatable).",
-)
-def sandbox(port: int, state: Path | None, repos: tuple[str, ...]) -> None:
-    """Run the loopback GitHub API sandbox in the foreground."""
-    from .sandbox import serve
-
-    serve(port, state, repos)
-
-
 @cli.command(name="export-tests")
 @click.option(
     "--out",
@@ -442,9 +280,15 @@ def export_tests_cmd(obj: Context, out: Path) -> None:
 
 # --- verify: in artbot/verify/cli.py ------------------------------------------------------
 
+from .cli_github import open_, sync  # noqa: E402
+from .cli_sandbox import demo, sandbox  # noqa: E402
 from .verify.cli import verify  # noqa: E402
 
 cli.add_command(verify)
+cli.add_command(open_)
+cli.add_command(sync)
+cli.add_command(demo)
+cli.add_command(sandbox)
 
 
 def main() -> None:

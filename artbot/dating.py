@@ -69,8 +69,9 @@ class AnchorDating(_Strict):
         return after, before
 
     def sentence(self) -> str:
-        """The audit's place, e.g. ``e2a406a48 lies after 0.5.20 and before 0.5.21: 9 of 14
-        anchors at their lines in 0.5.21, 7 in 0.5.20``."""
+        """The audit's place with the anchors that decide it, e.g. ``e2a406a48 lies after 0.5.20
+        and before 0.5.21: 13 of 22 anchors sit at their lines in 0.5.20 and 4 in 0.5.21;
+        2 only in 0.5.21 (`megatron/train.py` L283, ...), 11 only in 0.5.20``."""
         after, before = self.place()
         counts = self.counts()
         if after and before:
@@ -81,10 +82,15 @@ class AnchorDating(_Strict):
             where = f"lies before {before}"
         else:
             where = "is not placed by its anchors"
-        named = [x for x in (before, after) if x] or list(counts)
-        parts = [f"{counts[named[0]]} of {self.anchors} anchors at their lines in {named[0]}"]
-        parts += [f"{counts[x]} in {x}" for x in named[1:]]
-        return f"{self.audit} {where}: {', '.join(parts)}"
+        named = [x for x in (after, before) if x] or list(counts)
+        first, *rest = named
+        parts = f"{counts[first]} of {self.anchors} anchors sit at their lines in {first}"
+        parts += "".join(f" and {counts[x]} in {x}" for x in rest)
+        if after and before:
+            by = {r.label: set(r.at_lines) for r in self.releases}
+            later, earlier = sorted(by[before] - by[after]), sorted(by[after] - by[before])
+            parts += f"; {_listed(later, before)}, {_listed(earlier, after)}"
+        return f"{self.audit} {where}: {parts}"
 
     def with_release(self, release: ReleaseAnchors) -> AnchorDating:
         """This record with ``release`` added or replaced, releases in version order."""
@@ -110,3 +116,20 @@ def load_dating(root: Path) -> AnchorDating | None:
 
 def dump_dating(dating: AnchorDating) -> str:
     return json.dumps(dating.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+def _listed(anchors: list[str], release: str, shown: int = 3) -> str:
+    """``2 only in 0.5.21 (`megatron/train.py` L283, ...)``: how many, and the first few."""
+    if not anchors:
+        return f"none only in {release}"
+    names = []
+    for anchor in anchors[:shown]:
+        if anchor.count(":") < 2:  # not item:path:start-end; shown as recorded
+            names.append(f"`{anchor}`")
+            continue
+        _item, path, lines = anchor.split(":", 2)
+        start, _, end = lines.partition("-")
+        span = f"L{start}" if end in ("", start) else f"L{start}-L{end}"
+        names.append(f"`{path.removeprefix('src/art/')}` {span}")
+    more = ", ..." if len(anchors) > shown else ""
+    return f"{len(anchors)} only in {release} ({', '.join(names)}{more})"

@@ -2,8 +2,10 @@
 
 Seeds a sandbox repository like ART's (the three dedicated issues #1108-#1110 and the
 tracking issue with the audit's own text), then runs ``open --item 7 --item 9`` and ``sync``
-through the same code paths as against GitHub, and shows what a maintainer would see: the new
-issues, the tracking issue's checklist and its sub-issues (GitHub's progress bar). With the
+through the same code paths as against GitHub, ticks "File the issue for item 5" in the
+tracking issue's Requests as a maintainer would on the web and syncs again (which files it),
+and shows what a maintainer would see: the new issues, the tracking issue's checklist and its
+sub-issues (GitHub's progress bar). With the
 recorded status (``findings/status/NN.json``), item 7 (fixed in a release) is filed closed
 and ticked, and item 9 (partly fixed) is filed open about what remains.
 """
@@ -18,6 +20,7 @@ from .catalog import Catalog
 from .checklist import read_block
 from .github import EtagCache, GitHubRepo
 from .sandbox import GitHubSandbox
+from .sandbox.state import ApiError
 from .status import load_status
 
 # Only the sandbox accepts this; it stands in for a token so writes are authenticated.
@@ -61,7 +64,47 @@ def seed(sandbox: GitHubSandbox, catalog: Catalog) -> int:
     return sandbox.seed_issue(owner, name, title.strip(), body.lstrip("\n"), number=last + 1)
 
 
+def seed_once(sandbox: GitHubSandbox, catalog: Catalog) -> int:
+    """:func:`seed`, unless a persisted sandbox (``--state``) holds the tracking issue already."""
+    owner, name = catalog.audit.repository.split("/")
+    last = max((f.issue or 0) for f in catalog.findings)
+    try:
+        sandbox.get_issue(owner, name, last + 1)
+    except (ApiError, KeyError):  # no such issue (404), or no repository yet: not seeded
+        return seed(sandbox, catalog)
+    return last + 1
+
+
+def paste_lines(api_url: str, tracking: int) -> str:
+    """What ``artbot sandbox --seed`` prints: the three lines to paste into another shell."""
+    return "\n".join(
+        [
+            "Seeded #1108-#1110 and the tracking issue. In another shell, paste:",
+            "",
+            f"export GITHUB_API_URL={api_url}",
+            f"export GH_TOKEN={SANDBOX_TOKEN}  # any value: the sandbox takes every token",
+            f"export ARTBOT_TRACKING_ISSUE={tracking}",
+            "",
+            "then try: artbot open --item 5 --dry-run; artbot open --item 5; artbot sync",
+        ]
+    )
+
+
 DEMO_ITEMS = (7, 9)
+TICKED_ITEM = 5  # the request the demo ticks, as a maintainer would
+
+
+def tick_request(sandbox: GitHubSandbox, catalog: Catalog, tracking: int, key: str) -> None:
+    """Tick the request ``key`` (``file=5``, ``recheck``) in the tracking issue, as a person
+    editing the issue on the web would."""
+    owner, name = catalog.audit.repository.split("/")
+    body = sandbox.get_issue(owner, name, tracking)["body"]
+    marker = f"<!-- artbot:request {key} -->"
+    lines = [
+        line.replace("- [ ] ", "- [x] ", 1) if line.endswith(marker) else line
+        for line in body.split("\n")
+    ]
+    sandbox.edit_issue(owner, name, tracking, body="\n".join(lines))
 
 
 def run_demo(
@@ -83,20 +126,29 @@ def run_demo(
         command = "open " + " ".join(f"--item {i}" for i in items)
         log(f"\n$ artbot {command}")
         sandbox.requests.clear()
-        opened = open_issues(catalog, repo, list(items), tracking, log=log)
+        open_issues(catalog, repo, list(items), tracking, log=log)
         counts[command] = len(sandbox.requests.snapshot())
         log("\n$ artbot sync")
         sandbox.requests.clear()
         sync(catalog, repo, tracking, log=log)
         counts["sync"] = len(sandbox.requests.snapshot())
+        asked = next((f.item for f in catalog.findings if f.item == TICKED_ITEM), None)
+        if asked is not None and asked not in items:
+            log(f'\n(a maintainer ticks "File the issue for item {asked}" in #{tracking})')
+            tick_request(sandbox, catalog, tracking, f"file={asked}")
+            log("$ artbot sync")
+            sandbox.requests.clear()
+            sync(catalog, repo, tracking, log=log)
+            counts[f"sync (files item {asked} as asked)"] = len(sandbox.requests.snapshot())
+            items = (*items, asked)
         log("\n$ artbot sync   # again: nothing changed")
         sandbox.requests.clear()
-        sync(catalog, repo, tracking, log=log)
+        last = sync(catalog, repo, tracking, log=log)
         counts["sync (no change)"] = len(sandbox.requests.snapshot())
         owner, name = catalog.audit.repository.split("/")
         shown = []
         for item in items:
-            issue = sandbox.get_issue(owner, name, opened.issues[item].number)
+            issue = sandbox.get_issue(owner, name, last.issues[item].number)
             shown.append(
                 DemoIssue(
                     item,

@@ -246,6 +246,19 @@ class GitHubRepo:
             url = relative_path(self.api_url, parsed.path)
             params = dict(urllib.parse.parse_qsl(parsed.query))
 
+    def read_upstream(
+        self, repository: str, endpoint: str, params: dict[str, Any] | None = None
+    ) -> Any:
+        """``GET /repos/{repository}/{endpoint}`` of another repository (ART's compare and
+        commits endpoints, for :mod:`artbot.changes`); None where GitHub answers 404."""
+        try:
+            data, _ = self._get(f"/repos/{repository}/{endpoint}", params)
+        except RemoteError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return data
+
     def get_issue(self, number: int, *, fresh: bool = False) -> ObservedIssue:
         data, _ = self._get(f"{self._url}/issues/{number}", fresh=fresh)
         if "pull_request" in data:
@@ -267,6 +280,20 @@ class GitHubRepo:
     def existing_labels(self) -> set[str]:
         data, _ = self._get(f"{self._url}/labels", {"per_page": 100})
         return {d["name"] for d in data}
+
+    def permission(self, login: str) -> str:
+        """``login``'s permission (admin, write, read or none), asked unconditionally: it
+        decides whether a tick on the tracking issue is carried out. Not a collaborator, or
+        not a user (404): none."""
+        path = f"{self._url}/collaborators/{urllib.parse.quote(login, safe='')}/permission"
+        try:
+            data, _ = self._get(path, fresh=True)
+        except RemoteError as exc:
+            if exc.status == 404:
+                return "none"
+            raise
+        value = data.get("permission") if isinstance(data, dict) else None
+        return value if value in ("admin", "write", "read", "none") else "none"
 
     # -- writes --------------------------------------------------------------------------
 

@@ -258,6 +258,11 @@ class Audit(_Strict):
         description="Colour and description of every label the audit or a finding uses.",
     )
     web_url: NonEmpty = "https://github.com"
+    close_when_fixed: bool = Field(
+        default=False,
+        description="sync closes an open issue artbot filed, as completed with one comment, "
+        "when a newly checked release fixes every claim; off by default (see the README).",
+    )
 
     @field_validator("label_definitions")
     @classmethod

@@ -86,6 +86,12 @@ def outcome_json(outcome: Any) -> dict[str, Any]:
             for k, v in issues.items()
         },
         "checklist": outcome.checklist,
+        "stopped": getattr(outcome, "stopped", None),
+        "tracking_issue": (
+            {"number": tracking.number, "url": tracking.html_url}
+            if (tracking := getattr(outcome, "tracking", None)) is not None
+            else None
+        ),
     }
 
 
@@ -103,10 +109,12 @@ def report(outcome: Any, settings: Settings, *, as_json: bool, dry_run: bool) ->
     if as_json:
         say(json.dumps(outcome_json(outcome), indent=2, ensure_ascii=False))
         return
-    if dry_run:
+    stopped = getattr(outcome, "stopped", None)
+    if dry_run or stopped:  # a stopped run's plan is what is left, planned again dry
         say("plan:")
         for line in outcome.plan.text().splitlines():
             say(f"  {line}")
+    if dry_run:
         say("Dry run -- nothing has been written.")
     for w in outcome.warnings:
         say(f"warning: {w}", err=True)

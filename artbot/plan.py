@@ -7,13 +7,14 @@ on, and :mod:`artbot.apply` carries out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .checklist import ChecklistEntry
 from .marker import owned_region
 from .models import Audit, Finding, ObservedIssue
 from .ownership import Foreign
+from .panel import PanelAction
 from .render import RenderedIssue
 from .status_view import FILED_CLOSED, StatusView, stated_in_comments, stated_status
 from .subissues import SubIssueAction
@@ -63,6 +64,21 @@ class StatusChange:
     def describe(self) -> str:
         was = self.before or "no status"
         return f"item {self.item}: status of #{self.issue} changed ({was} -> {self.after})"
+
+
+@dataclass(frozen=True)
+class CloseWhenFixed:
+    """``close_when_fixed``: a status change to fixed closes the issue artbot filed."""
+
+    item: int
+    issue: int
+    fixed_in: str
+
+    def describe(self) -> str:
+        return (
+            f"item {self.item}: close #{self.issue} as completed, every claim fixed in "
+            f"{self.fixed_in} (close_when_fixed)"
+        )
 
 
 @dataclass(frozen=True)
@@ -172,6 +188,7 @@ class Comment:
 Action = (
     Create
     | CloseFixed
+    | CloseWhenFixed
     | StatusChange
     | Exists
     | Preset
@@ -184,6 +201,7 @@ Action = (
     | ChecklistUpToDate
     | Comment
     | SubIssueAction
+    | PanelAction
     | Foreign
 )
 
@@ -375,10 +393,13 @@ def plan_sync(
 
     When an item's recorded status differs from the one its issue's region states, a
     :class:`StatusChange` (one comment) comes before the :class:`EditBody` that updates the
-    status table. Sync never closes or reopens: a fix is commented on and ticked, not closed.
+    status table. Sync never reopens, and closes only with ``audit.close_when_fixed``: a status
+    change to "every claim fixed" then closes the open issue artbot filed
+    (:class:`CloseWhenFixed`, right after the change's one comment).
     """
     found = canonical(observed, audit)
     actions: list[Action] = list(_preset_links(findings, observed, audit))
+    closing: dict[int, ObservedIssue] = {}
     for f in findings:
         issue = found.get(f.item)
         if issue is None or f.issue:
@@ -388,6 +409,9 @@ def plan_sync(
         before = stated_status(region, f.item)
         if view is not None and before != view.state:
             actions.append(StatusChange(f.item, issue.number, before, view.state))
+            if audit.close_when_fixed and view.fixed_in and issue.state == "open":
+                actions.append(CloseWhenFixed(f.item, issue.number, view.fixed_in))
+                closing[issue.number] = replace(issue, state="closed", state_reason="completed")
         want = owned_region(rendered[f.item].body)
         if region != want:
             actions.append(EditBody(f.item, issue.number))
@@ -397,7 +421,9 @@ def plan_sync(
         if i.marker is not None
     ]
     if tracking_issue:
-        entries = checklist_entries(findings, observed, audit, notes, views)
+        # The checklist as it will read once the closes above are done.
+        after = [closing.get(i.number, i) for i in observed]
+        entries = checklist_entries(findings, after, audit, notes, views)
         if tracking_block == render_block(entries):
             actions.append(ChecklistUpToDate(tracking_issue))
         else:

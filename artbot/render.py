@@ -265,14 +265,24 @@ def usable_result(result: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 
 
 def render_checklist(
-    entries: Sequence[Any], audit: Audit, templates_dir: Path, sub_issues: Any = None
+    entries: Sequence[Any],
+    audit: Audit,
+    templates_dir: Path,
+    sub_issues: Any = None,
+    panel: Any = None,
 ) -> str:
     """The inner lines of the tracking issue's managed block; ``sub_issues`` is the
-    :class:`artbot.subissues.SubIssueRecord` kept in it (None: no sub-issue line)."""
+    :class:`artbot.subissues.SubIssueRecord` kept in it (None: no sub-issue line), ``panel``
+    the :class:`artbot.panel.Panel` of requests (None: every request offered, unticked)."""
+    from .panel import panel as requests_panel
+
     env = environment(templates_dir)
     try:
         return env.get_template("checklist.md.j2").render(
-            entries=entries, audit_commit=audit.commit, sub_issues=sub_issues
+            entries=entries,
+            audit_commit=audit.commit,
+            sub_issues=sub_issues,
+            panel=panel if panel is not None else requests_panel(entries, (), None),
         )
     except jinja2.TemplateError as exc:
         raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc

@@ -43,6 +43,10 @@ class Repo(Protocol):
 
     def existing_labels(self) -> set[str]: ...
 
+    def permission(self, login: str) -> str:
+        """``login``'s permission on the repository: admin, write, read or none."""
+        ...
+
     def create_label(
         self, name: str, color: str | None = None, description: str | None = None
     ) -> None:

@@ -102,6 +102,11 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def default_cache_path(root: Path) -> Path:
+    """Where ``open`` and ``sync`` keep their ETag cache without ``--cache``."""
+    return root / ".artbot" / "cache.json"
+
+
 def default_wheel_cache(env: Mapping[str, str] | None = None) -> Path:
     """``$ARTBOT_CACHE_DIR``, else ``~/.cache/artbot/wheels``."""
     env = os.environ if env is None else env

@@ -113,6 +113,15 @@ class StatusPoint(_Strict):
     def verdict(self) -> Verdict:
         return derive([c.verdict for c in self.claims.values()])
 
+    @property
+    def method(self) -> Method | None:
+        """How this point's verdicts were reached, the weakest of its checked claims' methods
+        (a status table names its column for it: the audit point is ``modelled``, artbot's
+        model, not the audit's code); None when no checked claim states one."""
+        stated = {c.method for c in self.claims.values() if c.method is not None}
+        order = (Method.modelled, Method.read, Method.ran)
+        return next((m for m in order if m in stated), None)
+
 
 class ItemStatus(_Strict):
     item: int

@@ -82,7 +82,21 @@ def summary_rows(catalog: Catalog, outcome: Any, *, dry_run: bool = False) -> li
     return rows
 
 
+def requests_lines(outcome: Any, *, dry_run: bool) -> list[str]:
+    """What was done about the tracking issue's ticked requests (on a dry run: the plan)."""
+    from .panel import CarryOutRequest, DropRequest, RevertTick
+
+    if dry_run:
+        kinds = (CarryOutRequest, RevertTick, DropRequest)
+        return [a.describe() for a in outcome.plan.actions if isinstance(a, kinds)]
+    return [line for line in outcome.done if line.startswith("request in #")]
+
+
 def step_summary(catalog: Catalog, outcome: Any, *, dry_run: bool) -> str:
+    """The summary table; after ``--max-writes`` stopped the run (``outcome.stopped``), the
+    plan is what is left, and the summary reads as a preview of it."""
+    stopped = getattr(outcome, "stopped", None)
+    dry_run = dry_run or stopped is not None
     updates = outcome.plan.of(UpdateChecklist)
     checklist_actions = [*updates, *outcome.plan.of(ChecklistUpToDate)]
     tracking = checklist_actions[0].issue if checklist_actions else None
@@ -97,4 +111,6 @@ def step_summary(catalog: Catalog, outcome: Any, *, dry_run: bool) -> str:
         checklist_status=status,
         warnings=outcome.warnings,
         dry_run=dry_run,
+        stopped=stopped,
+        requests=requests_lines(outcome, dry_run=dry_run),
     )

@@ -1,24 +1,30 @@
 """A model of ART's token-level ``loss_fn``, shared by the reproductions of items 7 and 8.
 
-Models ``loss_fn`` in ART's ``art/loss.py`` at e2a406a48 (openpipe-art 0.5.20, lines 263-404):
+Models ``loss_fn`` of ART's ``art/loss.py`` as released in openpipe-art 0.5.20 (lines 263-404).
+The audit's commit e2a406a48 is in no release (it lies between 0.5.20 and 0.5.21); its loss.py
+anchors sit at the audit's lines in 0.5.20, so 0.5.20's function is the one modelled:
 
 - 271-280: ``align_inputs()``, masked tokens' new and old logprobs set to 0, mask and weights;
 - 288-294: NaN old logprobs replaced by the detached new ones (only NaN: -inf and sentinels such
   as -9999 pass through);
 - 295-299: ``prob_ratio = torch.exp(new_logprobs - old_logprobs)``, with no clamp;
-- 314-324: the epsilon defaults (PPO 0.2 / 0.2, CISPO 1.0 / 4.0);
+- 314-324: the epsilon defaults (PPO 0.2 / 0.2, CISPO 1.0 / 4.0: :data:`EPSILON_DEFAULTS`, which
+  artbot's tests compare with each release's source);
 - 363-367: PPO, ``-min(r * A, clip(r) * A)``; 368-374: CISPO, ``-(clip(r.detach()) * A * new)``;
 - 375-385: truncated importance sampling (TIS): with ``original_logprobs`` the factor is
   ``clamp(exp(old - original), max=U)``; without them line 385 still multiplies by
   ``clamp(prob_ratio, max=U)``, where ``prob_ratio`` is pi_new / pi_old;
 - 386-388: weights, mask, and the mean (or sum) reduction.
 
-Two knobs apply the audit's suggested fixes; both are off by default (ART as cited):
+Three knobs apply the fixes; all are off by default (ART 0.5.20):
 
 - ``skip_tis_without_original_logprobs`` (item 7): no TIS factor when ``original_logprobs`` is
-  absent, as ART 0.5.21 does (it also warns);
-- ``log_ratio_bound`` (item 8): ``exp(logprob_diff.clamp(-b, b))`` at line 299. The clamp is on
-  the policy ratio only, not on the TIS ratio of line 384.
+  absent, as ART 0.5.21 does (loss.py L388-L395; it also warns);
+- ``log_ratio_bound`` (item 8): ``exp(logprob_diff.clamp(-b, b))`` at line 299, as 0.5.21 does
+  with b = 20 for FP32 (L301-L302). The clamp is on the policy ratio only, not on the TIS ratio
+  of line 384;
+- ``replace_non_finite_old_logprobs`` (item 8): the fallback of lines 288-294 applied to every
+  non-finite old logprob, not only NaN, as 0.5.21 does (``~torch.isfinite``, L291-L295).
 
 Assumptions:
 
@@ -37,11 +43,16 @@ Assumptions:
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
+
+# loss.py L314-L324 (0.5.20): (epsilon, epsilon_high) when the config sets neither; None means
+# epsilon_high = epsilon. PPO clips the ratio to [0.8, 1.2], CISPO to [0, 5].
+EPSILON_DEFAULTS: dict[str, tuple[float, float | None]] = {"ppo": (0.2, None), "cispo": (1.0, 4.0)}
 
 # Config keys whose lines the model does not contain; it refuses them.
 _UNMODELLED = (
@@ -90,11 +101,13 @@ def make_loss_fn(
     *,
     skip_tis_without_original_logprobs: bool = False,
     log_ratio_bound: float | None = None,
+    replace_non_finite_old_logprobs: bool = False,
 ) -> Callable[..., Any]:
     """The modelled ``loss_fn``, with ART's signature; the keyword arguments apply the fixes.
 
     ``skip_tis_without_original_logprobs`` is item 7's fix (no TIS factor without sampler
-    logprobs); ``log_ratio_bound`` is item 8's (clamp new - old to +-bound before exp).
+    logprobs); ``log_ratio_bound`` and ``replace_non_finite_old_logprobs`` are item 8's (clamp
+    new - old to +-bound before exp; treat -inf and +inf old logprobs like NaN ones).
     """
 
     def loss_fn(
@@ -118,14 +131,18 @@ def make_loss_fn(
         assistant_mask = mask_bool.to(new_logprobs.dtype)
         weights = aligned.weights
         # loss.py#L288-L294: only NaN is treated as "missing"; -inf and sentinels pass through.
-        old_logprobs = torch.where(torch.isnan(old_logprobs), new_logprobs.detach(), old_logprobs)
+        missing = ~torch.isfinite(old_logprobs) if replace_non_finite_old_logprobs else None
+        if missing is None:
+            missing = torch.isnan(old_logprobs)
+        old_logprobs = torch.where(missing, new_logprobs.detach(), old_logprobs)
         logprob_diff = new_logprobs - old_logprobs
         if log_ratio_bound is not None:
             logprob_diff = logprob_diff.clamp(-log_ratio_bound, log_ratio_bound)
         prob_ratio = torch.exp(logprob_diff)  # loss.py#L299
         ppo = experimental_config.get("ppo", False)
-        epsilon = experimental_config.get("epsilon", 0.2 if ppo else 1.0)
-        epsilon_high = experimental_config.get("epsilon_high", None if ppo else 4.0)
+        epsilon_default, epsilon_high_default = EPSILON_DEFAULTS["ppo" if ppo else "cispo"]
+        epsilon = experimental_config.get("epsilon", epsilon_default)
+        epsilon_high = experimental_config.get("epsilon_high", epsilon_high_default)
         if epsilon_high is None:
             epsilon_high = epsilon
         if ppo:  # loss.py#L363-L367
@@ -152,3 +169,39 @@ def make_loss_fn(
         return LossValues(policy_loss.sum() / denominator, policy_loss.sum())
 
     return loss_fn
+
+
+def epsilon_defaults_in(source: str) -> tuple[dict[str, tuple[float, float | None]], int, int]:
+    """The clip defaults a release's ``loss.py`` sets, read (not run) from its source: the
+    ``if ppo: ... else: ...`` in ``loss_fn`` that assigns ``epsilon_default`` and
+    ``epsilon_high_default``; with its first and last line. Raises LookupError when absent."""
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name)):
+            continue
+        if node.test.id != "ppo":
+            continue
+        branches = {"ppo": _constants(node.body), "cispo": _constants(node.orelse)}
+        if all("epsilon_default" in b and "epsilon_high_default" in b for b in branches.values()):
+            found = {
+                k: (float(b["epsilon_default"]), _float(b["epsilon_high_default"]))
+                for k, b in branches.items()
+            }
+            return found, node.lineno, node.end_lineno or node.lineno
+    raise LookupError("no `if ppo:` assigning epsilon_default / epsilon_high_default")
+
+
+def _constants(body: list[ast.stmt]) -> dict[str, Any]:
+    out = {}
+    for stmt in body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Constant)
+        ):
+            out[stmt.targets[0].id] = stmt.value.value
+    return out
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)

@@ -1,6 +1,7 @@
 """Item 1 (#1108): Transformer Engine's fused cross-entropy zeroes target gradients for p >= 0.998.
 
-What ART runs (openpipe-art 0.5.20, the code audited at e2a406a48):
+What ART runs (openpipe-art 0.5.20; the audit's commit e2a406a48 is in no release;
+it lies between 0.5.20 and 0.5.21):
 - ``art/megatron/provider.py`` L730-L731 sets ``cross_entropy_loss_fusion = True`` and
   ``cross_entropy_fusion_impl = "te"``; ``art/megatron/train.py`` L1398-L1403 and
   ``art/megatron/selective_lm_head.py`` ``forward_token_losses`` (L131-L179) get per-token losses

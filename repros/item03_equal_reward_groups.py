@@ -1,6 +1,7 @@
 """Item 3 (#1110): equal-reward GRPO groups become a full-scale advantage, or NaN, after packing.
 
-Models (openpipe-art 0.5.20; the audit links e2a406a48):
+Models (openpipe-art 0.5.20; the audit's commit e2a406a48 is in no release;
+it lies between 0.5.20 and 0.5.21):
 
 - ``art/preprocessing/tokenize.py`` L741-L757 (``tokenize_trajectory_groups``): per group,
   ``reward_mean = sum(rewards) / len(group)``, ``reward_std`` the population standard

@@ -1,13 +1,14 @@
 """Item 6: TrainerRank's Adam epsilon is PyTorch's 1e-8; the Megatron backend uses 1e-13.
 
-Models the optimizer step of ART's TrainerRank at e2a406a48 (openpipe-art 0.5.20):
+Models the optimizer step of ART's TrainerRank as released in openpipe-art 0.5.20:
 ``art/trainer_rank/_impl.py`` lines 3266-3271 build ``torch.optim.AdamW(masters, lr, betas,
 weight_decay)`` over FP32 master copies with no ``eps`` (``AdamParams``, lines 94-99, has none), so
 eps = 1e-8; lines 3167-3181 clip with ``min(1, grad_clip_norm / (grad_norm + 1e-6))`` before the
 step. The Megatron backend's default ``OptimizerConfig`` (``art/megatron/train.py`` lines 274-283)
 has the same lr 5e-6, betas (0.9, 0.99), clip 0.1 and weight decay 0.1, and adam_eps = 1e-13.
-(The audit cites trainer_rank/_optimizer.py#L423-L428 and _impl.py#L120-L126 at e2a406a48; in
-0.5.20 the same code sits at the lines above.)
+(The audit cites trainer_rank/_optimizer.py#L423-L428 and _impl.py#L120-L126 at e2a406a48, a
+commit in no release, between 0.5.20 and 0.5.21; 0.5.20 has no _optimizer.py, and the same code
+sits at the lines above.)
 
 What is measured, with the real ``torch.optim.AdamW``:
 1. The first step of one element for gradient magnitudes 1e-6 ... 1e-10, eps 1e-8 against 1e-13.

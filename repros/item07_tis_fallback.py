@@ -1,10 +1,12 @@
 """Item 7: truncated importance sampling falls back to the policy ratio.
 
-Models ``loss_fn`` in ART's ``art/loss.py`` at e2a406a48 (openpipe-art 0.5.20, lines 263-404),
-the token-level path through lines 271-299 (masking, NaN fallback, ``prob_ratio = exp(new - old)``),
-363-374 (PPO and CISPO policy loss) and 375-385 (truncated importance sampling). When
-``truncated_importance_sampling`` is set and ``original_logprobs`` is ``None``, line 385 still
-multiplies the loss by ``clamp(prob_ratio, max=U)``, where ``prob_ratio`` is pi_new/pi_old.
+Models ``loss_fn`` of ART's ``art/loss.py`` as released in openpipe-art 0.5.20 (lines 263-404;
+the audit's commit e2a406a48 is in no release, and its loss.py anchors sit at their lines in
+0.5.20), the token-level path through lines 271-299 (masking, NaN fallback,
+``prob_ratio = exp(new - old)``), 363-374 (PPO and CISPO policy loss) and 375-385 (truncated
+importance sampling). When ``truncated_importance_sampling`` is set and ``original_logprobs``
+is ``None``, line 385 still multiplies the loss by ``clamp(prob_ratio, max=U)``, where
+``prob_ratio`` is pi_new/pi_old.
 
 What is measured: for one trainable token with policy ratio r = exp(new - old), the factor the
 TIS branch multiplies into the per-token loss (loss with TIS / loss without it), for PPO and
@@ -18,11 +20,13 @@ Assumptions:
   on config keys it does not model (sequence level, ratio clamp/mask, Kimi tau, KL penalty).
 - FP32 logprobs, as on the Megatron and TrainerRank consumer paths.
 - U = 2.0 (ART has no default; any U > 1 shows the same min(r, U) shape).
-- PPO uses ART's defaults epsilon = epsilon_high = 0.2; CISPO epsilon = 1.0, epsilon_high = 4.0.
+- ART's clip defaults, as 0.5.20's loss.py L315-L320 sets them: PPO epsilon = epsilon_high = 0.2
+  (ratio clipped to [0.8, 1.2]); CISPO epsilon = 1.0, epsilon_high = 4.0 (clipped to [0, 5]).
+  ``check_art`` reads them from each release's source and says where.
 - Inputs are already aligned (``AlignedInputs`` stands in for ART's ``AlignedLossInputs``,
   whose ``align_inputs`` returns itself), so no label shift is applied.
-- The suggested fix is modelled as: skip TIS when ``original_logprobs`` is absent (as ART 0.5.21
-  does, with a warning).
+- The fix is modelled as ART 0.5.21 made it: skip TIS when ``original_logprobs`` is absent
+  (loss.py L388-L395, with a warning).
 
 The model of ``loss_fn`` is in ``_art_loss.py`` (shared with item 8), whose docstring lists the
 lines it covers; this script sets its ``skip_tis_without_original_logprobs`` knob for the fix.
@@ -45,6 +49,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _art_loss  # noqa: E402
 import _common  # noqa: E402
+import _evidence  # noqa: E402
 
 # Re-exported so that callers can build inputs as this script's AlignedInputs.
 AlignedInputs = _art_loss.AlignedInputs
@@ -133,14 +138,16 @@ def build_report() -> _common.Report:
     report = _common.Report(
         item="7",
         title="Truncated importance sampling falls back to the policy ratio",
-        models="art/loss.py loss_fn at e2a406a48 (0.5.20 lines 263-404; audit: loss.py#L375-L385)",
+        models="art/loss.py loss_fn as released in 0.5.20 (lines 263-404; audit: "
+        "loss.py#L375-L385 at e2a406a48)",
         setting={
             "policy ratios r = pi_new/pi_old": list(as_cited["ratios"]),
             "truncated_importance_sampling U": as_cited["upper_bound"],
             "original_logprobs": "absent",
             "importance_sampling_level": "token",
-            "PPO epsilon": "0.2 / 0.2",
-            "CISPO epsilon": "1.0 / 4.0",
+            "PPO epsilon": _eps("ppo"),
+            "CISPO epsilon": _eps("cispo"),
+            "fix": "ART 0.5.21's: no TIS factor without original_logprobs",
         },
     )
     for name, case in as_cited["cases"].items():
@@ -175,16 +182,46 @@ def build_report() -> _common.Report:
     return report
 
 
+# The lines that fix the claim, as ART 0.5.21 wrote them: the TIS factor moved under
+# ``if original_logprobs is not None``, and an ``else`` that warns and skips TIS.
+FIX_FIRST = "policy_loss *= torch.clamp(prob_ratio, max=upper_bound).detach()"
+FIX_LOOK_FOR = '"Skipping truncated importance sampling because original_logprobs "'
+
+
+def _eps(algo: str) -> str:
+    low, high = _art_loss.EPSILON_DEFAULTS[algo]
+    high = low if high is None else high
+    return f"{low:g} / {high:g} (ratio clipped to [{1 - low:g}, {1 + high:g}])"
+
+
 def check_art(art: Any) -> dict[str, Any]:
     """Run this measurement with ART's own ``loss_fn`` from ``art`` (see artbot's verify)."""
     measured = measure(art.load("loss.py").loss_fn)
     hit = is_reproduced(measured)
+    source = art.source("loss.py")
+    defaults, first, last = _art_loss.epsilon_defaults_in(source)
+    same = "the model's" if defaults == _art_loss.EPSILON_DEFAULTS else "NOT the model's"
+    cispo = defaults["cispo"]
     detail = (
         f"max |TIS factor - 1| = {measured['max_abs_factor_minus_1']:.3g} without "
-        f"original_logprobs (U = {measured['upper_bound']:g}; 0 when TIS is skipped)"
+        f"original_logprobs (U = {measured['upper_bound']:g}; 0 when TIS is skipped); clip "
+        f"defaults read at {art.name}/loss.py:{first}-{last}: CISPO epsilon {cispo[0]:g}, "
+        f"epsilon_high {cispo[1]:g} ({same})"
     )
+    at = [
+        _evidence.function(art, "loss.py", "loss_fn"),
+        {
+            "path": f"{art.name}/loss.py",
+            "line": first,
+            "end": last,
+            "look_for": source.splitlines()[last - 1].strip(),
+        },
+    ]
+    fix = [_evidence.lines(art, "loss.py", FIX_FIRST, FIX_LOOK_FOR)]
     return {
-        "claims": {"policy-ratio-applied-twice": (hit, detail)},
+        "claims": {
+            "policy-ratio-applied-twice": _evidence.claim(hit, detail, method="ran", at=at, fix=fix)
+        },
         "detail": detail,
         "ran": [f"{art.name}/loss.py:loss_fn"],
         "scope": None,

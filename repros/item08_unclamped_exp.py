@@ -1,8 +1,9 @@
 """Item 8: unclamped exp(new - old) on the PPO path.
 
-Models ``loss_fn`` in ART's ``art/loss.py`` at e2a406a48 (openpipe-art 0.5.20, lines 263-404),
-the token-level path through lines 271-299 (masking, the NaN-only fallback for old logprobs,
-``prob_ratio = torch.exp(logprob_diff)`` with no clamp) and 363-374 (PPO's
+Models ``loss_fn`` of ART's ``art/loss.py`` as released in openpipe-art 0.5.20 (lines 263-404;
+the audit's commit e2a406a48 is in no release, and its loss.py anchors sit at their lines in
+0.5.20), the token-level path through lines 271-299 (masking, the NaN-only fallback for old
+logprobs, ``prob_ratio = torch.exp(logprob_diff)`` with no clamp) and 363-374 (PPO's
 ``-min(r * A, clip(r) * A)`` and CISPO's ``-(clip(r.detach()) * A * new_logprobs)``).
 
 What is measured: one sequence of four trainable tokens whose new logprobs come from FP32 logits
@@ -10,8 +11,11 @@ through ``log_softmax`` (as on the Megatron and TrainerRank heads); token 1's ol
 replaced by -inf or by a sentinel of -9999. For PPO and CISPO and A = +1 and -1: the loss, whether
 it is finite, and whether the gradients reaching the logprobs and the logits are finite. The audit
 expects PPO with A < 0 to give loss = +inf and NaN gradients, and CISPO to stay finite. The same
-is measured with the suggested fix: the log-ratio clamped to +-20 before exp. Controls: the same
-bad value on a masked (non-trainable) token, and all-finite old logprobs.
+is measured with ART 0.5.21's fix (loss.py L291-L302): non-finite old logprobs replaced by the
+detached new ones, as NaN ones already were, and the log-ratio clamped to +-20 before exp. A fix
+holds when the loss and gradients are finite and the loss is sane: within twice the loss of the
+same step with every old logprob finite. Controls: the same bad value on a masked
+(non-trainable) token, and all-finite old logprobs.
 
 Assumptions:
 - Token-level importance sampling; no TIS (not set here), KL penalty or Kimi tau (the model
@@ -20,11 +24,15 @@ Assumptions:
   exp(x) is inf in FP32 for any x > 88.7, and new - (-9999) is about 9999).
 - ART's defaults: PPO epsilon 0.2/0.2, CISPO epsilon 1.0/4.0; mean reduction; weights 1.
 - Inputs are already aligned (``AlignedInputs`` stands in for ART's ``AlignedLossInputs``).
-- The fix is the audit's: ``exp(logprob_diff.clamp(-20, 20))``. (ART 0.5.21 also replaces
-  non-finite old logprobs, not only NaN ones, by the new logprobs.)
+- The fix is ART 0.5.21's: ``~torch.isfinite`` instead of ``torch.isnan`` in the fallback, and
+  ``exp(logprob_diff.clamp(-20, 20))`` for FP32 (the audit suggests the clamp alone, which keeps
+  a -inf old logprob's loss finite but about 1.2e8, with a zero gradient on that token). A
+  sentinel such as -9999 is finite, so 0.5.21 does not replace it: its clamped ratio exp(20)
+  still makes a huge loss, which this script reports.
 
 The model of ``loss_fn`` is in ``_art_loss.py`` (shared with item 7), whose docstring lists the
-lines it covers; this script sets its ``log_ratio_bound`` knob for the fix.
+lines it covers; this script sets its ``log_ratio_bound`` and
+``replace_non_finite_old_logprobs`` knobs for the fix.
 
 ``measure(impl=...)`` takes any callable with the signature of ART's ``loss_fn`` (the modelled one
 by default) and only reads ``.policy_loss`` from what it returns, so ART's own function can be
@@ -44,6 +52,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _art_loss  # noqa: E402
 import _common  # noqa: E402
+import _evidence  # noqa: E402
 
 # Re-exported so that callers can build inputs as this script's AlignedInputs.
 AlignedInputs = _art_loss.AlignedInputs
@@ -51,11 +60,12 @@ LossValues = _art_loss.LossValues
 make_loss_fn = _art_loss.make_loss_fn
 
 BAD_OLD_LOGPROBS = {"-inf": float("-inf"), "-9999": -9999.0}
-LOG_RATIO_BOUND = 20.0  # the audit's example bound for the fix
+LOG_RATIO_BOUND = 20.0  # ART 0.5.21's bound for FP32 log-ratios (the audit's example too)
+SANE_FACTOR = 2.0  # a sane loss: within this factor of the all-finite step's
 SEQ_LEN, VOCAB, BAD_TOKEN = 4, 16, 1
 
 loss_fn = make_loss_fn()
-loss_fn_fixed = make_loss_fn(log_ratio_bound=LOG_RATIO_BOUND)
+loss_fn_fixed = make_loss_fn(log_ratio_bound=LOG_RATIO_BOUND, replace_non_finite_old_logprobs=True)
 
 
 def run_case(
@@ -136,6 +146,13 @@ def _grad_counts(case: dict[str, Any]) -> str:
     return f"{case['grad_logits_nonfinite_count']} ({case['grad_logits_nan_count']})"
 
 
+def is_sane(cases: dict[str, dict[str, Any]], label: str, algo: str = "ppo A=-1") -> bool:
+    """The step with one bad old logprob has a finite loss and gradients, and its loss is
+    within SANE_FACTOR of the same step with every old logprob finite."""
+    case, control = cases[f"{algo} old={label}"], cases[f"{algo} all old finite"]
+    return _all_finite(case) and abs(case["loss"]) <= SANE_FACTOR * abs(control["loss"])
+
+
 def is_reproduced(measured: dict[str, Any]) -> bool:
     """The audit's claim: PPO with A < 0 and an old logprob of -inf or -9999 gives an infinite
     loss and non-finite gradients."""
@@ -155,14 +172,15 @@ def build_report() -> _common.Report:
     report = _common.Report(
         item="8",
         title="Unclamped exp(new - old) on the PPO path",
-        models="art/loss.py loss_fn at e2a406a48 (0.5.20 lines 263-404; audit: loss.py#L299, "
-        "#L363-L367)",
+        models="art/loss.py loss_fn as released in 0.5.20 (lines 263-404; audit: loss.py#L299, "
+        "#L363-L367 at e2a406a48)",
         setting={
             "tokens": f"{SEQ_LEN} trainable, FP32 logits (vocab {VOCAB}) -> log_softmax",
             "bad old logprob": f"token {BAD_TOKEN}: -inf or -9999",
             "PPO epsilon": "0.2 / 0.2",
             "CISPO epsilon": "1.0 / 4.0",
-            "fix": f"log-ratio clamped to +-{LOG_RATIO_BOUND:g} before exp",
+            "fix": "ART 0.5.21's: non-finite old logprobs replaced by the new ones, log-ratio "
+            f"clamped to +-{LOG_RATIO_BOUND:g} before exp",
         },
     )
     for name, case in as_cited["cases"].items():
@@ -187,28 +205,59 @@ def build_report() -> _common.Report:
             "is finite, but the backward of exp multiplies a zero gradient by exp(inf) = inf, "
             "which is NaN."
         )
-    clamped = fixed["cases"]["ppo A=-1 old=-inf"]
-    report.note(
-        f"With the clamp alone, PPO A=-1 and old=-inf gives a finite but huge loss "
-        f"({clamped['loss']:.3g}: exp({LOG_RATIO_BOUND:g}) over {SEQ_LEN} tokens) and a gradient "
-        f"of {clamped['grad_logprob_bad_token']:g} on that token's logprob."
-    )
+    for label in BAD_OLD_LOGPROBS:
+        report.measure(
+            f"fixed run, ppo A=-1 old={label}: loss finite and sane",
+            is_sane(fixed["cases"], label),
+            note=f"sane: within {SANE_FACTOR:g}x the loss with every old logprob finite",
+        )
+    sentinel = fixed["cases"]["ppo A=-1 old=-9999"]
+    if sentinel["loss_finite"] and not is_sane(fixed["cases"], "-9999"):
+        report.note(
+            f"With 0.5.21's fix, a -9999 sentinel is finite, so it is not replaced: the clamped "
+            f"ratio exp({LOG_RATIO_BOUND:g}) gives PPO A=-1 a finite but huge loss "
+            f"({sentinel['loss']:.3g} over {SEQ_LEN} tokens) and a gradient of "
+            f"{sentinel['grad_logprob_bad_token']:g} on that token's logprob."
+        )
     report.reproduced = is_reproduced(as_cited)
     report.claim("inf-loss-nan-gradients", report.reproduced)
     return report
 
 
+# The lines that fix the claim, as ART 0.5.21 wrote them.
+FIX_FALLBACK = "~torch.isfinite(old_logprobs),"
+FIX_BOUND = "log_ratio_bound = 10.0 if logprob_diff.dtype == torch.float16 else 20.0"
+FIX_CLAMP = "prob_ratio = torch.exp(logprob_diff.clamp(-log_ratio_bound, log_ratio_bound))"
+
+
 def check_art(art: Any) -> dict[str, Any]:
     """Run this measurement with ART's own ``loss_fn`` from ``art`` (see artbot's verify)."""
     measured = measure(art.load("loss.py").loss_fn)
-    case = measured["cases"]["ppo A=-1 old=-inf"]
-    finite = case["grad_logits_finite"] and case["grad_logprobs_finite"]
-    detail = (
-        f"PPO, A = -1, old logprob -inf: loss {case['loss']:.4g}, "
-        f"gradients {'finite' if finite else 'not finite'}"
+    cases = measured["cases"]
+    parts = []
+    for label in BAD_OLD_LOGPROBS:
+        case = cases[f"ppo A=-1 old={label}"]
+        finite = case["grad_logits_finite"] and case["grad_logprobs_finite"]
+        sane = " (sane)" if is_sane(cases, label) else " (not sane)" if case["loss_finite"] else ""
+        parts.append(
+            f"old {label}: loss {case['loss']:.4g}{sane}, "
+            f"gradients {'finite' if finite else 'not finite'}"
+        )
+    control = cases["ppo A=-1 all old finite"]["loss"]
+    detail = f"PPO, A = -1, {'; '.join(parts)} (all old finite: loss {control:.4g})"
+    fix = [
+        _evidence.lines(art, "loss.py", FIX_FALLBACK),
+        _evidence.lines(art, "loss.py", FIX_BOUND, FIX_CLAMP),
+    ]
+    claim = _evidence.claim(
+        is_reproduced(measured),
+        detail,
+        method="ran",
+        at=[_evidence.function(art, "loss.py", "loss_fn")],
+        fix=fix,
     )
     return {
-        "claims": {"inf-loss-nan-gradients": (is_reproduced(measured), detail)},
+        "claims": {"inf-loss-nan-gradients": claim},
         "detail": detail,
         "ran": [f"{art.name}/loss.py:loss_fn"],
         "scope": None,

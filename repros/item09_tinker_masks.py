@@ -1,6 +1,7 @@
 """Item 9: the legacy Tinker service builds the wrong per-datum masks and steps once per packed row.
 
-Models (openpipe-art 0.5.20, the audited code; the audit links e2a406a48):
+Models (openpipe-art 0.5.20; the audit's commit e2a406a48 is in no release;
+it lies between 0.5.20 and 0.5.21):
 
 - ``art/tinker/service.py`` L136-L180, ``TinkerService.train``: for each packed row it builds
   one mask per unique group id, ``(group_ids == g) | (parent_ids == parent(g))`` with

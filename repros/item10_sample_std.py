@@ -1,6 +1,7 @@
 """Item 10: tinker_native normalizes advantages by the sample standard deviation.
 
-Models two ART functions at e2a406a48 (openpipe-art 0.5.20):
+Models two ART functions as released in openpipe-art 0.5.20 (the audit's commit e2a406a48 is
+in no release; it lies between 0.5.20 and 0.5.21):
 - ``compute_advantages`` in ``art/tinker_native/data.py`` lines 32-44: rewards as an FP32 tensor,
   centred on the mean, divided by ``rewards_tensor.std()``, which is torch's sample (n - 1)
   standard deviation; zeros when that std is not above 1e-8.

@@ -4,8 +4,9 @@ A workflow's `uses: ./` step becomes the action's inputs (its `with:`, else the 
 defaults, ``${{ }}`` evaluated as Actions does), and the action's `run:` scripts run with bash
 in the environment a hosted runner gives a composite action's steps: the inputs through env,
 fresh $GITHUB_OUTPUT files, $GITHUB_STEP_SUMMARY, $RUNNER_TEMP, $GITHUB_ACTION_PATH. The
-install step is the one stand-in: the virtual environment it would create is linked to one
-that exists (installing over the network is not a unit test); tests/test_action_install.py
+setup steps (the venv's cache key, actions/cache, the install) are the one stand-in: the
+virtual environment they would restore or create is linked to one that exists (installing
+over the network is not a unit test); tests/test_action_install.py
 runs the install step itself, with a python3 on PATH that records its calls (``recorder``).
 """
 
@@ -161,11 +162,12 @@ def run_uses(
     env = {**runner_env(workspace, sandbox.api_url), **(extra_env or {})}
     (Path(env["RUNNER_TEMP"]) / "artbot-venv").symlink_to(venv, target_is_directory=True)
     steps = load_action()["runs"]["steps"]
-    assert steps[0]["id"] == "install"
+    # The steps up to the install (key, cache, install) are what the linked venv stands for.
+    setup = [s["id"] for s in steps].index("install") + 1
     stdout = stderr = ""
     proc = None
     outputs: dict[str, dict[str, str]] = {}
-    for s in steps[1:]:
+    for s in steps[setup:]:
         assert "run" in s and "if" not in s, s.get("name")
         proc = run_action_step(s, inputs, env)
         stdout, stderr = stdout + proc.stdout, stderr + proc.stderr
@@ -206,7 +208,7 @@ def direct(
     venv = BIN.parent
     (Path(env["RUNNER_TEMP"]) / "artbot-venv").symlink_to(venv, target_is_directory=True)
     values = action_inputs(inputs, {"github.token": TOKEN})
-    [_, run_step] = load_action()["runs"]["steps"]
+    [run_step] = [s for s in load_action()["runs"]["steps"] if s["id"] == "run"]
     proc = run_action_step(run_step, values, env)
     outputs = read_outputs(Path(env["RUNNER_TEMP"]) / "run-output")
     summary = Path(env["GITHUB_STEP_SUMMARY"])

@@ -9,6 +9,7 @@ tests/test_version.py guards what ``--help`` loads instead).
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
@@ -41,6 +42,7 @@ TARGETS = {
     "sync again": "1 request, 0 writes",
 }
 HELP_TARGET = 0.15  # `artbot --help` adds at most 15 % to `python -c "import click"`
+RENDER_TARGET_S = 0.25  # `artbot render --all` adds at most 0.25 s to importing what it uses
 
 
 def measure(sandbox: GitHubSandbox, fn: Callable[[], object]) -> tuple[int, int, int]:
@@ -97,6 +99,47 @@ def status_rows() -> list[tuple[str, tuple[int, int, int], str]]:
     return rows
 
 
+def request_rows() -> list[tuple[str, tuple[int, int, int], str]]:
+    """Requests by checkbox: what a ticked "File the issue for item 4" costs on the scheduled
+    path and on the edit path (a sender without write access: the tick reverted)."""
+    from artbot.demo import tick_request
+    from artbot.panel import EditEvent
+
+    root = Path(tempfile.mkdtemp()) / "checkout"
+    for part in ("findings", "templates", "repros"):
+        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("results"))
+    catalog = load_catalog(root)
+    rows: list[tuple[str, tuple[int, int, int], str]] = []
+    with GitHubSandbox() as sb:
+        sb.create_repo(OWNER, NAME)
+        for n in (1108, 1109, 1110):
+            sb.seed_issue(OWNER, NAME, f"dedicated issue {n}", "by hand", number=n)
+        body = (root / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
+        sb.seed_issue(OWNER, NAME, "Tracking: numerics audit", body, number=TRACKING)
+        repo = GitHubRepo(f"{OWNER}/{NAME}", api_url=sb.api_url, token="bench", cache=EtagCache())
+        open_issues(catalog, repo, [5], TRACKING)  # labels exist from here on
+        sync(catalog, repo, TRACKING)
+        tick_request(sb, catalog, TRACKING, "file=4")
+        rows.append(
+            (
+                "sync with 'File the issue for item 4' ticked (files it, clears the box)",
+                measure(sb, lambda: sync(catalog, repo, TRACKING)),
+                "",
+            )
+        )
+        rows.append(("sync after it", measure(sb, lambda: sync(catalog, repo, TRACKING)), ""))
+        tick_request(sb, catalog, TRACKING, "file=6")
+        event = EditEvent(TRACKING, "someone")  # a reader: the sandbox's default role
+        rows.append(
+            (
+                "edit path: a tick by a sender without write access (reverted)",
+                measure(sb, lambda: sync(catalog, repo, TRACKING, event=event)),
+                "0 creates",
+            )
+        )
+    return rows
+
+
 def child_cpu_seconds(command: list[str], env: dict[str, str]) -> float:
     """CPU time (user + system) that running ``command`` to the end takes."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -126,6 +169,55 @@ def help_startup(pairs: int = 31) -> tuple[float, float, float]:
         help_s.append(times[tuple(commands[1])])
     ratio = statistics.median(h / c for h, c in zip(help_s, click_s, strict=True))
     return statistics.median(help_s) * 1000, statistics.median(click_s) * 1000, ratio
+
+
+_MODULES_OF = """
+import json, sys
+from artbot.cli import main
+sys.argv = ["artbot", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+sys.stdout = sys.__stdout__
+print(json.dumps(list(sys.modules)))
+"""
+
+
+def render_cost(pairs: int = 15) -> tuple[float, float, float]:
+    """``artbot render --all`` against importing the modules it loads, same interpreter:
+    (median s of each, median of the per-pair differences), CPU time in interleaved pairs.
+
+    The modules are those ``render --all`` itself leaves in ``sys.modules``, so the difference
+    is what rendering costs beyond importing: loading the catalog, compiling the templates
+    once, rendering every item and writing the files.
+    """
+    out = Path(tempfile.mkdtemp())
+    args = ["--root", str(REPO), "render", "--all", "--out", str(out)]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    probe = subprocess.run(
+        [sys.executable, "-c", _MODULES_OF, *args],
+        check=True, capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    loaded = [m for m in json.loads(probe.stdout.splitlines()[-1]) if m != "__main__"]
+    imports = (
+        "import importlib\n"
+        f"for name in {loaded!r}:\n"
+        "    try:\n        importlib.import_module(name)\n    except Exception:\n        pass\n"
+    )
+    artbot = str(Path(sys.executable).with_name("artbot"))
+    commands = ([sys.executable, "-c", imports], [artbot, *args])
+    for command in commands:
+        child_cpu_seconds(command, env)
+    import_s, render_s = [], []
+    for n in range(pairs):
+        order = commands if n % 2 == 0 else commands[::-1]
+        times = {tuple(c): child_cpu_seconds(c, env) for c in order}
+        import_s.append(times[tuple(commands[0])])
+        render_s.append(times[tuple(commands[1])])
+    shutil.rmtree(out, ignore_errors=True)
+    added = statistics.median(r - i for r, i in zip(render_s, import_s, strict=True))
+    return statistics.median(render_s), statistics.median(import_s), added
 
 
 def sub_issue_rows(catalog: Any) -> list[tuple[str, tuple[int, int, int], str]]:
@@ -229,6 +321,7 @@ def main() -> int:
     rows += sub_issue_rows(catalog)
 
     rows += status_rows()
+    rows += request_rows()
 
     print("| operation | requests | writes | 304s | target |")
     print("|---|---:|---:|---:|---|")
@@ -241,6 +334,13 @@ def main() -> int:
     print("|---|---:|---:|---|")
     print(f'| `python -c "import click"` | {click_ms:.0f} | 1 | |')
     print(f"| `artbot --help` | {help_ms:.0f} | {ratio:.3f} | <= {1 + HELP_TARGET:.2f} |")
+
+    render_s, import_s, added = render_cost()
+    print()
+    print("| render (CPU time; medians of 15 pairs) | s | added to the imports | target |")
+    print("|---|---:|---:|---|")
+    print(f"| importing what `render --all` loads | {import_s:.3f} | | |")
+    print(f"| `artbot render --all` | {render_s:.3f} | {added:.3f} | <= {RENDER_TARGET_S:.2f} |")
     return 0
 
 

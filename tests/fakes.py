@@ -38,6 +38,7 @@ class MemoryRepo:
     subs: dict[int, list[int]] = field(default_factory=dict)  # parent -> sub-issues, in order
     comments: dict[int, list[str]] = field(default_factory=dict)
     login_name: str = "artbot-bot"
+    roles: dict[str, str] = field(default_factory=dict)  # login (casefolded) -> permission
 
     def _view(self, issue: ObservedIssue) -> ObservedIssue:
         """The issue as GitHub reports it: with its id and its sub-issue summary."""
@@ -75,6 +76,15 @@ class MemoryRepo:
 
     def existing_labels(self) -> set[str]:
         return set(self.labels)
+
+    def permission(self, login: str) -> str:
+        """As the sandbox answers (artbot.sandbox.collaborators): a role given in ``roles``,
+        else the owner admin, the login artbot writes as write, anyone else read."""
+        if login.casefold() in self.roles:
+            return self.roles[login.casefold()]
+        if login.casefold() == self.full_name.split("/")[0].casefold():
+            return "admin"
+        return "write" if login == self.login_name else "read"
 
     def create_label(
         self, name: str, color: str | None = None, description: str | None = None

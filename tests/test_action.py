@@ -138,7 +138,11 @@ def test_sync_dry_run_input_writes_nothing(
     assert sandbox.get_issue(OWNER, NAME, tracking)["body"] == before
     assert "Dry run -- nothing has been written." in run.stdout
     assert "(dry run)" in run.summary
-    assert (run.outputs["filed"], run.outputs["changed"], run.outputs["issues"]) == ("", "[]", "")
+    assert (run.outputs["filed"], run.outputs["changed"], run.outputs["issues"]) == ("", "[]", "{}")
+    # The plan comes out on a dry run too: what a real run would do.
+    plan = json.loads(run.outputs["plan"])
+    assert "UpdateChecklist" in [a["action"] for a in plan]
+    assert run.outputs["tracking-issue-url"].endswith(f"/{OWNER}/{NAME}/issues/{tracking}")
 
 
 @pytest.mark.parametrize("value", ["1 --dry-run", "1; touch pwned", "$(touch pwned)", "#1", "0"])
@@ -203,7 +207,9 @@ def test_open_refuses_an_item_that_is_not_a_number_or_all(
     run = run_uses("open.yml", "open", checkout, sandbox, open_context(item, "false"))
 
     assert run.returncode == 2
-    assert '::error::item must be an item number or "all".' in run.stdout
+    assert '::error::items must be item numbers (separated by spaces or commas) or "all".' in (
+        run.stdout
+    )
     assert len(sandbox.requests) == 0
     assert not (checkout / "pwned").exists()
 
@@ -245,7 +251,13 @@ def test_open_files_the_issue_and_names_it_in_the_outputs_and_the_summary(
     assert TOKEN not in run.stdout + run.stderr
     [number] = map(int, run.outputs["filed"].split())
     assert "item=4 -->" in sandbox.get_issue(OWNER, NAME, number)["body"]
-    assert json.loads(run.outputs["issues"])["4"] == number
+    issue = json.loads(run.outputs["issues"])["4"]
+    assert issue == {
+        "number": number,
+        "url": sandbox.get_issue(OWNER, NAME, number)["html_url"],
+        "state": "open",
+    }
+    assert run.outputs["tracking-issue-url"] == sandbox.get_issue(OWNER, NAME, tracking)["html_url"]
     changed = json.loads(run.outputs["changed"])
     assert any(line.startswith(f"item 4: filed #{number} ") for line in changed), changed
     assert f"updated the checklist in #{tracking}" in changed

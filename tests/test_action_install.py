@@ -41,7 +41,7 @@ def install(inputs: Mapping[str, str], tmp_path: Path) -> tuple[int, str, list[d
         "ARTBOT_TEST_CALLS": str(record),
     }
     values = action_inputs(inputs, {"github.token": TOKEN})
-    [install_step, _] = load_action()["runs"]["steps"]
+    [install_step] = [s for s in load_action()["runs"]["steps"] if s["id"] == "install"]
     proc = run_action_step(install_step, values, env)
     return proc.returncode, proc.stdout + proc.stderr, calls(record)
 
@@ -113,7 +113,50 @@ def test_the_install_step_refuses_an_unknown_command_before_installing(tmp_path:
 
 
 def test_action_yml_is_what_these_tests_run() -> None:
-    # The harness models two steps, install then run, each a bash script with an id.
+    # The harness models the setup (the venv's cache key, actions/cache, install) and run;
+    # every step but the cache is a bash script with an id, and none is conditional.
     steps = load_action()["runs"]["steps"]
-    assert [s["id"] for s in steps] == ["install", "run"]
-    assert all("run" in s and "if" not in s for s in steps)
+    assert [s["id"] for s in steps] == ["venv-key", "venv-cache", "install", "run"]
+    assert all("if" not in s for s in steps)
+    assert [s["id"] for s in steps if "run" not in s] == ["venv-cache"]
+
+
+def test_a_venv_restored_from_the_cache_reinstalls_only_artbot(tmp_path: Path) -> None:
+    venv = tmp_path / "runner-temp" / "artbot-venv"
+    recorder(venv / "bin", "python")
+    recorder(venv / "bin", "artbot")
+    (venv / ".artbot-deps").write_text("", encoding="utf-8")
+    code, log, recorded = install({"command": "sync"}, tmp_path)
+    assert code == 0, log
+    assert not [c for c in recorded if c["args"][:2] == ["-m", "venv"]]
+    pip = pip_install(recorded)
+    assert pip["args"][-3:] == ["--no-deps", "--force-reinstall", str(tmp_path / "workspace")]
+
+
+def test_the_venv_is_cached_by_pyproject_the_runner_and_python(tmp_path: Path) -> None:
+    steps = {s["id"]: s for s in load_action()["runs"]["steps"]}
+    cache = steps["venv-cache"]
+    assert cache["uses"].startswith("actions/cache@")
+    assert cache["with"] == {
+        "path": "${{ steps.venv-key.outputs.path }}",
+        "key": "${{ steps.venv-key.outputs.key }}",
+    }
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "pyproject.toml").write_text("[project]\nname = 'x'\n", encoding="utf-8")
+    env = {**runner_env(workspace, "http://127.0.0.1:9"), "RUNNER_OS": "Linux"}
+    keys = []
+    for inputs in ({"command": "sync"}, {"command": "verify"}, {"command": "sync"}):
+        values = action_inputs(inputs, {"github.token": TOKEN})
+        proc = run_action_step(steps["venv-key"], values, env)
+        assert proc.returncode == 0, proc.stderr
+        out = (Path(env["RUNNER_TEMP"]) / "venv-key-output").read_text(encoding="utf-8")
+        keys.append(dict(line.split("=", 1) for line in out.splitlines()))
+    assert keys[0] == keys[2] != keys[1]  # torch (verify) gets its own environment
+    assert keys[0]["path"] == str(Path(env["RUNNER_TEMP"]) / "artbot-venv")
+    assert keys[0]["key"].startswith("artbot-venv-Linux-") and "-base-" in keys[0]["key"]
+    (workspace / "pyproject.toml").write_text("[project]\nname = 'y'\n", encoding="utf-8")
+    values = action_inputs({"command": "sync"}, {"github.token": TOKEN})
+    proc = run_action_step(steps["venv-key"], values, env)
+    out = (Path(env["RUNNER_TEMP"]) / "venv-key-output").read_text(encoding="utf-8")
+    assert dict(line.split("=", 1) for line in out.splitlines())["key"] != keys[0]["key"]

@@ -23,10 +23,12 @@ from artbot.action import (
 )
 from artbot.checklist import ChecklistEntry
 from artbot.ownership import Foreign
+from artbot.panel import CarryOutRequest, DropRequest, RevertTick
 from artbot.plan import (
     ChecklistUpToDate,
     CloseDuplicate,
     CloseFixed,
+    CloseWhenFixed,
     Comment,
     Create,
     Duplicate,
@@ -77,6 +79,10 @@ EVERY_KIND = Plan(
         SubIssuesFull(1111, (1115,)),
         SubIssuesUpToDate(1111),
         NoSubIssues(1111),
+        CloseWhenFixed(9, 1114, "0.5.24"),
+        CarryOutRequest(1111, "file=5", "File the issue for item 5"),
+        RevertTick(1111, "file=6", "File the issue for item 6", "mallory"),
+        DropRequest(1111, "file=4", "File the issue for item 4"),
     )
 )
 
@@ -115,7 +121,8 @@ def test_filed_is_the_creates_that_have_an_issue_now() -> None:
 
     values = outputs(done)
     assert values["filed"] == "1117"
-    assert json.loads(values["issues"]) == {"7": 1117, "4": 1112}
+    assert json.loads(values["issues"]) == issues
+    assert json.loads(values["plan"]) == done["plan"]
     assert outputs(None) == {"filed": "", "changed": "[]"}
 
 
@@ -186,7 +193,13 @@ def test_main_prints_redacted_lines_and_writes_outputs_and_summary(
     assert "ghp_secretvalue" not in printed.out + printed.err
     assert "::warning::echoed *** back" in printed.out
     assert "warning: echoed *** back" in printed.err
-    assert read_outputs(out) == {"filed": "", "changed": '["did one"]', "issues": "{}"}
+    assert read_outputs(out) == {
+        "filed": "",
+        "changed": '["did one"]',
+        "issues": "{}",
+        "plan": "[]",
+        "tracking-issue-url": "",
+    }
     assert summary.read_text(encoding="utf-8").startswith("### artbot open\n\n- did one\n")
 
 

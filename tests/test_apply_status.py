@@ -137,7 +137,9 @@ def test_an_issue_a_human_reopened_is_never_closed_again(art: GitHubSandbox, roo
     art.requests.clear()
     assert artbot(art, root, "open", "--item", "7").exit_code == 0
     assert art.get_issue(OWNER, NAME, issue["number"])["state"] == "open"
-    assert writes(art) == []
+    # Only the checklist: its line is unticked now that the issue is open again.
+    assert writes(art) == [f"PATCH /repos/{OWNER}/{NAME}/issues/{TRACKING}"]
+    assert line_of(checklist(art), 7).startswith("- [ ] 7.")
 
 
 def status_comments(art: GitHubSandbox, number: int) -> list[str]:
@@ -175,7 +177,8 @@ def test_sync_applies_a_new_release_that_fixes_the_rest(art: GitHubSandbox, root
     body = art.get_issue(OWNER, NAME, number)["body"]
     assert first_paragraph(body).startswith("**Fixed in 0.5.24.**")
     assert art.get_issue(OWNER, NAME, number)["state"] == "open"  # sync never closes
-    assert line_of(checklist(art), 9).startswith("- [x] 9.")
+    # A tick means a closed issue: fixed but open stays unticked until someone closes it.
+    assert line_of(checklist(art), 9).startswith("- [ ] 9.")
     assert f"— #{number}" in line_of(checklist(art), 9)
     assert line_of(checklist(art), 9).endswith("— fixed in 0.5.24")
 
@@ -236,16 +239,19 @@ def test_demo_shows_a_fixed_item_closed_and_a_partial_item_open(root: Path) -> N
     setup_status(root, 7, fixed_item)
     setup_status(root, 9, partial_item)
     result = run_demo(load_catalog(root), log=lambda _: None)
-    seven, nine = result.issues
+    # 7 and 9 filed by `open`, 5 by the request the demo ticks in the tracking issue.
+    seven, nine, five = result.issues
+    assert (five.item, five.state) == (5, "open")
     assert (seven.item, seven.state, seven.state_reason) == (7, "closed", "completed")
     assert (nine.item, nine.state) == (9, "open") and "optimizer" in nine.title.lower()
     assert line_of(result.checklist, 7).startswith("- [x] 7.")
     assert f"— #{seven.number}" in line_of(result.checklist, 7)
     assert line_of(result.checklist, 9).endswith("— partly fixed in 0.5.21")
     assert result.requests["sync (no change)"] <= 2
-    # The tracking issue's sub-issues: #1108-#1110 and the two new issues, in item order.
-    assert [n for n, _, _ in result.sub_issues] == [1108, 1109, 1110, seven.number, nine.number]
-    assert result.progress == {"total": 5, "completed": 1, "percent_completed": 20}
+    # The tracking issue's sub-issues: #1108-#1110 and the three new issues, in item order.
+    numbers = [1108, 1109, 1110, five.number, seven.number, nine.number]
+    assert [n for n, _, _ in result.sub_issues] == numbers
+    assert result.progress == {"total": 6, "completed": 1, "percent_completed": 16}
     from artbot.demo import describe
 
     assert f"#{seven.number} (closed) {seven.title}" in describe(result)

@@ -171,12 +171,17 @@ def test_unclamped_exp_ppo_overflows(exp8: ModuleType) -> None:
     assert exp8.is_reproduced({"cases": cases})
 
 
-def test_unclamped_exp_clamp_fix_is_finite(exp8: ModuleType) -> None:
+def test_unclamped_exp_fix_is_0_5_21s_finite_and_sane(exp8: ModuleType) -> None:
     fixed = exp8.measure(exp8.loss_fn_fixed)
     assert all(exp8._all_finite(c) for c in fixed["cases"].values())
     assert not exp8.is_reproduced(fixed)
-    # The clamped token contributes exp(20) * |A| to a mean over SEQ_LEN tokens, gradient 0.
-    case = fixed["cases"]["ppo A=-1 old=-inf"]
+    # A -inf old logprob is replaced by the new one (ratio 1): the loss stays near the
+    # all-finite step's.
+    assert exp8.is_sane(fixed["cases"], "-inf")
+    # A -9999 sentinel is finite, so 0.5.21 keeps it: the clamped token contributes
+    # exp(20) * |A| to a mean over SEQ_LEN tokens, with gradient 0.
+    case = fixed["cases"]["ppo A=-1 old=-9999"]
+    assert not exp8.is_sane(fixed["cases"], "-9999")
     assert case["loss"] == pytest.approx(math.exp(exp8.LOG_RATIO_BOUND) / exp8.SEQ_LEN, rel=1e-5)
     assert case["grad_logprob_bad_token"] == 0.0
 

@@ -121,7 +121,9 @@ def test_help_loads_only_the_command_definitions() -> None:
     assert loaded == [
         "artbot",
         "artbot.cli",
+        "artbot.cli_github",
         "artbot.cli_options",
+        "artbot.cli_sandbox",
         "artbot.terminal",
         "artbot.verify",
         "artbot.verify.cli",

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from artbot.apply import default_cache_path
+from artbot.settings import default_cache_path
 
 pytestmark = pytest.mark.e2e
 
@@ -340,7 +340,8 @@ def test_no_expression_is_pasted_into_a_script() -> None:
 def test_every_step_of_the_action_runs_bash() -> None:
     # A composite action's `run:` step must name its shell; the scripts are written for bash.
     for s in action_steps():
-        assert s.get("shell") == "bash", s.get("name")
+        if "uses" not in s:  # actions/cache, the one step that is not a script
+            assert s.get("shell") == "bash", s.get("name")
     assert load_action()["runs"]["using"] == "composite"
 
 
@@ -398,6 +399,27 @@ def test_the_token_reaches_only_the_step_that_uses_it() -> None:
     assert load_action()["inputs"]["github-token"]["default"] == "${{ github.token }}"
 
 
+def uses_of_tool(text: str) -> str:
+    [uses] = re.findall(r"uses:\s*(\S+/artbot@\S+)", text)
+    return uses
+
+
+def hosting_repository() -> str | None:
+    """Where this checkout is hosted, as artbot finds its own repository for the issues'
+    links (artbot.toolsource): $GITHUB_REPOSITORY in Actions, else the git remote origin;
+    None when neither is known (a copy without a remote)."""
+    from artbot.toolsource import resolve_tool_source
+
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    return resolve_tool_source(
+        REPO,
+        actions_repository=os.environ.get("GITHUB_REPOSITORY")
+        if os.environ.get("GITHUB_ACTIONS") == "true"
+        else None,
+        workspace=Path(workspace) if workspace else None,
+    ).repository
+
+
 def readme_example() -> str:
     """The workflow README's "The artbot action" offers to copy into another repository."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
@@ -415,6 +437,15 @@ def test_the_readmes_example_for_another_repository_is_lint_clean_and_pinned(
     example.parent.mkdir(parents=True)
     example.write_text(text, encoding="utf-8")
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=60)
+    # jactionlint's security rules want every action pinned to a commit; actionlint's own
+    # checks have no such rule. The tool's moving tag @v1 is the one finding, and pinned to a
+    # commit (as the README shows) the workflow has none.
+    found = lint([example], tmp_path)
+    assert [f["message"].split(" must be pinned")[0] for f in found] == [
+        f'action "{uses_of_tool(text)}"'
+    ], found
+    pinned = text.replace(uses_of_tool(text), uses_of_tool(text).replace("@v1", "@" + "0" * 40))
+    example.write_text(pinned.replace("@" + "0" * 40, "@" + "0" * 40 + " # v1.0.0"), "utf-8")
     assert lint([example], tmp_path) == []
 
     workflow = yaml.safe_load(text)
@@ -424,8 +455,14 @@ def test_the_readmes_example_for_another_repository_is_lint_clean_and_pinned(
     [artbot] = [s for s in all_steps(workflow) if "/artbot@" in s.get("uses", "")]
     assert set(artbot["with"]) <= set(load_action()["inputs"])
     assert artbot["with"]["command"] == "sync"
+    # The tool's own step takes the moving major tag (the README shows how to pin a commit
+    # instead); every other action is pinned to a full commit, as this repository pins them.
+    tool, _, version = artbot["uses"].partition("@")
+    assert version == "v1", artbot["uses"]
+    assert re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", tool) and not tool.startswith("OWNER/")
+    assert tool == hosting_repository() or hosting_repository() is None, tool
     for line in text.splitlines():
-        if re.match(r"^\s*-?\s*uses:", line):
+        if re.match(r"^\s*-?\s*uses:", line) and "/artbot@" not in line:
             assert PINNED.match(line), line
 
     # The same actions/cache as this repository's sync.yml.

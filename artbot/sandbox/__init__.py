@@ -1,11 +1,12 @@
 """A loopback imitation of the GitHub REST API (version 2022-11-28).
 
 :class:`GitHubSandbox` serves the slice of the API that artbot uses (repositories, issues,
-comments, labels, sub-issues, rate limits) over real HTTP on 127.0.0.1, so PyGithub runs unmodified
-against it: ``Github(base_url=sandbox.api_url, auth=Auth.Token("any"))``. It imitates
-GitHub's JSON shapes, pagination ``Link`` headers, ETags and 304s, rate-limit headers, error
-bodies, and the failures a client must survive (5xx before or after a write took effect,
-secondary rate limits, 429s, dropped connections) on demand through :meth:`inject_fault`.
+comments, labels, sub-issues, collaborator permissions, rate limits) over real HTTP on
+127.0.0.1, so PyGithub runs unmodified against it: ``Github(base_url=sandbox.api_url,
+auth=Auth.Token("any"))``. It imitates GitHub's JSON shapes, pagination ``Link`` headers, ETags
+and 304s, rate-limit headers, error bodies, and the failures a client must survive (5xx before
+or after a write took effect, secondary rate limits, 429s, dropped connections) on demand
+through :meth:`inject_fault`.
 
 Every request is recorded in :attr:`GitHubSandbox.requests` as method, path, query and status.
 Tokens are never stored, logged or echoed: a token only selects a rate-limit bucket, through
@@ -15,6 +16,8 @@ write, so ``artbot sandbox --state FILE`` keeps its issues across restarts.
 Layout: :mod:`.state` (records, request log, faults, errors, persistence), :mod:`.shapes` (the
 JSON GitHub answers with), :mod:`.routes` (endpoints, lookups, mutations), :mod:`.subissues` (the
 sub-issue endpoints; ``sub_issues=False`` for a GitHub Enterprise Server without them),
+:mod:`.collaborators` (a login's permission on a repository, set with ``set_permission``),
+:mod:`.commits` (compare, commits and a commit's pull requests, read-only, seeded by tests),
 :mod:`.server` (HTTP server, lifecycle, seeding, faults and rate limits, :func:`serve`).
 """
 

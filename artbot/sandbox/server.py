@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from .collaborators import _CollaboratorRoutes
+from .commits import _CommitRoutes
 from .faults import _Faults
 from .routes import _Call, _Outcome, _Reply
 from .state import (
@@ -36,7 +38,6 @@ from .state import (
     _int_param,
     _Repo,
 )
-from .subissues import _SubIssueRoutes
 
 
 class _Server(ThreadingHTTPServer):
@@ -111,7 +112,7 @@ class _Handler(BaseHTTPRequestHandler):
 # --- the sandbox -------------------------------------------------------------------------
 
 
-class GitHubSandbox(_Faults, _SubIssueRoutes):
+class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes):
     """A local GitHub REST API on 127.0.0.1; use as a context manager or start()/stop().
 
     The socket is bound at construction, so :attr:`api_url` is known before :meth:`start`.
@@ -120,7 +121,8 @@ class GitHubSandbox(_Faults, _SubIssueRoutes):
     ``GITHUB_TOKEN`` (pass a person's login to model a maintainer's token). ``clock``
     (returning an aware datetime) makes timestamps deterministic in tests.
     ``sub_issues=False`` imitates a GitHub Enterprise Server without sub-issues (see
-    :mod:`.subissues`).
+    :mod:`.subissues`). ART's history, for the change behind a fix, is seeded with
+    ``seed_commit`` and ``seed_tag`` (see :mod:`.commits`).
     """
 
     _server: _Server
@@ -169,6 +171,7 @@ class GitHubSandbox(_Faults, _SubIssueRoutes):
         self._repos: dict[str, _Repo] = {}
         self._next_id = 1
         self._faults: list[Fault] = []
+        self._roles: dict[tuple[str, str], str] = {}  # collaborators.py
         self._buckets: dict[str, _Bucket] = {}
         self._request_count = 0
 
@@ -452,8 +455,10 @@ def serve(
     repos: Sequence[str] = (),
     *,
     out: TextIO | None = None,
+    ready: Callable[[GitHubSandbox], None] | None = None,
 ) -> None:
-    """Run a sandbox until interrupted, printing its URL; ``repos`` are created if missing."""
+    """Run a sandbox until interrupted, printing its URL; ``repos`` are created if missing,
+    then ``ready`` is called with the running sandbox (``artbot sandbox --seed`` seeds it)."""
     stream = out or sys.stdout
     with GitHubSandbox(port=port, state_file=state_file) as sandbox:
         for full_name in repos:
@@ -464,6 +469,9 @@ def serve(
         print(f"GitHub sandbox listening on {sandbox.api_url}", file=stream, flush=True)
         where = f"state in {state_file}" if state_file else "state in memory only"
         print(f"({where}; Ctrl-C to stop)", file=stream, flush=True)
+        if ready is not None:
+            ready(sandbox)
+            stream.flush()
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         with contextlib.suppress(KeyboardInterrupt):

@@ -44,7 +44,12 @@ def _resolve(release: str) -> str:
     return version
 
 
-def _tree(catalog: Any, art_src: Path | None, release: str | None) -> Any:
+def _progress(quiet: bool) -> Callable[[str], None] | None:
+    """One line on stderr per download and per check, as they run; none with --json."""
+    return None if quiet else (lambda line: click.echo(line, err=True))
+
+
+def _tree(catalog: Any, art_src: Path | None, release: str | None, quiet: bool = False) -> Any:
     from . import open_tree, release_tree
 
     if (art_src is None) == (release is None):
@@ -53,7 +58,9 @@ def _tree(catalog: Any, art_src: Path | None, release: str | None) -> Any:
         return open_tree(art_src, catalog.audit)
     assert release is not None
     settings = click.get_current_context().find_root().obj.settings
-    return release_tree(_resolve(release), catalog.audit, settings.wheel_cache)
+    return release_tree(
+        _resolve(release), catalog.audit, settings.wheel_cache, progress=_progress(quiet)
+    )
 
 
 def _wants_json(ctx: click.Context, as_json: bool) -> bool:
@@ -120,9 +127,9 @@ def verify(
     from . import anchors_json, code_json, verify_anchors, verify_code
 
     catalog = _catalog(ctx)
-    tree = _tree(catalog, art_src, release)
+    tree = _tree(catalog, art_src, release, as_json)
     anchors = verify_anchors(catalog, tree)
-    code = verify_code(catalog, tree)
+    code = verify_code(catalog, tree, progress=_progress(as_json))
     if as_json:
         import json
 
@@ -143,6 +150,10 @@ def verify(
             tree.label.removeprefix("openpipe-art ") if art_src is None else _main_label(art_src)
         )
         written = _record(catalog, label, "release" if art_src is None else "main", code, anchors)
+        if art_src is None:
+            from .record import anchors_record
+
+            written.append(anchors_record(catalog.root, catalog.audit, label, anchors))
         click.echo(f"recorded {label} in {len(written)} status files", err=True)
     failed = not anchors_json(anchors, tree)["ok"] or not code_json(code, tree)["ran"]
     ctx.exit(1 if failed else 0)
@@ -168,9 +179,15 @@ def _record(catalog: Any, label: str, source: Any, code: Any, anchors: Any) -> l
 
 @verify.command(name="anchors")
 @_source_options
+@click.option(
+    "--record",
+    is_flag=True,
+    help="With --release: record how many anchors sit at the audit's lines there "
+    "(findings/status/anchors.json), which dates the audit commit among the releases.",
+)
 @click.pass_context
 def anchors_cmd(
-    ctx: click.Context, art_src: Path | None, release: str | None, as_json: bool
+    ctx: click.Context, art_src: Path | None, release: str | None, as_json: bool, record: bool
 ) -> None:
     """Does every cited range still hold its anchor line? Exit 1 unless all are ok.
 
@@ -180,10 +197,18 @@ def anchors_cmd(
     """
     from . import anchor_table, anchors_json, verify_anchors
 
+    if record and release is None:
+        raise click.UsageError("--record needs --release: the record is per release")
     catalog = _catalog(ctx)
-    tree = _tree(catalog, art_src, release)
+    tree = _tree(catalog, art_src, release, _wants_json(ctx, as_json))
     results = verify_anchors(catalog, tree)
     data = anchors_json(results, tree)
+    if record:
+        from .record import anchors_record
+
+        label = tree.label.removeprefix("openpipe-art ")
+        path = anchors_record(catalog.root, catalog.audit, label, results)
+        click.echo(f"recorded the anchors at {label} in {path}", err=True)
     _emit(ctx, as_json, data, lambda: anchor_table(catalog, results, tree), ok=data["ok"])
 
 
@@ -201,7 +226,55 @@ def code_cmd(ctx: click.Context, art_src: Path | None, release: str | None, as_j
     from . import code_json, code_table, verify_code
 
     catalog = _catalog(ctx)
-    tree = _tree(catalog, art_src, release)
-    results = verify_code(catalog, tree)
+    quiet = _wants_json(ctx, as_json)
+    tree = _tree(catalog, art_src, release, quiet)
+    results = verify_code(catalog, tree, progress=_progress(quiet))
     data = code_json(results, tree)
     _emit(ctx, as_json, data, lambda: code_table(results, tree), ok=data["ran"])
+
+
+@verify.command(name="changes")
+@click.option("--record", is_flag=True, help="Write the changes found into findings/status/.")
+@click.option("--refresh", is_flag=True, help="Look up changes already recorded again.")
+@click.option("--api-url", metavar="URL", help="GitHub's API root (default $GITHUB_API_URL).")
+@click.pass_context
+def changes_cmd(ctx: click.Context, record: bool, refresh: bool, api_url: str | None) -> None:
+    """Ask GitHub which commit (and pull request) made each recorded fix.
+
+    For every claim fixed in a release, with its fixing lines recorded by `verify --record`:
+    the commits between the audit commit and the release's tag (v0.5.21, else 0.5.21) that
+    touch the fixing file, and of those the one whose patch adds the line to look for. No
+    such tag, or no single such commit: the change is recorded as not identified, saying why.
+    Reads only (a token raises the rate limit; none is needed); runs no ART code.
+    """
+    from ..changes import record_changes
+    from ..github import connect
+    from ..settings import default_cache_path
+    from ..status import dump_status, load_status, status_path
+
+    obj = ctx.find_root().obj
+    catalog = _catalog(ctx)
+    repo = connect(
+        obj.settings,
+        catalog.audit.repository,
+        repo_name=catalog.audit.repository,
+        api_url=api_url,
+        cache_path=default_cache_path(catalog.root),
+        dry_run=True,
+    )
+
+    def read(endpoint: str, params: dict[str, Any] | None) -> Any:
+        return repo.read_upstream(catalog.audit.repository, endpoint, params)
+
+    for finding in catalog.findings:
+        status = load_status(catalog.root, finding.item)
+        if status is None:
+            continue
+        updated, lines = record_changes(status, catalog.audit, read, refresh=refresh)
+        for line in lines:
+            click.echo(line)
+        if record and updated != status:
+            status_path(catalog.root, finding.item).write_text(
+                dump_status(updated), encoding="utf-8"
+            )
+    repo.cache.save()

@@ -4,10 +4,25 @@ The knowledge of *how* a finding is checked lives beside its reproduction: a rep
 run against ART defines ``check_art(art)``, where ``art`` is an :class:`ArtModules`
 (``load(relpath)`` imports one ART file, ``source(relpath)`` reads one), returning::
 
-    {"claims": {claim_id: (True | False | None, detail)},  # reproduced / fixed / not checked
+    {"claims": {claim_id: (True | False | None, detail) | {...}},  # reproduced/fixed/not checked
      "detail": "one line of what was measured",
+     "method": "ran" | "read" | "modelled",              # optional: each claim's, unless it says
      "ran": ["art/loss.py:loss_fn", ...],                 # ART functions executed or read
      "scope": "what part was run, what was modelled or read" | None}
+
+A claim is either the pair ``(verdict, detail)`` or a dict with the evidence of the verdict
+(``repros/_evidence.py`` builds these from lines it finds in the release)::
+
+    {"verdict": True | False | None, "detail": "...",
+     "method": "ran" | "read" | "modelled",   # ART's function run / its source read / a model
+     "at": [SourceLine, ...],                 # where the claim's code is in this release
+     "fix": {"lines": [SourceLine, ...]}}     # fixed verdicts only: the lines that fix it
+
+with ``SourceLine = {"path": "art/loss.py", "line": 388, "end": 395, "look_for": "..."}``
+(:class:`artbot.status.SourceLine`, the wheel's layout). Every line is checked against the
+release: the file exists, the range is inside it and ``look_for`` is a line in the range
+(stripped, verbatim); a ``read`` verdict states at least one ``at`` line. The upstream change
+behind a fix is not a check's to say: ``artbot verify changes`` asks GitHub for it.
 
 This module is generic: it loads the repro, opens the import context, calls the check,
 validates what came back against the finding's claims, and derives the finding's verdict.
@@ -18,7 +33,7 @@ from __future__ import annotations
 import sys
 import traceback
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -28,7 +43,7 @@ from typing import Any
 from ..catalog import Catalog
 from ..models import Finding
 from ..scripts import import_script
-from ..status import ClaimResult, ClaimVerdict, Verdict, derive
+from ..status import ClaimResult, ClaimVerdict, FixEvidence, Method, SourceLine, Verdict, derive
 from .isolation import NotLoadedError
 from .tree import ArtTree
 
@@ -100,13 +115,26 @@ def checkable(catalog: Catalog) -> list[Finding]:
     return out
 
 
-def verify_code(catalog: Catalog, tree: ArtTree) -> list[CodeResult]:
-    """Run each checkable finding's ``check_art`` against ART's own code from ``tree``."""
-    return [run_check(catalog, tree, finding) for finding in checkable(catalog)]
+def verify_code(
+    catalog: Catalog, tree: ArtTree, progress: Callable[[str], None] | None = None
+) -> list[CodeResult]:
+    """Run each checkable finding's ``check_art`` against ART's own code from ``tree``;
+    ``progress`` hears one line as each check starts."""
+    findings = checkable(catalog)
+    out = []
+    for n, finding in enumerate(findings, 1):
+        if progress is not None:
+            progress(f"verify: [{n}/{len(findings)}] item {finding.item} on {tree.label} ...")
+        out.append(run_check(catalog, tree, finding))
+    return out
 
 
-def claim_results(finding: Finding, raw: Any) -> dict[str, ClaimResult]:
-    """The check's claims, validated: exactly the finding's claim ids, each a (bool|None, str)."""
+def claim_results(
+    finding: Finding, raw: Any, *, method: Any = None, source: SourceReader | None = None
+) -> dict[str, ClaimResult]:
+    """The check's claims, validated: exactly the finding's claim ids, each a (bool|None, str)
+    pair or a dict with the verdict's evidence (see the module's docstring). ``method`` is the
+    check's default; ``source(relpath)`` reads the checked tree, to check every cited line."""
     if not isinstance(raw, Mapping):
         raise CheckContractError("check_art() must return a dict with 'claims'")
     wanted = [c.id for c in finding.claims]
@@ -115,20 +143,66 @@ def claim_results(finding: Finding, raw: Any) -> dict[str, ClaimResult]:
         raise CheckContractError(
             f"check_art() reported claims {sorted(got)}, the record declares {sorted(wanted)}"
         )
-    out: dict[str, ClaimResult] = {}
-    for cid in wanted:
-        value = raw[cid]
-        if not (isinstance(value, tuple | list) and len(value) == 2):
-            raise CheckContractError(f"claim {cid}: expected (True|False|None, detail)")
-        hit, detail = value
-        if hit is None:
-            verdict = ClaimVerdict.not_checked
-        elif isinstance(hit, bool):
-            verdict = ClaimVerdict.reproduced if hit else ClaimVerdict.fixed
-        else:
-            raise CheckContractError(f"claim {cid}: verdict must be True, False or None")
-        out[cid] = ClaimResult(verdict=verdict, detail=str(detail))
-    return out
+    return {cid: _claim(cid, raw[cid], method, source) for cid in wanted}
+
+
+SourceReader = Callable[[str], str | None]
+_CLAIM_KEYS = {"verdict", "detail", "method", "at", "fix"}
+
+
+def _claim(cid: str, value: Any, default_method: Any, source: SourceReader | None) -> ClaimResult:
+    if isinstance(value, tuple | list) and len(value) == 2:
+        value = {"verdict": value[0], "detail": value[1]}
+    if not isinstance(value, Mapping) or "verdict" not in value:
+        raise CheckContractError(f"claim {cid}: expected (True|False|None, detail) or a dict")
+    if unknown := set(value) - _CLAIM_KEYS:
+        raise CheckContractError(f"claim {cid}: unknown keys {sorted(unknown)}")
+    hit = value["verdict"]
+    if hit is None:
+        verdict = ClaimVerdict.not_checked
+    elif isinstance(hit, bool):
+        verdict = ClaimVerdict.reproduced if hit else ClaimVerdict.fixed
+    else:
+        raise CheckContractError(f"claim {cid}: verdict must be True, False or None")
+    method = value.get("method", default_method)
+    fix = value.get("fix")
+    if fix is not None and verdict is not ClaimVerdict.fixed:
+        raise CheckContractError(f"claim {cid}: fix evidence on a {verdict.value} verdict")
+    if isinstance(fix, Mapping) and "change" in fix:
+        raise CheckContractError(f"claim {cid}: the change is `artbot verify changes`'s to record")
+    try:
+        result = ClaimResult(
+            verdict=verdict,
+            detail=str(value.get("detail", "")),
+            method=Method(method) if method is not None and hit is not None else None,
+            at=value.get("at") or [],
+            fix=FixEvidence.model_validate(fix) if fix is not None else None,
+        )
+    except ValueError as exc:  # pydantic's ValidationError, or an unknown method
+        raise CheckContractError(f"claim {cid}: {exc}") from exc
+    if result.method is Method.read and not result.at:
+        raise CheckContractError(f"claim {cid}: a read verdict states the lines it read (at)")
+    if source is not None:
+        for line in [*result.at, *(result.fix.lines if result.fix else [])]:
+            if problem := line_problem(line, source):
+                raise CheckContractError(f"claim {cid}: {problem}")
+    return result
+
+
+def line_problem(line: SourceLine, source: SourceReader) -> str | None:
+    """Why ``line`` does not hold in the checked tree, or None when it does."""
+    where = f"{line.path}:{line.line}"
+    text = source(line.path)
+    if not text:
+        return f"{where}: no such file in the checked code"
+    lines = text.splitlines()
+    end = line.end or line.line
+    if end < line.line or end > len(lines):
+        return f"{where}-{end}: outside the file ({len(lines)} lines)"
+    wanted = line.look_for.strip()
+    if wanted and all(lines[n].strip() != wanted for n in range(line.line - 1, end)):
+        return f"{where}-{end}: {wanted!r} is not a line there"
+    return None
 
 
 _STATUS = {
@@ -164,7 +238,11 @@ def run_check(catalog: Catalog, tree: ArtTree, finding: Finding) -> CodeResult:
             # ART warns where it skips work (0.5.21 skipping TIS); the measurement says it.
             warnings.simplefilter("ignore")
             outcome = check(art)
-        claims = claim_results(finding, outcome.get("claims"))
+        if not isinstance(outcome, Mapping):
+            raise CheckContractError("check_art() must return a dict")
+        claims = claim_results(
+            finding, outcome.get("claims"), method=outcome.get("method"), source=tree_reader(tree)
+        )
     except CheckContractError as exc:
         return failed(f"{finding.repro}: {exc}")
     except ModuleNotFoundError as exc:
@@ -197,6 +275,22 @@ def run_check(catalog: Catalog, tree: ArtTree, finding: Finding) -> CodeResult:
     )
 
 
+def tree_reader(tree: ArtTree) -> SourceReader:
+    """``art/x.py`` (the wheel's layout) read from the files the check imported: the tree's
+    packages on disk (``art/``, and those shipped beside it)."""
+    base = tree.package_dir.parent
+    roots = {tree.package_dir.name, *tree.packages}
+
+    def read(path: str) -> str | None:
+        parts = path.split("/")
+        file = base.joinpath(*parts)
+        if parts[0] not in roots or ".." in parts or not file.is_file():
+            return None
+        return file.read_text(encoding="utf-8")
+
+    return read
+
+
 def _where(exc: BaseException, tree: ArtTree) -> str:
     """`` (at art/x.py:N)`` for the innermost frame of the error inside ART's packages."""
     base = tree.package_dir.parent
@@ -219,7 +313,16 @@ def code_table(results: Sequence[CodeResult], tree: ArtTree) -> str:
         out.append(f"item {r.item:>2}: {r.status.value}")
         for cid, claim in r.claims.items():
             why = f" ({claim.detail})" if claim.detail else ""
-            out.append(f"  claim {cid}: {claim.verdict.value}{why}")
+            how = f" [{claim.method.value}]" if claim.method else ""
+            out.append(f"  claim {cid}: {claim.verdict.value}{how}{why}")
+            for label, lines in (("at", claim.at), ("fix", claim.fix.lines if claim.fix else [])):
+                for line in lines:
+                    span = (
+                        f"{line.line}-{line.end}"
+                        if line.end and line.end != line.line
+                        else line.line
+                    )
+                    out.append(f"    {label} {line.path}:{span}  {line.look_for}")
         if r.ran:
             out.append(f"  ran: {', '.join(r.ran)}")
         if r.scope:

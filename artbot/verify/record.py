@@ -2,9 +2,11 @@
 
 The audit point comes from the catalog's evidence, the captured repro output in
 ``findings/results/NN.json``: per claim where the repro reports claims, else the repro's
-verdict for a finding with a single claim, else ``not checked``. A release (or main) point
-comes from :func:`artbot.verify.code.verify_code`; a finding without a ``check_art`` gets
-``not checked`` for every claim, saying why and what the anchor check found at that point.
+verdict for a finding with a single claim, else ``not checked``. Its method is ``modelled``:
+the repro is artbot's model of ART's code (e2a406a48 is in no release, so none can be run).
+A release (or main) point comes from :func:`artbot.verify.code.verify_code`; a finding
+without a ``check_art`` gets ``not checked`` for every claim, saying why and what the anchor
+check found at that point.
 Pure apart from reading the results file.
 """
 
@@ -17,8 +19,9 @@ from pathlib import Path
 from typing import Literal
 
 from .. import __version__
+from ..dating import DATING_FILE, AnchorDating, ReleaseAnchors, dump_dating, load_dating
 from ..models import Audit, Finding
-from ..status import ClaimResult, ClaimVerdict, ItemStatus, StatusPoint
+from ..status import ClaimResult, ClaimVerdict, ItemStatus, Method, StatusPoint
 from .anchors import AnchorResult, AnchorStatus
 from .code import CodeResult, CodeStatus
 
@@ -33,7 +36,7 @@ def audit_point(finding: Finding, audit: Audit, root: Path) -> StatusPoint | Non
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
     reported = data.get("claims") or {}
-    how = f"artbot's CPU reproduction, {data.get('command', finding.repro)}"
+    how = f"artbot's model of ART's code, run on CPU: {data.get('command', finding.repro)}"
     claims: dict[str, ClaimResult] = {}
     for claim in finding.claims:
         if claim.id in reported:
@@ -45,7 +48,8 @@ def audit_point(finding: Finding, audit: Audit, root: Path) -> StatusPoint | Non
         else:
             verdict = ClaimVerdict.not_checked
             detail = "the repro does not report this claim on its own"
-        claims[claim.id] = ClaimResult(verdict=verdict, detail=detail)
+        method = None if verdict is ClaimVerdict.not_checked else Method.modelled
+        claims[claim.id] = ClaimResult(verdict=verdict, detail=detail, method=method)
     finished = str(data.get("finished_at", ""))[:10] or date.today().isoformat()
     return StatusPoint(
         source="audit",
@@ -114,8 +118,12 @@ def record_status(
 ) -> ItemStatus:
     """``existing`` with ``point`` added (replacing the one with the same source and label; a
     new main point replaces the old) and the audit point refreshed when given. Order: the
-    audit first, releases by version, main last."""
+    audit first, releases by version, main last. A fix's upstream change, recorded by
+    ``artbot verify changes``, is kept while the fixing lines it was found for are unchanged."""
     old = list(existing.points) if existing else []
+    replaced = next((p for p in old if (p.source, p.label) == (point.source, point.label)), None)
+    if replaced is not None:
+        point = keep_changes(replaced, point)
     keep = [
         p
         for p in old
@@ -130,3 +138,48 @@ def record_status(
     mains = [p for p in keep if p.source == "main"]
     head = [audit] if audit else [p for p in old if p.source == "audit"]
     return ItemStatus(item=item, points=[*head, *releases, *mains])
+
+
+def keep_changes(old: StatusPoint, new: StatusPoint) -> StatusPoint:
+    """``new`` with each claim's ``fix.change`` taken from ``old`` where the fixing lines match."""
+    claims = {}
+    for cid, result in new.claims.items():
+        before = old.claims.get(cid)
+        if (
+            result.fix is not None
+            and result.fix.change is None
+            and before is not None
+            and before.fix is not None
+            and before.fix.change is not None
+            and before.fix.lines == result.fix.lines
+        ):
+            fix = result.fix.model_copy(update={"change": before.fix.change})
+            result = result.model_copy(update={"fix": fix})
+        claims[cid] = result
+    return new.model_copy(update={"claims": claims})
+
+
+def anchors_record(
+    root: Path, audit: Audit, label: str, anchors: Sequence[AnchorResult], today: str | None = None
+) -> Path:
+    """Record how many of the audit's anchors sit at the audit's lines in release ``label``
+    (``findings/status/anchors.json``, :mod:`artbot.dating`); returns the file written."""
+    with_anchor = [a for a in anchors if a.status is not AnchorStatus.no_anchor]
+    release = ReleaseAnchors(
+        label=label,
+        checked_on=today or date.today().isoformat(),
+        at_lines=[
+            f"{a.item}:{a.path}:{a.lines[0]}-{a.lines[1]}"
+            for a in with_anchor
+            if a.status is AnchorStatus.ok
+        ],
+        moved=sum(a.status is AnchorStatus.moved for a in with_anchor),
+        missing=sum(a.status not in (AnchorStatus.ok, AnchorStatus.moved) for a in with_anchor),
+    )
+    existing = load_dating(root)
+    if existing is None or existing.audit != audit.commit or existing.anchors != len(with_anchor):
+        existing = AnchorDating(audit=audit.commit, anchors=len(with_anchor))
+    path = root / DATING_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dump_dating(existing.with_release(release)), encoding="utf-8")
+    return path

@@ -34,6 +34,7 @@ def cache_dir() -> Path:
 
 
 _VERSION_RE = re.compile(r"^[0-9][0-9A-Za-z.+!-]*$")
+_FROM_VERSIONS_RE = re.compile(r"\(from versions: ([^)]*)\)")
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 _ANSWER_RE = re.compile(rf"^{re.escape(DISTRIBUTION)} \(([0-9][0-9A-Za-z.+!-]*)\)\s*$", re.M)
 
@@ -59,28 +60,55 @@ def resolve(version: str, *, run: Runner = subprocess.run) -> str:
     return newest_release(run=run) if version == "latest" else version
 
 
-def fetch_release(version: str, cache: Path | None = None, *, run: Runner = subprocess.run) -> Path:
-    """The wheel of ``openpipe-art==version``: from the cache, else downloaded there by pip."""
+Progress = Callable[[str], None]
+
+
+def pip_failure(version: str, output: str) -> str:
+    """pip's failure as one line: the versions that exist when pip lists them (its list is
+    one long line), else pip's last error line."""
+    listed = _FROM_VERSIONS_RE.search(output)
+    if listed is not None:
+        versions = [v.strip() for v in listed[1].split(",") if v.strip() and v.strip() != "none"]
+        if not versions:
+            return f"{DISTRIBUTION} has no release pip can download"
+        shown = ", ".join(versions[-5:])
+        more = f" (the newest 5 of the {len(versions)} pip lists)" if len(versions) > 5 else ""
+        return f"{DISTRIBUTION} {version} is not a release; releases: {shown}{more}"
+    errors = [ln.strip() for ln in output.splitlines() if ln.strip().startswith("ERROR:")]
+    last = errors[-1] if errors else (output.strip().splitlines() or ["no output"])[-1]
+    return f"pip could not download {DISTRIBUTION}=={version}: {last[:300]}"
+
+
+def fetch_release(
+    version: str,
+    cache: Path | None = None,
+    *,
+    run: Runner = subprocess.run,
+    progress: Progress | None = None,
+) -> Path:
+    """The wheel of ``openpipe-art==version``: from the cache, else downloaded there by pip.
+    ``progress`` hears one line before a download and one after (or that the cache had it)."""
+    say = progress or (lambda _: None)
     if not _VERSION_RE.match(version):
         raise BadInput(f"--release {version!r}: not a version number")
     cache = Path(cache) if cache else cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     wheel = _cached_wheel(cache, version)
     if wheel:
+        say(f"verify: {DISTRIBUTION} {version}: {wheel.name} from the cache ({cache})")
         return wheel
+    say(f"verify: downloading {DISTRIBUTION}=={version} with pip into {cache} ...")
     command = [
         sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
         "--python-version", WHEEL_PYTHON, f"{DISTRIBUTION}=={version}", "-d", str(cache),
     ]  # fmt: skip
     proc = run(command, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
-        raise ReleaseUnavailable(
-            f"pip could not download {DISTRIBUTION}=={version}: " + " / ".join(tail)
-        )
+        raise ReleaseUnavailable(pip_failure(version, f"{proc.stdout or ''}\n{proc.stderr or ''}"))
     wheel = _cached_wheel(cache, version)
     if wheel is None:
         raise ReleaseUnavailable(f"pip ran, but no {WHEEL_PREFIX}-{version}-*.whl is in {cache}")
+    say(f"verify: downloaded {wheel.name} ({wheel.stat().st_size / 1e6:.1f} MB)")
     return wheel
 
 
@@ -113,7 +141,9 @@ def unpack_wheel(wheel: Path, dest: Path | None = None) -> Path:
     return dest
 
 
-def release_tree(version: str, audit: Audit, cache: Path | None = None) -> ArtTree:
+def release_tree(
+    version: str, audit: Audit, cache: Path | None = None, progress: Progress | None = None
+) -> ArtTree:
     """The unpacked wheel of ``openpipe-art==version``, fetched into the cache if needed."""
-    folder = unpack_wheel(fetch_release(version, cache))
+    folder = unpack_wheel(fetch_release(version, cache, progress=progress))
     return open_tree(folder, audit, label=f"{DISTRIBUTION} {version}")

@@ -5,7 +5,7 @@ ART at e2a406a48, src/art/loss.py#L375-L385 (ART's own code: art.loss.loss_fn), 
         ...  # original_logprobs absent: falls back to prob_ratio
         policy_loss *= torch.clamp(prob_ratio, max=upper_bound).detach()
 This models that step on its own, so it runs without ART.
-ARTBOT_FIX=1 applies the suggested fix: skip TIS when original_logprobs is absent.
+ARTBOT_FIX=1 applies ART 0.5.21's fix: skip TIS when original_logprobs is absent.
 """
 
 import os
@@ -19,7 +19,8 @@ new = torch.log(torch.tensor([0.5, 0.8, 1.0, 1.25, 1.5])).requires_grad_()
 advantage = 1.0
 
 prob_ratio = torch.exp(new - old)
-cispo = -(torch.clamp(prob_ratio, 0.8, 1.2).detach() * advantage * new)  # CISPO token loss
+eps, eps_high = 1.0, 4.0  # ART's CISPO defaults (0.5.20 loss.py L315-L320): clip to [0, 5]
+cispo = -(torch.clamp(prob_ratio, 1 - eps, 1 + eps_high).detach() * advantage * new)
 with_tis = cispo if FIX else cispo * torch.clamp(prob_ratio, max=U).detach()  # the fallback
 (g_plain,) = torch.autograd.grad(cispo.sum(), new, retain_graph=True)
 (g_tis,) = torch.autograd.grad(with_tis.sum(), new)

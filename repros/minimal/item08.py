@@ -5,9 +5,11 @@ ART at e2a406a48, src/art/loss.py#L299 and #L363-L367 (ART's own code: art.loss.
     prob_ratio = torch.exp(new_logprobs - old_logprobs)
     policy_loss = -torch.min(prob_ratio * A, torch.clip(prob_ratio, 1 - eps, 1 + eps_high) * A)
 This models those lines (token level, mean over trainable tokens), so it runs without ART.
-ARTBOT_FIX=1 applies the suggested fix: the log-ratio clamped to +-20 before exp.
+ARTBOT_FIX=1 applies ART 0.5.21's fix (loss.py L291-L302): non-finite old logprobs replaced by the
+new ones, as NaN ones are, and the log-ratio clamped to +-20 before exp.
 """
 
+import math
 import os
 
 import torch
@@ -19,11 +21,13 @@ targets = torch.randint(0, 16, (4, 1), generator=g)
 drift = 0.05 * torch.randn(4, generator=g)  # a little off-policy drift on the finite tokens
 
 
-def loss_and_grad(ppo: bool, advantage: float) -> tuple[float, bool]:
+def loss_and_grad(ppo: bool, advantage: float, bad: float | None = -math.inf) -> tuple[float, bool]:
     new = torch.log_softmax(logits, -1).gather(1, targets).squeeze(1)
     old = new.detach() + drift
-    old[1] = float("-inf")  # one bad old logprob (-inf, or a sentinel such as -9999)
-    old = torch.where(torch.isnan(old), new.detach(), old)  # only NaN is replaced
+    if bad is not None:
+        old[1] = bad  # one bad old logprob (-inf, or a sentinel such as -9999)
+    missing = ~torch.isfinite(old) if FIX else torch.isnan(old)  # as released: only NaN
+    old = torch.where(missing, new.detach(), old)
     log_ratio = new - old
     ratio = torch.exp(log_ratio.clamp(-20, 20) if FIX else log_ratio)
     if ppo:  # epsilon 0.2 / 0.2
@@ -36,8 +40,9 @@ def loss_and_grad(ppo: bool, advantage: float) -> tuple[float, bool]:
 
 ppo_loss, ppo_grad_ok = loss_and_grad(ppo=True, advantage=-1.0)
 cispo_loss, cispo_grad_ok = loss_and_grad(ppo=False, advantage=-1.0)
-print(f"old logprob -inf on one token, A = -1{', log-ratio clamped to +-20' if FIX else ''}:")
-print(f"PPO:   loss {ppo_loss:.3g}, logits gradient finite: {ppo_grad_ok}")
+control, _ = loss_and_grad(ppo=True, advantage=-1.0, bad=None)  # every old logprob finite
+print(f"old logprob -inf on one token, A = -1{', 0.5.21 fix applied' if FIX else ''}:")
+print(f"PPO:   loss {ppo_loss:.3g} (all finite: {control:.3g}), logits grad finite: {ppo_grad_ok}")
 print(f"CISPO: loss {cispo_loss:.3g}, logits gradient finite: {cispo_grad_ok}")
-ok = ppo_grad_ok and torch.isfinite(torch.tensor(ppo_loss)).item()
-print("verdict: " + ("fixed" if ok else "reproduced"))
+sane = abs(ppo_loss) <= 2 * abs(control)  # a sane loss: within 2x of the all-finite step's
+print("verdict: " + ("fixed" if ppo_grad_ok and sane else "reproduced"))

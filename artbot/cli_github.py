@@ -1,0 +1,257 @@
+"""``artbot open`` and ``artbot sync``: the commands that talk to GitHub, and their options.
+
+Thin, as the rest of the CLI: parse, call :mod:`artbot.apply`, print. PyGithub is imported only
+when a command connects (:func:`connect`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from .cli_options import findings_of, item_options, run_log
+
+if TYPE_CHECKING:
+    from .cli import Context
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def github_options(f: F) -> F:
+    """Options shared by the commands that talk to GitHub."""
+    options = [
+        click.option(
+            "--repo",
+            "repo_name",
+            metavar="OWNER/NAME",
+            help="Repository to file in [default: $GITHUB_REPOSITORY, else the audited one].",
+        ),
+        click.option(
+            "--api-url",
+            metavar="URL",
+            help="GitHub API URL [default: $GITHUB_API_URL, else https://api.github.com].",
+        ),
+        click.option(
+            "--tracking-issue",
+            type=click.IntRange(min=1),
+            envvar="ARTBOT_TRACKING_ISSUE",
+            help="Tracking issue number [default: $ARTBOT_TRACKING_ISSUE, else "
+            "findings/audit.yaml].",
+        ),
+        click.option(
+            "--cache",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="ETag cache file [default: ROOT/.artbot/cache.json].",
+        ),
+        click.option(
+            "--author",
+            "authors",
+            multiple=True,
+            metavar="LOGIN",
+            envvar="ARTBOT_AUTHORS",
+            help="Also count issues written by LOGIN as artbot's (repeatable) "
+            "[default: github-actions[bot] and the token's own login; $ARTBOT_AUTHORS].",
+        ),
+        click.option("--dry-run", is_flag=True, help="Print the plan; write nothing."),
+        click.option(
+            "--max-writes",
+            type=click.IntRange(min=1),
+            help="Stop after N writes and print what is left (the next run does it).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print the plan and results as JSON."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def identity(authors: tuple[str, ...]) -> Any:
+    """Who artbot writes as: github-actions[bot], the token's login, and ``--author``."""
+    from .apply import Identity
+    from .ownership import DEFAULT_AUTHORS
+
+    return Identity(authors=(*DEFAULT_AUTHORS, *authors))
+
+
+def connect(
+    obj: Context,
+    catalog: Any,
+    repo_name: str | None,
+    api_url: str | None,
+    cache: Path | None,
+    dry_run: bool,
+    max_writes: int | None = None,
+) -> Any:
+    """The GitHub adapter for this run (imports PyGithub only now), within ``max_writes``."""
+    from .budget import WriteBudget
+    from .github import connect as connect_repo
+    from .settings import default_cache_path
+
+    repo = connect_repo(
+        obj.settings,
+        catalog.audit.repository,
+        repo_name=repo_name,
+        api_url=api_url,
+        cache_path=cache or default_cache_path(catalog.root),
+        dry_run=dry_run,
+    )
+    return WriteBudget(repo, max_writes) if max_writes and not dry_run else repo
+
+
+@click.command(name="open")
+@item_options("Item to file (repeatable).", "Every item without an issue.")
+@github_options
+@click.pass_obj
+def open_(
+    obj: Context,
+    items: tuple[int, ...] | None,
+    repo_name: str | None,
+    api_url: str | None,
+    tracking_issue: int | None,
+    cache: Path | None,
+    authors: tuple[str, ...],
+    dry_run: bool,
+    max_writes: int | None,
+    as_json: bool,
+) -> None:
+    """File the dedicated issue for an item (once) and link it from the tracking checklist."""
+    from .apply import open_issues
+    from .budget import within_budget
+    from .output import report
+
+    catalog = obj.catalog(for_render=True)
+    selected = [f.item for f in findings_of(catalog, items)]  # unknown item: exit 2 here
+    tracking = tracking_issue or catalog.audit.tracking_issue
+    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run, max_writes)
+    log = run_log(obj, as_json)
+    outcome = within_budget(
+        lambda dry: open_issues(
+            catalog, repo, selected, tracking, dry_run=dry, log=log, identity=identity(authors)
+        ),
+        dry_run,
+    )
+    repo.cache.save()
+    if dry_run and not as_json:
+        from .plan import Create
+
+        for action in outcome.plan.of(Create):
+            issue = outcome.rendered[action.item]
+            click.echo(f"\n--- would file: {issue.title}\n\n{issue.body}")
+    report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
+    if not as_json:
+        for n in selected:
+            filed = outcome.issues.get(n)
+            if filed:
+                click.echo(f"item {n}: {filed.html_url}")
+        if not tracking:
+            click.echo("note: no tracking issue configured; the checklist was not updated")
+
+
+def read_event(path: Path) -> Any:
+    """The ``issues: edited`` event artbot acts on; a malformed one is bad input (exit 2)."""
+    import json
+
+    from .errors import BadInput
+    from .panel import EditEvent
+
+    try:
+        return EditEvent.from_payload(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"--event {path}: {exc}") from None
+
+
+@click.command()
+@github_options
+@click.option(
+    "--verify",
+    "verify_version",
+    metavar="VERSION",
+    help="Also run the reproductions against openpipe-art VERSION's own code (`latest`: the "
+    "newest release): note the result in the checklist and comment once per generated issue "
+    "when it changes.",
+)
+@click.option(
+    "--replace-parent",
+    is_flag=True,
+    help="Make an item's issue a sub-issue of the tracking issue even when it has another "
+    "parent (moved from it); without this it is reported and left.",
+)
+@click.option(
+    "--event",
+    "event_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The `issues: edited` event's payload ($GITHUB_EVENT_PATH): the requests its sender "
+    "ticked are carried out only when the sender has write access, else reverted.",
+)
+@click.option(
+    "--summary",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="GITHUB_STEP_SUMMARY",
+    help="Append a markdown summary here [default: $GITHUB_STEP_SUMMARY].",
+)
+@click.pass_obj
+def sync(
+    obj: Context,
+    repo_name: str | None,
+    api_url: str | None,
+    tracking_issue: int | None,
+    cache: Path | None,
+    authors: tuple[str, ...],
+    dry_run: bool,
+    max_writes: int | None,
+    as_json: bool,
+    verify_version: str | None,
+    replace_parent: bool,
+    event_path: Path | None,
+    summary: Path | None,
+) -> None:
+    """Keep generated issues' bodies and the tracking checklist in step; carry out ticked requests.
+
+    Never reopens; closes only with close_when_fixed: true in findings/audit.yaml.
+    """
+    from .apply import sync as run_sync
+    from .budget import within_budget
+    from .output import report
+
+    catalog = obj.catalog(for_render=True)
+    tracking = tracking_issue or catalog.audit.tracking_issue
+    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run, max_writes)
+    event = read_event(event_path) if event_path else None
+
+    def check_release(version: str) -> tuple[str, Any]:
+        from .verify import release_tree, verify_code
+        from .verify.release import resolve
+
+        if version == "latest":
+            version = resolve(version)
+            click.echo(f"verify: the newest openpipe-art release is {version}", err=True)
+        say = None if as_json else (lambda line: click.echo(line, err=True))
+        tree = release_tree(version, catalog.audit, obj.settings.wheel_cache, progress=say)
+        return version, verify_code(catalog, tree, progress=say)
+
+    verified = check_release(verify_version) if verify_version else None
+    outcome = within_budget(
+        lambda dry: run_sync(
+            catalog,
+            repo,
+            tracking,
+            dry_run=dry,
+            verified=verified,
+            log=run_log(obj, as_json),
+            replace_parent=replace_parent,
+            identity=identity(authors),
+            verifier=lambda: check_release("latest"),
+            event=event,
+        ),
+        dry_run,
+    )
+    repo.cache.save()
+    report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
+    if summary:
+        from .summary import step_summary
+
+        with summary.open("a", encoding="utf-8") as fh:
+            fh.write(step_summary(catalog, outcome, dry_run=dry_run))
