@@ -124,7 +124,7 @@ def open_(
 
     catalog = obj.catalog(for_render=True)
     selected = [f.item for f in findings_of(catalog, items)]  # unknown item: exit 2 here
-    tracking = tracking_issue or catalog.audit.tracking_issue
+    tracking = catalog.audit.tracking(tracking_issue)
     repo = connect(obj, catalog, repo_name, api_url, cache, dry_run, max_writes)
     log = run_log(obj, as_json)
     outcome = within_budget(
@@ -217,7 +217,7 @@ def sync(
     from .output import report
 
     catalog = obj.catalog(for_render=True)
-    tracking = tracking_issue or catalog.audit.tracking_issue
+    tracking = catalog.audit.tracking(tracking_issue)
     repo = connect(obj, catalog, repo_name, api_url, cache, dry_run, max_writes)
     event = read_event(event_path) if event_path else None
 

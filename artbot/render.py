@@ -131,9 +131,7 @@ class Renderer:
             "audit": audit,
             "finding": finding,
             "locations": [(loc, permalink(audit, loc)) for loc in finding.locations],
-            "tracking_issue": tracking_issue
-            if tracking_issue is not None
-            else audit.tracking_issue,
+            "tracking_issue": audit.tracking(tracking_issue),
             "repro": self._repro(finding, repro_result, commit),
             "source_file": catalog.files.get(finding.item, "findings/"),
             # Where the finding stands in ART (findings/status/NN.json); None when not recorded.

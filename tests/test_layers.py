@@ -73,3 +73,19 @@ def test_nothing_that_verify_imports_imports_verify_back() -> None:
 def test_no_module_is_over_500_lines() -> None:
     sizes = {n: len(p.read_text(encoding="utf-8").splitlines()) for n, p in MODULES.items()}
     assert {n: s for n, s in sizes.items() if s > 500} == {}
+
+
+def test_one_place_decides_the_tracking_issue() -> None:
+    """The flag-or-audit.yaml rule lives in ``Audit.tracking``: no module reads the audit's
+    ``tracking_issue`` to decide it again."""
+    readers = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Attribute) and node.attr == "tracking_issue"):
+                continue
+            owner = node.value
+            if (isinstance(owner, ast.Attribute) and owner.attr == "audit") or (
+                isinstance(owner, ast.Name) and owner.id in ("audit", "self")
+            ):
+                readers.append(f"{name}:{node.lineno}")
+    assert [r for r in readers if not r.startswith("artbot.models:")] == [], readers
