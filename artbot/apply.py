@@ -38,8 +38,14 @@ from typing import Any
 from .apply_actions import SyncRun, carry_out_sync, write_checklist
 from .apply_labels import ensure_labels
 from .apply_panel import PanelEdit, Verifier, requests_first
-from .apply_status import verification_comments
-from .apply_subissues import add_filed, plan_step, unavailable_warning, wanted_sub_issues
+from .apply_status import observe_comments, verification_comments
+from .apply_subissues import (
+    add_filed,
+    observe_sub_issues,
+    plan_step,
+    unavailable_warning,
+    wanted_sub_issues,
+)
 from .catalog import Catalog
 from .checklist import read_block
 from .errors import BadInput, RemoteError
@@ -340,11 +346,20 @@ def sync(
         notes = verification_notes(results)
     templates = catalog.root / "templates"
     block = read_block(tracking.body) if tracking else None
+    issues = canonical(observed, catalog.audit)
+    # The last reads before planning: the sub-issue list (only when the summary disagrees
+    # with the record) and the comments a verification result is about. Planning is pure.
+    wanted = wanted_sub_issues(checklist_entries(catalog.findings, observed, catalog.audit))
+    old = SubIssueRecord.find(block)
+    listed = (
+        observe_sub_issues(repo, tracking, wanted, old, replace_parent=replace_parent)
+        if tracking is not None
+        else None
+    )
+    read = observe_comments(repo, issues, verified[1]) if verified is not None else {}
     subs = None
     if tracking is not None:
-        wanted = wanted_sub_issues(checklist_entries(catalog.findings, observed, catalog.audit))
-        old = SubIssueRecord.find(block)
-        subs = plan_step(repo, tracking, wanted, old, replace_parent=replace_parent)
+        subs = plan_step(tracking, wanted, old, listed, replace_parent=replace_parent)
     record = subs.expected if subs else None
     plan = plan_sync(
         catalog.findings,
@@ -371,15 +386,13 @@ def sync(
         missing = tuple(lbl for lbl in wanted_labels if lbl not in tracking.labels)
         if missing:
             plan = Plan((LabelTracking(tracking.number, missing), *plan.actions))
-    outcome = Outcome(
-        plan, issues=canonical(observed, catalog.audit), observed=observed, tracking=tracking
-    )
+    outcome = Outcome(plan, issues=issues, observed=observed, tracking=tracking)
     outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
     outcome.warnings += step.warnings
     if subs is not None and not subs.available:
         outcome.warnings.append(unavailable_warning(subs.parent))
     if verified is not None:
-        comments = verification_comments(repo, outcome.issues, *verified)
+        comments = verification_comments(read, outcome.issues, *verified)
         outcome.plan = Plan((*outcome.plan.actions, *comments))
     if dry_run:
         return outcome

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Literal
 
 from .checklist import ChecklistEntry
 from .errors import RemoteError, SubIssueRefused, SubIssuesUnavailable
@@ -70,29 +71,51 @@ class SubIssueStep:
         return self.plan.record if self.available else self.old
 
 
-def plan_step(
+# What observing the sub-issues found: the list (None: not read, the record holds), or that
+# this GitHub has none (False).
+Listed = tuple[ObservedIssue, ...] | Literal[False] | None
+
+
+def observe_sub_issues(
     repo: Repo,
     tracking: ObservedIssue,
     wanted: Sequence[Wanted],
     old: SubIssueRecord | None,
     *,
     replace_parent: bool = False,
+) -> Listed:
+    """The one read of the sub-issue part, made only when the tracking issue's summary
+    disagrees with the record: the list, None when it need not be read, False when this
+    GitHub has no sub-issues."""
+    if tracking.sub_issues is None:
+        return False
+    if not needs_list(tuple(wanted), old, tracking.sub_issues, replace_parent=replace_parent):
+        return None
+    try:
+        return tuple(repo.list_sub_issues(tracking.number))
+    except SubIssuesUnavailable:
+        return False
+
+
+def plan_step(
+    tracking: ObservedIssue,
+    wanted: Sequence[Wanted],
+    old: SubIssueRecord | None,
+    listed: Listed,
+    *,
+    replace_parent: bool = False,
 ) -> SubIssueStep:
-    """Plan from the tracking issue's summary, reading the list only when it is needed."""
+    """Plan from what :func:`observe_sub_issues` found; pure."""
     parent, want = tracking.number, tuple(wanted)
     keep = SubIssuePlan((NoSubIssues(parent),), old or SubIssueRecord())
-    if tracking.sub_issues is None:
+    if listed is False:
         return SubIssueStep(parent, want, keep, old, available=False)
-    if not needs_list(want, old, tracking.sub_issues, replace_parent=replace_parent):
+    if listed is None:
         assert old is not None
         return SubIssueStep(parent, want, SubIssuePlan((SubIssuesUpToDate(parent),), old), old)
-    try:
-        listed = repo.list_sub_issues(parent)
-    except SubIssuesUnavailable:
-        return SubIssueStep(parent, want, keep, old, available=False)
     numbers = [i.number for i in listed]
     plan = plan_sub_issues(parent, want, numbers, old, replace_parent=replace_parent)
-    return SubIssueStep(parent, want, plan, old, tuple(listed))
+    return SubIssueStep(parent, want, plan, old, listed)
 
 
 def carry_out(

@@ -89,3 +89,16 @@ def test_one_place_decides_the_tracking_issue() -> None:
             ):
                 readers.append(f"{name}:{node.lineno}")
     assert [r for r in readers if not r.startswith("artbot.models:")] == [], readers
+
+
+def test_planning_takes_no_repository() -> None:
+    """The reads happen before planning (observe, observe_sub_issues, observe_comments); the
+    functions that plan are given what was read, never the repository."""
+    import inspect
+
+    from artbot.apply_status import verification_comments
+    from artbot.apply_subissues import plan_step
+    from artbot.plan import plan_open, plan_sync
+
+    for planner in (plan_open, plan_sync, plan_step, verification_comments):
+        assert "repo" not in inspect.signature(planner).parameters, planner.__name__
