@@ -72,7 +72,7 @@ from .repo import Repo
 from .reprorun import load_result
 from .results import Journal, Result
 from .status import load_status
-from .status_view import StatusView, status_view
+from .status.view import StatusView, status_view
 from .subissues import AddSubIssue, SubIssueRecord
 
 Log = Callable[[str], None]

@@ -44,7 +44,7 @@ from .plan import (
 from .render import RenderedIssue, render_checklist
 from .repo import Repo
 from .results import Journal, Result
-from .status_view import StatusView
+from .status.view import StatusView
 from .subissues import (
     AddSubIssue,
     MoveSubIssue,

@@ -24,7 +24,7 @@ from .plan import CloseWhenFixed, Comment, StatusChange, status_comment
 from .render import environment, render_status_comment
 from .repo import Repo
 from .status import ItemStatus, load_status
-from .status_view import StatusView
+from .status.view import StatusView
 
 
 def fix_lines(status: ItemStatus | None, release: str) -> list[str]:

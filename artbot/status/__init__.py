@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import ArtbotError
+from ..errors import ArtbotError
 
 STATUS_DIR = Path("findings") / "status"
 
