@@ -67,9 +67,9 @@ from .plan import (
     plan_open,
     plan_sync,
 )
-from .render import RenderedIssue, Renderer, render_checklist
+from .render import RenderedIssue, render_checklist
+from .render_inputs import render_all
 from .repo import Repo
-from .reprorun import load_result
 from .results import Journal, Result
 from .status import load_status
 from .status.view import StatusView, status_view
@@ -109,22 +109,6 @@ class Outcome:
     def journal(self, log: Log) -> Journal:
         """The run's one log path, writing into this outcome."""
         return Journal(log, self.done, self.warnings, self.results)
-
-
-def render_all(
-    catalog: Catalog, findings: Sequence[Finding], tracking_issue: int | None
-) -> dict[int, RenderedIssue]:
-    """Render before any request: a body over GitHub's limit stops the run with exit 2."""
-    renderer = Renderer(catalog)
-    return {
-        f.item: renderer.issue(
-            f,
-            tracking_issue=tracking_issue,
-            repro_result=load_result(catalog.root, f.item),
-            status=load_status(catalog.root, f.item),
-        )
-        for f in findings
-    }
 
 
 def status_views(catalog: Catalog, findings: Sequence[Finding]) -> dict[int, StatusView | None]:

@@ -168,35 +168,29 @@ def render(
     obj: Context, items: tuple[int, ...] | None, out: Path | None, tracking_issue: int | None
 ) -> None:
     """Render the issue title and body that `open` would file (no token needed)."""
-    from .render import Renderer, usable_result
-    from .reprorun import load_result
-    from .status import load_status
+    from .render_inputs import render_all
 
     if items is None and out is None:
         raise click.UsageError("--all needs --out DIR")
     catalog = obj.catalog(for_render=True)
-    findings = findings_of(catalog, items)
-    renderer = Renderer(catalog)
-    for finding in findings:
-        captured = load_result(catalog.root, finding.item)
-        if usable_result(captured) is None:
-            click.echo(
-                f"item {finding.item}: no usable capture on file, so the body has no Result or "
-                f"Environment section (run `artbot repro --item {finding.item}`)",
-                err=True,
-            )
-        issue = renderer.issue(
-            finding,
-            tracking_issue=tracking_issue,
-            repro_result=captured,
-            status=load_status(catalog.root, finding.item),
+
+    def no_capture(item: int) -> None:
+        click.echo(
+            f"item {item}: no usable capture on file, so the body has no Result or "
+            f"Environment section (run `artbot repro --item {item}`)",
+            err=True,
         )
+
+    rendered = render_all(
+        catalog, findings_of(catalog, items), tracking_issue, no_capture=no_capture
+    )
+    for item, issue in rendered.items():
         text = f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
         if out is None:
             click.echo(text, nl=False)
         else:
             out.mkdir(parents=True, exist_ok=True)
-            path = out / f"{finding.item:02d}.md"
+            path = out / f"{item:02d}.md"
             path.write_text(text, encoding="utf-8")
             click.echo(f"wrote {path}")
 
