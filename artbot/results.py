@@ -92,7 +92,3 @@ class Journal:
 
     def extend(self, results: Iterable[Result | None]) -> None:
         self.add(*results)
-
-    def line(self, line: str) -> None:
-        """A done line from a step that reports in text (kept for its callers)."""
-        self.add(Result.done(line))
