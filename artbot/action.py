@@ -21,7 +21,8 @@ from typing import Any, get_args
 import click
 
 from . import plan as plan_module
-from .output import annotation, redact
+from .jsonlimits import loads_limited
+from .output import annotation, command, guarded, redact
 from .settings import Settings
 
 Report = Mapping[str, Any]  # what `artbot open|sync --json` prints (artbot.output.outcome_json)
@@ -86,9 +87,14 @@ def plan_lines(plan: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines or ["nothing to do"]
 
 
+class Command(str):
+    """A line that is a workflow command artbot gives (an annotation), not text to escape."""
+
+
 def log_lines(report: Report, *, in_actions: bool) -> list[tuple[str, bool]]:
     """(line, to stderr) for each line artbot prints without ``--json``: the plan, then each
-    result once (what was done or skipped; a failure is among the warnings), then warnings."""
+    result once (what was done or skipped; a failure is among the warnings), then warnings;
+    annotations are :class:`Command` lines."""
     lines = [("plan:", False)]
     lines += [(f"  {line}", False) for line in plan_lines(report["plan"])]
     if "results" in report:
@@ -99,7 +105,7 @@ def log_lines(report: Report, *, in_actions: bool) -> list[tuple[str, bool]]:
     for w in report["warnings"]:
         lines.append((f"warning: {w}", True))
         if in_actions:
-            lines.append((annotation("warning", w), False))
+            lines.append((Command(annotation("warning", w)), False))
     return lines
 
 
@@ -135,18 +141,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
+    settings = Settings.from_env()
+    with guarded(settings):
+        return _main(args, settings)
+
+
+def _main(args: argparse.Namespace, settings: Settings) -> int:
     report = None
     if args.report is not None:
-        report = json.loads(args.report.read_text(encoding="utf-8"))
-        if not args.dry_run:
-            settings = Settings.from_env()
+        try:
+            report = loads_limited(args.report.read_bytes())
+        except (OSError, ValueError) as exc:
+            click.echo(f"error: --report {args.report}: not a report ({exc})", err=True)
+            return 2
+        if not args.dry_run:  # a dry run's report was already printed
             for line, err in log_lines(report, in_actions=settings.in_actions):
-                click.echo(redact(line, settings.secrets), err=err)
+                if isinstance(line, Command):
+                    command(line)
+                else:
+                    click.echo(line, err=err)  # redacted and escaped by the guard
+    values = {
+        k: redact(v, settings.secrets) for k, v in outputs(report, dry_run=args.dry_run).items()
+    }
     with args.outputs.open("a", encoding="utf-8") as fh:
-        fh.write(output_file_text(outputs(report, dry_run=args.dry_run)))
+        fh.write(output_file_text(values))
     if args.command == "open" and args.summary is not None:
         with args.summary.open("a", encoding="utf-8") as fh:
-            fh.write(open_summary(None if args.dry_run else report))
+            fh.write(redact(open_summary(None if args.dry_run else report), settings.secrets))
     return 0
 
 

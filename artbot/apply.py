@@ -49,8 +49,18 @@ from .apply_subissues import (
 from .catalog import Catalog
 from .checklist import read_block
 from .errors import BadInput, RemoteError
+from .identity import Identity, establish, learn, learn_from_new
 from .models import Finding, ObservedIssue
-from .ownership import DEFAULT_AUTHORS, Foreign, claim, needs_login
+from .ownership import (
+    NO_TRACKING,
+    Foreign,
+    check_tracking,
+    claim,
+    recorded_logins,
+    seed_title,
+    tracking_by_label,
+    with_identity,
+)
 from .panel import EditEvent
 from .plan import (
     ChecklistUpToDate,
@@ -58,6 +68,7 @@ from .plan import (
     CloseFixed,
     CloseWhenFixed,
     Create,
+    EditBody,
     LabelTracking,
     Plan,
     UpdateChecklist,
@@ -76,19 +87,6 @@ from .status.view import StatusView, status_view
 from .subissues import AddSubIssue, SubIssueRecord
 
 Log = Callable[[str], None]
-
-
-@dataclass
-class Identity:
-    """Who artbot writes as: the configured authors, and the token's login once known
-    (asked of GitHub only when a marked issue has another author, or learnt from a create)."""
-
-    authors: tuple[str, ...] = DEFAULT_AUTHORS
-    login: str | None = None
-    asked: bool = False
-
-    def all(self) -> tuple[str, ...]:
-        return (*self.authors, self.login) if self.login else self.authors
 
 
 @dataclass
@@ -119,15 +117,20 @@ def status_views(catalog: Catalog, findings: Sequence[Finding]) -> dict[int, Sta
 def observe(
     repo: Repo, catalog: Catalog, identity: Identity, tracking_issue: int | None
 ) -> tuple[list[ObservedIssue], list[Foreign]]:
-    """The labelled issues, with those that are not artbot's stripped of their marker."""
+    """The labelled issues, with those that are not artbot's stripped of their marker.
+
+    Raises :class:`artbot.ownership.IdentityUnknown` (nothing written yet) when a marked
+    issue has an author artbot cannot place because its own identity cannot be established."""
     listed = repo.list_issues(list(catalog.audit.labels))
-    if not identity.asked and needs_login(listed, catalog.audit, identity.all()):
-        identity.login, identity.asked = repo.login(), True
+    establish(repo, catalog.audit, identity, listed, tracking_issue)
     return claim(listed, catalog.audit, identity.all(), tracking_issue)
 
 
-def preflight(repo: Repo, number: int, observed: Sequence[ObservedIssue] = ()) -> ObservedIssue:
-    """The tracking issue, checked before anything is written (exit 2 with nothing written).
+def preflight(
+    repo: Repo, number: int, observed: Sequence[ObservedIssue] = (), catalog: Catalog | None = None
+) -> ObservedIssue:
+    """The tracking issue, checked before anything is written (exit 2 with nothing written),
+    and with ``catalog``, checked to be the audit's (:func:`artbot.ownership.check_tracking`).
 
     Taken from the labelled list when it is there (it carries the audit's labels), else read.
     """
@@ -144,6 +147,8 @@ def preflight(repo: Repo, number: int, observed: Sequence[ObservedIssue] = ()) -
     if tracking.locked:
         raise BadInput(f"tracking issue #{number} is locked; artbot writes to no locked issue")
     read_block(tracking.body)  # two start markers, an end without a start: ChecklistError
+    if catalog is not None:
+        check_tracking(tracking, catalog.audit, seed_title(catalog.root))
     return tracking
 
 
@@ -171,7 +176,7 @@ def open_issues(
     rendered = render_all(catalog, findings, tracking_issue)
     views = status_views(catalog, catalog.findings)
     observed, foreign = observe(repo, catalog, identity, tracking_issue)
-    tracking = preflight(repo, tracking_issue, observed) if tracking_issue else None
+    tracking = preflight(repo, tracking_issue, observed, catalog) if tracking_issue else None
     plan = plan_open(findings, rendered, observed, catalog.audit, tracking_issue, views)
     if tracking_issue:
         adds = [AddSubIssue(c.item, None, tracking_issue) for c in plan.of(Create)]
@@ -229,6 +234,7 @@ def open_issues(
             entries,
             (lambda old: (old or SubIssueRecord()).with_added(added)) if added else None,
             requests,
+            identity.known(),
         )
         journal.add(result)
     return outcome
@@ -261,7 +267,10 @@ def _create_once(
     except RemoteError:
         # The create may have taken effect before the error (a 502 after the write, a dropped
         # connection). GitHub is the source of truth: look before deciding it failed.
-        observed, _ = observe(repo, catalog, identity, None)
+        before = {i.number for i in observed}
+        listed = repo.list_issues(list(catalog.audit.labels))
+        learn_from_new(repo, catalog.audit, identity, listed, before, issue.item)
+        observed, _ = claim(listed, catalog.audit, identity.all(), None)
         if issue.item not in canonical(observed, catalog.audit):
             raise
         created = canonical(observed, catalog.audit)[issue.item]
@@ -269,7 +278,7 @@ def _create_once(
         journal.add(Result.done(line, kind="Create", item=issue.item, issue=created.number))
         return observed
     if created.author and not identity.login:
-        identity.login = created.author  # what this token writes as, learnt for free
+        learn(repo, identity, created.author)  # what this token writes as, learnt for free
     line = f"item {issue.item}: filed #{created.number} {created.html_url}"
     journal.add(Result.done(line, kind="Create", item=issue.item, issue=created.number))
     return [*observed, created]
@@ -299,9 +308,13 @@ def sync(
     checked. Otherwise never creates, closes or reopens an issue.
     """
     identity = identity or Identity()
-    rendered = render_all(catalog, catalog.findings, tracking_issue)
     observed, foreign = observe(repo, catalog, identity, tracking_issue)
-    tracking = preflight(repo, tracking_issue, observed) if tracking_issue else None
+    # Not given: the one issue with the tracking label. Without one no body is edited
+    # (rendered without a tracking issue, each would lose its back-link).
+    tracking_issue = tracking_issue or tracking_by_label(observed, catalog.audit)
+    keep_bodies = tracking_issue is None
+    rendered = render_all(catalog, catalog.findings, tracking_issue)
+    tracking = preflight(repo, tracking_issue, observed, catalog) if tracking_issue else None
     step = requests_first(
         repo,
         tracking,
@@ -317,7 +330,7 @@ def sync(
     verified = step.verified
     if step.opened is not None and tracking_issue:
         observed, foreign = observe(repo, catalog, identity, tracking_issue)
-        tracking = preflight(repo, tracking_issue, observed)
+        tracking = preflight(repo, tracking_issue, observed, catalog)
     notes = None
     views = status_views(catalog, catalog.findings)
     if verified is not None:
@@ -341,6 +354,7 @@ def sync(
         else None
     )
     read = observe_comments(repo, issues, verified[1]) if verified is not None else {}
+    who = (*recorded_logins(block), *identity.known())
     subs = None
     if tracking is not None:
         subs = plan_step(tracking, wanted, old, listed, replace_parent=replace_parent)
@@ -352,12 +366,15 @@ def sync(
         catalog.audit,
         tracking_issue,
         block,
-        lambda entries: render_checklist(
-            entries,
-            catalog.audit,
-            templates,
-            record,
-            step.edit(block, entries) if step.edit else None,
+        lambda entries: with_identity(
+            render_checklist(
+                entries,
+                catalog.audit,
+                templates,
+                record,
+                step.edit(block, entries) if step.edit else None,
+            ),
+            who,
         ),
         notes,
         views,
@@ -365,6 +382,8 @@ def sync(
     plan = _before_checklist(plan, step.actions())
     if subs is not None:
         plan = _before_checklist(plan, subs.plan.actions)
+    if keep_bodies:
+        plan = Plan(tuple(a for a in plan.actions if not isinstance(a, EditBody)))
     if tracking is not None and catalog.audit.tracking_label:
         wanted_labels = [*catalog.audit.labels, catalog.audit.tracking_label]
         missing = tuple(lbl for lbl in wanted_labels if lbl not in tracking.labels)
@@ -374,7 +393,9 @@ def sync(
     outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
     outcome.warnings += step.warnings
     if subs is not None and not subs.available:
-        outcome.warnings.append(unavailable_warning(subs.parent))
+        outcome.warnings.append(subs.skipped or unavailable_warning(subs.parent))
+    if keep_bodies:
+        outcome.warnings.append(NO_TRACKING)
     if verified is not None:
         comments = verification_comments(read, outcome.issues, *verified)
         outcome.plan = Plan((*outcome.plan.actions, *comments))
@@ -395,6 +416,7 @@ def sync(
         journal,
         closing={c.item for c in plan.of(CloseWhenFixed)},
         requests=step.edit,
+        logins=who,
     )
     carry_out_sync(run, outcome.plan.actions)
     outcome.checklist = run.checklist

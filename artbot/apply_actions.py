@@ -21,7 +21,7 @@ from .catalog import Catalog
 from .checklist import ChecklistEntry, apply_block, read_block
 from .marker import replace_owned_region
 from .models import ObservedIssue
-from .ownership import Foreign
+from .ownership import Foreign, recorded_logins, with_identity
 from .panel import CarryOutRequest, DropRequest, RevertTick, note_in, panel, ticked
 from .plan import (
     Action,
@@ -68,11 +68,12 @@ def write_checklist(
     entries: Sequence[ChecklistEntry],
     sub_issues: RecordEdit | None = None,
     requests: PanelEdit | None = None,
+    logins: Sequence[str] = (),
 ) -> tuple[Result, str]:
     """Write the checklist; ``sub_issues`` turns the sub-issue record the block holds now
     into the one to write (None: keep it as it is), ``requests`` renders the Requests list
-    over the block there now (None: keep its ticks and note). Returns the result and the
-    block."""
+    over the block there now (None: keep its ticks and note); ``logins``, artbot's identity,
+    are added to the one the block records. Returns the result and the block."""
     # Re-read right before writing and apply the edit to what is there now: GitHub has no
     # compare-and-swap for issue bodies, so this keeps the window for losing a human's edit
     # as short as one request. (Unchanged bodies come back as a free 304.)
@@ -84,6 +85,7 @@ def write_checklist(
     block = render_checklist(
         entries, catalog.audit, catalog.root / "templates", record, requests(old, entries)
     )
+    block = with_identity(block, (*recorded_logins(old), *logins))
     new_body = apply_block(fresh.body, block)
     about = {"kind": "UpdateChecklist", "issue": number}
     if new_body == fresh.body:
@@ -108,6 +110,7 @@ class SyncRun:
     journal: Journal
     closing: set[int] = field(default_factory=set)  # items close_when_fixed closes
     requests: PanelEdit | None = None  # how the checklist write renders the Requests list
+    logins: Sequence[str] = ()  # artbot's identity, recorded in the checklist block
     checklist: str | None = None
 
     def keep_record(self) -> RecordEdit:
@@ -205,6 +208,6 @@ def carry_out_action(run: SyncRun, action: Action) -> list[Result]:
 
 def _checklist(run: SyncRun, number: int, entries: Sequence[ChecklistEntry]) -> Result:
     result, run.checklist = write_checklist(
-        run.repo, run.catalog, number, entries, run.keep_record(), run.requests
+        run.repo, run.catalog, number, entries, run.keep_record(), run.requests, run.logins
     )
     return result

@@ -64,6 +64,7 @@ class SubIssueStep:
     old: SubIssueRecord | None  # the record the checklist block holds now
     listed: tuple[ObservedIssue, ...] = ()  # the list as read (empty when it was not read)
     available: bool = True  # False: this GitHub has no sub-issues (warn once, keep the record)
+    skipped: str | None = None  # why the list could not be read (403, 422, 5xx): the warning
 
     @property
     def expected(self) -> SubIssueRecord | None:
@@ -71,9 +72,9 @@ class SubIssueStep:
         return self.plan.record if self.available else self.old
 
 
-# What observing the sub-issues found: the list (None: not read, the record holds), or that
-# this GitHub has none (False).
-Listed = tuple[ObservedIssue, ...] | Literal[False] | None
+# What observing the sub-issues found: the list (None: not read, the record holds), that this
+# GitHub has none (False), or why the read failed (a str).
+Listed = tuple[ObservedIssue, ...] | Literal[False] | None | str
 
 
 def observe_sub_issues(
@@ -86,15 +87,18 @@ def observe_sub_issues(
 ) -> Listed:
     """The one read of the sub-issue part, made only when the tracking issue's summary
     disagrees with the record: the list, None when it need not be read, False when this
-    GitHub has no sub-issues."""
+    GitHub has no sub-issues, or why the read failed (the sync then leaves them as they are)."""
     if tracking.sub_issues is None:
         return False
     if not needs_list(tuple(wanted), old, tracking.sub_issues, replace_parent=replace_parent):
         return None
+    parent = tracking.number
     try:
-        return tuple(repo.list_sub_issues(tracking.number))
+        return tuple(repo.list_sub_issues(parent))
     except SubIssuesUnavailable:
         return False
+    except RemoteError as exc:  # degrade: the rest of the sync goes on, the record is kept
+        return f"sub-issues: could not read #{parent}'s sub-issues, left as they are: {exc}"
 
 
 def plan_step(
@@ -113,6 +117,8 @@ def plan_step(
     if listed is None:
         assert old is not None
         return SubIssueStep(parent, want, SubIssuePlan((SubIssuesUpToDate(parent),), old), old)
+    if isinstance(listed, str):  # the read failed: degrade, the rest of the sync goes on
+        return SubIssueStep(parent, want, keep, old, available=False, skipped=listed)
     numbers = [i.number for i in listed]
     plan = plan_sub_issues(parent, want, numbers, old, replace_parent=replace_parent)
     return SubIssueStep(parent, want, plan, old, listed)

@@ -7,7 +7,6 @@ where that value is written, and a missing field at the mapping that should hold
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from .dating import AnchorDating, load_dating
 from .errors import BadInput, CatalogInvalid, Problem
+from .jsonlimits import loads_limited
 from .models import Audit, Finding
 from .scripts import helper_imports
 from .toolsource import ToolSource
@@ -412,7 +412,7 @@ def _claim_checks(root: Path, rel: str, finding: Finding, node: yaml.Node) -> li
     if not result.is_file():
         return problems
     try:
-        reported = json.loads(result.read_text(encoding="utf-8")).get("claims") or {}
+        reported = loads_limited(result.read_bytes().decode("utf-8")).get("claims") or {}
     except (ValueError, AttributeError):
         return problems  # a result that cannot be read is the runner's concern, not the record's
     if reported and set(reported) != set(ids):

@@ -56,16 +56,21 @@ class ArtbotGroup(click.Group):
     context_class = SizedContext  # `artbot --help` without shutil's import
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
-            raise
-        except Exception as exc:  # the one place expected failures become exit codes
-            from .output import fail
-            from .settings import Settings
+        # Whatever prints while a command runs is redacted and, in Actions, cannot start a
+        # workflow command (artbot.output.GuardedStream); --help exits before this.
+        from .output import guarded
+        from .settings import Settings
 
-            settings = ctx.obj.settings if ctx.obj else Settings.for_errors()
-            ctx.exit(fail(exc, settings))
+        with guarded(Settings.for_errors()):
+            try:
+                return super().invoke(ctx)
+            except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+                raise
+            except Exception as exc:  # the one place expected failures become exit codes
+                from .output import fail
+
+                settings = ctx.obj.settings if ctx.obj else Settings.for_errors()
+                ctx.exit(fail(exc, settings))
 
 
 # invoke_without_command: `artbot --version` needs no command; any other run still needs one.
@@ -129,8 +134,15 @@ pass_ctx = click.make_pass_decorator(Context)
 @cli.command()
 @pass_ctx
 def validate(obj: Context) -> None:
-    """Check every finding record; print each problem as path:line: field: message."""
+    """Check every finding record and status file; print each problem as
+    path:line: field: message."""
+    from .errors import CatalogInvalid
+    from .inputs import status_problems
+
     catalog = obj.catalog()
+    problems = status_problems(catalog.root, set(catalog.items))
+    if problems:
+        raise CatalogInvalid(problems)
     click.echo(f"ok: {len(catalog.findings)} findings, audit {catalog.audit.commit}")
 
 

@@ -52,8 +52,9 @@ def github_options(f: F) -> F:
             multiple=True,
             metavar="LOGIN",
             envvar="ARTBOT_AUTHORS",
-            help="Also count issues written by LOGIN as artbot's (repeatable) "
-            "[default: github-actions[bot] and the token's own login; $ARTBOT_AUTHORS].",
+            help="Also count issues written by LOGIN as artbot's (repeatable) [default: only "
+            "the identity artbot established (its creates, the tracking issue's record, the "
+            "token's login); $ARTBOT_AUTHORS].",
         ),
         click.option("--dry-run", is_flag=True, help="Print the plan; write nothing."),
         click.option(
@@ -69,7 +70,7 @@ def github_options(f: F) -> F:
 
 
 def identity(authors: tuple[str, ...]) -> Any:
-    """Who artbot writes as: github-actions[bot], the token's login, and ``--author``."""
+    """Who artbot writes as: the identity it establishes (artbot.identity), and ``--author``."""
     from .apply import Identity
     from .ownership import DEFAULT_AUTHORS
 
@@ -120,7 +121,7 @@ def open_(
     """File the dedicated issue for an item (once) and link it from the tracking checklist."""
     from .apply import open_issues
     from .budget import within_budget
-    from .output import report
+    from .output import report, save_cache
 
     catalog = obj.catalog(for_render=True)
     selected = [f.item for f in findings_of(catalog, items)]  # unknown item: exit 2 here
@@ -133,7 +134,6 @@ def open_(
         ),
         dry_run,
     )
-    repo.cache.save()
     if dry_run and not as_json:
         from .plan import Create
 
@@ -148,6 +148,7 @@ def open_(
                 click.echo(f"item {n}: {filed.html_url}")
         if not tracking:
             click.echo("note: no tracking issue configured; the checklist was not updated")
+    save_cache(repo.cache, obj.settings)
 
 
 def read_event(path: Path) -> Any:
@@ -214,7 +215,7 @@ def sync(
     """
     from .apply import sync as run_sync
     from .budget import within_budget
-    from .output import report
+    from .output import report, save_cache
 
     catalog = obj.catalog(for_render=True)
     tracking = catalog.audit.tracking(tracking_issue)
@@ -222,15 +223,13 @@ def sync(
     event = read_event(event_path) if event_path else None
 
     def check_release(version: str) -> tuple[str, Any]:
-        from .verify import release_tree, verify_code
-        from .verify.release import resolve
+        # In a child process without the token: the wheel's code is untrusted.
+        from .verify.apart import verify_release_apart
 
-        if version == "latest":
-            version = resolve(version)
-            click.echo(f"verify: the newest openpipe-art release is {version}", err=True)
-        say = None if as_json else (lambda line: click.echo(line, err=True))
-        tree = release_tree(version, catalog.audit, obj.settings.wheel_cache, progress=say)
-        return version, verify_code(catalog, tree, progress=say)
+        say = (lambda _: None) if as_json else (lambda line: click.echo(line, err=True))
+        return verify_release_apart(
+            catalog, version, obj.settings.secrets, say, obj.settings.wheel_cache
+        )
 
     verified = check_release(verify_version) if verify_version else None
     outcome = within_budget(
@@ -248,10 +247,12 @@ def sync(
         ),
         dry_run,
     )
-    repo.cache.save()
     report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
     if summary:
+        from .output import redact
         from .summary import step_summary
 
+        text = step_summary(catalog, outcome, dry_run=dry_run)
         with summary.open("a", encoding="utf-8") as fh:
-            fh.write(step_summary(catalog, outcome, dry_run=dry_run))
+            fh.write(redact(text, obj.settings.secrets))
+    save_cache(repo.cache, obj.settings)

@@ -15,11 +15,11 @@ Design notes:
 
 from __future__ import annotations
 
-import json
+import contextlib
+import re
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,41 +27,17 @@ from github import Auth, Github, GithubException
 from github.GithubRetry import GithubRetry
 
 from .errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
+from .etagcache import EtagCache
+from .inputs import check_api_url, check_repository, check_token
+from .jsonlimits import loads_limited
 from .models import ObservedIssue
+from .output import flatten
 from .settings import DEFAULT_SECONDARY_RATE_WAIT, TOKEN_VARIABLES, Settings
 
 DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = (301, 302, 303, 307, 308)
 MAX_REDIRECTS = 3
-
-
-@dataclass
-class EtagCache:
-    """What artbot remembers between runs: saved ETags with the JSON they stand for (keyed by
-    request URL), and the labels it has made sure exist. Optional file backing."""
-
-    path: Path | None = None
-    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
-    labels: set[str] = field(default_factory=set)
-
-    @classmethod
-    def load(cls, path: Path | None) -> EtagCache:
-        if path is None or not path.is_file():
-            return cls(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return cls(path, dict(data["etags"]), set(data["labels"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            return cls(path)  # a corrupt or old cache only costs full reads
-
-    def save(self) -> None:
-        if self.path is None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        data = {"etags": self.entries, "labels": sorted(self.labels)}
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        tmp.replace(self.path)
+MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a page of 100 issues with 65k-character bodies fits
 
 
 # Every write is retried on a rate limit (403 secondary / 429): GitHub did nothing then.
@@ -146,6 +122,7 @@ class GitHubRepo:
             seconds_between_writes=0 if local else 1.0,
         )
         self._url = f"/repos/{repo}"
+        self.refused_login = False  # GET /user answered 403: the token is an installation's
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -194,9 +171,9 @@ class GitHubRepo:
         else:
             raise RemoteError(f"{what}: more than {MAX_REDIRECTS} redirects, not followed")
         try:
-            data = json.loads(output) if output else None
-        except ValueError:
-            raise RemoteError(f"{what}: GitHub answered {status}, not JSON") from None
+            data = loads_limited(output, max_bytes=MAX_ANSWER_BYTES) if output else None
+        except ValueError:  # JsonTooLarge included: nested too deep, or too large
+            raise RemoteError(f"{what}: GitHub answered {status}, not JSON artbot reads") from None
         if status >= 400:
             with _remote(what):
                 raise self._gh.requester.createException(
@@ -271,11 +248,26 @@ class GitHubRepo:
         try:
             data, _ = self._get("/user")
         except RemoteError as exc:
+            # 403 is GitHub's answer to an installation token (an App's, an Actions run's).
+            self.refused_login = exc.status == 403
             if exc.status in (401, 403, 404):
                 return None
             raise
         login = data.get("login") if isinstance(data, dict) else None
         return login if isinstance(login, str) else None
+
+    def remembered_login(self) -> str | None:
+        """The login this repository's artbot issues were last seen written by (the cache)."""
+        return self.cache.identities.get(f"{self.api_url} {self.full_name}")
+
+    def remember_login(self, login: str) -> None:
+        """Keep ``login`` (learnt from a create) in the cache file now, not at the run's end."""
+        key = f"{self.api_url} {self.full_name}"
+        if self.cache.identities.get(key) != login:
+            self.cache.identities[key] = login
+            # The tracking issue records it too; the end-of-run save reports a failure.
+            with contextlib.suppress(OSError):
+                self.cache.save()
 
     def existing_labels(self) -> set[str]:
         data, _ = self._get(f"{self._url}/labels", {"per_page": 100})
@@ -328,8 +320,10 @@ class GitHubRepo:
         self._request("POST", f"{self._url}/issues/{number}/comments", input={"body": body})
 
     def list_comments(self, number: int) -> list[dict[str, Any]]:
-        data, _ = self._get(f"{self._url}/issues/{number}/comments", {"per_page": 100})
-        return list(data)
+        """Every comment on #number, oldest first, from every page (reading only the first
+        100, artbot posted its status comments again on a busy issue)."""
+        url = f"{self._url}/issues/{number}/comments"
+        return [c for c in self._pages(url, {"per_page": 100}) if isinstance(c, dict)]
 
     # -- sub-issues (the tracking issue's native progress) ----------------------------------
 
@@ -420,7 +414,7 @@ def _remote(what: str) -> Iterator[None]:
         message = exc.data.get("message") if isinstance(exc.data, dict) else None
         errors = exc.data.get("errors") if isinstance(exc.data, dict) else None
         detail = f": {message}" if message else ""
-        if errors:
+        if isinstance(errors, list) and errors:
             detail += (
                 " ("
                 + "; ".join(
@@ -428,41 +422,37 @@ def _remote(what: str) -> Iterator[None]:
                 )
                 + ")"
             )
+        # GitHub's text is remote text: one line, of bounded length.
+        detail = flatten(detail)[:500]
         raise RemoteError(f"{what}: GitHub answered {exc.status}{detail}", exc.status) from None
     except RuntimeError as exc:  # PyGithub refusing a 301 to another host or scheme
         raise RemoteError(f"{what}: {_short(str(exc))}") from None
     except requests.exceptions.RetryError as exc:
         reason = str(exc.args[0].reason) if exc.args and hasattr(exc.args[0], "reason") else ""
         raise RemoteError(f"{what}: gave up after retries ({_short(reason)})") from None
+    except requests.exceptions.ConnectionError as exc:
+        raise RemoteError(f"{what}: {_unreachable(str(exc))}") from None
     except requests.exceptions.RequestException as exc:
         raise RemoteError(f"{what}: {type(exc).__name__}: {_short(str(exc))}") from None
 
 
+def _unreachable(text: str) -> str:
+    """A connection failure in one line: where, why, and what to check."""
+    where = re.search(r"host='([^']+)', port=(\d+)", text)
+    errno = re.search(r"\[Errno -?\d+\] [^'\")]+", text)
+    if errno:
+        why = errno[0].strip()
+    elif "NameResolution" in text or "getaddrinfo" in text:
+        why = "the host name does not resolve"
+    else:
+        why = _short(text)[:200]
+    at = f" {where[1]}:{where[2]}" if where else ""
+    return f"could not connect to{at} ({why}); check --api-url (or $GITHUB_API_URL) and the network"
+
+
 def _short(text: str) -> str:
-    line = text.splitlines()[0] if text else ""
-    return line[:200]
-
-
-def check_api_url(url: str | None) -> None:
-    """An API URL is http(s)://host[:port][/path], without query, fragment or credentials."""
-    if url is None:
-        return
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError:
-        parts = None
-    if (
-        parts is None
-        or parts.scheme not in ("http", "https")
-        or not parts.hostname
-        or parts.query
-        or parts.fragment
-        or parts.username
-        or parts.password
-        or any(c.isspace() for c in url)
-    ):
-        raise BadInput(f"--api-url: not an http(s) API URL: {url[:100]!r}")
+    """The reason of a client failure, whole, on one line (bounded)."""
+    return flatten(text)[:500]
 
 
 def connect(
@@ -482,8 +472,13 @@ def connect(
         names = " or ".join(TOKEN_VARIABLES)
         raise BadInput(f"no token: set {names} (or use --dry-run)")
     check_api_url(api_url or settings.api_url)
+    check_token(settings.token)
+    option = (
+        "--repo" if repo_name else "$GITHUB_REPOSITORY" if settings.repository else "repository"
+    )
+    name = check_repository(repo_name or settings.repository or default_repository, option)
     return GitHubRepo(
-        repo_name or settings.repository or default_repository,
+        name,
         api_url=api_url or settings.api_url,
         token=settings.token,
         cache=EtagCache.load(cache_path),

@@ -176,7 +176,15 @@ def load_result(root: Path, item: int) -> dict[str, Any] | None:
     path = results_path(root, item)
     if not path.is_file():
         return None
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    from .errors import BadInput
+    from .jsonlimits import loads_limited
+
+    try:
+        data = loads_limited(path.read_bytes().decode("utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError and JsonTooLarge included
+        raise BadInput(f"{path}: not a captured result ({exc}); run `artbot repro` again") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"{path}: not a captured result (not an object)")
     return data
 
 

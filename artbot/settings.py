@@ -14,6 +14,8 @@ from pathlib import Path
 
 # Where the token comes from, in order: GH_TOKEN wins over GITHUB_TOKEN, as with the gh CLI.
 TOKEN_VARIABLES = ("GH_TOKEN", "GITHUB_TOKEN")
+# Names of variables whose values are redacted from output wherever they appear.
+SECRET_NAME_WORDS = ("TOKEN", "SECRET", "PASSWORD")
 # GitHub asks clients to wait at least a minute after a secondary rate limit without Retry-After.
 DEFAULT_SECONDARY_RATE_WAIT = 60.0
 RATE_WAIT_VARIABLE = "ARTBOT_SECONDARY_RATE_WAIT"
@@ -53,11 +55,21 @@ class Settings:
         tool_repository: str | None = None,
     ) -> Settings:
         env = os.environ if env is None else env
-        secrets = tuple(v for k in TOKEN_VARIABLES if (v := env.get(k)))
+        tokens = tuple(v for k in TOKEN_VARIABLES if (v := env.get(k)))
+        # Other credentials a runner holds (ACTIONS_RUNTIME_TOKEN, ACTIONS_ID_TOKEN_REQUEST_
+        # TOKEN, INPUT_GITHUB-TOKEN, ...) are redacted from output too.
+        others = tuple(
+            v
+            for k, v in sorted(env.items())
+            if k not in TOKEN_VARIABLES and any(w in k.upper() for w in SECRET_NAME_WORDS) and v
+        )
+        secrets = (*tokens, *others)
         return cls(
             root=root,
             debug=debug,
-            token=secrets[0] if secrets else None,
+            # A token pasted with a trailing newline is the token; the raw value stays a
+            # secret to redact (artbot.output.secret_forms redacts its stripped forms too).
+            token=tokens[0].strip() or None if tokens else None,
             secrets=secrets,
             repository=env.get("GITHUB_REPOSITORY") or None,
             api_url=env.get("GITHUB_API_URL") or None,
@@ -114,6 +126,16 @@ def default_wheel_cache(env: Mapping[str, str] | None = None) -> Path:
     return Path(folder) if folder else Path.home() / ".cache" / "artbot" / "wheels"
 
 
+def environment() -> dict[str, str]:
+    """A copy of the process environment, for a module that hands it (cleaned) to a child."""
+    return dict(os.environ)
+
+
 def without_tokens(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` minus every token variable (for subprocesses that must not see one)."""
-    return {k: v for k, v in env.items() if k not in TOKEN_VARIABLES}
+    """``env`` minus every token variable and every variable whose name says it holds a
+    credential (for subprocesses that must not see one: repros, git in someone's checkout)."""
+    return {
+        k: v
+        for k, v in env.items()
+        if k not in TOKEN_VARIABLES and not any(w in k.upper() for w in SECRET_NAME_WORDS)
+    }

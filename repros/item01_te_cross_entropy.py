@@ -250,6 +250,116 @@ def build_report() -> _common.Report:
     return report
 
 
+def _te_fusion(provider: str) -> tuple[bool, str]:
+    """Does ``megatron/provider.py`` set ``cross_entropy_fusion_impl = "te"``? (ast, per line)"""
+    import ast
+
+    import _source
+
+    for line in _source.lines_with(provider, ".cross_entropy_fusion_impl ="):
+        node = _source.statement_at(provider, line).node
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            return (
+                node.value.value == "te",
+                f"L{line} cross_entropy_fusion_impl = {node.value.value!r}",
+            )
+    return False, "cross_entropy_fusion_impl is never set"
+
+
+def _hook(provider: str) -> int | None:
+    """The line of a module-level ``patch_te_cross_entropy()`` call in provider.py, if any."""
+    import ast
+
+    import _source
+
+    for line in _source.lines_with(provider, "patch_te_cross_entropy()"):
+        if provider.splitlines()[line - 1].startswith("patch_te_cross_entropy()"):
+            node = _source.statement_at(provider, line).node
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                return line
+    return None
+
+
+def _patch_forms_target_in_fp32(module: Any) -> bool:
+    """0.5.21's patch, read from its module: the gradient block it writes subtracts the
+    target's (1 - label_smoothing) before the single store, and the kernel's separate BF16
+    target step (load, add, store) is removed."""
+    import inspect
+
+    fp32 = getattr(module, "_FP32_GRADIENT", "")
+    target = getattr(module, "_TARGET", "")
+    body = inspect.getsource(module.patch_te_cross_entropy)
+    return (
+        "X_block -= tl.where(" in fp32
+        and "== y" in fp32
+        and "tl.store(X_ptr + y" in target
+        and '.replace(_TARGET, "")' in body
+    )
+
+
+def check_art(art: Any) -> dict[str, Any]:
+    """Read ART's Megatron provider (ast, statement by statement; its imports need Megatron):
+    is Transformer Engine's fused cross-entropy enabled, and does the module call a patch of
+    TE's kernel when imported (0.5.21 ``provider.py`` L33 ``patch_te_cross_entropy()``)? The
+    patch module is loaded (it imports TE only when called) and its kernel edit read. Fixed when
+    TE's fusion is off, or the hook runs a patch that forms the target gradient in FP32; the size
+    of the zero band without it is this script's model of TE's kernel (its captured result)."""
+    provider = art.source("megatron/provider.py")
+    if not provider:
+        raise RuntimeError(f"{art.name}/megatron/provider.py not found")
+    te, te_at = _te_fusion(provider)
+    hook = _hook(provider)
+    ran = [f"{art.name}/megatron/provider.py (source read, ast)"]
+    patched = False
+    if hook is not None:
+        module = art.load("megatron/te_cross_entropy.py")
+        patched = _patch_forms_target_in_fp32(module)
+        ran.append(f"{art.name}/megatron/te_cross_entropy.py:patch_te_cross_entropy (read)")
+    if not te:
+        detail = f"TE's fused cross-entropy is not enabled ({te_at})"
+    elif hook is None:
+        detail = (
+            f"TE's fused cross-entropy enabled ({te_at}), no patch of its kernel called: the "
+            "target gradient is bf16(p) - 1 as TE computes it"
+        )
+    else:
+        detail = (
+            f"TE's fused cross-entropy enabled ({te_at}); provider.py L{hook} calls "
+            "patch_te_cross_entropy() on import, which "
+            + (
+                "forms the target's p - 1 in FP32 before the one store and removes the BF16 "
+                "target step"
+                if patched
+                else "does not form the target gradient in FP32"
+            )
+        )
+    import _evidence
+    import _source
+
+    setting = _source.lines_with(provider, ".cross_entropy_fusion_impl =")
+    if not setting:
+        raise RuntimeError(f"{art.name}/megatron/provider.py never sets cross_entropy_fusion_impl")
+    shown = provider.splitlines()[setting[0] - 1].strip()
+    at = [{"path": f"{art.name}/megatron/provider.py", "line": setting[0], "look_for": shown}]
+    fix = [_evidence.lines(art, "megatron/provider.py", "patch_te_cross_entropy()")]
+    if hook is not None:
+        fix.append(
+            _evidence.function(art, "megatron/te_cross_entropy.py", "patch_te_cross_entropy")
+        )
+    hit = te and not patched
+    return {
+        "claims": {
+            "zeroed-target-gradient-near-one": _evidence.claim(
+                hit, detail, method="read", at=at, fix=fix if te else at
+            )
+        },
+        "detail": detail,
+        "ran": ran,
+        "scope": "ART's provider and patch read; TE's kernel is this script's model (no TE or "
+        "CUDA here)",
+    }
+
+
 def main() -> int:
     return _common.run(build_report)
 

@@ -314,6 +314,57 @@ def _or_none(p: float | None) -> float | str:
     return "none in the sweep" if p is None else p
 
 
+def check_art(art: Any) -> dict[str, Any]:
+    """Run this sweep through ART's own ``_calculate_logprobs`` (see artbot's verify). Its
+    module, ``unsloth/train.py``, imports Unsloth and PEFT, so the function is taken from the
+    release's source and compiled alone (``_art_extract.function``; its only name is torch).
+    The claim holds when any row with p < 1 gets a logprob of exactly 0."""
+    import _art_extract
+
+    impl, line = _art_extract.function(art, "unsloth/train.py", "_calculate_logprobs")
+    rows = measure(impl)
+    zeros = [r["zero_logprob_rows"] for r in rows]
+    lowest = [r["lowest_p_with_zero_logprob"] for r in rows]
+    detail = (
+        f"rows with logprob exactly 0 per target logit {list(TARGET_LOGITS)}: {zeros} of "
+        f"{rows[0]['rows']} each (p < 1 - 3e-4 in every row); lowest such p: "
+        + ", ".join("-" if p is None else f"{p:.4f}" for p in lowest)
+        + f"; zero gradient exactly where the logprob is 0: "
+        f"{all(r['zero_grad_iff_zero_logprob'] for r in rows)}"
+    )
+    import _evidence
+    import _source
+
+    block = _source.block_at(art.source("unsloth/train.py"), line)
+    at = [
+        {
+            "path": f"{art.name}/unsloth/train.py",
+            "line": block.line,
+            "end": block.end,
+            "look_for": block.text.splitlines()[0].strip(),
+        }
+    ]
+    fix = [
+        _evidence.lines(
+            art,
+            "unsloth/train.py",
+            "chunk_logits = torch.matmul(chunk_hs, lm_head_t).float()  # [B, chunk_size, V]",
+        )
+    ]
+    return {
+        "claims": {
+            "zeroed-logprob-and-gradient": _evidence.claim(
+                any(zeros), detail, method="ran", at=at, fix=fix
+            )
+        },
+        "detail": detail,
+        "ran": [f"{art.name}/unsloth/train.py:{line} _calculate_logprobs (from the source, run)"],
+        "scope": "ART's _calculate_logprobs run on CPU with BF16 hidden states (the autocast "
+        "dtype on GPU is assumed, as the audit does); the model around it is not run",
+        "method": "ran",
+    }
+
+
 def main() -> int:
     return _common.run(build_report)
 

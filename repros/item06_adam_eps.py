@@ -69,8 +69,19 @@ TARGET_MODULES = {  # name: (in_features, out_features)
     "up_proj": (D_MODEL, QWEN3_4B_INTERMEDIATE),
     "down_proj": (QWEN3_4B_INTERMEDIATE, D_MODEL),
 }
+
+
+def lora_parameters(modules: tuple[str, ...] | list[str] = tuple(TARGET_MODULES)) -> int:
+    """Rank-8 LoRA parameters of Qwen3-4B on ``modules`` (names from ART's target-module list;
+    shapes from Qwen3-4B's config). A name whose shape is not known here is an error."""
+    unknown = [m for m in modules if m not in TARGET_MODULES]
+    if unknown:
+        raise ValueError(f"no Qwen3-4B shape for LoRA target modules {unknown}")
+    return QWEN3_4B_LAYERS * RANK * sum(sum(TARGET_MODULES[m]) for m in modules)
+
+
 PER_LAYER_IN_PLUS_OUT = sum(i + o for i, o in TARGET_MODULES.values())  # 57,344
-LORA_PARAMETERS = QWEN3_4B_LAYERS * RANK * PER_LAYER_IN_PLUS_OUT  # 36 * 8 * 57,344 = 16,515,072
+LORA_PARAMETERS = lora_parameters()  # 36 * 8 * 57,344 = 16,515,072
 MODULE_PARAMETERS = RANK * (D_MODEL + D_MODEL)  # the one module trained here: 40,960
 
 
@@ -89,7 +100,9 @@ def first_step(eps: float, grads: tuple[float, ...] = GRAD_MAGNITUDES) -> list[f
     return (param.detach().abs() / LR).tolist()
 
 
-def lora_run(eps: float, *, steps: int = STEPS, seed: int = 0) -> list[dict[str, Any]]:
+def lora_run(
+    eps: float, *, steps: int = STEPS, seed: int = 0, lora_parameters: int | None = None
+) -> list[dict[str, Any]]:
     """Train one LoRA pair from PEFT's init with global clipping; A's and B's updates per step."""
     gen = torch.Generator().manual_seed(seed)
     bound = 1.0 / math.sqrt(D_MODEL)
@@ -102,7 +115,8 @@ def lora_run(eps: float, *, steps: int = STEPS, seed: int = 0) -> list[dict[str,
         grad_y = torch.randn(TOKENS, D_MODEL, generator=gen) * 1e-3
         (LORA_SCALE * (x @ lora_a) @ lora_b * grad_y).sum().backward()
         layer_norm = math.sqrt(float(lora_a.grad.square().sum() + lora_b.grad.square().sum()))
-        grad_norm = math.sqrt(LORA_PARAMETERS / MODULE_PARAMETERS) * layer_norm
+        total = LORA_PARAMETERS if lora_parameters is None else lora_parameters
+        grad_norm = math.sqrt(total / MODULE_PARAMETERS) * layer_norm
         clip = min(1.0, CLIP_NORM / (grad_norm + 1.0e-6))  # _impl.py#L3169-L3175
         for p in (lora_a, lora_b):
             p.grad.mul_(clip)
@@ -124,9 +138,12 @@ def lora_run(eps: float, *, steps: int = STEPS, seed: int = 0) -> list[dict[str,
     return out
 
 
-def compare_lora(slow_eps: float, reference_eps: float) -> list[dict[str, Any]]:
+def compare_lora(
+    slow_eps: float, reference_eps: float, *, lora_parameters: int | None = None
+) -> list[dict[str, Any]]:
     """Per step: A's update under ``slow_eps`` against ``reference_eps`` (elementwise ratio)."""
-    slow, reference = lora_run(slow_eps), lora_run(reference_eps)
+    slow = lora_run(slow_eps, lora_parameters=lora_parameters)
+    reference = lora_run(reference_eps, lora_parameters=lora_parameters)
     rows = []
     for s, r in zip(slow, reference, strict=True):
         moving = r["update_a"] != 0
@@ -234,40 +251,62 @@ def build_report() -> _common.Report:
     return report
 
 
-def check_art(art: Any) -> dict[str, Any]:
-    """Read ART's TrainerRank code in ``art`` (its text, nothing run; see artbot's verify): does
-    ``AdamParams`` have an eps field, and is ``AdamW`` constructed with ``eps=``? The damping
-    claim follows when eps stays PyTorch's 1e-8; its size is this script's measurement. (Text,
-    not ``ast``: newer releases use syntax this Python may not parse.)"""
-    import re
+def damped(eps: float, parameters: int = LORA_PARAMETERS) -> dict[str, Any]:
+    """A's first update under ``eps`` against Megatron's 1e-13 (the damping claim's measure)."""
+    first = first_a_update(compare_lora(eps, EPS_MEGATRON, lora_parameters=parameters))
+    return {
+        "eps": eps,
+        "grad_a_median": first["grad_a_median"],
+        "ratio": first["update_ratio_median"],
+        # Damped: more than 10% smaller than with eps 1e-13.
+        "damped": first["update_ratio_median"] < 0.9,
+    }
 
-    source = art.source("trainer_rank/_impl.py")
-    if not source:
-        raise RuntimeError(f"{art.name}/trainer_rank/_impl.py not found")
-    found = re.search(r"^class AdamParams\b.*?:\n((?:[ \t]+.*\n|\n)*)", source, re.M)
-    if found is None:
-        raise RuntimeError(f"{art.name}/trainer_rank/_impl.py defines no AdamParams")
-    fields = re.findall(r"^[ \t]+(\w+)\s*:", found.group(1), re.M)
-    calls = [m.end() for m in re.finditer(r"\bAdamW\(", source)]
-    passes_eps = any(re.search(r"\beps\s*=", source[c : source.find(")", c) + 1]) for c in calls)
-    configurable = any("eps" in f for f in fields) and passes_eps
-    detail = (
-        f"AdamParams fields: {', '.join(fields)}; AdamW called "
-        f"{'with' if passes_eps else 'without'} eps="
-    )
-    damp = (
-        "eps stays PyTorch's 1e-8, the value this script measures"
-        if not passes_eps
-        else "AdamW gets an eps: the damping depends on the value passed (not measured here)"
-    )
+
+def check_art(art: Any) -> dict[str, Any]:
+    """Read TrainerRank's optimizer construction in ``art`` with ``ast`` (nothing of ART runs):
+    ``AdamParams``' fields, every ``AdamW(...)`` call in ``trainer_rank/*.py`` and the
+    cross-rank guard's values (see ``_adam_source``). Then *run* this script's LoRA measurement
+    with the eps that ART's code gives by default (AdamParams' eps default, else torch's AdamW
+    default, read from torch), and the global clip norm over the LoRA parameters of ART's own
+    default target modules for Qwen/Qwen3-4B (``megatron/model_support/registry.py``, run)."""
+    import _adam_source
+    import _evidence
+
+    found = _adam_source.read(art)
+    modules = _adam_source.target_modules(art, "Qwen/Qwen3-4B")
+    parameters = lora_parameters(modules)
+    eps = found.default_eps
+    configurable = found.configurable
+    if eps is None:
+        damp_hit: bool | None = None
+        damp = f"AdamParams.eps has no default ({found.params_at}): each caller sets it"
+    else:
+        measured = damped(eps, parameters)
+        damp_hit = measured["damped"]
+        damp = (
+            f"default eps {eps:g} ({found.eps_source}); A's first update is "
+            f"{measured['ratio']:.3g} of eps 1e-13's at median |grad A| "
+            f"{measured['grad_a_median']:.2g}, with the clip over {parameters:,} LoRA parameters "
+            f"(ART's target modules for Qwen/Qwen3-4B: {', '.join(modules)})"
+        )
     return {
         "claims": {
-            "eps-not-configurable": (not configurable, detail),
-            "eps-damps-tiny-updates": (None if passes_eps else True, damp),
+            "eps-not-configurable": _evidence.claim(
+                not configurable, found.detail, method="read", at=found.at(), fix=found.at()
+            ),
+            "eps-damps-tiny-updates": _evidence.claim(
+                damp_hit, damp, method="read", at=found.at(params=False), fix=found.at()
+            ),
         },
-        "detail": detail,
-        "ran": [f"{art.name}/trainer_rank/_impl.py:AdamParams (source read, not run)"],
-        "scope": "source reading of TrainerRank's optimizer construction",
+        "detail": f"{found.detail}; {damp}",
+        "ran": [
+            *found.read,
+            f"{art.name}/megatron/model_support/registry.py:default_target_modules_for_model",
+            "torch.optim.AdamW (this script's LoRA run with ART's default eps)",
+        ],
+        "scope": "optimizer construction read from the source (ast); the damping measured with "
+        "torch's AdamW on a modelled LoRA layer",
     }
 
 

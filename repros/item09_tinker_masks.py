@@ -45,18 +45,29 @@ Assumptions, stated because the script does not run Tinker:
   the order ART makes them; nothing about Tinker's optimizer is modelled beyond "one
   ``optim_step`` applies the gradients accumulated since the previous one".
 
+Which layout ART's Tinker path packs (artbot's addition, checked by ``check_art``):
+TinkerBackend subclasses LocalBackend and does not set ``_supports_result_packing``, which
+LocalBackend's ``__init__`` sets to False and ``_get_packed_tensors`` passes as
+``pack_results`` (0.5.20 ``local/backend.py`` L348, L1124). With ``pack_results=False`` ART's
+packer puts each sequence in its own row, so the two branches of a group are never in one row:
+on ART's packer, a two-branch group with an 80-token prompt gives 2 rows of one root segment
+each and no token in the wrong context. The mask bug shows on the layout the masks are written
+for (``pack_results=True``: the shared prompt and both branches in one row), which this
+script's rows have, and which ART's Tinker path does not produce as released.
+
 Swappable pieces, for checking this model against ART itself:
 ``measure(pack_impl=...)`` takes ART's ``art.megatron.prefix_tree_packing.prefix_tree_pack``
 as is (same signature, a result with ``tokens``/``group_ids``/``parent_ids`` of shape
 ``[1, L]``); ``measure(mask_impl=...)`` takes any ``(group_ids, parent_ids) -> list[mask]``
-for one row. ART's 0.5.20 masks are inline in ``TinkerService.train`` and cannot be imported;
-0.5.21's can be wrapped from ``parse_prefix_tree_row`` (see ``ancestor_masks``).
+for one row. ``check_art`` does not use this model: it runs ART's packer and ART's own
+``TinkerService.train`` (taken from the release's source, ``_tinker_train``) with a stand-in
+Tinker client, on every release.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,213 +77,24 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
-
-PAD_GROUP = -1  # pack.py L278-L279: unused row positions carry group and parent id -1
-PAD_TOKEN = 0
-
-# One row's group and parent ids in, one (group the datum is built for, mask) pair per datum out.
-MaskImpl = Callable[[torch.Tensor, torch.Tensor], list[tuple[int, torch.Tensor]]]
-
-
-@dataclass(frozen=True)
-class PackedRow:
-    """The fields of ART's ``PrefixTreePack`` that the Tinker path reads, shaped ``[1, L]``."""
-
-    tokens: torch.Tensor
-    group_ids: torch.Tensor
-    parent_ids: torch.Tensor
-
-
-def prefix_tree_pack(
-    sequences: Iterable[torch.Tensor],
-    *,
-    max_depth: int,
-    shareable_lengths: Iterable[int] | None = None,
-    min_shared_segment_length: int = 1,
-) -> PackedRow:
-    """Model of ART's prefix-tree packer: shared prefixes once, then each branch after them.
-
-    Segments are emitted depth first; group ids count up from 1 in emission order and a root
-    segment's parent id is its own group id (prefix_tree_packing.py L241-L260).
-    """
-    rows = [[int(t) for t in s.tolist()] for s in sequences]
-    limits = [len(r) for r in rows] if shareable_lengths is None else list(shareable_lengths)
-    segments: list[tuple[int, int, int, int, int]] = []  # (seq, start, end, group, parent)
-
-    def emit(seq: int, start: int, end: int, parent: int | None) -> int:
-        group = len(segments) + 1
-        segments.append((seq, start, end, group, group if parent is None else parent))
-        return group
-
-    def walk(members: list[int], start: int, parent: int | None, depth: int) -> None:
-        live = [i for i in members if len(rows[i]) > start]
-        share = [i for i in live if limits[i] > start]
-        for i in live:
-            if i not in share:
-                emit(i, start, len(rows[i]), parent)
-        if not share:
-            return
-        if max_depth == 0 or len(share) == 1 or (parent is not None and depth >= max_depth):
-            for i in share:
-                emit(i, start, len(rows[i]), parent)
-            return
-        end = start
-        stop = min(min(len(rows[i]), limits[i]) for i in share)
-        while end < stop and len({rows[i][end] for i in share}) == 1:
-            end += 1
-        if end > start and end - start >= min_shared_segment_length:
-            walk(share, end, emit(share[0], start, end, parent), depth + 1)
-            return
-        if end > start:
-            # Too short to share (prefix_tree_packing.py L334-L349): a sequence that cannot
-            # branch past ``end`` is emitted whole from ``start``; the rest are regrouped by
-            # their token at ``end`` and walked again from ``start``.
-            rebranch: dict[int, list[int]] = {}
-            for i in share:
-                if len(rows[i]) > end and limits[i] > end:
-                    rebranch.setdefault(rows[i][end], []).append(i)
-                else:
-                    emit(i, start, len(rows[i]), parent)
-            for branch in rebranch.values():
-                walk(branch, start, parent, depth)
-            return
-        branches: dict[int, list[int]] = {}
-        for i in share:  # first-seen order of the next token, as ART partitions branches
-            branches.setdefault(rows[i][start], []).append(i)
-        for branch in branches.values():
-            walk(branch, start, parent, depth)
-
-    walk(list(range(len(rows))), 0, None, 0)
-    tokens = [t for seq, start, end, _, _ in segments for t in rows[seq][start:end]]
-    groups = [g for _, start, end, g, _ in segments for _ in range(end - start)]
-    parents = [p for _, start, end, _, p in segments for _ in range(end - start)]
-    return PackedRow(
-        tokens=torch.tensor([tokens]),
-        group_ids=torch.tensor([groups]),
-        parent_ids=torch.tensor([parents]),
-    )
-
-
-def pad_row(row: Any, seq_len: int) -> PackedRow:
-    """Place a packed row in a ``seq_len`` buffer as pack.py does: -1 ids, pad tokens."""
-    length = int(row.tokens.shape[-1])
-    tokens = torch.full((seq_len,), PAD_TOKEN, dtype=torch.long)
-    groups = torch.full((seq_len,), PAD_GROUP, dtype=torch.long)
-    parents = torch.full((seq_len,), PAD_GROUP, dtype=torch.long)
-    tokens[:length] = row.tokens.reshape(-1)
-    groups[:length] = row.group_ids.reshape(-1)
-    parents[:length] = row.parent_ids.reshape(-1)
-    return PackedRow(tokens, groups, parents)
-
-
-def tinker_datum_masks(
-    group_ids: torch.Tensor, parent_ids: torch.Tensor
-) -> list[tuple[int, torch.Tensor]]:
-    """Model of service.py L137-L146: ``(group == g) | (parent == parent(g))`` per unique group."""
-    masks = []
-    for group_id in group_ids.unique():  # sorted, so the padding group -1 comes first
-        parent_id = parent_ids[group_ids == group_id][0]
-        masks.append((int(group_id), (group_ids == group_id) | (parent_ids == parent_id)))
-    return masks
-
-
-def audit_fix_masks(
-    group_ids: torch.Tensor, parent_ids: torch.Tensor
-) -> list[tuple[int, torch.Tensor]]:
-    """The audit's suggested fix, in the same loop: ``(group == g) | (group == parent(g))``."""
-    masks = []
-    for group_id in group_ids.unique():
-        parent_id = parent_ids[group_ids == group_id][0]
-        masks.append((int(group_id), (group_ids == group_id) | (group_ids == parent_id)))
-    return masks
-
-
-def ancestor_masks(
-    group_ids: torch.Tensor, parent_ids: torch.Tensor
-) -> list[tuple[int, torch.Tensor]]:
-    """A group with all its ancestors, padding skipped: what 0.5.21 builds from
-    ``parse_prefix_tree_row``. ART's own is ``[(s.group_id, torch.isin(g,
-    g.new_tensor((s.group_id, *s.ancestors)))) for s in parse_prefix_tree_row(...).segments]``."""
-    parents = _parent_map(group_ids, parent_ids)
-    return [
-        (group, torch.isin(group_ids, torch.tensor(_lineage(group, parents))))
-        for group in parents  # first-seen order, as parse_prefix_tree_row lists segments
-    ]
-
-
-def _parent_map(group_ids: torch.Tensor, parent_ids: torch.Tensor) -> dict[int, int]:
-    parents: dict[int, int] = {}
-    for group, parent in zip(group_ids.tolist(), parent_ids.tolist(), strict=True):
-        if group != PAD_GROUP:
-            parents.setdefault(group, parent)
-    return parents
-
-
-def _lineage(group: int, parents: dict[int, int]) -> list[int]:
-    """The group and its ancestors up to the root (roots are their own parent)."""
-    chain = [group]
-    while parents[chain[-1]] != chain[-1]:
-        chain.append(parents[chain[-1]])
-    return chain
-
-
-def expected_contexts(group_ids: torch.Tensor, parent_ids: torch.Tensor) -> dict[int, list[int]]:
-    """Per group: the positions of the group and its ancestors, the datum it should be."""
-    parents = _parent_map(group_ids, parent_ids)
-    ids = group_ids.tolist()
-    return {g: [pos for pos, gid in enumerate(ids) if gid in _lineage(g, parents)] for g in parents}
-
-
-def datum_positions(masks: list[tuple[int, torch.Tensor]]) -> dict[int, list[int]]:
-    """Which row positions each datum covers, keyed by the group the datum was built for."""
-    return {group: torch.nonzero(mask).flatten().tolist() for group, mask in masks}
-
-
-def scored_contexts(
-    masks: list[tuple[int, torch.Tensor]],
-    group_ids: torch.Tensor,
-    parent_ids: torch.Tensor,
-    assistant_mask: torch.Tensor,
-) -> list[dict[str, Any]]:
-    """For each trainable token, the context its logprob was computed in, and the right one.
-
-    custom_loss_fn writes ``logprobs[mask] = lp`` in mask order, so the datum that scores
-    position t is the last one covering it; its context is its positions up to t."""
-    expected = expected_contexts(group_ids, parent_ids)
-    ids = group_ids.tolist()
-    rows = []
-    for u in torch.nonzero(assistant_mask).flatten().tolist():
-        t = u - 1  # the logprob at t predicts token u (loss.py L222 shifts the mask)
-        writers = [mask for _, mask in masks if bool(mask[t])]
-        got = (
-            [p for p in torch.nonzero(writers[-1]).flatten().tolist() if p <= t] if writers else []
-        )
-        want = [p for p in expected[ids[t]] if p <= t]
-        rows.append({"token": u, "context": got, "expected": want, "correct": got == want})
-    return rows
-
-
-def row_report(row: PackedRow, assistant_mask: torch.Tensor, mask_impl: MaskImpl) -> dict:
-    """Masks, leakage and scoring contexts for one padded row, as plain data."""
-    masks = mask_impl(row.group_ids, row.parent_ids)
-    covered = datum_positions(masks)
-    expected = expected_contexts(row.group_ids, row.parent_ids)
-    valid = [p for p, g in enumerate(row.group_ids.tolist()) if g != PAD_GROUP]
-    roots = [g for g, p in _parent_map(row.group_ids, row.parent_ids).items() if g == p]
-    scored = scored_contexts(masks, row.group_ids, row.parent_ids, assistant_mask)
-    return {
-        "group_ids": row.group_ids.tolist(),
-        "parent_ids": row.parent_ids.tolist(),
-        "datums": covered,
-        "expected": expected,
-        "extra": {g: sorted(set(covered.get(g, [])) - set(expected[g])) for g in expected},
-        "missing": {g: sorted(set(expected[g]) - set(covered.get(g, []))) for g in expected},
-        "root_datum_covers_row": {r: covered.get(r) == valid for r in roots},
-        "padding_datum": PAD_GROUP in covered,
-        "trainable_tokens": len(scored),
-        "wrong_context_tokens": sum(not s["correct"] for s in scored),
-        "scored": scored,
-    }
+from _tinker_masks import (  # noqa: E402, F401 - re-exported: tests and measure() use them
+    PAD_GROUP,
+    PAD_TOKEN,
+    MaskImpl,
+    PackedRow,
+    _lineage,
+    _parent_map,
+    ancestor_masks,
+    audit_fix_masks,
+    datum_positions,
+    expected_contexts,
+    optim_step_per_row,
+    pad_row,
+    prefix_tree_pack,
+    row_report,
+    scored_contexts,
+    tinker_datum_masks,
+)
 
 
 @dataclass
@@ -293,7 +115,7 @@ def train_rows(
     client: RecordingClient,
     *,
     mask_impl: MaskImpl,
-    optim_step_per_row: bool = True,
+    optim_step_per_row: bool = True,  # noqa: F811 - the AST reader of the same name is re-exported
 ) -> None:
     """Model of the loop in service.py L136-L180 (``optim_step_per_row=True``) and of the fix."""
     for row in rows:
@@ -394,7 +216,7 @@ def _ids_t(row: PackedRow) -> tuple[torch.Tensor, torch.Tensor]:
 def measure(
     mask_impl: MaskImpl = tinker_datum_masks,
     *,
-    optim_step_per_row: bool = True,
+    optim_step_per_row: bool = True,  # noqa: F811 - the AST reader of the same name is re-exported
     rows_per_step: int = 4,
     pack_impl: Callable[..., Any] = prefix_tree_pack,
 ) -> dict[str, Any]:
@@ -554,69 +376,129 @@ def _first_leaf(rep: dict[str, Any]) -> int:
     return min(g for g, p in parents.items() if g != p and g not in set(parents.values()))
 
 
-def _segment_groups(segment: Any) -> tuple[int, ...]:
-    return (segment.group_id, *segment.ancestors)
-
-
-_INLINE_MASK = '| (packed_tensors["parent_ids"][i] == parent_id)'
+def _wrong_context(run: dict[str, Any]) -> tuple[int, int]:
+    """Trainable tokens scored in the wrong context over a run's rows, and trainable tokens."""
+    wrong = total = 0
+    for row in run["rows"]:
+        masks = [(0, m) for m in row["masks"]]
+        scored = scored_contexts(masks, row["group_ids"], row["parent_ids"], row["assistant_mask"])
+        wrong += sum(not s["correct"] for s in scored)
+        total += len(scored)
+    return wrong, total
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """Claim by claim against ART's code in ``art`` (see artbot's verify): the masks are
-    built with ART's own packing (and, where a release has it, its ``parse_prefix_tree_row``);
-    the optimizer-step claim is read from ``TinkerService.train``'s source (AST), not run."""
-    packing = art.load("megatron/prefix_tree_packing.py")
-    service = art.source("tinker/service.py")
-    ran = [f"{art.name}/megatron/prefix_tree_packing.py:prefix_tree_pack"]
-    if "parse_prefix_tree_row(" in service:
-        parse = art.load("megatron/prefix_tree.py").parse_prefix_tree_row
+    """Claim by claim on ART's own Tinker path (see ``_tinker_train``): ART's packer makes the
+    rows of a two-branch group whose prompt is long enough to share (ART's
+    ``DEFAULT_MIN_PREFIX_TREE_SHARED_SEGMENT_LENGTH`` + 16 tokens), and ART's
+    ``TinkerService.train``, taken from the release's source and run with a stand-in Tinker
+    client, builds the datums' masks and steps the optimizer. The masks are checked on the
+    layout they are written for (``pack_results=True``, one row holding the shared prompt and
+    both branches); whether ART's Tinker path reaches that layout is read from its backends
+    (``pack_results`` as LocalBackend passes it for TinkerBackend) and run as well."""
+    import _art_extract
+    import _tinker_train
 
-        def masks(group_ids: Any, parent_ids: Any) -> list[tuple[int, Any]]:
-            # service.py selects, for each segment, the segment's group and its ancestors.
-            row = parse(group_ids=group_ids, parent_ids=parent_ids)
-            return [
-                (
-                    s.group_id,
-                    torch.isin(group_ids, group_ids.new_tensor((s.group_id, *s.ancestors))),
-                )
-                for s in row.segments
-            ]
-
-        mask_impl: Any = masks
-        how = "ART's parse_prefix_tree_row"
-        ran.append(f"{art.name}/megatron/prefix_tree.py:parse_prefix_tree_row")
-    elif _INLINE_MASK in service:
-        mask_impl = tinker_datum_masks
-        how = "this script's model of the inline mask expression found in tinker/service.py"
-    else:
-        raise RuntimeError(
-            f"{art.name}/tinker/service.py builds its masks neither with the audited inline "
-            "expression nor with parse_prefix_tree_row"
-        )
-    measured = measure(mask_impl, pack_impl=packing.prefix_tree_pack)
-    two = measured["two_branch"]
-    leaks = {g: v for g, v in two["extra"].items() if v}
-    masks_detail = (
-        f"two-branch row, masks from {how}: positions leaked into datums {leaks or 'none'}, "
-        f"{two['wrong_context_tokens']} of {two['trainable_tokens']} trainable tokens in the "
-        "wrong context"
+    pack = art.load("preprocessing/pack.py")
+    shared = int(pack.DEFAULT_MIN_PREFIX_TREE_SHARED_SEGMENT_LENGTH)
+    prompt_len = shared + 16
+    group = _tinker_train.two_branch_group(prompt_len)
+    seq_len = 4 * prompt_len
+    packed_run = _tinker_train.run_train(art, group, seq_len, pack_results=True)
+    wrong, trainable = _wrong_context(packed_run)
+    tinker_packs, why = _tinker_train.tinker_pack_results(art)
+    path_run = _tinker_train.run_train(art, group, seq_len, pack_results=bool(tinker_packs))
+    path_wrong, path_trainable = _wrong_context(path_run)
+    roots = [sum(1 for g in set(r["group_ids"].tolist()) if g >= 0) for r in path_run["rows"]]
+    reach = (
+        f"ART's Tinker path packs with pack_results={tinker_packs} ({why}): "
+        f"{path_run['packed_rows']} rows with {roots} segments, {path_wrong} of "
+        f"{path_trainable} trainable tokens in the wrong context"
     )
-    per_row = optim_step_per_row(service)
-    ran.append(f"{art.name}/tinker/service.py:TinkerService.train (source read, not run)")
-    if per_row is None:
-        step_detail = "TinkerService.train or its optim_step_async call not found in the source"
-    else:
-        where = "inside" if per_row else "outside"
-        step_detail = f"optim_step_async {where} the per-row loop (AST of TinkerService.train)"
+    masks_detail = (
+        f"two-branch group, {prompt_len}-token prompt, packed with pack_results=True: "
+        f"{packed_run['packed_rows']} row, {wrong} of {trainable} trainable tokens scored in the "
+        f"wrong context by the masks of {packed_run['where']} (run); {reach} (artbot's addition)"
+    )
+    service = art.source("tinker/service.py")
+    line = next(iter(_source_lines(service, "def resolve_global_grad_accumulation_sequences(")))
+    resolve, _ = _art_extract.method(art, "tinker/service.py", line)
+    types = art.load("types.py")
+    import asyncio
+
+    accumulation = asyncio.run(resolve(None, types.TrainConfig()))
+    steps, rows = path_run["optim_steps"], path_run["packed_rows"]
+    step_detail = (
+        f"{steps} optim_step calls for {rows} packed rows in one train call (run); ART's "
+        f"contract: resolve_global_grad_accumulation_sequences returns {accumulation} "
+        f"({art.name}/tinker/service.py:{line}, run)"
+    )
+    import _evidence
+
+    train_at = _source_span(art, "tinker/service.py", path_run["where"])
+    mask_fix = [
+        _evidence.lines(
+            art,
+            "tinker/service.py",
+            "row = parse_prefix_tree_row(",
+            "for segment in row.segments",
+            look_for="group_ids.new_tensor((segment.group_id, *segment.ancestors)),",
+        )
+    ]
+    reach_at = [  # where ART's Tinker path chooses pack_results (artbot's addition)
+        _evidence.lines(art, "local/backend.py", "self._supports_result_packing = False"),
+        _evidence.lines(art, "local/backend.py", "pack_results=self._supports_result_packing,"),
+    ]
+    step_at = [
+        train_at,
+        _evidence.lines(
+            art,
+            "tinker/service.py",
+            "optim_step_future = await state.training_client.optim_step_async(",
+        ),
+        _evidence.lines(
+            art, "tinker/service.py", "async def resolve_global_grad_accumulation_sequences("
+        ),
+    ]
     return {
         "claims": {
-            "wrong-per-datum-masks": (two["wrong_context_tokens"] > 0, masks_detail),
-            "one-optimizer-step-per-packed-row": (per_row, step_detail),
+            "wrong-per-datum-masks": _evidence.claim(
+                wrong > 0, masks_detail, method="ran", at=[train_at, *reach_at], fix=mask_fix
+            ),
+            "one-optimizer-step-per-packed-row": _evidence.claim(
+                rows > 1 and steps == rows, step_detail, method="ran", at=step_at
+            ),
         },
         "detail": f"{masks_detail}; {step_detail}",
-        "ran": ran,
-        "scope": "masks run on ART's packing; the optimizer step is read from the source",
+        "ran": [
+            f"{art.name}/preprocessing/pack.py:packed_tensors_from_tokenized_results",
+            f"{packed_run['where']} TinkerService.train (from the source, stand-in client)",
+            f"{art.name}/tinker/service.py:TinkerService.resolve_global_grad_accumulation_sequences",
+            f"{art.name}/tinker/backend.py, local/backend.py: pack_results (source read, ast)",
+        ],
+        "scope": "ART's packer and TinkerService.train run; Tinker's client is a stand-in that "
+        "records the datums and counts optimizer steps",
+        "method": "ran",
     }
+
+
+def _source_span(art: Any, relpath: str, where: str) -> dict[str, Any]:
+    """The ``def`` that starts at ``where`` (``art/...:line``), as a source line for the record."""
+    import _source
+
+    line = int(where.rsplit(":", 1)[1])
+    block = _source.block_at(art.source(relpath), line)
+    head = block.text.splitlines()[0].strip()
+    return {"path": f"{art.name}/{relpath}", "line": block.line, "end": block.end, "look_for": head}
+
+
+def _source_lines(text: str, needle: str) -> list[int]:
+    import _source
+
+    found = _source.lines_with(text, needle)
+    if not found:
+        raise LookupError(f"{needle!r} not in tinker/service.py")
+    return found
 
 
 def main() -> int:
@@ -625,38 +507,3 @@ def main() -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-def optim_step_per_row(service_source: str) -> bool | None:
-    """Claim ``one-optimizer-step-per-packed-row``, read from ART's tinker/service.py source by
-    AST: True when ``TinkerService.train`` calls ``optim_step_async`` inside a ``for`` loop,
-    False when it calls it outside every loop, None when it has no such method or call."""
-    import ast
-
-    for cls in ast.walk(ast.parse(service_source)):
-        if not isinstance(cls, ast.ClassDef) or cls.name != "TinkerService":
-            continue
-        for fn in cls.body:
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == "train":
-                return _optim_in_loop(fn, in_loop=False)
-    return None
-
-
-def _optim_in_loop(node: Any, *, in_loop: bool) -> bool | None:
-    import ast
-
-    found: bool | None = None
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue  # a nested definition's calls are not the loop's
-        if (
-            isinstance(child, ast.Call)
-            and isinstance(child.func, ast.Attribute)
-            and child.func.attr == "optim_step_async"
-        ):
-            found = found or in_loop
-        loop = in_loop or isinstance(child, (ast.For, ast.AsyncFor, ast.While))
-        inner = _optim_in_loop(child, in_loop=loop)
-        if inner is not None:
-            found = bool(found) or inner
-    return found

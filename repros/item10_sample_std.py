@@ -77,6 +77,9 @@ compute_advantages_fixed = make_compute_advantages(fixed=True)
 
 # Equal rewards that FP32 does not hold exactly: the mean of the FP32 values is an ulp off.
 EQUAL_GROUPS = ([0.22] * 3, [0.15] * 8, [0.0] * 4, [1.0] * 4)
+# Equal up to float noise: 2e-12 apart, outside 0.5.21's 1e-12 equality guard; the three are
+# one and the same FP32 value, so the FP32 arithmetic that follows sees an equal group.
+NEAR_EQUAL_GROUPS = ([0.22, 0.22, 0.22 + 2e-12],)
 
 
 def population_std_advantages(rewards: list[float]) -> list[float]:
@@ -136,8 +139,12 @@ def measure(
     return out
 
 
-def measure_equal_groups(impl: Callable[..., list[float]] | None = None) -> list[dict[str, Any]]:
-    """Advantages of groups whose rewards are all equal, on ``impl`` and the population path."""
+def measure_equal_groups(
+    impl: Callable[..., list[float]] | None = None,
+    groups: tuple[list[float], ...] = EQUAL_GROUPS,
+) -> list[dict[str, Any]]:
+    """Advantages of groups whose rewards are all equal (or ``groups``), on ``impl`` and the
+    population path."""
     impl = impl or compute_advantages
     return [
         {
@@ -145,7 +152,7 @@ def measure_equal_groups(impl: Callable[..., list[float]] | None = None) -> list
             "advantages": impl(list(rewards), normalize_advantages=True),
             "population": population_std_advantages(list(rewards)),
         }
-        for rewards in EQUAL_GROUPS
+        for rewards in groups
     ]
 
 
@@ -196,10 +203,21 @@ def build_report() -> _common.Report:
             note="population-std path: "
             + ", ".join(f"{x:.3g}" for x in sorted(set(cited_group["population"]))),
         )
+    near_cited = measure_equal_groups(compute_advantages, NEAR_EQUAL_GROUPS)
+    near_fixed = measure_equal_groups(compute_advantages_fixed, NEAR_EQUAL_GROUPS)
+    for cited_group, fixed_group in zip(near_cited, near_fixed, strict=True):
+        report.measure(
+            f"near-equal rewards {cited_group['rewards']}: advantages",
+            cited_group["advantages"],
+            fixed=fixed_group["advantages"],
+            note="2e-12 apart, outside the 1e-12 equality guard; one FP32 value",
+        )
     report.note(
         "Equal-reward groups should get no advantage. The ratio verdict does not use them: an "
         "FP32 reward that is not exact (0.22, 0.15) gives every member +sqrt((n - 1) / n) on "
-        "0.5.20, a second effect of the same function that 0.5.21's equality guard removes."
+        "0.5.20, a second effect of the same function. 0.5.21's equality guard removes it for "
+        "rewards within 1e-12 of each other only: rewards 2e-12 apart, one and the same FP32 "
+        "value, still get +1 each with 0.5.21's form."
     )
     report.reproduced = is_reproduced(as_cited)
     return report
@@ -207,14 +225,32 @@ def build_report() -> _common.Report:
 
 def check_art(art: Any) -> dict[str, Any]:
     """Run this measurement with ART's own ``compute_advantages`` (see artbot's verify)."""
-    measured = measure(art.load("tinker_native/data.py").compute_advantages)
+    compute = art.load("tinker_native/data.py").compute_advantages
+    measured = measure(compute)
     ratios = ", ".join(f"n={n}: {m['ratio_median']:.4f}" for n, m in measured.items())
     detail = f"advantage ratio to the population-std backends (median) {ratios}"
+    near = measure_equal_groups(compute, NEAR_EQUAL_GROUPS)
+    noise = "; ".join(f"{g['rewards']} gets {[round(a, 4) for a in g['advantages']]}" for g in near)
+    import _evidence
+
+    at = [_evidence.function(art, "tinker_native/data.py", "compute_advantages")]
+    fix = [
+        _evidence.lines(
+            art,
+            "tinker_native/data.py",
+            "if all(abs(reward - rewards[0]) <= 1e-12 for reward in rewards[1:]):",
+            "std_reward = rewards_tensor.std(unbiased=False)",
+        )
+    ]
+    hit = is_reproduced(measured)
     return {
-        "claims": {"sample-std-advantages": (is_reproduced(measured), detail)},
-        "detail": detail,
+        "claims": {
+            "sample-std-advantages": _evidence.claim(hit, detail, method="ran", at=at, fix=fix)
+        },
+        "detail": f"{detail}; equal up to float noise (not a claim of the audit's): {noise}",
         "ran": [f"{art.name}/tinker_native/data.py:compute_advantages"],
         "scope": None,
+        "method": "ran",
     }
 
 

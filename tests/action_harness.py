@@ -38,7 +38,8 @@ EXPRESSION = re.compile(r"^\$\{\{\s*(.+?)\s*\}\}$")
 
 def evaluate(value: Any, context: Mapping[str, str]) -> str:
     """A `with:`/`env:` value as Actions gives it to a step: a whole-value ``${{ }}`` of
-    context names and 'literals' joined by ``||`` (the first non-empty, else the last)."""
+    context names and 'literals' joined by ``||`` (the first non-empty, else the last), or
+    one comparison ``a == b`` of two context names (``true``/``false``)."""
     if isinstance(value, bool):
         return str(value).lower()
     text = str(value)
@@ -46,6 +47,10 @@ def evaluate(value: Any, context: Mapping[str, str]) -> str:
     if match is None:
         assert "${{" not in text, f"{text!r}: only whole-value expressions are modelled"
         return text
+    if " == " in match[1]:
+        left, right = (o.strip() for o in match[1].split(" == "))
+        assert left in context and right in context, f"the test does not model {match[1]!r}"
+        return str(context[left] == context[right]).lower()
     result = ""
     for operand in (o.strip() for o in match[1].split("||")):
         if operand.startswith("'") and operand.endswith("'"):
@@ -130,7 +135,7 @@ def run_action_step(
     temp = Path(env["RUNNER_TEMP"])
     script = temp / f"{spec['id']}-step.sh"
     script.write_text(spec["run"], encoding="utf-8")
-    context = {f"inputs.{k}": v for k, v in inputs.items()}
+    context = {f"inputs.{k}": v for k, v in inputs.items()} | {"github.token": TOKEN}
     step_env = {k: evaluate(v, context) for k, v in (spec.get("env") or {}).items()}
     output = temp / f"{spec['id']}-output"
     output.write_text("", encoding="utf-8")

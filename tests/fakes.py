@@ -11,7 +11,8 @@ type-check unless ``MemoryRepo`` has every member of ``Repo`` with a compatible 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from artbot.errors import SubIssueRefused
 from artbot.marker import IssueMarker
@@ -19,6 +20,8 @@ from artbot.models import ObservedIssue, SubIssuesSummary
 from artbot.repo import Repo
 
 ID_BASE = 500_000  # issue ids differ from numbers, as on GitHub
+TRACKING = 1111
+SEED = Path(__file__).resolve().parents[1] / "findings" / "tracking-issue.md"
 
 
 @dataclass
@@ -152,4 +155,21 @@ class MemoryRepo:
 
 def as_repo(memory: MemoryRepo) -> Repo:
     """``memory`` as a :class:`Repo`: the static check that the fake has the Protocol's shape."""
+    return memory
+
+
+M = TypeVar("M", bound=MemoryRepo)
+
+
+def as_the_audit_left_it(memory: M) -> M:
+    """#1108-#1110 filed by hand (no labels yet), then the tracking issue #1111, with the
+    seed's title (findings/tracking-issue.md), as artbot's preflight checks it."""
+    for number in (1108, 1109, 1110):
+        memory.issues[number] = ObservedIssue(
+            number, f"issue {number}", "by hand", "open", None, "", (), None
+        )
+    title = SEED.read_text(encoding="utf-8").split("\n")[0]
+    memory.issues[TRACKING] = ObservedIssue(
+        TRACKING, title, "Dedicated issues\n", "open", None, "", (), None
+    )
     return memory

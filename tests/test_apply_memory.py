@@ -15,8 +15,7 @@ import pytest
 from artbot.apply import open_issues
 from artbot.catalog import Catalog, load_catalog
 from artbot.checklist import read_block
-from artbot.models import ObservedIssue
-from tests.fakes import MemoryRepo
+from tests.fakes import MemoryRepo, as_the_audit_left_it
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACKING = 1111
@@ -30,14 +29,7 @@ def catalog() -> Catalog:
 @pytest.fixture
 def repo() -> MemoryRepo:
     """ART as the audit left it: #1108-#1110 filed by hand (no labels yet), then #1111."""
-    memory = MemoryRepo()
-    for number in (1108, 1109, 1110):
-        memory.issues[number] = ObservedIssue(
-            number, f"issue {number}", "by hand", "open", None, "", (), None
-        )
-    tracking = ObservedIssue(TRACKING, "tracking", "Dedicated issues\n", "open", None, "", (), None)
-    memory.issues[TRACKING] = tracking
-    return memory
+    return as_the_audit_left_it(MemoryRepo())
 
 
 def test_open_through_the_repo_interface_files_once(catalog: Catalog, repo: MemoryRepo) -> None:

@@ -173,7 +173,8 @@ def test_a_maintainers_token_asks_its_login_once_and_owns_what_it_filed(
     maintainer.requests.clear()
     result = artbot(maintainer, root, "sync")
     assert result.exit_code == 0, result.output
-    assert [r.path for r in maintainer.requests.snapshot()].count("/user") == 1
+    # #21: the identity is established once, recorded in the tracking issue: not asked again
+    assert [r.path for r in maintainer.requests.snapshot()].count("/user") == 0
     assert "left alone" not in result.output
 
 

@@ -15,12 +15,11 @@ from artbot.apply_actions import SyncRun, carry_out_action
 from artbot.catalog import Catalog, load_catalog
 from artbot.demo import run_demo
 from artbot.errors import RemoteError
-from artbot.models import ObservedIssue
 from artbot.output import outcome_json
 from artbot.plan import Action
 from artbot.results import Journal, Result
 from artbot.summary import step_summary
-from tests.fakes import MemoryRepo
+from tests.fakes import MemoryRepo, as_the_audit_left_it
 
 REPO = Path(__file__).resolve().parents[1]
 TRACKING = 1111
@@ -33,15 +32,7 @@ def catalog() -> Catalog:
 
 @pytest.fixture
 def repo() -> MemoryRepo:
-    memory = MemoryRepo()
-    for number in (1108, 1109, 1110):
-        memory.issues[number] = ObservedIssue(
-            number, f"issue {number}", "by hand", "open", None, "", (), None
-        )
-    memory.issues[TRACKING] = ObservedIssue(
-        TRACKING, "tracking", "Dedicated issues\n", "open", None, "", (), None
-    )
-    return memory
+    return as_the_audit_left_it(MemoryRepo())
 
 
 def test_the_journal_logs_the_plan_then_each_result_once() -> None:
@@ -150,14 +141,7 @@ class FlakyLabels(MemoryRepo):
 
 
 def test_a_label_that_failed_is_not_reported_as_labelled(catalog: Catalog) -> None:
-    repo = FlakyLabels()
-    for number in (1108, 1109, 1110):
-        repo.issues[number] = ObservedIssue(
-            number, f"#{number}", "by hand", "open", None, "", (), None
-        )
-    repo.issues[TRACKING] = ObservedIssue(
-        TRACKING, "t", "Dedicated issues\n", "open", None, "", (), None
-    )
+    repo = as_the_audit_left_it(FlakyLabels())
     outcome = sync(catalog, repo, TRACKING)
     by_item = {r.item: r for r in outcome.results if r.kind == "LinkPreset"}
     assert (by_item[1].status, by_item[2].status, by_item[3].status) == ("done", "failed", "done")

@@ -471,7 +471,9 @@ def test_fault_matching_counts_and_validation(sandbox: GitHubSandbox, gh: Github
     assert codes == [503, 503, 201]
     assert sandbox.pending_faults == []
     with pytest.raises(ValueError):
-        sandbox.inject_fault("GET", ".*", 404)
+        sandbox.inject_fault("GET", ".*", 200)
+    with pytest.raises(ValueError):
+        sandbox.inject_fault("GET", ".*", 600)
     with pytest.raises(ValueError):
         sandbox.inject_fault("GET", ".*", "explode")
 

@@ -122,6 +122,11 @@ def test_verify_changes_records_each_fix_once_and_keeps_it(
 ) -> None:
     shas = seed_history(sandbox)
     root = copy_root(tmp_path)
+    # Only items 7 and 8 have their fixing commits in this sandbox's history; the other items'
+    # fixes would be "not identified" here, and those are asked again on every run.
+    for path in (root / "findings" / "status").glob("[0-9][0-9].json"):
+        if path.stem not in ("07", "08"):
+            path.unlink()
     args = ["--root", str(root), "verify", "changes", "--record", "--api-url", sandbox.api_url]
     result = CliRunner().invoke(cli, args, env={"GH_TOKEN": "t"})
     assert result.exit_code == 0, result.output

@@ -35,22 +35,29 @@ class _Faults:
         after_write: bool = False,
         retry_after: int | None = None,
         location: str | None = None,
+        message: str | None = None,
     ) -> Fault:
         """Serve ``kind`` to the next ``times`` requests matching ``method`` and ``path_regex``.
 
         ``method`` may be ``"*"``; ``path_regex`` is searched in the URL path. With
         ``after_write`` the request is carried out first (a write takes effect) and the client
-        still gets the fault. ``retry_after`` adds a ``Retry-After`` header (seconds).
+        still gets the fault. ``retry_after`` adds a ``Retry-After`` header (seconds);
+        ``message`` is the error body's message (hostile text, for tests of what is printed).
         """
-        valid = kind in (*FAULT_KINDS, *REDIRECT_KINDS) or (
-            isinstance(kind, int) and (kind == 429 or kind >= 500)
-        )
+        valid = kind in (*FAULT_KINDS, *REDIRECT_KINDS) or (isinstance(kind, int) and kind >= 400)
         if not valid or (isinstance(kind, int) and kind > 599):
-            raise ValueError(f"unknown fault kind {kind!r}: use 429, 500-599 or {FAULT_KINDS}")
+            raise ValueError(f"unknown fault kind {kind!r}: use 400-599 or {FAULT_KINDS}")
         if times < 1:
             raise ValueError("times must be at least 1")
         fault = Fault(
-            method.upper(), re.compile(path_regex), kind, times, after_write, retry_after, location
+            method.upper(),
+            re.compile(path_regex),
+            kind,
+            times,
+            after_write,
+            retry_after,
+            location,
+            message,
         )
         with self._lock:
             self._faults.append(fault)
@@ -88,5 +95,5 @@ class _Faults:
             headers += bucket.headers()
         else:
             status = int(fault.kind)
-            payload = {"message": HTTPStatus(status).phrase}
+            payload = {"message": fault.message or HTTPStatus(status).phrase}
         return _Outcome(status, json.dumps(payload).encode(), headers)

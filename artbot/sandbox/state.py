@@ -76,7 +76,7 @@ REDIRECT_KINDS = (301, 302, 307, 308)
 class Fault:
     """A failure served instead of (or, with ``after_write``, after) the real response.
 
-    ``kind`` is an HTTP status (429 or 500-599; or a redirect, 301/302/307/308, to
+    ``kind`` is an HTTP status (400-599; or a redirect, 301/302/307/308, to
     ``location``, by default the request's own URL), ``"secondary_rate_limit"`` (a 403 whose
     body PyGithub recognises) or ``"drop"`` (the socket is closed without a response).
     """
@@ -88,6 +88,7 @@ class Fault:
     after_write: bool
     retry_after: int | None
     location: str | None = None
+    message: str | None = None  # the error body's message (default: the status phrase)
 
     def matches(self, method: str, path: str) -> bool:
         return self.method in ("*", method) and self.path_regex.search(path) is not None

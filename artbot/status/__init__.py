@@ -13,13 +13,15 @@ checked at that point.
 from __future__ import annotations
 
 import json
+from datetime import date
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import ArtbotError
+from ..errors import BadInput
+from ..jsonlimits import loads_limited
 
 STATUS_DIR = Path("findings") / "status"
 
@@ -104,10 +106,20 @@ class StatusPoint(_Strict):
 
     source: Literal["audit", "release", "main"]
     label: str = Field(description="The commit or version, e.g. e2a406a48, 0.5.21")
-    checked_on: str = Field(description="ISO date of the check")
+    checked_on: str = Field(description="ISO date of the check", pattern=r"^\d{4}-\d{2}-\d{2}$")
     artbot_version: str
     how: str = Field(default="", description="What ran: ART's functions, a model, a source reading")
+    wheel_sha256: str | None = Field(
+        default=None, pattern=r"^[0-9a-f]{64}$", description="sha256 of the release's wheel"
+    )
     claims: dict[str, ClaimResult]
+
+    @field_validator("checked_on")
+    @classmethod
+    def _a_real_date(cls, value: str) -> str:
+        """The text lands in the issue: a date, nothing else (no mention, no link)."""
+        date.fromisoformat(value)  # ValueError: not a calendar date
+        return value
 
     @property
     def verdict(self) -> Verdict:
@@ -163,8 +175,8 @@ class ItemStatus(_Strict):
         ]
 
 
-class StatusError(ArtbotError):
-    """A status file that cannot be read."""
+class StatusError(BadInput):
+    """A status file that cannot be read (exit 2: `artbot validate` names the field)."""
 
 
 def status_path(root: Path, item: int) -> Path:
@@ -176,9 +188,13 @@ def load_status(root: Path, item: int) -> ItemStatus | None:
     if not path.is_file():
         return None
     try:
-        return ItemStatus.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        return ItemStatus.model_validate(loads_limited(path.read_bytes().decode("utf-8")))
     except (ValueError, ValidationError) as exc:
-        raise StatusError(f"{path}: not a valid status record: {exc}") from exc
+        first = str(exc).splitlines()
+        shown = " ".join(line.strip() for line in first[:3])
+        raise StatusError(
+            f"{path}: not a valid status record ({shown}); `artbot validate` lists each problem"
+        ) from None
 
 
 def dump_status(status: ItemStatus) -> str:

@@ -5,6 +5,7 @@
 - :mod:`.isolation`: ART's modules imported one file at a time (:class:`ArtModules`).
 - :mod:`.code`: each finding's own ``check_art(art)`` (defined beside its repro) run against
   ART's code, claim by claim (:func:`verify_code`); generic, it knows no finding.
+- :mod:`.apart`: the code checks run in a child process that holds no token.
 - :mod:`.release`: which release is the newest (pip is asked); the wheel cache, filled by pip,
   unpacked once.
 - :mod:`.record`: results turned into ``findings/status/NN.json`` (:mod:`artbot.status`).
@@ -31,6 +32,7 @@ _EXPORTS = {
         "CodeResult", "CodeStatus", "CheckContractError", "checkable", "claim_results",
         "code_json", "code_table", "load_repro", "run_check", "verify_code",
     ),
+    "apart": ("child_env", "verify_code_apart"),
     "release": (
         "CACHE_ENV", "WHEEL_PYTHON", "cache_dir", "fetch_release", "newest_release", "release_tree",
         "resolve", "unpack_wheel",

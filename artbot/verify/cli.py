@@ -10,6 +10,9 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# What --fail-on can add to the exit code (a check that could not run always fails).
+FAIL_ON = ("reproduced", "moved")
+
 
 def _source_options(f: F) -> F:
     """--art-src DIR or --release VERSION, and --json, for the verify subcommands."""
@@ -63,6 +66,13 @@ def _tree(catalog: Any, art_src: Path | None, release: str | None, quiet: bool =
     )
 
 
+def _verify_code(ctx: click.Context, catalog: Any, tree: Any) -> Any:
+    """The code checks, in a child process that holds no token (the wheel is untrusted)."""
+    from .apart import verify_code_apart
+
+    return verify_code_apart(catalog, tree, secrets=ctx.find_root().obj.settings.secrets)
+
+
 def _wants_json(ctx: click.Context, as_json: bool) -> bool:
     """--json after the subcommand, or before it (on the group)."""
     return as_json or bool(ctx.parent and ctx.parent.params.get("as_json"))
@@ -84,8 +94,11 @@ def _main_label(art_src: Path) -> str:
     """``main@<sha>`` for a git checkout, else the folder's name."""
     import subprocess
 
+    from .tree import git, git_env
+
     proc = subprocess.run(
-        ["git", "-C", str(art_src), "rev-parse", "--short=9", "HEAD"],
+        [*git(art_src), "rev-parse", "--short=9", "HEAD"],
+        env=git_env(),
         capture_output=True,
         text=True,
         check=False,
@@ -106,17 +119,33 @@ def _main_label(art_src: Path) -> str:
     "--record", is_flag=True, help="Write the per-claim results into findings/status/NN.json."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option(
+    "--fail-on",
+    "fail_on",
+    type=click.Choice(FAIL_ON),
+    multiple=True,
+    help="Also exit 1 when a finding is still reproduced (or partly), or a cited line moved.",
+)
 @click.pass_context
 def verify(
-    ctx: click.Context, release: str | None, art_src: Path | None, record: bool, as_json: bool
+    ctx: click.Context,
+    release: str | None,
+    art_src: Path | None,
+    record: bool,
+    as_json: bool,
+    fail_on: tuple[str, ...],
 ) -> None:
     """Check the findings against real ART code, claim by claim: the cited lines, and each
     finding's own check (beside its repro) run on ART's functions.
 
     `artbot verify --release latest --record` resolves the newest openpipe-art release, checks
     it, and records the result per claim in findings/status/ (rendering then stays offline).
-    Wheels are kept in $ARTBOT_CACHE_DIR (default ~/.cache/artbot/wheels). Exit 1 when a
-    location is not ok or a check could not run.
+    Wheels are kept in $ARTBOT_CACHE_DIR (default ~/.cache/artbot/wheels).
+
+    Exit 0 when every check ran, whatever it found (moved or missing lines are information);
+    1 when a check could not run. `--fail-on reproduced` also exits 1 while a finding is
+    reproduced or partly reproduced (a CI that wants to fail while a bug remains);
+    `--fail-on moved` while a cited location is not at its lines.
     """
     if ctx.invoked_subcommand is not None:
         if release or art_src or record:
@@ -124,12 +153,12 @@ def verify(
         return
     if (release is None) == (art_src is None):
         raise click.UsageError("give --release VERSION (or latest), --art-src DIR, or a subcommand")
-    from . import anchors_json, code_json, verify_anchors, verify_code
+    from . import anchors_json, code_json, verify_anchors
 
     catalog = _catalog(ctx)
     tree = _tree(catalog, art_src, release, as_json)
     anchors = verify_anchors(catalog, tree)
-    code = verify_code(catalog, tree, progress=_progress(as_json))
+    code = _verify_code(ctx, catalog, tree)
     if as_json:
         import json
 
@@ -149,17 +178,41 @@ def verify(
         label = (
             tree.label.removeprefix("openpipe-art ") if art_src is None else _main_label(art_src)
         )
-        written = _record(catalog, label, "release" if art_src is None else "main", code, anchors)
+        source = "release" if art_src is None else "main"
+        written = _record(catalog, label, source, code, anchors, tree.sha256)
         if art_src is None:
             from .record import anchors_record
 
             written.append(anchors_record(catalog.root, catalog.audit, label, anchors))
         click.echo(f"recorded {label} in {len(written)} status files", err=True)
-    failed = not anchors_json(anchors, tree)["ok"] or not code_json(code, tree)["ran"]
-    ctx.exit(1 if failed else 0)
+    reasons = exit_reasons(
+        ran=code_json(code, tree)["ran"],
+        remaining=[r.item for r in code if r.status.value in ("reproduced", "partial")],
+        anchors_ok=anchors_json(anchors, tree)["ok"],
+        fail_on=fail_on,
+    )
+    for reason in reasons:
+        click.echo(f"verify: exit 1: {reason}", err=True)
+    ctx.exit(1 if reasons else 0)
 
 
-def _record(catalog: Any, label: str, source: Any, code: Any, anchors: Any) -> list[Path]:
+def exit_reasons(
+    *, ran: bool, remaining: list[int], anchors_ok: bool, fail_on: tuple[str, ...]
+) -> list[str]:
+    """Why ``artbot verify`` exits 1 (none: exit 0). A check that could not run always
+    counts; what the checks found counts only when asked for with ``--fail-on``."""
+    reasons = [] if ran else ["a check could not run"]
+    if "reproduced" in fail_on and remaining:
+        items = ", ".join(str(n) for n in remaining)
+        reasons.append(f"--fail-on reproduced: still reproduced, in full or in part: item {items}")
+    if "moved" in fail_on and not anchors_ok:
+        reasons.append("--fail-on moved: a cited location is not at its lines")
+    return reasons
+
+
+def _record(
+    catalog: Any, label: str, source: Any, code: Any, anchors: Any, sha256: str | None = None
+) -> list[Path]:
     from ..status import dump_status, load_status, status_path
     from .record import audit_point, record_status, release_point
 
@@ -167,6 +220,8 @@ def _record(catalog: Any, label: str, source: Any, code: Any, anchors: Any) -> l
     written = []
     for finding in catalog.findings:
         point = release_point(finding, label, by_item.get(finding.item), anchors, source=source)
+        if sha256:  # which wheel was checked, byte for byte
+            point = point.model_copy(update={"wheel_sha256": sha256})
         audit = audit_point(finding, catalog.audit, catalog.root)
         existing = load_status(catalog.root, finding.item)
         status = record_status(finding.item, existing, audit, point)
@@ -223,12 +278,12 @@ def code_cmd(ctx: click.Context, art_src: Path | None, release: str | None, as_j
     ART's modules are imported file by file; package __init__ files are not run. Needs torch.
     Exit 1 when a check could not run.
     """
-    from . import code_json, code_table, verify_code
+    from . import code_json, code_table
 
     catalog = _catalog(ctx)
     quiet = _wants_json(ctx, as_json)
     tree = _tree(catalog, art_src, release, quiet)
-    results = verify_code(catalog, tree, progress=_progress(quiet))
+    results = _verify_code(ctx, catalog, tree)
     data = code_json(results, tree)
     _emit(ctx, as_json, data, lambda: code_table(results, tree), ok=data["ran"])
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..errors import BadInput
+from ..inputs import check_version
 from ..marker import VerifyMarker
 from .code import CodeResult, CodeStatus
-from .release import _VERSION_RE
 from .tree import DISTRIBUTION
 
 
@@ -43,8 +42,7 @@ _PHRASES = {
 def verification_comment(item: int, version: str, status: CodeStatus | str) -> str:
     """The comment stating one verification result, with its hidden marker."""
     status = CodeStatus(status)
-    if not _VERSION_RE.match(version):
-        raise BadInput(f"{version!r}: not a version number")
+    check_version(version, "version")
     marker = VerifyMarker(item, version, status.value)
     return (
         f"{marker}\n**artbot verify:** item {item} {_PHRASES[status]} in "

@@ -12,7 +12,6 @@ Pure apart from reading the results file.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Literal
 from .. import __version__
 from ..dating import DATING_FILE, AnchorDating, ReleaseAnchors, dump_dating, load_dating
 from ..models import Audit, Finding
+from ..reprorun import load_result
 from ..status import ClaimResult, ClaimVerdict, ItemStatus, Method, StatusPoint
 from .anchors import AnchorResult, AnchorStatus
 from .code import CodeResult, CodeStatus
@@ -34,7 +34,7 @@ def audit_point(finding: Finding, audit: Audit, root: Path) -> StatusPoint | Non
     path = root / "findings" / "results" / f"{finding.item:02d}.json"
     if not path.is_file():
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = load_result(root, finding.item) or {}
     reported = data.get("claims") or {}
     how = f"artbot's model of ART's code, run on CPU: {data.get('command', finding.repro)}"
     claims: dict[str, ClaimResult] = {}

@@ -8,6 +8,7 @@ answer with the last release that supports 3.11). Nothing here is hard-coded: pi
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
@@ -15,9 +16,11 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
-from ..errors import BadInput, ReleaseUnavailable
+from ..errors import ReleaseUnavailable
+from ..inputs import check_version
 from ..models import Audit
 from ..settings import CACHE_VARIABLE, default_wheel_cache
 from .tree import DISTRIBUTION, WHEEL_PREFIX, ArtTree, open_tree
@@ -33,7 +36,6 @@ def cache_dir() -> Path:
     return default_wheel_cache()
 
 
-_VERSION_RE = re.compile(r"^[0-9][0-9A-Za-z.+!-]*$")
 _FROM_VERSIONS_RE = re.compile(r"\(from versions: ([^)]*)\)")
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 _ANSWER_RE = re.compile(rf"^{re.escape(DISTRIBUTION)} \(([0-9][0-9A-Za-z.+!-]*)\)\s*$", re.M)
@@ -52,7 +54,7 @@ def newest_release(*, run: Runner = subprocess.run) -> str:
         raise ReleaseUnavailable(
             f"pip could not tell the newest {DISTRIBUTION} release: " + " / ".join(tail)
         )
-    return found.group(1)
+    return check_version(found.group(1), "pip's newest version")
 
 
 def resolve(version: str, *, run: Runner = subprocess.run) -> str:
@@ -89,8 +91,7 @@ def fetch_release(
     """The wheel of ``openpipe-art==version``: from the cache, else downloaded there by pip.
     ``progress`` hears one line before a download and one after (or that the cache had it)."""
     say = progress or (lambda _: None)
-    if not _VERSION_RE.match(version):
-        raise BadInput(f"--release {version!r}: not a version number")
+    check_version(version)
     cache = Path(cache) if cache else cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     wheel = _cached_wheel(cache, version)
@@ -108,6 +109,8 @@ def fetch_release(
     wheel = _cached_wheel(cache, version)
     if wheel is None:
         raise ReleaseUnavailable(f"pip ran, but no {WHEEL_PREFIX}-{version}-*.whl is in {cache}")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    wheel.with_name(wheel.name + ".sha256").write_text(digest + "\n", encoding="utf-8")
     say(f"verify: downloaded {wheel.name} ({wheel.stat().st_size / 1e6:.1f} MB)")
     return wheel
 
@@ -144,6 +147,26 @@ def unpack_wheel(wheel: Path, dest: Path | None = None) -> Path:
 def release_tree(
     version: str, audit: Audit, cache: Path | None = None, progress: Progress | None = None
 ) -> ArtTree:
-    """The unpacked wheel of ``openpipe-art==version``, fetched into the cache if needed."""
-    folder = unpack_wheel(fetch_release(version, cache, progress=progress))
-    return open_tree(folder, audit, label=f"{DISTRIBUTION} {version}")
+    """The unpacked wheel of ``openpipe-art==version``, fetched into the cache if needed,
+    with the wheel's sha256."""
+    wheel = fetch_release(version, cache, progress=progress)
+    digest = wheel_digest(wheel)
+    folder = unpack_wheel(wheel)
+    tree = open_tree(folder, audit, label=f"{DISTRIBUTION} {version}")
+    note = f"wheel {wheel.name}, sha256 {digest}"
+    return replace(tree, sha256=digest, notes=(*tree.notes, note))
+
+
+def wheel_digest(wheel: Path) -> str:
+    """The wheel's sha256, checked against the one kept beside it when pip downloaded it
+    (pip checks the index's published digest then): a cached wheel changed since is refused."""
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    kept = wheel.with_name(wheel.name + ".sha256")
+    if kept.is_file():
+        expected = kept.read_text(encoding="utf-8").strip()
+        if expected != digest:
+            raise ReleaseUnavailable(
+                f"{wheel} changed since it was downloaded (sha256 {digest}, recorded "
+                f"{expected[:64]}); delete it to download it again"
+            )
+    return digest

@@ -10,6 +10,20 @@ from ..errors import BadInput
 from ..models import Audit
 from .isolation import ArtModules
 
+
+def git(directory: Path) -> list[str]:
+    """``git -C directory`` with nothing of the checkout's config that runs a program."""
+    safe = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat")
+    return ["git", *(a for c in safe for a in ("-c", c)), "-C", str(directory)]
+
+
+def git_env() -> dict[str, str]:
+    """The environment git runs with in someone's checkout: no token."""
+    from ..settings import environment, without_tokens
+
+    return without_tokens(environment())
+
+
 DISTRIBUTION = "openpipe-art"
 WHEEL_PREFIX = "openpipe_art"
 
@@ -31,6 +45,7 @@ class ArtTree:
     commit: str | None = None
     notes: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()
+    sha256: str | None = None  # of the release's wheel, when the tree is one
 
     def modules(self) -> ArtModules:
         """A fresh import context for this tree's packages."""
@@ -40,8 +55,9 @@ class ArtTree:
         """Text of an audited path (``src/art/...``), or None when the file is absent."""
         if self.git_dir is not None and self.commit is not None:
             proc = subprocess.run(
-                ["git", "-C", str(self.git_dir), "show", f"{self.commit}:{path}"],
+                [*git(self.git_dir), "show", f"{self.commit}:{path}"],
                 capture_output=True,
+                env=git_env(),
                 check=False,
             )
             return proc.stdout.decode("utf-8", errors="replace") if proc.returncode == 0 else None
@@ -126,8 +142,9 @@ def _distribution_packages(package_dir: Path, src_layout: bool) -> tuple[str, ..
 
 def _git_has_commit(directory: Path, commit: str) -> bool:
     proc = subprocess.run(
-        ["git", "-C", str(directory), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
+        [*git(directory), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
         capture_output=True,
+        env=git_env(),
         check=False,
     )
     return proc.returncode == 0

@@ -1,4 +1,7 @@
-"""Item 7: with TIS set and no original_logprobs, loss is multiplied by clamp(prob_ratio, max=U).
+"""Models the cited lines, not ART's code; ART's own loss_fn is run by `artbot verify`.
+That check: check_art in repros/item07_tis_fallback.py, on ART's art.loss.loss_fn.
+
+Item 7: with TIS set and no original_logprobs, loss is multiplied by clamp(prob_ratio, max=U).
 
 ART at e2a406a48, src/art/loss.py#L375-L385 (ART's own code: art.loss.loss_fn), roughly:
     if truncated_importance_sampling is not None:

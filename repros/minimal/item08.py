@@ -1,4 +1,7 @@
-"""Item 8: the PPO ratio exp(new - old) is not clamped; one -inf old logprob gives a NaN step.
+"""Models the cited lines, not ART's code; ART's own loss_fn is run by `artbot verify`.
+That check: check_art in repros/item08_unclamped_exp.py, on ART's art.loss.loss_fn.
+
+Item 8: the PPO ratio exp(new - old) is not clamped; one -inf old logprob gives a NaN step.
 
 ART at e2a406a48, src/art/loss.py#L299 and #L363-L367 (ART's own code: art.loss.loss_fn), roughly:
     old_logprobs = torch.where(torch.isnan(old_logprobs), new_logprobs.detach(), old_logprobs)

@@ -1,4 +1,8 @@
-"""Item 9: the legacy Tinker service takes one optimizer step per packed row, not per ART step.
+"""Models the cited loop, not ART's code; ART's TinkerService.train is run by `artbot verify`.
+That check: check_art in repros/item09_tinker_masks.py (from the wheel's source, with a
+stand-in Tinker client).
+
+Item 9: the legacy Tinker service takes one optimizer step per packed row, not per ART step.
 
 ART at e2a406a48, src/art/tinker/service.py#L136-L180 (ART's own: TinkerService.train), roughly:
     for i in range(packed_tensors["tokens"].shape[0]):  # one packed row per iteration

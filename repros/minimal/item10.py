@@ -1,4 +1,7 @@
-"""Item 10: tinker_native normalizes advantages by the sample std (n-1); other backends use n.
+"""Models the cited lines, not ART's code; ART's compute_advantages is run by `artbot verify`.
+That check: check_art in repros/item10_sample_std.py, on tinker_native/data.py's function.
+
+Item 10: tinker_native normalizes advantages by the sample std (n-1); other backends use n.
 
 ART at e2a406a48: tinker_native/data.py#L32-L44 calls torch.std(rewards) (unbiased, n-1);
 preprocessing/tokenize.py#L763-L771 divides by the population std (n). Runs without ART.

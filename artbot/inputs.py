@@ -1,0 +1,119 @@
+"""Checks of what a user hands artbot, each a :class:`BadInput` (exit 2) naming the file or
+the option and the field: status files, release versions, repository names, the API URL and
+the token's shape. Pure, but for
+reading the status files."""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from pathlib import Path
+
+from .errors import BadInput, Problem
+from .jsonlimits import loads_limited
+from .settings import TOKEN_VARIABLES
+
+# PEP 440's own pattern (its appendix), matched in full: nothing before or after, no newline.
+_PEP440 = re.compile(
+    r"""v?(?:(?:[0-9]+)!)?[0-9]+(?:\.[0-9]+)*
+    (?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview)[-_.]?[0-9]*)?
+    (?:-[0-9]+|[-_.]?(?:post|rev|r)[-_.]?[0-9]*)?
+    (?:[-_.]?dev[-_.]?[0-9]*)?
+    (?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?""",
+    re.VERBOSE | re.IGNORECASE,
+)
+MAX_VERSION = 64
+_OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
+_NAME = r"[A-Za-z0-9._-]{1,100}"
+_REPO = re.compile(rf"{_OWNER}/{_NAME}")
+MAX_STATUS_BYTES = 1024 * 1024
+
+
+def check_version(version: str, option: str = "--release") -> str:
+    """``version`` when it is a PEP 440 version (at most 64 characters), else BadInput."""
+    if len(version) > MAX_VERSION or not _PEP440.fullmatch(version):
+        shown = version[:40] + ("..." if len(version) > 40 else "")
+        raise BadInput(f"{option} {shown!r}: not a version number (PEP 440, e.g. 0.5.21)")
+    return version
+
+
+def check_repository(name: str, option: str = "--repo") -> str:
+    """``owner/name``, else BadInput; a URL gets told what to give instead."""
+    if _REPO.fullmatch(name) and name.split("/")[1] not in (".", ".."):
+        return name
+    hint = ""
+    match = re.match(r"^(?:https?://)?(?:www\.)?github\.com/([^/\s]+/[^/\s]+?)(?:\.git)?/?$", name)
+    if match and _REPO.fullmatch(match[1]):
+        hint = f"; give the repository as {match[1]}, not a URL"
+    elif "://" in name:
+        hint = "; give OWNER/NAME, not a URL"
+    raise BadInput(f"{option} {name[:100]!r}: not OWNER/NAME{hint}")
+
+
+def status_problems(root: Path, items: set[int]) -> list[Problem]:
+    """Every problem of the status files (``findings/status/NN.json``), located: not JSON, a
+    byte-order mark, too large or deep, wrong fields or types, an item that is not the file's."""
+    from pydantic import ValidationError
+
+    from .status import STATUS_DIR, ItemStatus
+
+    problems = []
+    for path in sorted((root / STATUS_DIR).glob("*.json")):
+        shown = path.relative_to(root).as_posix()
+        try:
+            raw = path.read_bytes()
+            if len(raw) > MAX_STATUS_BYTES:
+                raise ValueError(f"over {MAX_STATUS_BYTES} bytes")
+            data = loads_limited(raw.decode("utf-8"))
+            status = ItemStatus.model_validate(data)
+        except ValidationError as exc:
+            for error in exc.errors():
+                where = ".".join(str(p) for p in error["loc"])
+                problems.append(Problem(shown, None, where, error["msg"]))
+            continue
+        except (OSError, ValueError) as exc:
+            problems.append(Problem(shown, None, "", f"not a status record: {exc}"))
+            continue
+        if path.stem != f"{status.item:02d}":
+            problems.append(Problem(shown, None, "item", f"{status.item} in {path.name}"))
+        elif status.item not in items:
+            problems.append(Problem(shown, None, "item", f"no finding has item {status.item}"))
+    return problems
+
+
+def check_api_url(url: str | None) -> None:
+    """An API URL is http(s)://host[:port][/path], without query, fragment or credentials."""
+    if url is None:
+        return
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts = None
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+        or parts.username
+        or parts.password
+        or any(c.isspace() for c in url)
+    ):
+        raise BadInput(f"--api-url: not an http(s) API URL: {url[:100]!r}")
+
+
+def check_token(token: str | None) -> None:
+    """A token is one word of at least :data:`MIN_SECRET_LENGTH` characters: anything shorter
+    could not be told apart from ordinary text, so it could not be redacted from output."""
+    from .output import MIN_SECRET_LENGTH
+
+    if token is None:
+        return
+    if len(token) < MIN_SECRET_LENGTH or any(c.isspace() or not c.isprintable() for c in token):
+        names = " or ".join(TOKEN_VARIABLES)
+        raise BadInput(
+            f"{names} does not hold a GitHub token ({len(token)} characters"
+            + (", with spaces or control characters" if len(token) >= MIN_SECRET_LENGTH else "")
+            + "); set it to the token itself"
+        )

@@ -1,0 +1,35 @@
+"""Item 8, 0.5.21's fix (the audit's: clamp the log-ratio before ``exp``): non-finite old
+logprobs are replaced like missing ones (``~torch.isfinite`` instead of ``torch.isnan``), and
+the token log-ratio is clamped to +-20 before ``exp`` (0.5.21 ``loss.py`` L290-L302; 0.5.21
+uses +-10 for FP16, which these FP32 checks do not reach). UNFIX undoes both, so the check is
+shown to say "reproduced" on a release that fixed it. (Helper "checks" wrote these two for
+items 7 and 8 with tests/controls.py; the item's own check is helper "evid"'s.)
+"""
+
+FIX = {
+    "0.5.20": [
+        (
+            "loss.py",
+            r"(\n        )torch\.isnan\(old_logprobs\),",
+            r"\g<1>~torch.isfinite(old_logprobs),",
+        ),
+        (
+            "loss.py",
+            r"^    prob_ratio = torch\.exp\(logprob_diff\)\n",
+            r"    prob_ratio = torch.exp(logprob_diff.clamp(-20.0, 20.0))\n",
+        ),
+    ],
+}
+_UNDO_0521 = [
+    (
+        "loss.py",
+        r"(\n        )~torch\.isfinite\(old_logprobs\),",
+        r"\g<1>torch.isnan(old_logprobs),",
+    ),
+    (
+        "loss.py",
+        r"prob_ratio = torch\.exp\(logprob_diff\.clamp\(-log_ratio_bound, log_ratio_bound\)\)",
+        r"prob_ratio = torch.exp(logprob_diff)",
+    ),
+]
+UNFIX = {"0.5.21": _UNDO_0521, "0.5.23": _UNDO_0521}

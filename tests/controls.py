@@ -1,0 +1,112 @@
+"""Controls for ART checks: a release's copy with an item's fix applied (or undone).
+
+API, for any test (the integrator may move it to conftest; nothing here is a fixture):
+
+- ``load_control(item) -> Control | None``: ``repros/controls/itemNN.py`` (see its README),
+  or None when the item has none.
+- ``Control.edits(kind, version) -> list[Edit]``: ``kind`` is ``"fix"`` or ``"unfix"``;
+  ``FIX``/``UNFIX`` are a list of edits for every release, or a dict ``{version: [...]}``.
+- ``controlled_copy(release_root, dest, edits) -> Path``: ``dest`` becomes a copy of the
+  unpacked release at ``release_root`` (the folder holding ``art/``) in which every file is
+  a symlink to the release's, except the files the edits changed, which are written. Raises
+  ``ControlDoesNotApply`` when an edit matches nothing in the files its glob names.
+- ``check(catalog, root, item, label) -> CodeResult``: the item's ``check_art`` run on the
+  tree at ``root`` (``artbot.verify.code.run_check``), labelled ``label``.
+- ``claim_verdicts(result) -> {claim: "reproduced" | "fixed" | "not checked"}``.
+
+Typical use (what tests/test_controls.py does)::
+
+    control = load_control(6)
+    root = controlled_copy(release_dir, tmp / "fixed", control.edits("fix", "0.5.23"))
+    assert check(catalog, root, 6, "0.5.23 + fix").status.value == "fixed"
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from artbot.catalog import Catalog
+from artbot.scripts import import_script
+from artbot.verify.code import CodeResult, run_check
+from artbot.verify.tree import open_tree
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTROLS = ROOT / "repros" / "controls"
+
+Edit = tuple[str, str, str]  # (glob under art/, regex, replacement)
+
+
+class ControlDoesNotApply(AssertionError):
+    """An edit of a control found nothing to change in a release."""
+
+
+@dataclass(frozen=True)
+class Control:
+    item: int
+    doc: str
+    fix: list[Edit] | dict[str, list[Edit]]
+    unfix: list[Edit] | dict[str, list[Edit]]
+
+    def edits(self, kind: str, version: str) -> list[Edit]:
+        chosen = {"fix": self.fix, "unfix": self.unfix}[kind]
+        if isinstance(chosen, dict):
+            return list(chosen.get(version, []))
+        return list(chosen)
+
+
+def load_control(item: int) -> Control | None:
+    path = CONTROLS / f"item{item:02d}.py"
+    if not path.is_file():
+        return None
+    module = import_script(path, f"_artbot_control_{item:02d}")
+    return Control(
+        item,
+        (module.__doc__ or "").strip(),
+        getattr(module, "FIX", []),
+        getattr(module, "UNFIX", []),
+    )
+
+
+def _link_tree(src: Path, dest: Path) -> None:
+    shutil.copytree(src, dest, symlinks=True, copy_function=os.symlink)
+
+
+def controlled_copy(release_root: Path, dest: Path, edits: list[Edit]) -> Path:
+    """A linked copy of ``release_root`` with ``edits`` applied to its ``art/`` files."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    _link_tree(release_root, dest)
+    art = dest / "art"
+    for files, find, replace in edits:
+        pattern = re.compile(find, re.MULTILINE)
+        hits = 0
+        for path in sorted(art.glob(files)):
+            text = path.read_text(encoding="utf-8")
+            new, n = pattern.subn(replace, text)
+            if n:
+                hits += n
+                path.unlink()  # a link to the release: replace it, never write through it
+                path.write_text(new, encoding="utf-8")
+        if hits == 0:
+            raise ControlDoesNotApply(f"{files}: {find!r} matches nothing in {release_root.name}")
+    return dest
+
+
+def check(catalog: Catalog, root: Path, item: int, label: str) -> CodeResult:
+    finding = next(f for f in catalog.findings if f.item == item)
+    return run_check(catalog, open_tree(root, catalog.audit, label=label), finding)
+
+
+def claim_verdicts(result: CodeResult) -> dict[str, str]:
+    return {cid: claim.verdict.value for cid, claim in result.claims.items()}
+
+
+def repro(item: int) -> Any:
+    """The item's repro script, imported (for its constants)."""
+    path = next((ROOT / "repros").glob(f"item{item:02d}_*.py"))
+    return import_script(path, f"_artbot_control_repro_{item:02d}")

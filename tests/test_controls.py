@@ -1,0 +1,104 @@
+"""Every ART check proven both ways (issue #23): on each release as shipped it gives the
+verdict recorded in findings/status/, and on a copy of that release with the item's control
+applied (repros/controls/) it gives the other answer: every claim fixed with the fix applied
+where a claim is reproduced, some claim reproduced with the release's fix undone where every
+claim is fixed. A check that says the same on both fails here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from artbot.catalog import Catalog, load_catalog
+from artbot.status import load_status
+from artbot.verify.code import CodeStatus, checkable
+from tests.controls import ROOT, check, claim_verdicts, controlled_copy, load_control
+from tests.wheels import ArtWheels
+
+# Every item whose repro defines check_art: a new check without a control fails here by name.
+ITEMS = tuple(f.item for f in checkable(load_catalog(ROOT)))
+RELEASES = ("0.5.20", "0.5.21", "0.5.23")
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return load_catalog(ROOT)
+
+
+def _recorded(item: int, version: str) -> dict[str, str] | None:
+    """The verdicts recorded for ``version`` (None: that release is not recorded)."""
+    status = load_status(ROOT, item)
+    assert status is not None, f"findings/status/{item:02d}.json missing"
+    point = next((p for p in status.releases() if p.label == version), None)
+    return None if point is None else {cid: c.verdict.value for cid, c in point.claims.items()}
+
+
+@pytest.mark.repro
+@pytest.mark.parametrize("version", RELEASES)
+@pytest.mark.parametrize("item", ITEMS)
+def test_check_gives_the_recorded_verdict_and_flips_on_its_control(
+    item: int,
+    version: str,
+    catalog: Catalog,
+    art_wheels: ArtWheels,
+    tmp_path: Path,
+) -> None:
+    release = art_wheels.tree(version)
+    shipped = check(catalog, release, item, f"openpipe-art {version}")
+    assert shipped.status is not CodeStatus.could_not_run, shipped.detail
+    as_shipped = claim_verdicts(shipped)
+    recorded = _recorded(item, version)
+    assert recorded is None or as_shipped == recorded, shipped.detail
+
+    control = load_control(item)
+    assert control is not None, f"item {item} has a check but no repros/controls/item{item:02d}.py"
+    kind = "fix" if "reproduced" in as_shipped.values() else "unfix"
+    edits = control.edits(kind, version)
+    assert edits, f"item {item}: no {kind.upper()} control for {version}"
+    controlled = check(
+        catalog, controlled_copy(release, tmp_path / kind, edits), item, f"{version} + {kind}"
+    )
+    assert controlled.status is not CodeStatus.could_not_run, controlled.detail
+    got = claim_verdicts(controlled)
+    if kind == "fix":
+        assert controlled.status is CodeStatus.fixed, (got, controlled.detail)
+        assert "reproduced" not in got.values(), got
+    else:
+        assert "reproduced" in got.values(), (got, controlled.detail)
+    assert got != as_shipped
+
+
+@pytest.mark.repro
+@pytest.mark.parametrize(
+    ("default", "damped"), [("1e-13", "fixed"), ("1e-8", "reproduced"), (None, "not checked")]
+)
+def test_item6_claims_are_independent(
+    default: str | None,
+    damped: str,
+    catalog: Catalog,
+    art_wheels: ArtWheels,
+    tmp_path: Path,
+) -> None:
+    """A reviewer's fix, an eps field and ``eps=params.eps`` in the call (the guard untouched):
+    the eps is configurable whatever its default; the damping follows the default."""
+    release = art_wheels.tree("0.5.23")
+    field = "eps: float" if default is None else f"eps: float = {default}"
+    edits = [
+        (
+            "trainer_rank/_impl.py",
+            r"(class AdamParams:\n    learning_rate: float\n)",
+            rf"\g<1>    {field}\n",
+        ),
+        (
+            "trainer_rank/*.py",
+            r"^([ \t]*)weight_decay=params\.weight_decay,\n",
+            r"\g<0>\g<1>eps=params.eps,\n",
+        ),
+    ]
+    result = check(catalog, controlled_copy(release, tmp_path / "eps", edits), 6, "0.5.23 + eps")
+    assert claim_verdicts(result) == {
+        "eps-not-configurable": "fixed",
+        "eps-damps-tiny-updates": damped,
+    }, result.detail
+    assert "does not compare eps" in result.claims["eps-not-configurable"].detail
