@@ -308,6 +308,7 @@ def sync(
     checked. Otherwise never creates, closes or reopens an issue.
     """
     identity = identity or Identity()
+    views = status_views(catalog, catalog.findings)  # a bad status file: exit 2, no request
     observed, foreign = observe(repo, catalog, identity, tracking_issue)
     # Not given: the one issue with the tracking label. Without one no body is edited
     # (rendered without a tracking issue, each would lose its back-link).
@@ -332,7 +333,6 @@ def sync(
         observed, foreign = observe(repo, catalog, identity, tracking_issue)
         tracking = preflight(repo, tracking_issue, observed, catalog)
     notes = None
-    views = status_views(catalog, catalog.findings)
     if verified is not None:
         from .verify import verification_notes
 

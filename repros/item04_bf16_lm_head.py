@@ -1,7 +1,7 @@
 """Item 4: TrainerRank's LM head returns BF16 logits; everything after it is FP32.
 
 Models ``TrainerRank._local_logits_from_hidden_rows`` in ``art/trainer_rank/_impl.py`` (lines
-5948-5971 at e2a406a48; lines 5139-5161 in openpipe-art 0.5.20) and what consumes its output:
+5948-5971 at e2a406a48; lines 5139-5162 in openpipe-art 0.5.20) and what consumes its output:
 - the output layer is a BF16 GEMM: BF16 hidden rows times the BF16 head weight, accumulated in
   FP32 and stored as BF16 logits (``model._scale_logits`` is taken to leave them as they are:
   no logit multiplier configured);
@@ -42,11 +42,28 @@ audit's figures:
   vocabulary is measured and printed;
 - the target token is sampled from the float64 softmax at T = 1, as a sampled completion's are;
 - errors are also reported binned by p_t (the target's float64 probability).
+
+Tail heads, beside it: the current head has no tail (its mass beyond the 32 candidates is at
+most 7e-10). A tail head keeps each token's 32 candidates (the same draws) with mass 1 - m and
+gives the other 32,736 ids a Zipf(1) tail of mass m (q_k proportional to 1/k, ids in random
+order); s0 is recalibrated so the mean entropy over the vocabulary stays 0.6 nats. Its logits
+are set directly in FP32 (a vocabulary-wide profile is not the image of one hidden row), so
+only the BF16 store is modelled; m = 1% is the main one, 3% shows the sensitivity. The
+hidden-row gradient is taken over each token's 128 most probable ids, with the part left out
+bounded by the triangle inequality and printed.
+
+Every statistical figure is printed with its standard error over the tokens (order
+statistics for quantiles, delete-one jackknife for the gradient figures).
+
+Verdict: the claim is "about 0.1 nats of per-token logprob noise" (audit p90 0.075, p99
+0.13). It is reproduced when the BF16 head's p90 and p99 each lie within a factor of 2 of
+the audit's on both the head without a tail and the 1% tail head, and the FP32 head's do not.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -55,6 +72,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
+import _evidence  # noqa: E402
+import _head_errors  # noqa: E402
+import _source  # noqa: E402
 
 VOCAB = 32_768
 HIDDEN = 2560
@@ -65,8 +85,11 @@ TOP_LOGIT_RANGE = (35.0, 47.0)
 # A candidate more than 30 nats below the top has a softmax share under 1e-13: held there, so a
 # confident token's candidates stay at the top of the bulk instead of far below it.
 MAX_GAP = 30.0
+# Tail heads: the same 32 candidates per token holding 1 - m, a Zipf(1) tail over the other
+# 32,736 ids holding m; the main one has m = 1%, the others show the sensitivity to the tail.
+TAIL_MASS = 0.01
+TAIL_MASSES = (0.01, 0.03)
 CHUNK = 64  # tokens per head chunk, to keep the float64 [chunk, vocab] tensors small
-P_BINS = (0.0, 0.5, 0.9, 0.99, 1.0)
 # An FP32-output head's error is rounding-level (~1e-6 nats) and its digits depend on the
 # CPU's summation order; below this floor it prints as "< 1e-04".
 FIXED_FLOOR = 1e-4
@@ -99,10 +122,8 @@ def calibrate_scale(gaps: torch.Tensor, spread: torch.Tensor, target: float) -> 
     return math.exp((lo + hi) / 2)
 
 
-def make_head(seed: int = 0, tokens: int = TOKENS) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """BF16-valued head weight [V, H], hidden rows [T, H] (held in FP32), and s0."""
-    gen = _common.seed_everything(seed)
-    weight = _common.to_bf16(torch.randn(VOCAB, HIDDEN, generator=gen) / math.sqrt(HIDDEN))
+def _draws(gen: torch.Generator, tokens: int) -> dict[str, torch.Tensor]:
+    """Per-token candidate ids, top logit, gaps (running sums of Exp(1)) and scale spread."""
     ids = torch.stack([torch.randperm(VOCAB, generator=gen)[:CANDIDATES] for _ in range(tokens)])
     top = TOP_LOGIT_RANGE[0] + (TOP_LOGIT_RANGE[1] - TOP_LOGIT_RANGE[0]) * torch.rand(
         tokens, generator=gen
@@ -110,169 +131,133 @@ def make_head(seed: int = 0, tokens: int = TOKENS) -> tuple[torch.Tensor, torch.
     steps = -torch.log(torch.rand(tokens, CANDIDATES - 1, generator=gen))  # Exp(1)
     gaps = torch.cat([torch.zeros(tokens, 1), steps.cumsum(dim=1)], dim=1)
     spread = torch.exp(torch.randn(tokens, generator=gen))
-    s0 = calibrate_scale(gaps, spread, TARGET_ENTROPY)
-    wanted = top[:, None] - ((s0 * spread)[:, None] * gaps).clamp(max=MAX_GAP)  # [T, C]
-    rows = weight[ids].double()  # [T, C, H]
+    return {"ids": ids, "top": top, "gaps": gaps, "spread": spread}
+
+
+def make_head(seed: int = 0, tokens: int = TOKENS) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """BF16-valued head weight [V, H], hidden rows [T, H] (held in FP32), and s0."""
+    weight, hidden, s0, _ = _head_and_draws(seed, tokens)
+    return weight, hidden, s0
+
+
+def _head_and_draws(
+    seed: int, tokens: int
+) -> tuple[torch.Tensor, torch.Tensor, float, dict[str, torch.Tensor]]:
+    gen = _common.seed_everything(seed)
+    weight = _common.to_bf16(torch.randn(VOCAB, HIDDEN, generator=gen) / math.sqrt(HIDDEN))
+    d = _draws(gen, tokens)
+    s0 = calibrate_scale(d["gaps"], d["spread"], TARGET_ENTROPY)
+    wanted = d["top"][:, None] - ((s0 * d["spread"])[:, None] * d["gaps"]).clamp(max=MAX_GAP)
+    rows = weight[d["ids"]].double()  # [T, C, H]
     # Least-norm h with rows @ h = wanted: h = rows^T (rows rows^T)^-1 wanted.
     gram = rows @ rows.transpose(1, 2)
     coef = torch.linalg.solve(gram, wanted.double()[..., None])
     hidden = (rows.transpose(1, 2) @ coef).squeeze(-1).float()
-    return weight, _common.to_bf16(hidden), s0
+    return weight, _common.to_bf16(hidden), s0, d
 
 
-def _logprobs_fp32(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """``_vocab_parallel_log_z`` then ``_vocab_parallel_target_logprobs``, in FP32."""
-    logits = logits.float()
-    row_max = logits.max(dim=-1).values
-    log_z = row_max + torch.log(torch.exp(logits - row_max[:, None]).sum(dim=-1))
-    return logits.gather(1, targets[:, None]).squeeze(1).float() - log_z
+def _zipf_tail_logprobs() -> tuple[torch.Tensor, float]:
+    """log q_k of the Zipf(1) tail over ranks 33..V (q_k proportional to 1/(k - 32)), and its
+    entropy in nats."""
+    ranks = torch.arange(1, VOCAB - CANDIDATES + 1, dtype=torch.float64)
+    logq = -torch.log(ranks) - torch.log(torch.reciprocal(ranks).sum())
+    return logq, float(-(logq.exp() * logq).sum())
 
 
-def _second_order_bias(
-    logits64: torch.Tensor, probs64: torch.Tensor, targets: torch.Tensor
-) -> torch.Tensor:
-    """Expected relative change of 1 - p_t from rounding each logit to BF16 (second order)."""
-    # Logits with p below 1e-18 add under 1e-12 of any token's 1 - p_t here; skip them.
-    rows, cols = (probs64 > 1e-18).nonzero(as_tuple=True)
-    x, p = logits64[rows, cols], probs64[rows, cols]
-    # frexp: |x| = m * 2**e with m in [0.5, 1); BF16 keeps 8 significant bits: spacing 2**(e-8).
-    _, exponent = torch.frexp(x)
-    var = torch.exp2((exponent - 8).double()).square() / 12.0
-    p_t = probs64.gather(1, targets[:, None]).squeeze(1)
-    # d2 p_t / d x_j2 = p_t p_j (2 p_j - 1) for j != t and p_t (1 - p_t)(1 - 2 p_t) for j = t.
-    curvature = torch.where(
-        cols == targets[rows],
-        p_t[rows] * (1.0 - p_t[rows]) * (1.0 - 2.0 * p_t[rows]),
-        p_t[rows] * p * (2.0 * p - 1.0),
-    )
-    summed = torch.zeros_like(p_t).index_add_(0, rows, curvature * var)
-    return -0.5 * summed / (1.0 - p_t)
+def tail_head_scale(spread: torch.Tensor, gaps: torch.Tensor, tail_mass: float) -> float:
+    """s0 for the tail head: the mean entropy over the whole vocabulary is TARGET_ENTROPY.
 
-
-def _variant_stats(
-    logits: torch.Tensor,
-    targets: torch.Tensor,
-    logprob64: torch.Tensor,
-    probs64: torch.Tensor,
-    weight: torch.Tensor,
-) -> dict[str, torch.Tensor]:
-    """Per-chunk errors of one head variant (BF16 or FP32 logits) against float64."""
-    logprob = _logprobs_fp32(logits, targets).double()
-    log_probs = _common.log_softmax64(logits)
-    lp_exact = log_probs.gather(1, targets[:, None]).squeeze(1)
-    # grad = W[y] - softmax @ W, so the change between two heads is (p64 - p) @ W.
-    # FP32 product: the change itself only needs ~1e-7 relative accuracy, and FP32 is 4x faster.
-    grad_change = (probs64 - log_probs.exp_()).float() @ weight
-    return {
-        "error": (logprob - logprob64).abs(),
-        "one_minus_p": -torch.expm1(lp_exact),
-        "grad_change": grad_change,
-    }
-
-
-def measure(seed: int = 0, tokens: int = TOKENS) -> dict[str, Any]:
-    """Errors of the BF16-output head (``cited``) and the FP32-output head (``fixed``).
-
-    Both variants share the same draw and the same float64 reference, computed in one pass.
+    A mixture of the head (mass 1 - m) and the tail (mass m) has entropy
+    (1 - m) H_head + m H_tail + h(m), h the binary entropy; solve for the head's share.
     """
-    weight, hidden, s0 = make_head(seed, tokens)
+    _, tail_entropy = _zipf_tail_logprobs()
+    m = tail_mass
+    binary = -m * math.log(m) - (1 - m) * math.log1p(-m)
+    head_target = (TARGET_ENTROPY - m * tail_entropy - binary) / (1 - m)
+    if head_target <= 0:
+        raise ValueError(f"a tail of mass {m} alone exceeds {TARGET_ENTROPY} nats")
+    return calibrate_scale(gaps, spread, head_target)
+
+
+def _tail_chunks(draws: dict[str, torch.Tensor], s0: float, tail_mass: float, seed: int):  # type: ignore[no-untyped-def]
+    """The tail head, chunk by chunk: (FP32 logits as the GEMM accumulates them, float64 of the
+    same). The current head's per-token draws (top logit, gaps, spread) with scale ``s0``, the
+    32 candidates holding 1 - tail_mass and the other V - 32 ids a Zipf(1) tail holding
+    tail_mass, ranks assigned to ids at random. The logits are set directly: a vocabulary-wide
+    profile is not the image of one 2560-wide hidden row, so only the BF16 store is modelled."""
+    logq, _ = _zipf_tail_logprobs()
+    scaled = -((s0 * draws["spread"])[:, None] * draws["gaps"]).clamp(max=MAX_GAP).double()
+    head = torch.log_softmax(scaled, dim=1) + math.log1p(-tail_mass)
+    tail = math.log(tail_mass) + logq
+    order = torch.Generator().manual_seed(seed + 2)
+    for start in range(0, head.shape[0], CHUNK):
+        h = head[start : start + CHUNK]
+        ranked = torch.cat([h, tail.expand(h.shape[0], -1)], dim=1)
+        ranked = draws["top"][start : start + CHUNK, None].double() + ranked - h[:, :1]
+        perm = torch.stack([torch.randperm(VOCAB, generator=order) for _ in range(h.shape[0])])
+        logits32 = torch.empty_like(ranked).scatter_(1, perm, ranked).float()
+        yield logits32.double(), logits32
+
+
+def _current_chunks(weight: torch.Tensor, hidden: torch.Tensor):  # type: ignore[no-untyped-def]
+    """The current head, chunk by chunk: (FP32 GEMM output, float64 GEMM of the same rows)."""
     weight64 = weight.double()
-    sampler = torch.Generator().manual_seed(seed + 1)
-    parts: dict[str, dict[str, list[torch.Tensor]]] = {"cited": {}, "fixed": {}}
-    sums = {name: {"diff_sq": 0.0, "dot": 0.0} for name in parts}
-    keys = ("one_minus_p", "p", "top", "expected", "entropy", "tail")
-    ref: dict[str, list[torch.Tensor]] = {k: [] for k in keys}
-    grad_ref_sq = 0.0
-    for start in range(0, tokens, CHUNK):
+    for start in range(0, hidden.shape[0], CHUNK):
         h = hidden[start : start + CHUNK]
-        logits64 = h.double() @ weight64.T
-        log_probs64 = _common.log_softmax64(logits64)
-        probs64 = log_probs64.exp()
-        # The target is sampled at T = 1, as the tokens of a sampled completion are.
-        y = torch.multinomial(probs64, 1, generator=sampler).squeeze(1)
-        logprob64 = log_probs64.gather(1, y[:, None]).squeeze(1)
-        ref["entropy"].append(-(probs64 * log_probs64).sum(dim=1))
-        ref["tail"].append(1.0 - probs64.topk(CANDIDATES, dim=1).values.sum(dim=1))
-        grad64 = weight[y] - probs64.float() @ weight
-        grad_ref_sq += float(grad64.double().square().sum())
-        ref["one_minus_p"].append(-torch.expm1(logprob64))
-        ref["p"].append(logprob64.exp())
-        ref["top"].append(logits64.max(dim=-1).values)
-        ref["expected"].append(_second_order_bias(logits64, probs64, y))
-        del logits64, log_probs64
-        # A BF16 GEMM accumulates in FP32 and rounds once on the store; the fix keeps FP32.
-        logits32 = h @ weight.T
-        for name, logits in (("cited", _common.to_bf16(logits32)), ("fixed", logits32)):
-            stats = _variant_stats(logits, y, logprob64, probs64, weight)
-            change = stats.pop("grad_change").double()
-            sums[name]["diff_sq"] += float(change.square().sum())
-            sums[name]["dot"] += float((change * grad64.double()).sum())
-            for key, value in stats.items():
-                parts[name].setdefault(key, []).append(value)
+        yield h.double() @ weight64.T, h @ weight.T
 
-    one_minus_p64 = torch.cat(ref["one_minus_p"])
-    p_target = torch.cat(ref["p"])
-    entropy = torch.cat(ref["entropy"])
-    out: dict[str, Any] = {
-        "s0": s0,
-        "entropy_mean": float(entropy.mean()),
-        "entropy_median": float(entropy.median()),
-        "tail_mass_max": float(torch.cat(ref["tail"]).max()),
-        "top_logit": _common.quantiles(torch.cat(ref["top"]), (0.0, 0.5, 1.0)),
-        "p_target": _common.quantiles(p_target, (0.1, 0.5, 0.9)),
-        "expected_bias_one_minus_p": float(torch.cat(ref["expected"]).mean()),
-    }
-    for name in parts:
-        error = torch.cat(parts[name]["error"])
-        ratio = torch.cat(parts[name]["one_minus_p"]) / one_minus_p64 - 1.0
-        diff_sq, dot = sums[name]["diff_sq"], sums[name]["dot"]
-        # |g|^2 = |g64 - change|^2 and g . g64 = |g64|^2 - change . g64
-        grad_sq = grad_ref_sq - 2.0 * dot + diff_sq
-        cosine = (grad_ref_sq - dot) / math.sqrt(grad_sq * grad_ref_sq)
-        out[name] = {
-            "logprob_error": _common.quantiles(error),
-            "logprob_error_max": float(error.max()),
-            "by_p_target": _binned(error, p_target),
-            "grad_rel_l2": math.sqrt(diff_sq / grad_ref_sq),
-            "grad_cosine": cosine,
-            "grad_one_minus_cos": 1.0 - cosine,
-            "bias_one_minus_p": float(ratio.mean()),
-            "bias_one_minus_p_stderr": float(ratio.std() / math.sqrt(ratio.numel())),
+
+def measure(
+    seed: int = 0, tokens: int = TOKENS, tail_masses: tuple[float, ...] = TAIL_MASSES
+) -> dict[str, Any]:
+    """The current head (``cited``/``fixed`` at the top level) and the tail heads (``tails``,
+    by tail mass, BF16 side only: an FP32 store of logits set in FP32 is the reference)."""
+    weight, hidden, s0, draws = _head_and_draws(seed, tokens)
+    out = _head_errors.head_errors(_current_chunks(weight, hidden), weight, seed)
+    out["s0"] = s0
+    out["tails"] = {}
+    for mass in tail_masses:
+        tail_s0 = tail_head_scale(draws["spread"], draws["gaps"], mass)
+        chunks = _tail_chunks(draws, tail_s0, mass, seed)
+        out["tails"][mass] = {
+            "s0": tail_s0,
+            **_head_errors.head_errors(chunks, weight, seed, fixed=False),
         }
     return out
 
 
-def _binned(error: torch.Tensor, p_target: torch.Tensor) -> dict[str, dict[str, Any]]:
-    """Token count, median and p90 error per p_t bin."""
-    out = {}
-    for lo, hi in zip(P_BINS[:-1], P_BINS[1:], strict=True):
-        inside = (p_target >= lo) & ((p_target < hi) if hi < 1.0 else (p_target <= hi))
-        e = error[inside]
-        out[f"{lo:g}-{hi:g}"] = {
-            "tokens": int(inside.sum()),
-            **(_common.quantiles(e, (0.5, 0.9)) if e.numel() else {"p50": None, "p90": None}),
-        }
-    return out
+# The claim: "about 0.1 nats of per-token logprob noise", the audit's p90 0.075 and p99 0.13.
+# Within a factor of 2 of both on a head that is not tuned to them tests the size claimed; an
+# FP32 head (errors ~1e-6) and a head with BF16 noise ten times smaller both fail it.
+CLAIM_P90 = (0.075 / 2, 0.075 * 2)
+CLAIM_P99 = (0.13 / 2, 0.13 * 2)
 
 
 def is_reproduced(result: dict[str, Any]) -> bool:
-    """Logprob errors at the scale of BF16 logit rounding, and a visible gradient change.
+    """p90 and p99 of the per-token logprob error each within a factor 2 of the audit's."""
+    p90, p99 = result["logprob_error"]["p90"], result["logprob_error"]["p99"]
+    return CLAIM_P90[0] <= p90 <= CLAIM_P90[1] and CLAIM_P99[0] <= p99 <= CLAIM_P99[1]
 
-    A logit in [32, 64) moves by up to 0.125 when rounded; the finding holds if the p99
-    per-token error is at least a quarter of that and the hidden-state gradient moves by 0.1%.
-    """
-    return result["logprob_error"]["p99"] >= 0.125 / 4 and result["grad_rel_l2"] >= 1e-3
+
+def _claim_range(result: dict[str, Any]) -> str:
+    p90, p99 = result["logprob_error"]["p90"], result["logprob_error"]["p99"]
+    ok90 = CLAIM_P90[0] <= p90 <= CLAIM_P90[1]
+    ok99 = CLAIM_P99[0] <= p99 <= CLAIM_P99[1]
+    return f"p90 {'inside' if ok90 else 'outside'}, p99 {'inside' if ok99 else 'outside'}"
 
 
 def build_report() -> _common.Report:
     """Item 4: BF16 LM-head logits against an FP32 head, per-token and gradient errors."""
     result = measure()
     cited, fixed = result["cited"], result["fixed"]
+    main_tail = result["tails"][TAIL_MASS]
+    _, tail_entropy = _zipf_tail_logprobs()
     report = _common.Report(
         item="4",
         title="BF16 LM-head output logits (TrainerRank)",
         models="art/trainer_rank/_impl.py _local_logits_from_hidden_rows "
-        "(L5948-L5971 at e2a406a48; 0.5.20 L5139-L5161) and the FP32 log_z/target logprob after it",
+        "(L5948-L5971 at e2a406a48; 0.5.20 L5139-L5162, 0.5.21 L4849-L4872, 0.5.23 "
+        "L4857-L4880) and the FP32 log_z/target logprob after it",
         setting={
             "head": f"synthetic, vocab {VOCAB}, hidden {HIDDEN} (Qwen3-4B's), BF16 weight and "
             "hidden rows, FP32 accumulation",
@@ -286,9 +271,19 @@ def build_report() -> _common.Report:
                 f"{result['entropy_mean']:.3g} / {result['entropy_median']:.3g} nats"
             ),
             "largest softmax share outside the top 32 logits": result["tail_mass_max"],
+            "tail heads": "the same tokens' 32 candidates holding 1 - m and a Zipf(1) tail "
+            f"(q_k proportional to 1/k, entropy {tail_entropy:.3g} nats) over the other "
+            f"{VOCAB - CANDIDATES} ids holding m, s0 recalibrated so the mean entropy over the "
+            f"vocabulary stays {TARGET_ENTROPY} nats; logits set directly in FP32",
+            "tail head s0, by m": {f"{m:g}": round(t["s0"], 3) for m, t in result["tails"].items()},
             "targets": "sampled from the float64 softmax at T = 1",
             "top logit (min/p50/max)": result["top_logit"],
             "p_target (p10/p50/p90)": result["p_target"],
+            "gradient": f"hidden-row gradient over each token's {_head_errors.GRAD_IDS} most "
+            "probable ids; the part left out is bounded (triangle inequality) and shown beside "
+            "the figure",
+            "figures": "a ± is one standard error over the tokens (quantiles: order statistics; "
+            "gradient: delete-one jackknife)",
             "seed": 0,
         },
     )
@@ -296,10 +291,11 @@ def build_report() -> _common.Report:
     def floor(value: float) -> float | str:
         return _common.floored(value, FIXED_FLOOR)
 
+    est = cited["logprob_error_est"]
     for q in ("p50", "p90", "p99"):
         report.measure(
             f"logprob error {q}",
-            cited["logprob_error"][q],
+            est[q],
             "nats",
             audit=AUDIT[q],
             fixed=floor(fixed["logprob_error"][q]),
@@ -313,33 +309,54 @@ def build_report() -> _common.Report:
     for name, b in cited["by_p_target"].items():
         report.measure(
             f"logprob error, p_t in {name} ({b['tokens']} tokens): p50 / p90",
-            [b["p50"], b["p90"]] if b["tokens"] else "no tokens",
+            b["est"] if b["est"] else "too few tokens",
             "nats",
         )
     report.measure(
         "hidden-state gradient relative L2 change",
-        cited["grad_rel_l2"],
+        cited["grad_rel_l2_est"],
         audit=AUDIT["grad_rel_l2"],
         fixed=floor(fixed["grad_rel_l2"]),
     )
     report.measure(
         "hidden-state gradient 1 - cosine",
-        cited["grad_one_minus_cos"],
+        cited["grad_one_minus_cos_est"],
         audit=AUDIT["grad_one_minus_cos"],
         fixed=_common.floored(fixed["grad_one_minus_cos"], FIXED_FLOOR**2),
     )
     report.measure(
         "bias of 1 - p_t (mean relative change)",
-        cited["bias_one_minus_p"],
+        cited["bias_est"],
         fixed=floor(fixed["bias_one_minus_p"]),
-        note=f"standard error {cited['bias_one_minus_p_stderr']:.2g}",
     )
     report.measure(
         "expected bias of 1 - p_t (second order, from each logit's BF16 spacing)",
-        result["expected_bias_one_minus_p"],
+        result["expected_bias_est"],
         audit=AUDIT["bias"],
         note="spacing**2/12 = 0.0052 for a confident token with competitors in [32, 64)",
     )
+    for mass, tail in result["tails"].items():
+        c = tail["cited"]
+        label = f"tail head, m = {mass:g}"
+        report.measure(
+            f"{label}: entropy over the vocabulary (mean), largest share outside the top 32",
+            [round(tail["entropy_mean"], 3), tail["tail_mass_max"]],
+        )
+        report.measure(
+            f"{label}: logprob error p90 / p99",
+            [c["logprob_error_est"]["p90"], c["logprob_error_est"]["p99"]],
+            "nats",
+            audit="0.075 / 0.13 nats",
+        )
+        report.measure(
+            f"{label}: hidden-state gradient relative L2 change",
+            c["grad_rel_l2_est"],
+            audit=AUDIT["grad_rel_l2"],
+            note=f"left out: {_common.upper_bound(c['grad_change_left_out'])} of the change, "
+            f"{_common.upper_bound(tail['grad_ref_left_out'])} of the gradient",
+        )
+        report.measure(f"{label}: bias of 1 - p_t", c["bias_est"])
+    main = main_tail["cited"]
     report.note(
         "Synthetic head and hidden rows, not Qwen3-4B: the setting above is chosen to look like a "
         "language model's next-token distribution (stated entropy, sampled targets), and nothing "
@@ -351,19 +368,108 @@ def build_report() -> _common.Report:
         "largest where the mass is split, which the p_t bins show. The quantiles therefore "
         "depend on how many uncertain tokens there are, i.e. on the entropy."
     )
-    report.note(
-        "The gradient change is larger here than the audit's 1.1%. For a token split between t "
-        "and a competitor c the relative change of its gradient is about p_t * |d_t - d_c|; "
-        "here the non-target mass sits on at most 32 candidates with nothing between them and "
-        "the bulk, so less of it averages out than over a real model's long tail. Not checked: "
-        "what a real model's tail does to this figure."
+    tails = "; ".join(
+        f"m = {m:g}: p90 {t['cited']['logprob_error_est']['p90']}, "
+        f"p99 {t['cited']['logprob_error_est']['p99']}, gradient "
+        f"{t['cited']['grad_rel_l2_est']}"
+        for m, t in result["tails"].items()
     )
     report.note(
-        "The per-token bias over 294 tokens is noisy (see its standard error); the expected bias "
-        "is the noise-free figure to set beside the audit's."
+        "Sensitivity to the tail, at the same mean entropy: no tail (share beyond 32 at most "
+        f"{result['tail_mass_max']:.1g}): p90 {est['p90']}, p99 {est['p99']}, gradient "
+        f"{cited['grad_rel_l2_est']}; {tails}. A tail takes entropy from the head (s0 above), "
+        "so at the same mean entropy more tokens are confident. What a real model's tail does "
+        "is not checked; the heads here range from no tail to 3% of the mass in one."
     )
-    report.reproduced = is_reproduced(cited) and not is_reproduced(fixed)
+    report.note(
+        "Verdict: the claim is about 0.1 nats of per-token noise (audit: p90 0.075, p99 0.13); "
+        "it is reproduced when the BF16 head's p90 and p99 each lie within a factor of 2 of "
+        f"the audit's ([{CLAIM_P90[0]:g}, {CLAIM_P90[1]:g}] and [{CLAIM_P99[0]:g}, "
+        f"{CLAIM_P99[1]:g}] nats) on both the head without a tail and the m = {TAIL_MASS:g} "
+        f"tail head ({_claim_range(cited)}; {_claim_range(main)}), and the FP32 head's are not."
+    )
+    holds = is_reproduced(cited) and is_reproduced(main) and not is_reproduced(fixed)
+    report.claim("bf16-logit-rounding-noise", holds)
+    report.reproduced = holds
     return report
+
+
+_FP32 = r"\.float\(\)|torch\.float32|\.to\(torch\.float|dtype\s*=\s*torch\.float32"
+
+
+def _in_block(source: str, block: _source.Parsed, needle: str) -> int | None:
+    """First line inside ``block`` holding ``needle``."""
+    return next(
+        (n for n in _source.lines_with(source, needle) if block.line <= n <= block.end), None
+    )
+
+
+def check_art(art: Any) -> dict[str, Any]:
+    """Read TrainerRank's head in ``art`` (its text, nothing run): does
+    ``_local_logits_from_hidden_rows`` still take its logits from the output layer's GEMM on
+    the hidden rows and weight as they come (BF16 in BF16 training), with nothing in FP32?
+
+    Reproduced: ``logits, _ = output_layer(`` is called and neither its operands nor the
+    layer's output dtype are FP32 before the call returns. Fixed: the GEMM is given FP32
+    operands or an FP32 output (``.float()``, ``torch.float32``) in the call or before it. An
+    upcast of the logits *after* the call is not a fix (the BF16 store has rounded them) and
+    is reported as such. Not checked: the function or the call is not there. The size of the
+    noise is this script's measurement; the dtype of the model's weights is configuration,
+    not read here.
+    """
+    relpath = "trainer_rank/_impl.py"
+    path = f"{art.name}/{relpath}"
+    source = art.source(relpath)
+    claim = "bf16-logit-rounding-noise"
+    ran = [f"{path}:_local_logits_from_hidden_rows (source read, not run)"]
+    heads = _source.lines_with(source, "def _local_logits_from_hidden_rows(")
+    fn = _source.block_at(source, heads[0]) if heads else None
+    call = _in_block(source, fn, "logits, _ = output_layer(") if fn else None
+    if fn is None or call is None:
+        why = f"{path}: " + (
+            "_local_logits_from_hidden_rows not found (the head moved or changed)"
+            if fn is None
+            else f"no output_layer call found in the function (L{fn.line}-L{fn.end})"
+        )
+        return {"claims": {claim: (None, why)}, "detail": why, "ran": ran, "scope": None}
+    lines = source.splitlines()
+    stmt = _source.statement_at(source, call)
+    before = "\n".join(lines[fn.line - 1 : call - 1])
+    after = "\n".join(lines[stmt.end : fn.end])
+    fp32_gemm = bool(re.search(_FP32, stmt.text)) or bool(
+        re.search(rf"\b(hidden|output_weight)\s*=.*({_FP32})", before)
+    )
+    upcast_after = bool(re.search(_FP32, after))
+    returned = _in_block(source, fn, "return ") or fn.end
+    entries = [
+        {"path": path, "line": fn.line, "end": fn.end, "look_for": lines[fn.line - 1].strip()},
+        {"path": path, "line": call, "end": stmt.end, "look_for": lines[call - 1].strip()},
+    ]
+    where = f"{path}:L{call}-L{stmt.end}"
+    if fp32_gemm:
+        detail = f"{where}: the output-layer GEMM is given FP32 operands"
+    else:
+        detail = (
+            f"{where}: logits from the output-layer GEMM on the hidden rows and weight as they "
+            "come, no FP32 operand or output"
+            + ("; an upcast after the call does not undo the BF16 store" if upcast_after else "")
+            + f"; returned at L{returned}-L{fn.end} through model._scale_logits"
+        )
+    return {
+        "claims": {
+            claim: _evidence.claim(
+                not fp32_gemm,
+                detail,
+                method="read",
+                at=entries,
+                fix=[entries[1]],
+            )
+        },
+        "detail": detail,
+        "ran": ran,
+        "scope": "source reading of TrainerRank's LM head (the anchored call and its operands); "
+        "the per-token noise is this script's measurement",
+    }
 
 
 def main() -> int:

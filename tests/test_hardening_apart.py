@@ -152,9 +152,13 @@ def test_the_childs_results_are_validated_and_made_inert(tmp_path: Path) -> None
         parse_results(data, {7: {"c"}, 8: {"real"}}, tree)
     [seven] = parse_results({"results": data["results"][:1]}, {7: {"c"}}, tree)
     detail = seven.claims["c"].detail
-    assert "\n" not in detail and "@team" not in detail and "![" not in detail
-    assert "<b>" not in detail and "@\u2060team" in detail
+    # Recorded as plain text: one line, no mention; shown as inert markdown: no image, no HTML.
+    assert "\n" not in detail and "@team" not in detail and "@\u2060team" in detail
     assert "@OpenPipe" not in seven.detail
+    from artbot.status_view import cell_text
+
+    shown = cell_text(detail)
+    assert "![" not in shown and "<b>" not in shown and "&lt;b&gt;" in shown
 
 
 def test_a_release_tree_carries_its_wheels_sha256_and_a_changed_wheel_is_refused(

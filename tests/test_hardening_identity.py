@@ -13,6 +13,7 @@ import pytest
 from artbot.checklist import read_block
 from artbot.ownership import recorded_logins, with_identity
 from artbot.sandbox import GitHubSandbox
+from tests.shipped import ISSUE_ITEMS
 from tests.test_action import checkout, tracking  # noqa: F401
 from tests.test_apply import (  # noqa: F401
     NAME,
@@ -43,11 +44,11 @@ def test_an_app_token_files_each_item_once_and_never_unlinks(
         assert result.exit_code == 0, result.output + result.stderr
         assert "left alone" not in result.output
         assert "as a duplicate" not in result.output
-    for item in range(4, 12):
+    for item in ISSUE_ITEMS:
         assert len(issues_for(art, item, state=None)) == 1, item
     assert not [w for w in writes(art) if w.startswith("DELETE")]
     assert recorded_logins(checklist(art)) == (APP,)
-    numbers = [i["number"] for item in range(4, 12) for i in issues_for(art, item, state=None)]
+    numbers = [i["number"] for item in ISSUE_ITEMS for i in issues_for(art, item, state=None)]
     assert all(f"#{n}" in checklist(art) for n in numbers)
 
 
@@ -126,7 +127,7 @@ def test_a_maintainer_filing_after_the_app_keeps_the_apps_issues_linked(
         assert "left alone" not in result.output
     art.login = APP
     assert artbot(art, root, "sync").exit_code == 0
-    for item in range(4, 12):
+    for item in ISSUE_ITEMS:
         assert len(issues_for(art, item, state=None)) == 1, item
     assert recorded_logins(checklist(art)) == (APP, "maintainer")
     assert not [w for w in writes(art) if w.startswith("DELETE")]

@@ -128,7 +128,7 @@ def test_verify_changes_records_each_fix_once_and_keeps_it(
         if path.stem not in ("07", "08"):
             path.unlink()
     args = ["--root", str(root), "verify", "changes", "--record", "--api-url", sandbox.api_url]
-    result = CliRunner().invoke(cli, args, env={"GH_TOKEN": "t"})
+    result = CliRunner().invoke(cli, args, env={"GH_TOKEN": "sandbox-token-1"})
     assert result.exit_code == 0, result.output
     assert "item 7 policy-ratio-applied-twice fixed in 0.5.21: " in result.output
     for item, sha in ((7, shas["tis"]), (8, shas["ratio"])):
@@ -143,7 +143,7 @@ def test_verify_changes_records_each_fix_once_and_keeps_it(
         assert later.fix is not None and later.fix.change is None
     # Recorded changes are not asked for again.
     sandbox.requests.clear()
-    again = CliRunner().invoke(cli, args, env={"GH_TOKEN": "t"})
+    again = CliRunner().invoke(cli, args, env={"GH_TOKEN": "sandbox-token-1"})
     assert again.exit_code == 0 and "fixed in" not in again.output
     assert not any("compare" in r.path for r in sandbox.requests)
 

@@ -342,7 +342,7 @@ def test_a_points_method_is_its_weakest_claims() -> None:
     def point(*results: ClaimResult) -> StatusPoint:
         claims = {f"c{i}": r for i, r in enumerate(results)}
         return StatusPoint(
-            source="release", label="1", checked_on="x", artbot_version="0", claims=claims
+            source="release", label="1", checked_on="2026-12-03", artbot_version="0", claims=claims
         )
 
     assert point(result(Method.ran), result(Method.read)).method is Method.read

@@ -194,9 +194,16 @@ def change_text(change: Change | None, web_url: str = "https://github.com") -> s
     return f"change: {name}{title}"
 
 
+_INERT = str.maketrans(
+    {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "<": "&lt;", ">": "&gt;", "@": "@\u2060"}
+)
+
+
 def cell_text(text: str, limit: int = _DETAIL_MAX) -> str:
-    """:func:`one_line`, with every ``|`` escaped so it cannot end a table cell."""
-    return one_line(text, limit).replace("\\", "\\\\").replace("|", "\\|")
+    """:func:`one_line` as inert markdown: every ``|`` escaped so it cannot end a table cell,
+    no link or image (``[``/``]`` escaped), no HTML (``<``/``>`` as entities) and no mention (a
+    word joiner after ``@``). Status text can come from a release's code or from GitHub."""
+    return one_line(text, limit).translate(_INERT)
 
 
 _NOT_CHECKED_RE = re.compile(r"^not checked\s*\((.*)\)$", re.S)

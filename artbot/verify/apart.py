@@ -131,12 +131,10 @@ def verify_release_apart(
 
 
 def inert(text: str) -> str:
-    """Text from the child as it may appear in an issue: one line, bounded, no mention (a
-    word joiner after ``@``), no link, image or HTML (``[``, ``]``, ``<``, ``>`` escaped)."""
-    text = flatten(text)[:MAX_TEXT].replace("@", "@\u2060")
-    for c in "[]<>":
-        text = text.replace(c, "\\" + c)
-    return text
+    """Text from the child as it is recorded: one line, bounded, no mention (a word joiner
+    after ``@``). It stays plain text; the renderer makes it inert markdown where it is shown
+    (:func:`artbot.status_view.cell_text`: no link, image or HTML)."""
+    return flatten(text)[:MAX_TEXT].replace("@", "@\u2060")
 
 
 def _text(value: Any, name: str, *, optional: bool = False) -> str | None:
