@@ -133,7 +133,7 @@ def verify_release_apart(
 def inert(text: str) -> str:
     """Text from the child as it is recorded: one line, bounded, no mention (a word joiner
     after ``@``). It stays plain text; the renderer makes it inert markdown where it is shown
-    (:func:`artbot.status_view.cell_text`: no link, image or HTML)."""
+    (:func:`artbot.status.view.cell_text`: no link, image or HTML)."""
     return flatten(text)[:MAX_TEXT].replace("@", "@\u2060")
 
 
