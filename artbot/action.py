@@ -1,7 +1,7 @@
 """The composite action's (action.yml) account of an ``open`` or ``sync`` run.
 
 action.yml runs ``artbot open|sync --json`` and hands the report here: :func:`log_lines` is
-what artbot prints without ``--json`` (what was done, the plan, warnings with their
+what artbot prints without ``--json`` (the plan, what was done, warnings with their
 annotations), :func:`outputs` the step's outputs, :func:`open_summary` the step summary of
 ``open`` (``sync`` writes its own). A dry run is run without ``--json``, since its preview is
 the point, and then once more with ``--json --dry-run`` (reads only) for the ``plan`` output;
@@ -92,16 +92,26 @@ class Command(str):
 
 
 def log_lines(report: Report, *, in_actions: bool) -> list[tuple[str, bool]]:
-    """(line, to stderr) for each line artbot prints without ``--json``; annotations are
-    :class:`Command` lines."""
-    lines = [(line, False) for line in report["done"]]
-    lines.append(("plan:", False))
+    """(line, to stderr) for each line artbot prints without ``--json``: the plan, then each
+    result once (what was done or skipped; a failure is among the warnings), then warnings;
+    annotations are :class:`Command` lines."""
+    lines = [("plan:", False)]
     lines += [(f"  {line}", False) for line in plan_lines(report["plan"])]
+    if "results" in report:
+        done = [_result_text(r) for r in report["results"] if r["status"] != "failed"]
+    else:
+        done = list(report["done"])
+    lines += [(line, False) for line in done]
     for w in report["warnings"]:
         lines.append((f"warning: {w}", True))
         if in_actions:
             lines.append((Command(annotation("warning", w)), False))
     return lines
+
+
+def _result_text(result: Mapping[str, Any]) -> str:
+    line = str(result["line"])
+    return line if result["status"] == "done" else f"{result['status']}: {line}"
 
 
 def open_summary(report: Report | None) -> str:

@@ -33,18 +33,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from .apply_labels import ensure_labels, label_issue
+from .apply_actions import SyncRun, carry_out_sync, write_checklist
+from .apply_labels import ensure_labels
 from .apply_panel import PanelEdit, Verifier, requests_first
-from .apply_status import carry_out_status_change, close_fixed, verification_comments
-from .apply_subissues import add_filed, carry_out, plan_step, unavailable_warning, wanted_sub_issues
+from .apply_status import observe_comments, verification_comments
+from .apply_subissues import (
+    add_filed,
+    observe_sub_issues,
+    plan_step,
+    unavailable_warning,
+    wanted_sub_issues,
+)
 from .catalog import Catalog
-from .checklist import ChecklistEntry, apply_block, read_block
+from .checklist import read_block
 from .errors import BadInput, RemoteError
 from .identity import Identity, establish, learn, learn_from_new
-from .marker import replace_owned_region
 from .models import Finding, ObservedIssue
 from .ownership import (
     NO_TRACKING,
@@ -56,19 +61,16 @@ from .ownership import (
     tracking_by_label,
     with_identity,
 )
-from .panel import EditEvent, note_in, panel, ticked
+from .panel import EditEvent
 from .plan import (
     ChecklistUpToDate,
     CloseDuplicate,
     CloseFixed,
     CloseWhenFixed,
-    Comment,
     Create,
     EditBody,
     LabelTracking,
-    LinkPreset,
     Plan,
-    StatusChange,
     UpdateChecklist,
     canonical,
     checklist_entries,
@@ -76,16 +78,15 @@ from .plan import (
     plan_open,
     plan_sync,
 )
-from .render import RenderedIssue, Renderer, render_checklist
+from .render import RenderedIssue, render_checklist
+from .render_inputs import render_all
 from .repo import Repo
-from .reprorun import load_result
+from .results import Journal, Result
 from .status import load_status
-from .status_view import StatusView, status_view
+from .status.view import StatusView, status_view
 from .subissues import AddSubIssue, SubIssueRecord
 
 Log = Callable[[str], None]
-# The sub-issue record a checklist write keeps: from the one the block holds now.
-RecordEdit = Callable[[SubIssueRecord | None], SubIssueRecord | None]
 
 
 @dataclass
@@ -93,7 +94,7 @@ class Outcome:
     """What a run did, for printing, ``--json`` and the Actions step summary."""
 
     plan: Plan
-    done: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)  # the lines of the results done
     issues: dict[int, ObservedIssue] = field(default_factory=dict)  # item -> canonical issue
     observed: list[ObservedIssue] = field(default_factory=list)
     rendered: dict[int, RenderedIssue] = field(default_factory=dict)
@@ -101,22 +102,11 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
     tracking: ObservedIssue | None = None  # the tracking issue as preflight read it
     stopped: str | None = None  # why the run stopped early (--max-writes); the plan is what is left
+    results: list[Result] = field(default_factory=list)  # what was done, skipped or failed
 
-
-def render_all(
-    catalog: Catalog, findings: Sequence[Finding], tracking_issue: int | None
-) -> dict[int, RenderedIssue]:
-    """Render before any request: a body over GitHub's limit stops the run with exit 2."""
-    renderer = Renderer(catalog)
-    return {
-        f.item: renderer.issue(
-            f,
-            tracking_issue=tracking_issue,
-            repro_result=load_result(catalog.root, f.item),
-            status=load_status(catalog.root, f.item),
-        )
-        for f in findings
-    }
+    def journal(self, log: Log) -> Journal:
+        """The run's one log path, writing into this outcome."""
+        return Journal(log, self.done, self.warnings, self.results)
 
 
 def status_views(catalog: Catalog, findings: Sequence[Finding]) -> dict[int, StatusView | None]:
@@ -198,14 +188,17 @@ def open_issues(
         outcome.observed = observed
         return outcome
 
+    journal = outcome.journal(log)
+    journal.plan(outcome.plan.text())
     creates = plan.of(Create)
     known = {i.number for i in observed}
     if creates:
-        ensure_labels(repo, observed, [lbl for c in creates for lbl in c.labels], catalog, log)
+        labels = [lbl for c in creates for lbl in c.labels]
+        journal.extend(ensure_labels(repo, observed, labels, catalog))
     for action in creates:
         body = filed_body(rendered[action.item].body, views.get(action.item))
         observed = _create_once(
-            repo, catalog, rendered[action.item], body, observed, log, outcome, identity
+            repo, catalog, rendered[action.item], body, observed, journal, identity
         )
     if creates:
         # A retried POST or a concurrent run may have filed an item twice; find out. The
@@ -218,49 +211,33 @@ def open_issues(
     for extra in again.of(CloseDuplicate):
         if extra.item in wanted:
             repo.edit_issue(extra.issue, state="closed", state_reason="duplicate")
-            outcome.done.append(f"closed #{extra.issue} as a duplicate of #{extra.keep}")
-            log(outcome.done[-1])
+            line = f"closed #{extra.issue} as a duplicate of #{extra.keep}"
+            journal.add(Result.done(line, extra))
     # Fixed items: close what was just filed, or what a crashed run filed and did not close.
     closed = {}
     for fix in again.of(CloseFixed):
         closed[fix.issue] = repo.edit_issue(fix.issue, state="closed", state_reason="completed")
-        outcome.done.append(f"item {fix.item}: closed #{fix.issue} as completed ({fix.fixed_in})")
-        log(outcome.done[-1])
+        line = f"item {fix.item}: closed #{fix.issue} as completed ({fix.fixed_in})"
+        journal.add(Result.done(line, fix))
     observed = [closed.get(i.number, i) for i in observed]
     outcome.issues = canonical(observed, catalog.audit)
     outcome.observed = observed
     if tracking_issue:
         # Only the issues this run filed (the canonical ones, not duplicates closed above).
         filed = {n: i for n, i in outcome.issues.items() if n in wanted and i.number not in known}
-        added = add_filed(repo, tracking_issue, filed, outcome.warnings.append, _done(outcome, log))
+        added = add_filed(repo, tracking_issue, filed, outcome.warnings.append, journal.add)
         entries = checklist_entries(catalog.findings, observed, catalog.audit, None, views)
-        _write_checklist(
+        result, outcome.checklist = write_checklist(
             repo,
             catalog,
             tracking_issue,
             entries,
-            outcome,
-            log,
             (lambda old: (old or SubIssueRecord()).with_added(added)) if added else None,
             requests,
             identity.known(),
         )
+        journal.add(result)
     return outcome
-
-
-def _keep(
-    record: SubIssueRecord | None,
-) -> Callable[[SubIssueRecord | None], SubIssueRecord | None]:
-    """Write ``record``, whatever the block holds now (sync has just read the list)."""
-    return lambda _: record
-
-
-def _done(outcome: Outcome, log: Log) -> Log:
-    def done(line: str) -> None:
-        outcome.done.append(line)
-        log(line)
-
-    return done
 
 
 def _before_checklist(plan: Plan, actions: Sequence[Any]) -> Plan:
@@ -282,8 +259,7 @@ def _create_once(
     issue: RenderedIssue,
     body: str,
     observed: list[ObservedIssue],
-    log: Log,
-    outcome: Outcome,
+    journal: Journal,
     identity: Identity,
 ) -> list[ObservedIssue]:
     try:
@@ -298,49 +274,14 @@ def _create_once(
         if issue.item not in canonical(observed, catalog.audit):
             raise
         created = canonical(observed, catalog.audit)[issue.item]
-        log(f"item {issue.item}: the create failed but had taken effect as #{created.number}")
+        line = f"item {issue.item}: the create failed but had taken effect as #{created.number}"
+        journal.add(Result.done(line, kind="Create", item=issue.item, issue=created.number))
         return observed
     if created.author and not identity.login:
         learn(repo, identity, created.author)  # what this token writes as, learnt for free
-    outcome.done.append(f"item {issue.item}: filed #{created.number} {created.html_url}")
-    log(outcome.done[-1])
+    line = f"item {issue.item}: filed #{created.number} {created.html_url}"
+    journal.add(Result.done(line, kind="Create", item=issue.item, issue=created.number))
     return [*observed, created]
-
-
-def _write_checklist(
-    repo: Repo,
-    catalog: Catalog,
-    number: int,
-    entries: Sequence[ChecklistEntry],
-    outcome: Outcome,
-    log: Log,
-    sub_issues: RecordEdit | None = None,
-    requests: PanelEdit | None = None,
-    logins: Sequence[str] = (),
-) -> None:
-    """Write the checklist; ``sub_issues`` turns the sub-issue record the block holds now
-    into the one to write (None: keep it as it is), ``requests`` renders the Requests list
-    over the block there now (None: keep its ticks and note); ``logins``, artbot's identity,
-    are added to the one the block records."""
-    # Re-read right before writing and apply the edit to what is there now: GitHub has no
-    # compare-and-swap for issue bodies, so this keeps the window for losing a human's edit
-    # as short as one request. (Unchanged bodies come back as a free 304.)
-    fresh = repo.get_issue(number, fresh=True)
-    record = SubIssueRecord.find(read_block(fresh.body))
-    record = sub_issues(record) if sub_issues else record
-    old = read_block(fresh.body)
-    requests = requests or (lambda b, e: panel(e, ticked(b), note_in(b)))
-    block = render_checklist(
-        entries, catalog.audit, catalog.root / "templates", record, requests(old, entries)
-    )
-    block = with_identity(block, (*recorded_logins(old), *logins))
-    new_body = apply_block(fresh.body, block)
-    outcome.checklist = block
-    if new_body == fresh.body:
-        return
-    repo.edit_issue(number, body=new_body)
-    outcome.done.append(f"updated the checklist in #{number}")
-    log(outcome.done[-1])
 
 
 def sync(
@@ -402,12 +343,21 @@ def sync(
         notes = verification_notes(results)
     templates = catalog.root / "templates"
     block = read_block(tracking.body) if tracking else None
+    issues = canonical(observed, catalog.audit)
+    # The last reads before planning: the sub-issue list (only when the summary disagrees
+    # with the record) and the comments a verification result is about. Planning is pure.
+    wanted = wanted_sub_issues(checklist_entries(catalog.findings, observed, catalog.audit))
+    old = SubIssueRecord.find(block)
+    listed = (
+        observe_sub_issues(repo, tracking, wanted, old, replace_parent=replace_parent)
+        if tracking is not None
+        else None
+    )
+    read = observe_comments(repo, issues, verified[1]) if verified is not None else {}
     who = (*recorded_logins(block), *identity.known())
     subs = None
     if tracking is not None:
-        wanted = wanted_sub_issues(checklist_entries(catalog.findings, observed, catalog.audit))
-        old = SubIssueRecord.find(block)
-        subs = plan_step(repo, tracking, wanted, old, replace_parent=replace_parent)
+        subs = plan_step(tracking, wanted, old, listed, replace_parent=replace_parent)
     record = subs.expected if subs else None
     plan = plan_sync(
         catalog.findings,
@@ -439,9 +389,7 @@ def sync(
         missing = tuple(lbl for lbl in wanted_labels if lbl not in tracking.labels)
         if missing:
             plan = Plan((LabelTracking(tracking.number, missing), *plan.actions))
-    outcome = Outcome(
-        plan, issues=canonical(observed, catalog.audit), observed=observed, tracking=tracking
-    )
+    outcome = Outcome(plan, issues=issues, observed=observed, tracking=tracking)
     outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
     outcome.warnings += step.warnings
     if subs is not None and not subs.available:
@@ -449,63 +397,34 @@ def sync(
     if keep_bodies:
         outcome.warnings.append(NO_TRACKING)
     if verified is not None:
-        comments = verification_comments(repo, outcome.issues, *verified)
+        comments = verification_comments(read, outcome.issues, *verified)
         outcome.plan = Plan((*outcome.plan.actions, *comments))
     if dry_run:
         return outcome
-    for action in outcome.plan.actions:
-        if subs is not None and action is subs.plan.actions[0]:
-            # Just before the checklist write, which records what happened.
-            record = carry_out(repo, subs, observed, outcome.warnings.append, outcome.done.append)
-        if isinstance(action, (LabelTracking, LinkPreset)):
-            label_issue(repo, observed, action, catalog, log, outcome.done, outcome.warnings)
-        elif isinstance(action, StatusChange):
-            view = views[action.item]
-            assert view is not None
-            closing = any(c.item == action.item for c in plan.of(CloseWhenFixed))
-            issue = outcome.issues[action.item]
-            carry_out_status_change(
-                repo, catalog, action, view, issue, closing=closing, done=outcome.done.append
-            )
-        elif isinstance(action, CloseWhenFixed):
-            closed = close_fixed(repo, action, outcome.done.append)
-            outcome.issues[action.item] = closed
-            observed = [closed if i.number == closed.number else i for i in observed]
-        elif isinstance(action, EditBody):
-            fresh = repo.get_issue(action.issue, fresh=True)
-            body = replace_owned_region(fresh.body, rendered[action.item].body)
-            if body != fresh.body:
-                repo.edit_issue(action.issue, body=body)
-                outcome.done.append(f"item {action.item}: updated #{action.issue}")
-        elif isinstance(action, UpdateChecklist):
-            _write_checklist(
-                repo,
-                catalog,
-                action.issue,
-                action.entries,
-                outcome,
-                log,
-                _keep(record),
-                step.edit,
-                who,
-            )
-        elif isinstance(action, ChecklistUpToDate) and subs and record != subs.expected:
-            # A sub-issue write went otherwise than planned: record what did happen.
-            entries = checklist_entries(catalog.findings, observed, catalog.audit, notes, views)
-            _write_checklist(
-                repo, catalog, action.issue, entries, outcome, log, _keep(record), step.edit, who
-            )
-        elif isinstance(action, Comment):
-            repo.comment(action.issue, action.body)
-            outcome.done.append(f"item {action.item}: commented on #{action.issue}")
+    journal = outcome.journal(log)
+    journal.plan(outcome.plan.text())
+    run = SyncRun(
+        repo,
+        catalog,
+        rendered,
+        views,
+        observed,
+        outcome.issues,
+        notes,
+        subs,
+        record,
+        journal,
+        closing={c.item for c in plan.of(CloseWhenFixed)},
+        requests=step.edit,
+        logins=who,
+    )
+    carry_out_sync(run, outcome.plan.actions)
+    outcome.checklist = run.checklist
     if tracking_issue:
-        outcome.done += step.done(outcome.issues, tracking_issue)
-    for line in outcome.done:
-        log(line)
-    if step.opened is not None:  # open logged its own lines as it went
+        journal.extend(
+            Result.done(line, kind="Request") for line in step.done(outcome.issues, tracking_issue)
+        )
+    if step.opened is not None:  # open journalled its own plan and results as it went
         outcome.done[:0] = step.opened.done
+        outcome.results[:0] = step.opened.results
     return outcome
-
-
-def default_cache_path(root: Path) -> Path:
-    return root / ".artbot" / "cache.json"

@@ -24,7 +24,7 @@ from .plan import CloseWhenFixed, Comment, StatusChange, status_comment
 from .render import environment, render_status_comment
 from .repo import Repo
 from .status import ItemStatus, load_status
-from .status_view import StatusView
+from .status.view import StatusView
 
 
 def fix_lines(status: ItemStatus | None, release: str) -> list[str]:
@@ -87,10 +87,23 @@ def close_fixed(repo: Repo, action: CloseWhenFixed, done: Callable[[str], None])
     return closed
 
 
+def observe_comments(
+    repo: Repo, issues: dict[int, ObservedIssue], results: Sequence[Any]
+) -> dict[int, list[str]]:
+    """The comment bodies of each generated issue a verification result is about: the reads
+    :func:`verification_comments` plans from."""
+    numbers = {issues[r.item].number for r in results if r.item in issues}
+    return {n: [c.get("body") or "" for c in repo.list_comments(n)] for n in sorted(numbers)}
+
+
 def verification_comments(
-    repo: Repo, issues: dict[int, ObservedIssue], version: str, results: Sequence[Any]
+    comments: dict[int, list[str]],
+    issues: dict[int, ObservedIssue],
+    version: str,
+    results: Sequence[Any],
 ) -> list[Comment]:
-    """One comment per generated issue whose verification status changed (idempotent)."""
+    """One comment per generated issue whose verification status changed (idempotent); pure,
+    from the comments :func:`observe_comments` read."""
     from .verify import comments_to_post
 
     out = []
@@ -98,7 +111,7 @@ def verification_comments(
         issue = issues.get(result.item)
         if issue is None:
             continue
-        bodies = [c.get("body") or "" for c in repo.list_comments(issue.number)]
+        bodies = comments.get(issue.number, [])
         out += [
             Comment(result.item, issue.number, body)
             for body in comments_to_post(bodies, result.item, version, result.status)

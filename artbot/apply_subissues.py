@@ -14,11 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Literal
 
 from .checklist import ChecklistEntry
 from .errors import RemoteError, SubIssueRefused, SubIssuesUnavailable
 from .models import ObservedIssue
 from .repo import Repo
+from .results import Result
 from .subissues import (
     AddSubIssue,
     MoveSubIssue,
@@ -37,6 +39,7 @@ from .subissues import (
 )
 
 Warn = Callable[[str], None]
+Done = Callable[[Result], None]
 
 
 def unavailable_warning(parent: int) -> str:
@@ -69,36 +72,60 @@ class SubIssueStep:
         return self.plan.record if self.available else self.old
 
 
-def plan_step(
+# What observing the sub-issues found: the list (None: not read, the record holds), that this
+# GitHub has none (False), or why the read failed (a str).
+Listed = tuple[ObservedIssue, ...] | Literal[False] | None | str
+
+
+def observe_sub_issues(
     repo: Repo,
     tracking: ObservedIssue,
     wanted: Sequence[Wanted],
     old: SubIssueRecord | None,
     *,
     replace_parent: bool = False,
+) -> Listed:
+    """The one read of the sub-issue part, made only when the tracking issue's summary
+    disagrees with the record: the list, None when it need not be read, False when this
+    GitHub has no sub-issues, or why the read failed (the sync then leaves them as they are)."""
+    if tracking.sub_issues is None:
+        return False
+    if not needs_list(tuple(wanted), old, tracking.sub_issues, replace_parent=replace_parent):
+        return None
+    parent = tracking.number
+    try:
+        return tuple(repo.list_sub_issues(parent))
+    except SubIssuesUnavailable:
+        return False
+    except RemoteError as exc:  # degrade: the rest of the sync goes on, the record is kept
+        return f"sub-issues: could not read #{parent}'s sub-issues, left as they are: {exc}"
+
+
+def plan_step(
+    tracking: ObservedIssue,
+    wanted: Sequence[Wanted],
+    old: SubIssueRecord | None,
+    listed: Listed,
+    *,
+    replace_parent: bool = False,
 ) -> SubIssueStep:
-    """Plan from the tracking issue's summary, reading the list only when it is needed."""
+    """Plan from what :func:`observe_sub_issues` found; pure."""
     parent, want = tracking.number, tuple(wanted)
     keep = SubIssuePlan((NoSubIssues(parent),), old or SubIssueRecord())
-    if tracking.sub_issues is None:
+    if listed is False:
         return SubIssueStep(parent, want, keep, old, available=False)
-    if not needs_list(want, old, tracking.sub_issues, replace_parent=replace_parent):
+    if listed is None:
         assert old is not None
         return SubIssueStep(parent, want, SubIssuePlan((SubIssuesUpToDate(parent),), old), old)
-    try:
-        listed = repo.list_sub_issues(parent)
-    except SubIssuesUnavailable:
-        return SubIssueStep(parent, want, keep, old, available=False)
-    except RemoteError as exc:  # degrade: the rest of the sync goes on, the record is kept
-        why = f"sub-issues: could not read #{parent}'s sub-issues, left as they are: {exc}"
-        return SubIssueStep(parent, want, keep, old, available=False, skipped=why)
+    if isinstance(listed, str):  # the read failed: degrade, the rest of the sync goes on
+        return SubIssueStep(parent, want, keep, old, available=False, skipped=listed)
     numbers = [i.number for i in listed]
     plan = plan_sub_issues(parent, want, numbers, old, replace_parent=replace_parent)
-    return SubIssueStep(parent, want, plan, old, tuple(listed))
+    return SubIssueStep(parent, want, plan, old, listed)
 
 
 def carry_out(
-    repo: Repo, step: SubIssueStep, known: Sequence[ObservedIssue], warn: Warn, done: Warn
+    repo: Repo, step: SubIssueStep, known: Sequence[ObservedIssue], warn: Warn, done: Done
 ) -> SubIssueRecord | None:
     """Carry out ``step``'s writes; returns the record as things turned out.
 
@@ -121,13 +148,19 @@ def carry_out(
             if isinstance(action, RemoveSubIssue):
                 if _try(partial(repo.remove_sub_issue, parent, ids[action.issue]), warn):
                     order.remove(action.issue)
-                    done(f"removed #{action.issue} from #{parent}'s sub-issues")
+                    done(
+                        Result.done(f"removed #{action.issue} from #{parent}'s sub-issues", action)
+                    )
                 continue
             number = action.issue
             assert number is not None
             if _add(repo, action, number, ids, warn):
                 order.append(number)
-                done(f"item {action.item}: added #{number} to #{parent}'s sub-issues")
+                done(
+                    Result.done(
+                        f"item {action.item}: added #{number} to #{parent}'s sub-issues", action
+                    )
+                )
                 continue
             mine.remove(number)
             other = _other_parent(repo, number, parent, warn)
@@ -138,7 +171,8 @@ def carry_out(
             if _move(repo, parent, move, ids, warn):
                 order = apply_moves(order, [move])
                 issue, after, before = move
-                done(MoveSubIssue(item_of.get(issue, 0), issue, parent, after, before).describe())
+                moved = MoveSubIssue(item_of.get(issue, 0), issue, parent, after, before)
+                done(Result.done(moved.describe().replace(": move ", ": moved ", 1), moved))
     except SubIssuesUnavailable:
         warn(unavailable_warning(parent))
         return step.old
@@ -151,7 +185,7 @@ def carry_out(
 
 
 def add_filed(
-    repo: Repo, parent: int, filed: Mapping[int, ObservedIssue], warn: Warn, done: Warn
+    repo: Repo, parent: int, filed: Mapping[int, ObservedIssue], warn: Warn, done: Done
 ) -> list[int]:
     """``open``: make each issue just filed (item -> issue) a sub-issue of ``parent``.
 
@@ -172,7 +206,8 @@ def add_filed(
             warn(f"item {item}: #{issue.number} not added to #{parent}'s sub-issues: {exc}")
             continue
         added.append(issue.number)
-        done(f"item {item}: added #{issue.number} to #{parent}'s sub-issues")
+        line = f"item {item}: added #{issue.number} to #{parent}'s sub-issues"
+        done(Result.done(line, kind="AddSubIssue", item=item, issue=issue.number))
     return added
 
 

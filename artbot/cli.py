@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .cli_options import findings_of, item_options
 from .terminal import SizedContext
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class ArtbotGroup(click.Group):
         from .output import guarded
         from .settings import Settings
 
-        with guarded(Settings.from_env()):
+        with guarded(Settings.for_errors()):
             try:
                 return super().invoke(ctx)
             except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
@@ -68,7 +69,7 @@ class ArtbotGroup(click.Group):
             except Exception as exc:  # the one place expected failures become exit codes
                 from .output import fail
 
-                settings = ctx.obj.settings if ctx.obj else Settings.from_env()
+                settings = ctx.obj.settings if ctx.obj else Settings.for_errors()
                 ctx.exit(fail(exc, settings))
 
 
@@ -163,8 +164,7 @@ def list_(obj: Context, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--item", type=int, help="Render one item.")
-@click.option("--all", "all_", is_flag=True, help="Render every item (with --out).")
+@item_options("Item to render (repeatable).", "Render every item (with --out).")
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -177,40 +177,32 @@ def list_(obj: Context, as_json: bool) -> None:
 )
 @pass_ctx
 def render(
-    obj: Context, item: int | None, all_: bool, out: Path | None, tracking_issue: int | None
+    obj: Context, items: tuple[int, ...] | None, out: Path | None, tracking_issue: int | None
 ) -> None:
     """Render the issue title and body that `open` would file (no token needed)."""
-    from .render import Renderer, usable_result
-    from .reprorun import load_result
-    from .status import load_status
+    from .render_inputs import render_all
 
-    if (item is None) == (not all_):
-        raise click.UsageError("give exactly one of --item N or --all")
-    if all_ and out is None:
+    if items is None and out is None:
         raise click.UsageError("--all needs --out DIR")
     catalog = obj.catalog(for_render=True)
-    findings = catalog.findings if all_ else [catalog.get(item)]  # type: ignore[arg-type]
-    renderer = Renderer(catalog)
-    for finding in findings:
-        captured = load_result(catalog.root, finding.item)
-        if usable_result(captured) is None:
-            click.echo(
-                f"item {finding.item}: no usable capture on file, so the body has no Result or "
-                f"Environment section (run `artbot repro --item {finding.item}`)",
-                err=True,
-            )
-        issue = renderer.issue(
-            finding,
-            tracking_issue=tracking_issue,
-            repro_result=captured,
-            status=load_status(catalog.root, finding.item),
+
+    def no_capture(item: int) -> None:
+        click.echo(
+            f"item {item}: no usable capture on file, so the body has no Result or "
+            f"Environment section (run `artbot repro --item {item}`)",
+            err=True,
         )
+
+    rendered = render_all(
+        catalog, findings_of(catalog, items), tracking_issue, no_capture=no_capture
+    )
+    for item, issue in rendered.items():
         text = f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
         if out is None:
             click.echo(text, nl=False)
         else:
             out.mkdir(parents=True, exist_ok=True)
-            path = out / f"{finding.item:02d}.md"
+            path = out / f"{item:02d}.md"
             path.write_text(text, encoding="utf-8")
             click.echo(f"wrote {path}")
 
@@ -226,8 +218,7 @@ def schema() -> None:
 
 
 @cli.command()
-@click.option("--item", type=int, help="Run one item's reproduction.")
-@click.option("--all", "all_", is_flag=True, help="Run every item's reproduction.")
+@item_options("Item whose reproduction to run (repeatable).", "Run every item's reproduction.")
 @click.option(
     "--timeout",
     "timeout_s",
@@ -237,23 +228,27 @@ def schema() -> None:
     help="Seconds before a script is stopped.",
 )
 @pass_ctx
-def repro(obj: Context, item: int | None, all_: bool, timeout_s: float) -> None:
+def repro(obj: Context, items: tuple[int, ...] | None, timeout_s: float) -> None:
     """Run reproductions and store their output for `render` (findings/results/NN.json)."""
     from .errors import ReproFailed
     from .output import redact
     from .reprorun import kept_capture, run_repro, save_result, torch_version
 
-    if (item is None) == (not all_):
-        raise click.UsageError("give exactly one of --item N or --all")
     catalog = obj.catalog()
-    findings = catalog.findings if all_ else [catalog.get(item)]  # type: ignore[arg-type]
+    findings = findings_of(catalog, items)
+    all_ = items is None
     torch = torch_version()
     failed = 0
     for n, finding in enumerate(findings, 1):
         if all_:
             click.echo(f"[{n}/{len(findings)}] item {finding.item}: {finding.repro} ...", err=True)
         result = run_repro(
-            catalog.root, finding.item, finding.repro, timeout_s=timeout_s, torch=torch
+            catalog.root,
+            finding.item,
+            finding.repro,
+            timeout_s=timeout_s,
+            torch=torch,
+            env=obj.settings.child_env,
         )
         if not all_:
             click.echo(result.stdout, nl=False)

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from .cli_options import findings_of, item_options, run_log
+
 if TYPE_CHECKING:
     from .cli import Context
 
@@ -85,9 +87,9 @@ def connect(
     max_writes: int | None = None,
 ) -> Any:
     """The GitHub adapter for this run (imports PyGithub only now), within ``max_writes``."""
-    from .apply import default_cache_path
     from .budget import WriteBudget
     from .github import connect as connect_repo
+    from .settings import default_cache_path
 
     repo = connect_repo(
         obj.settings,
@@ -101,14 +103,12 @@ def connect(
 
 
 @click.command(name="open")
-@click.option("--item", "items", type=int, multiple=True, help="Item to file (repeatable).")
-@click.option("--all", "all_", is_flag=True, help="Every item without an issue.")
+@item_options("Item to file (repeatable).", "Every item without an issue.")
 @github_options
 @click.pass_obj
 def open_(
     obj: Context,
-    items: tuple[int, ...],
-    all_: bool,
+    items: tuple[int, ...] | None,
     repo_name: str | None,
     api_url: str | None,
     tracking_issue: int | None,
@@ -123,15 +123,11 @@ def open_(
     from .budget import within_budget
     from .output import report, save_cache
 
-    if bool(items) == all_:
-        raise click.UsageError("give --item N (repeatable) or --all")
     catalog = obj.catalog(for_render=True)
-    selected = catalog.items if all_ else list(items)
-    for n in selected:
-        catalog.get(n)  # unknown item: exit 2 before any request
-    tracking = tracking_issue or catalog.audit.tracking_issue
+    selected = [f.item for f in findings_of(catalog, items)]  # unknown item: exit 2 here
+    tracking = catalog.audit.tracking(tracking_issue)
     repo = connect(obj, catalog, repo_name, api_url, cache, dry_run, max_writes)
-    log = (lambda _: None) if as_json else click.echo
+    log = run_log(obj, as_json)
     outcome = within_budget(
         lambda dry: open_issues(
             catalog, repo, selected, tracking, dry_run=dry, log=log, identity=identity(authors)
@@ -222,7 +218,7 @@ def sync(
     from .output import report, save_cache
 
     catalog = obj.catalog(for_render=True)
-    tracking = tracking_issue or catalog.audit.tracking_issue
+    tracking = catalog.audit.tracking(tracking_issue)
     repo = connect(obj, catalog, repo_name, api_url, cache, dry_run, max_writes)
     event = read_event(event_path) if event_path else None
 
@@ -231,7 +227,9 @@ def sync(
         from .verify.apart import verify_release_apart
 
         say = (lambda _: None) if as_json else (lambda line: click.echo(line, err=True))
-        return verify_release_apart(catalog, version, obj.settings.secrets, say)
+        return verify_release_apart(
+            catalog, version, obj.settings.secrets, say, obj.settings.wheel_cache
+        )
 
     verified = check_release(verify_version) if verify_version else None
     outcome = within_budget(
@@ -241,7 +239,7 @@ def sync(
             tracking,
             dry_run=dry,
             verified=verified,
-            log=(lambda _: None) if as_json else click.echo,
+            log=run_log(obj, as_json),
             replace_parent=replace_parent,
             identity=identity(authors),
             verifier=lambda: check_release("latest"),

@@ -32,7 +32,7 @@ from .inputs import check_api_url, check_repository, check_token
 from .jsonlimits import loads_limited
 from .models import ObservedIssue
 from .output import flatten
-from .settings import TOKEN_VARIABLES, Settings
+from .settings import DEFAULT_SECONDARY_RATE_WAIT, TOKEN_VARIABLES, Settings
 
 DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -96,13 +96,11 @@ class GitHubRepo:
         cache: EtagCache | None = None,
         timeout: int = 15,
         retries: int = 4,
-        secondary_rate_wait: float | None = None,
+        secondary_rate_wait: float = DEFAULT_SECONDARY_RATE_WAIT,
     ):
         self.full_name = repo
         self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
         self.cache = cache or EtagCache()
-        if secondary_rate_wait is None:
-            secondary_rate_wait = Settings.from_env().secondary_rate_wait
         local = _is_loopback(self.api_url)
         self._gh = Github(
             base_url=self.api_url,

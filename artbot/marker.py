@@ -50,13 +50,6 @@ class IssueMarker:
                 return cls(m.group(1), int(m.group(2)))
         return None
 
-    @classmethod
-    def find_anywhere(cls, body: str | None) -> IssueMarker | None:
-        """A finding marker anywhere in ``body``, quoted or not: only for reporting issues
-        that carry a marker but are not artbot's; never for deciding ownership."""
-        m = _MARKER_RE.search(body or "")
-        return cls(m.group(1), int(m.group(2))) if m else None
-
 
 def marker_lines(body: str, marker: str) -> list[int]:
     """Offsets of the lines that are exactly ``marker`` (outside fenced code blocks)."""

@@ -283,6 +283,11 @@ class Audit(_Strict):
         "there. Without it: $GITHUB_REPOSITORY in Actions, else the git remote (toolsource.py).",
     )
 
+    def tracking(self, flag: int | None) -> int | None:
+        """The tracking issue a run uses, decided here only: ``--tracking-issue`` (or
+        ``$ARTBOT_TRACKING_ISSUE``, which click reads into it), else ``tracking_issue``."""
+        return flag if flag is not None else self.tracking_issue
+
 
 # --- what GitHub holds -------------------------------------------------------------------
 

@@ -202,6 +202,7 @@ def outcome_json(outcome: Any) -> dict[str, Any]:
     return {
         "plan": outcome.plan.as_json(),
         "done": outcome.done,
+        "results": [r.as_json() for r in getattr(outcome, "results", ())],
         "warnings": outcome.warnings,
         "issues": {
             str(k): {"number": v.number, "state": v.state, "url": v.html_url}
@@ -218,7 +219,9 @@ def outcome_json(outcome: Any) -> dict[str, Any]:
 
 
 def report(outcome: Any, settings: Settings, *, as_json: bool, dry_run: bool) -> None:
-    """Print an ``open``/``sync`` outcome: the plan, then warnings (annotated in Actions).
+    """Print an ``open``/``sync`` outcome: a dry run's plan, then warnings (annotated in
+    Actions). A run that writes has logged its plan and each result already, as it went
+    (:class:`artbot.results.Journal`), so neither is printed twice.
 
     Every line is redacted: plan lines and warnings carry text that came back from GitHub.
     """
@@ -229,9 +232,11 @@ def report(outcome: Any, settings: Settings, *, as_json: bool, dry_run: bool) ->
     if as_json:
         say(json.dumps(outcome_json(outcome), indent=2, ensure_ascii=False))
         return
-    say("plan:")
-    for line in outcome.plan.text().splitlines():
-        say(f"  {line}")
+    stopped = getattr(outcome, "stopped", None)
+    if dry_run or stopped:  # a stopped run's plan is what is left, planned again dry
+        say("plan:")
+        for line in outcome.plan.text().splitlines():
+            say(f"  {line}")
     if dry_run:
         say("Dry run -- nothing has been written.")
     for w in outcome.warnings:

@@ -163,7 +163,7 @@ def panel(entries: Iterable[Any], keep_ticked: Iterable[Request], note: str | No
 
 
 def _hint(entry: Any) -> str | None:
-    """How ``open`` will file the item, from its recorded status (artbot.status_view)."""
+    """How ``open`` will file the item, from its recorded status (artbot.status.view)."""
     if entry is None:
         return None
     if entry.fixed_in:

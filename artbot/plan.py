@@ -16,7 +16,7 @@ from .models import Audit, Finding, ObservedIssue
 from .ownership import Foreign
 from .panel import PanelAction
 from .render import RenderedIssue
-from .status_view import FILED_CLOSED, StatusView, stated_in_comments, stated_status
+from .status.view import FILED_CLOSED, StatusView, stated_in_comments, stated_status
 from .subissues import SubIssueAction
 
 
@@ -25,7 +25,7 @@ class Create:
     item: int
     title: str
     labels: tuple[str, ...]
-    # The recorded status decides how the issue is filed (see artbot.status_view):
+    # The recorded status decides how the issue is filed (see artbot.status.view):
     # fixed_in set -> filed, then closed as completed; partly_fixed_in -> open, scoped to
     # what remains.
     fixed_in: str | None = None

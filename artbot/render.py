@@ -22,7 +22,7 @@ from .errors import BadInput
 from .marker import BODY_END, BODY_START, MARKER_PREFIX, IssueMarker, marker_lines, region_span
 from .models import TITLE_LIMIT, Audit, Finding, Location
 from .status import ItemStatus
-from .status_view import StatusView, code_span, status_view
+from .status.view import StatusView, code_span, status_view
 
 # GitHub rejects an issue body longer than this (422 "body is too long").
 GITHUB_BODY_LIMIT = 65_536
@@ -135,9 +135,7 @@ class Renderer:
             "audit": audit,
             "finding": finding,
             "locations": [(loc, permalink(audit, loc)) for loc in finding.locations],
-            "tracking_issue": tracking_issue
-            if tracking_issue is not None
-            else audit.tracking_issue,
+            "tracking_issue": audit.tracking(tracking_issue),
             "repro": self._repro(finding, repro_result, commit),
             "source_file": catalog.files.get(finding.item, "findings/"),
             # Where the finding stands in ART (findings/status/NN.json); None when not recorded.

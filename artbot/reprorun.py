@@ -10,18 +10,18 @@ never makes a capture worse.
 from __future__ import annotations
 
 import json
-import os
 import platform
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .settings import without_tokens
+from .settings import Settings, without_tokens
 
 DEFAULT_TIMEOUT_S = 60.0
 _VERDICT_RE = re.compile(
@@ -98,11 +98,16 @@ def run_repro(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     python: str = sys.executable,
     torch: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> ReproResult:
-    """Run ``root/script`` in a subprocess and capture what it printed."""
+    """Run ``root/script`` in a subprocess and capture what it printed.
+
+    ``env``: the run's environment without tokens (:attr:`Settings.child_env`, the default).
+    """
     command = f"python {script}"
     # Never hand a token to a script that doesn't need one.
-    env = {**without_tokens(os.environ), "PYTHONHASHSEED": "0"}
+    base = Settings().child_env if env is None else without_tokens(env)
+    env = {**base, "PYTHONHASHSEED": "0"}
     started = time.monotonic()
     try:
         proc = subprocess.run(

@@ -6,9 +6,10 @@ module gets a :class:`Settings` (or one of its values) passed in.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # Where the token comes from, in order: GH_TOKEN wins over GITHUB_TOKEN, as with the gh CLI.
@@ -17,6 +18,9 @@ TOKEN_VARIABLES = ("GH_TOKEN", "GITHUB_TOKEN")
 SECRET_NAME_WORDS = ("TOKEN", "SECRET", "PASSWORD")
 # GitHub asks clients to wait at least a minute after a secondary rate limit without Retry-After.
 DEFAULT_SECONDARY_RATE_WAIT = 60.0
+RATE_WAIT_VARIABLE = "ARTBOT_SECONDARY_RATE_WAIT"
+# Where openpipe-art release wheels are kept (artbot.verify.release).
+CACHE_VARIABLE = "ARTBOT_CACHE_DIR"
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,12 @@ class Settings:
     # Where artbot's own files are hosted (repro links): --tool-repository, else see toolsource.
     tool_repository: str | None = None
     workspace: Path | None = None  # $GITHUB_WORKSPACE: the checkout of $GITHUB_REPOSITORY
+    # $ARTBOT_CACHE_DIR, else ~/.cache/artbot/wheels: where release wheels are kept.
+    wheel_cache: Path = field(default_factory=lambda: default_wheel_cache())
+    # The environment a subprocess running repro or downloaded code gets: no token in it.
+    child_env: Mapping[str, str] = field(
+        default_factory=lambda: without_tokens(os.environ), compare=False, hash=False
+    )
 
     @classmethod
     def from_env(
@@ -64,12 +74,20 @@ class Settings:
             repository=env.get("GITHUB_REPOSITORY") or None,
             api_url=env.get("GITHUB_API_URL") or None,
             in_actions=env.get("GITHUB_ACTIONS") == "true",
-            secondary_rate_wait=float(
-                env.get("ARTBOT_SECONDARY_RATE_WAIT", DEFAULT_SECONDARY_RATE_WAIT)
-            ),
+            secondary_rate_wait=_seconds(env, RATE_WAIT_VARIABLE, DEFAULT_SECONDARY_RATE_WAIT),
             tool_repository=tool_repository,
             workspace=Path(env["GITHUB_WORKSPACE"]) if env.get("GITHUB_WORKSPACE") else None,
+            wheel_cache=default_wheel_cache(env),
+            child_env=without_tokens(env),
         )
+
+    @classmethod
+    def for_errors(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """What printing an error needs (the secrets to redact, annotations or not), read where
+        :meth:`from_env` itself failed: nothing here can be a bad value."""
+        env = os.environ if env is None else env
+        secrets = tuple(v for k in TOKEN_VARIABLES if (v := env.get(k)))
+        return cls(secrets=secrets, in_actions=env.get("GITHUB_ACTIONS") == "true")
 
     def __repr__(self) -> str:
         token = "***" if self.token else None
@@ -80,9 +98,37 @@ class Settings:
         )
 
 
-def token_from_env(env: Mapping[str, str] | None = None) -> str | None:
-    """``GH_TOKEN`` wins over ``GITHUB_TOKEN``, as with the gh CLI."""
-    return Settings.from_env(env).token
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """``$name`` as a number of seconds (unset or empty: ``default``); else exit 2, named."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        from .errors import BadInput
+
+        raise BadInput(f"${name}: not a number of seconds (0 or more): {raw[:40]!r}")
+    return value
+
+
+def default_cache_path(root: Path) -> Path:
+    """Where ``open`` and ``sync`` keep their ETag cache without ``--cache``."""
+    return root / ".artbot" / "cache.json"
+
+
+def default_wheel_cache(env: Mapping[str, str] | None = None) -> Path:
+    """``$ARTBOT_CACHE_DIR``, else ``~/.cache/artbot/wheels``."""
+    env = os.environ if env is None else env
+    folder = env.get(CACHE_VARIABLE)
+    return Path(folder) if folder else Path.home() / ".cache" / "artbot" / "wheels"
+
+
+def environment() -> dict[str, str]:
+    """A copy of the process environment, for a module that hands it (cleaned) to a child."""
+    return dict(os.environ)
 
 
 def without_tokens(env: Mapping[str, str]) -> dict[str, str]:

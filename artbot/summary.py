@@ -1,4 +1,5 @@
-"""The Actions step summary of a sync: one table row per item."""
+"""The Actions step summary of a sync: one table row per item, built from what the run did
+(its results); a dry run's from what it would do (its plan)."""
 
 from __future__ import annotations
 
@@ -10,20 +11,51 @@ from .render import environment
 from .subissues import AddSubIssue, SubIssueRemovedByHand
 
 
-def summary_rows(catalog: Catalog, outcome: Any) -> list[dict[str, Any]]:
+def planned_changes(actions: Any) -> dict[int, list[str]]:
+    """What a plan would change, per item (a dry run's summary)."""
     changed: dict[int, list[str]] = {}
-    for action in outcome.plan.actions:
+    for action in actions:
         if isinstance(action, EditBody):
             changed.setdefault(action.item, []).append("body updated")
         elif isinstance(action, LinkPreset):
             changed.setdefault(action.item, []).append("labelled")
         elif isinstance(action, StatusChange):
-            now = action.after.split(",")[0].replace("-", " ")
-            changed.setdefault(action.item, []).append(f"status: {now}")
+            changed.setdefault(action.item, []).append(f"status: {_state(action)}")
         elif isinstance(action, AddSubIssue):
             changed.setdefault(action.item, []).append("made a sub-issue")
         elif isinstance(action, SubIssueRemovedByHand):
             changed.setdefault(action.item, []).append("removed from the sub-issues by hand")
+    return changed
+
+
+def done_changes(outcome: Any) -> dict[int, list[str]]:
+    """What a run did, per item, from its results: a label that failed is not "labelled".
+    A status is named when its comment was posted or already there (a crashed run's)."""
+    statuses = {a.item: _state(a) for a in outcome.plan.of(StatusChange)}
+    words = {
+        "EditBody": "body updated",
+        "LinkPreset": "labelled",
+        "AddSubIssue": "made a sub-issue",
+    }
+    changed: dict[int, list[str]] = {}
+    for r in outcome.results:
+        if r.item is None or r.status == "failed":
+            continue
+        if r.kind == "StatusChange":
+            changed.setdefault(r.item, []).append(f"status: {statuses[r.item]}")
+        elif r.kind in words and r.status == "done":
+            changed.setdefault(r.item, []).append(words[r.kind])
+    for fact in outcome.plan.of(SubIssueRemovedByHand):  # seen, not written
+        changed.setdefault(fact.item, []).append("removed from the sub-issues by hand")
+    return changed
+
+
+def _state(action: StatusChange) -> str:
+    return action.after.split(",")[0].replace("-", " ")
+
+
+def summary_rows(catalog: Catalog, outcome: Any, *, dry_run: bool = False) -> list[dict[str, Any]]:
+    changed = planned_changes(outcome.plan.actions) if dry_run else done_changes(outcome)
     by_number = {i.number: i for i in outcome.observed}
     rows = []
     for f in catalog.findings:
@@ -68,12 +100,13 @@ def step_summary(catalog: Catalog, outcome: Any, *, dry_run: bool) -> str:
     updates = outcome.plan.of(UpdateChecklist)
     checklist_actions = [*updates, *outcome.plan.of(ChecklistUpToDate)]
     tracking = checklist_actions[0].issue if checklist_actions else None
-    status = "checklist updated" if updates else "checklist up to date"
+    written = any(r.kind == "UpdateChecklist" and r.status == "done" for r in outcome.results)
+    status = "checklist updated" if written else "checklist up to date"
     if dry_run and updates:
         status = "checklist would be updated"
     template = environment(catalog.root / "templates").get_template("summary.md.j2")
     return template.render(
-        rows=summary_rows(catalog, outcome),
+        rows=summary_rows(catalog, outcome, dry_run=dry_run),
         checklist=tracking,
         checklist_status=status,
         warnings=outcome.warnings,

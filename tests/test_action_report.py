@@ -141,17 +141,17 @@ def test_outputs_read_back_as_written_whatever_they_hold(values: dict[str, str])
         assert read_outputs(path) == values
 
 
-def test_the_log_is_done_then_the_plan_then_warnings_annotated_in_actions() -> None:
+def test_the_log_is_the_plan_then_the_results_then_warnings_annotated_in_actions() -> None:
     data = report(
         Plan((Exists(4, 1112, "open"), ChecklistUpToDate(1111))),
         done=["labelled #1108 (numerics, audit)"],
         warnings=["item 4: #1112 was edited by hand, 50% of it"],
     )
     assert log_lines(data, in_actions=True) == [
-        ("labelled #1108 (numerics, audit)", False),
         ("plan:", False),
         ("  item 4: already filed as #1112 (open)", False),
         ("  tracking issue #1111: checklist up to date", False),
+        ("labelled #1108 (numerics, audit)", False),
         ("warning: item 4: #1112 was edited by hand, 50% of it", True),
         ("::warning::item 4: #1112 was edited by hand, 50%25 of it", False),
     ]

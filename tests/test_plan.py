@@ -1,24 +1,21 @@
-"""The planner on an in-memory repository: desired vs observed state, no HTTP.
+"""The planner: desired vs observed state, pure (no repository at all).
 
-``MemoryRepo`` implements :class:`artbot.repo.Repo` with a dict of issues (and of sub-issue
-lists); the end-to-end tests over HTTP (PyGithub against the sandbox) are in test_apply.py
-and test_apply_subissues.py.
+apply through the pure fake (tests.fakes.MemoryRepo) is tested in test_apply_memory.py; end to
+end over HTTP (PyGithub against the sandbox) in test_apply.py and test_apply_subissues.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from artbot.apply import open_issues, render_all
+from artbot.apply import render_all
 from artbot.catalog import Catalog, load_catalog
-from artbot.checklist import read_block
-from artbot.errors import SubIssueRefused
 from artbot.marker import IssueMarker
-from artbot.models import ObservedIssue, SubIssuesSummary
+from artbot.models import ObservedIssue
 from artbot.plan import (
     ChecklistUpToDate,
     CloseDuplicate,
@@ -34,150 +31,14 @@ from artbot.plan import (
     plan_open,
     plan_sync,
 )
-from artbot.repo import Repo
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACKING = 1111
-ID_BASE = 500_000  # issue ids differ from numbers, as on GitHub
-
-
-@dataclass
-class Labels:
-    labels: set[str] = field(default_factory=set)
-
-
-@dataclass
-class MemoryRepo:
-    """Issues in a dict; every write is appended to ``log``."""
-
-    full_name: str = "OpenPipe/ART"
-    cache: Labels = field(default_factory=Labels)
-    issues: dict[int, ObservedIssue] = field(default_factory=dict)
-    labels: set[str] = field(default_factory=set)
-    log: list[str] = field(default_factory=list)
-    subs: dict[int, list[int]] = field(default_factory=dict)  # parent -> sub-issues, in order
-
-    def _view(self, issue: ObservedIssue) -> ObservedIssue:
-        """The issue as GitHub reports it: with its id and its sub-issue summary."""
-        kids = [self.issues[n] for n in self.subs.get(issue.number, [])]
-        done = sum(1 for k in kids if k.state == "closed")
-        pct = done * 100 // len(kids) if kids else 0
-        summary = SubIssuesSummary(len(kids), done, pct)
-        return replace(issue, id=ID_BASE + issue.number, sub_issues=summary)
-
-    login_name: str = "artbot-bot"
-
-    def add(self, title: str, body: str, labels: tuple[str, ...] = (), **kw: Any) -> ObservedIssue:
-        number = max(self.issues, default=0) + 1
-        issue = ObservedIssue(
-            number=number,
-            title=title,
-            body=body,
-            state=kw.get("state", "open"),
-            state_reason=kw.get("state_reason"),
-            html_url=f"https://github.com/{self.full_name}/issues/{number}",
-            labels=labels,
-            marker=IssueMarker.find(body),
-            author=kw.get("author", self.login_name),
-        )
-        self.issues[number] = issue
-        return issue
-
-    def list_issues(self, labels: list[str]) -> list[ObservedIssue]:
-        found = sorted(self.issues.items())
-        return [self._view(i) for n, i in found if set(labels) <= set(i.labels)]
-
-    def get_issue(self, number: int, *, fresh: bool = False) -> ObservedIssue:
-        return self._view(self.issues[number])
-
-    def login(self) -> str | None:
-        return self.login_name
-
-    def existing_labels(self) -> set[str]:
-        return set(self.labels)
-
-    def permission(self, login: str) -> str:
-        return "write"  # the Repo protocol's; no test here edits the tracking issue
-
-    def create_label(
-        self, name: str, color: str | None = None, description: str | None = None
-    ) -> None:
-        self.log.append(f"label {name}")
-        self.labels.add(name)
-
-    def create_issue(self, title: str, body: str, labels: list[str]) -> ObservedIssue:
-        issue = self.add(title, body, tuple(labels))
-        self.log.append(f"create #{issue.number}")
-        return self._view(issue)
-
-    def edit_issue(self, number: int, **fields: Any) -> ObservedIssue:
-        self.log.append(f"edit #{number} {sorted(fields)}")
-        self.issues[number] = replace(self.issues[number], **fields)
-        if "body" in fields:
-            self.issues[number] = replace(
-                self.issues[number], marker=IssueMarker.find(fields["body"])
-            )
-        return self._view(self.issues[number])
-
-    def add_labels(self, number: int, labels: list[str]) -> None:
-        self.log.append(f"labels #{number}")
-        issue = self.issues[number]
-        self.issues[number] = replace(issue, labels=issue.labels + tuple(labels))
-
-    def comment(self, number: int, body: str) -> None:
-        self.log.append(f"comment #{number}")
-
-    def list_comments(self, number: int) -> list[dict[str, Any]]:
-        return []
-
-    def list_sub_issues(self, number: int) -> list[ObservedIssue]:
-        return [self._view(self.issues[n]) for n in self.subs.get(number, [])]
-
-    def add_sub_issue(self, number: int, sub_issue_id: int, *, replace_parent: bool) -> None:
-        child = sub_issue_id - ID_BASE
-        self.log.append(f"sub-issue #{child} of #{number}")
-        held = [p for p, kids in self.subs.items() if child in kids]
-        if held and not replace_parent:
-            raise SubIssueRefused("adding a sub-issue: GitHub answered 422")
-        for p in held:
-            self.subs[p].remove(child)
-        self.subs.setdefault(number, []).append(child)
-
-    def remove_sub_issue(self, number: int, sub_issue_id: int) -> None:
-        self.log.append(f"remove sub-issue #{sub_issue_id - ID_BASE} of #{number}")
-        self.subs[number].remove(sub_issue_id - ID_BASE)
-
-    def reprioritize_sub_issue(
-        self, number: int, sub_issue_id: int, *, after_id: int | None, before_id: int | None
-    ) -> None:
-        kids, child = self.subs[number], sub_issue_id - ID_BASE
-        self.log.append(f"move sub-issue #{child} of #{number}")
-        kids.remove(child)
-        anchor = (after_id if after_id is not None else before_id or 0) - ID_BASE
-        kids.insert(kids.index(anchor) + (after_id is not None), child)
-
-    def parent_of(self, number: int) -> tuple[str, int] | None:
-        held = [p for p, kids in self.subs.items() if number in kids]
-        return (self.full_name, held[0]) if held else None
 
 
 @pytest.fixture(scope="module")
 def catalog() -> Catalog:
     return load_catalog(ROOT)
-
-
-@pytest.fixture
-def repo(catalog: Catalog) -> MemoryRepo:
-    """ART as the audit left it: #1108-#1110 filed by hand (no labels yet), then #1111."""
-    memory = MemoryRepo()
-    for number in (1108, 1109, 1110):
-        memory.issues[number] = ObservedIssue(
-            number, f"issue {number}", "by hand", "open", None, "", (), None
-        )
-    title = (ROOT / "findings" / "tracking-issue.md").read_text(encoding="utf-8").split("\n")[0]
-    tracking = ObservedIssue(TRACKING, title, "Dedicated issues\n", "open", None, "", (), None)
-    memory.issues[TRACKING] = tracking
-    return memory
 
 
 def ours(catalog: Catalog, item: int, number: int, **kw: Any) -> ObservedIssue:
@@ -194,12 +55,6 @@ def ours(catalog: Catalog, item: int, number: int, **kw: Any) -> ObservedIssue:
         labels=tuple(catalog.audit.labels),
         marker=IssueMarker(catalog.audit.commit, item),
     )
-
-
-def test_the_memory_repo_is_a_repo() -> None:
-    repo: Repo = MemoryRepo()  # mypy-checked shape; at run time, the methods exist
-    names = ("list_issues", "edit_issue", "comment", "list_sub_issues", "add_sub_issue")
-    assert all(callable(getattr(repo, name)) for name in names)
 
 
 def test_open_creates_what_is_missing_and_presets_what_has_an_issue(catalog: Catalog) -> None:
@@ -290,24 +145,11 @@ def test_closed_issues_read_closed_in_the_checklist_with_their_reason(catalog: C
     assert (entry.issue, entry.state, entry.state_reason) == (1200, "closed", "not_planned")
 
 
-def test_open_through_the_repo_interface_files_once(catalog: Catalog, repo: MemoryRepo) -> None:
-    first = open_issues(catalog, repo, [7], TRACKING)
-    [created] = [line for line in repo.log if line.startswith("create")]
-    assert first.issues[7].number == int(created.split("#")[1])
-    block = read_block(repo.issues[TRACKING].body) or ""
-    assert "] 7. " in block and f"— #{first.issues[7].number}" in block
-
-    repo.log.clear()
-    second = open_issues(catalog, repo, [7], TRACKING)
-    assert second.issues[7].number == first.issues[7].number
-    assert not [line for line in repo.log if line.startswith("create")]
-
-
 # --- filing by status: the decisions, from the recorded status (tests/statusdata.py) ------
 
 
 def _views(catalog: Catalog, **by_item: Any) -> dict[int, Any]:
-    from artbot.status_view import status_view
+    from artbot.status.view import status_view
     from tests.statusdata import with_claims
 
     out = {}
@@ -383,46 +225,3 @@ def test_fixed_items_are_ticked_with_the_release(catalog: Catalog) -> None:
     assert (entries[7].fixed_in, entries[7].partly_fixed_in) == ("0.5.21", None)
     assert (entries[9].fixed_in, entries[9].partly_fixed_in) == (None, "0.5.21")
     assert entries[4].fixed_in is None and entries[4].partly_fixed_in is None
-
-
-# --- sub-issues through the repo interface (over HTTP: test_apply_subissues.py) ----------
-
-
-def test_open_and_sync_make_the_items_issues_sub_issues_in_item_order(
-    catalog: Catalog, repo: MemoryRepo
-) -> None:
-    from artbot.apply import sync
-    from artbot.subissues import SubIssueRecord
-
-    eight = open_issues(catalog, repo, [8], TRACKING).issues[8].number
-    seven = open_issues(catalog, repo, [7], TRACKING).issues[7].number
-    assert repo.subs[TRACKING] == [eight, seven]  # each appended as it was filed
-    sync(catalog, repo, TRACKING)
-    assert repo.subs[TRACKING] == [1108, 1109, 1110, seven, eight]
-    record = SubIssueRecord.find(read_block(repo.issues[TRACKING].body))
-    assert record == SubIssueRecord(added=(1108, 1109, 1110, seven, eight))
-
-    repo.log.clear()
-    again = sync(catalog, repo, TRACKING)
-    assert repo.log == [] and not again.warnings
-
-
-def test_an_issue_with_another_parent_is_reported_once_and_not_moved(
-    catalog: Catalog, repo: MemoryRepo
-) -> None:
-    from artbot.apply import sync
-
-    repo.subs[900] = [1109]
-    first = sync(catalog, repo, TRACKING)
-    assert repo.subs[900] == [1109] and repo.subs[TRACKING] == [1108, 1110]
-    assert any("#1109 already has the parent #900" in w for w in first.warnings)
-    assert "#1109 (item 2) already has the parent issue #900" in (
-        read_block(repo.issues[TRACKING].body) or ""
-    )
-    repo.log.clear()
-    second = sync(catalog, repo, TRACKING)  # remembered: no second try
-    assert repo.log == [] and not second.warnings
-    moved = sync(catalog, repo, TRACKING, replace_parent=True)
-    assert repo.subs[TRACKING] == [1108, 1109, 1110] and repo.subs[900] == []
-    assert "already has the parent" not in (read_block(repo.issues[TRACKING].body) or "")
-    assert not moved.warnings

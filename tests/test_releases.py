@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from artbot.releases import newest_release, resolve
 from artbot.verify import ReleaseUnavailable
+from artbot.verify.release import newest_release, resolve
 
 ANSWER = "openpipe-art (0.5.23)\nAvailable versions: 0.5.23, 0.5.21, 0.5.20\n"
 

@@ -1,7 +1,7 @@
 """The status as an issue shows it (#22.2 render side, #22.6): each verdict's method and lines,
 each fix's lines and upstream change, the audit commit's place, and a reader's order.
 
-The status records here are hand-written fixtures in the schema of artbot/status.py, not
+The status records here are hand-written fixtures in the schema of artbot/status/, not
 measurements: they only exercise the rendering.
 """
 
@@ -31,7 +31,7 @@ from artbot.status import (
     StatusPoint,
     load_status,
 )
-from artbot.status_view import one_line, status_view
+from artbot.status.view import one_line, status_view
 from tests.shipped import ALL_ITEMS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -321,7 +321,7 @@ def test_the_minimal_repro_is_folded_with_its_command_in_view(catalog, item: int
 
 @given(st.text(alphabet=st.sampled_from("a`|\\ \n"), max_size=40))
 def test_a_code_span_in_a_cell_never_ends_the_cell(text: str) -> None:
-    from artbot.status_view import code_span
+    from artbot.status.view import code_span
 
     span = code_span(text)
     assert "\n" not in span

@@ -122,6 +122,7 @@ def test_help_loads_only_the_command_definitions() -> None:
         "artbot",
         "artbot.cli",
         "artbot.cli_github",
+        "artbot.cli_options",
         "artbot.cli_sandbox",
         "artbot.terminal",
         "artbot.verify",

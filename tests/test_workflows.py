@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from artbot.apply import default_cache_path
+from artbot.settings import default_cache_path
 
 pytestmark = pytest.mark.e2e
 

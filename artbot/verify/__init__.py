@@ -6,7 +6,8 @@
 - :mod:`.code`: each finding's own ``check_art(art)`` (defined beside its repro) run against
   ART's code, claim by claim (:func:`verify_code`); generic, it knows no finding.
 - :mod:`.apart`: the code checks run in a child process that holds no token.
-- :mod:`.release`: the wheel cache, filled by pip, unpacked once.
+- :mod:`.release`: which release is the newest (pip is asked); the wheel cache, filled by pip,
+  unpacked once.
 - :mod:`.record`: results turned into ``findings/status/NN.json`` (:mod:`artbot.status`).
 - :mod:`.notes`: checklist notes and issue comments from results; pure.
 - :mod:`.cli`: the ``artbot verify`` commands.
@@ -33,7 +34,8 @@ _EXPORTS = {
     ),
     "apart": ("child_env", "verify_code_apart"),
     "release": (
-        "CACHE_ENV", "WHEEL_PYTHON", "cache_dir", "fetch_release", "release_tree", "unpack_wheel",
+        "CACHE_ENV", "WHEEL_PYTHON", "cache_dir", "fetch_release", "newest_release", "release_tree",
+        "resolve", "unpack_wheel",
     ),
     "record": ("audit_point", "release_point", "record_status"),
     "notes": ("comments_to_post", "verification_comment", "verification_notes"),

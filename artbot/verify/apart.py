@@ -16,7 +16,6 @@ stdout and stderr are never echoed, only a short, flattened tail in a "could not
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from typing import Any
 from ..catalog import Catalog
 from ..jsonlimits import JsonTooLarge, loads_limited
 from ..output import flatten
+from ..settings import environment
 from .code import CodeResult, CodeStatus, checkable
 from .tree import ArtTree
 
@@ -76,7 +76,7 @@ def verify_code_apart(
     wanted = {f.item: {c.id for c in f.claims} for f in checkable(catalog)}
     if not wanted:
         return []
-    base = dict(os.environ if env is None else env)
+    base = environment() if env is None else dict(env)
     # The parent's own tokens are secrets even when the caller named none.
     secrets = (*secrets, *(base.get(k, "") for k in ("GH_TOKEN", "GITHUB_TOKEN")))
     with tempfile.TemporaryDirectory(prefix="artbot-verify-") as scratch:
@@ -113,24 +113,27 @@ def verify_code_apart(
 
 
 def verify_release_apart(
-    catalog: Catalog, version: str, secrets: Sequence[str], say: Callable[[str], None]
+    catalog: Catalog,
+    version: str,
+    secrets: Sequence[str],
+    say: Callable[[str], None],
+    cache: Path | None = None,
 ) -> tuple[str, list[CodeResult]]:
     """``sync --verify VERSION``: the release (``latest``: the newest, said with ``say``),
-    fetched and checked apart; (version, results)."""
-    from ..releases import resolve
-    from .release import release_tree
+    fetched into ``cache`` (``Settings.wheel_cache``) and checked apart; (version, results)."""
+    from .release import release_tree, resolve
 
     if version == "latest":
         version = resolve(version)
         say(f"verify: the newest openpipe-art release is {version}")
-    tree = release_tree(version, catalog.audit, progress=say)
+    tree = release_tree(version, catalog.audit, cache, progress=say)
     return version, verify_code_apart(catalog, tree, secrets=secrets)
 
 
 def inert(text: str) -> str:
     """Text from the child as it is recorded: one line, bounded, no mention (a word joiner
     after ``@``). It stays plain text; the renderer makes it inert markdown where it is shown
-    (:func:`artbot.status_view.cell_text`: no link, image or HTML)."""
+    (:func:`artbot.status.view.cell_text`: no link, image or HTML)."""
     return flatten(text)[:MAX_TEXT].replace("@", "@\u2060")
 
 

@@ -39,7 +39,7 @@ def _catalog(ctx: click.Context) -> Any:
 
 
 def _resolve(release: str) -> str:
-    from ..releases import resolve
+    from .release import resolve
 
     version = resolve(release)
     if release == "latest":
@@ -60,7 +60,10 @@ def _tree(catalog: Any, art_src: Path | None, release: str | None, quiet: bool =
     if art_src is not None:
         return open_tree(art_src, catalog.audit)
     assert release is not None
-    return release_tree(_resolve(release), catalog.audit, progress=_progress(quiet))
+    settings = click.get_current_context().find_root().obj.settings
+    return release_tree(
+        _resolve(release), catalog.audit, settings.wheel_cache, progress=_progress(quiet)
+    )
 
 
 def _verify_code(ctx: click.Context, catalog: Any, tree: Any) -> Any:
@@ -299,9 +302,9 @@ def changes_cmd(ctx: click.Context, record: bool, refresh: bool, api_url: str | 
     such tag, or no single such commit: the change is recorded as not identified, saying why.
     Reads only (a token raises the rate limit; none is needed); runs no ART code.
     """
-    from ..apply import default_cache_path
     from ..changes import record_changes
     from ..github import connect
+    from ..settings import default_cache_path
     from ..status import dump_status, load_status, status_path
 
     obj = ctx.find_root().obj

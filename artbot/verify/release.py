@@ -1,9 +1,14 @@
-"""openpipe-art releases: a wheel cache filled by pip, unpacked once."""
+"""openpipe-art releases: which one is the newest, and a wheel cache filled by pip, unpacked once.
+
+``sync --verify latest`` (the scheduled workflow) resolves the version here (:func:`resolve`),
+then checks the findings against that release's own code. Newer releases need Python >= 3.12,
+so pip is asked for 3.12 wheels whatever Python artbot runs on (on 3.11 pip would otherwise
+answer with the last release that supports 3.11). Nothing here is hard-coded: pip is asked.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import subprocess
@@ -17,21 +22,46 @@ from pathlib import Path
 from ..errors import ReleaseUnavailable
 from ..inputs import check_version
 from ..models import Audit
+from ..settings import CACHE_VARIABLE, default_wheel_cache
 from .tree import DISTRIBUTION, WHEEL_PREFIX, ArtTree, open_tree
 
 # ART needs Python 3.12; the wheel is pure Python, so the tag only has to satisfy pip.
 WHEEL_PYTHON = "3.12"
-CACHE_ENV = "ARTBOT_CACHE_DIR"
+CACHE_ENV = CACHE_VARIABLE
 
 
 def cache_dir() -> Path:
-    """Where release wheels are kept: ``$ARTBOT_CACHE_DIR``, else ``~/.cache/artbot/wheels``."""
-    env = os.environ.get(CACHE_ENV)
-    return Path(env) if env else Path.home() / ".cache" / "artbot" / "wheels"
+    """Where release wheels are kept: ``$ARTBOT_CACHE_DIR``, else ``~/.cache/artbot/wheels``
+    (read by :mod:`artbot.settings`; a run passes ``Settings.wheel_cache`` instead)."""
+    return default_wheel_cache()
 
 
 _FROM_VERSIONS_RE = re.compile(r"\(from versions: ([^)]*)\)")
 Runner = Callable[..., subprocess.CompletedProcess[str]]
+_ANSWER_RE = re.compile(rf"^{re.escape(DISTRIBUTION)} \(([0-9][0-9A-Za-z.+!-]*)\)\s*$", re.M)
+
+
+def newest_release(*, run: Runner = subprocess.run) -> str:
+    """The newest version of openpipe-art with a wheel for Python 3.12, e.g. ``0.5.23``."""
+    command = [
+        sys.executable, "-m", "pip", "index", "versions", "--python-version", WHEEL_PYTHON,
+        "--only-binary=:all:", DISTRIBUTION,
+    ]  # fmt: skip
+    proc = run(command, capture_output=True, text=True, check=False)
+    found = _ANSWER_RE.search(proc.stdout or "")
+    if proc.returncode != 0 or found is None:
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-2:]
+        raise ReleaseUnavailable(
+            f"pip could not tell the newest {DISTRIBUTION} release: " + " / ".join(tail)
+        )
+    return check_version(found.group(1), "pip's newest version")
+
+
+def resolve(version: str, *, run: Runner = subprocess.run) -> str:
+    """``version`` itself, or the newest release for ``latest``."""
+    return newest_release(run=run) if version == "latest" else version
+
+
 Progress = Callable[[str], None]
 
 

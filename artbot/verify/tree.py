@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,9 +19,9 @@ def git(directory: Path) -> list[str]:
 
 def git_env() -> dict[str, str]:
     """The environment git runs with in someone's checkout: no token."""
-    from ..settings import without_tokens
+    from ..settings import environment, without_tokens
 
-    return without_tokens(os.environ)
+    return without_tokens(environment())
 
 
 DISTRIBUTION = "openpipe-art"

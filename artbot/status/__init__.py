@@ -20,8 +20,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .errors import BadInput
-from .jsonlimits import loads_limited
+from ..errors import BadInput
+from ..jsonlimits import loads_limited
 
 STATUS_DIR = Path("findings") / "status"
 

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .models import Claim, Finding
-from .status import (
+from ..models import Claim, Finding
+from . import (
     Change,
     ClaimResult,
     ClaimVerdict,

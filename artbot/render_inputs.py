@@ -1,0 +1,39 @@
+"""Every issue a run files or shows, rendered once, from what rendering needs beyond the
+catalog: each item's captured repro output (``findings/results/NN.json``) and its recorded
+status (``findings/status/NN.json``). The one place that reads them for rendering; ``render``,
+``open`` and ``sync`` all come through here, before any request, so a body over GitHub's
+limit stops the run with exit 2 before anything is sent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .catalog import Catalog
+from .models import Finding
+from .render import RenderedIssue, Renderer, usable_result
+from .reprorun import load_result
+from .status import load_status
+
+
+def render_all(
+    catalog: Catalog,
+    findings: Sequence[Finding],
+    tracking_issue: int | None,
+    *,
+    no_capture: Callable[[int], None] | None = None,
+) -> dict[int, RenderedIssue]:
+    """Each finding's issue, in order; ``no_capture`` hears of each item whose body has no
+    Result section because no usable capture is on file."""
+    renderer = Renderer(catalog)
+    out = {}
+    for f in findings:
+        captured = load_result(catalog.root, f.item)
+        if no_capture is not None and usable_result(captured) is None:
+            no_capture(f.item)
+        out[f.item] = renderer.issue(
+            f,
+            tracking_issue=tracking_issue,
+            repro_result=captured,
+            status=load_status(catalog.root, f.item),
+        )
+    return out
