@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,6 +90,20 @@ def torch_version(python: str = sys.executable) -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+# How a script is started: (argv, cwd, env, timeout_s) -> the finished process; raises
+# subprocess.TimeoutExpired when the timeout passes. subprocess.run by default; the tests pass
+# a runner that forks each script from an interpreter that has imported torch once.
+Spawn = Callable[[list[str], Path, dict[str, str], float], "subprocess.CompletedProcess[str]"]
+
+
+def _spawn(
+    argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv, cwd=cwd, capture_output=True, text=True, timeout=timeout_s, env=env, check=False
+    )
+
+
 def run_repro(
     root: Path,
     item: int,
@@ -99,6 +113,7 @@ def run_repro(
     python: str = sys.executable,
     torch: str | None = None,
     env: Mapping[str, str] | None = None,
+    spawn: Spawn = _spawn,
 ) -> ReproResult:
     """Run ``root/script`` in a subprocess and capture what it printed.
 
@@ -110,15 +125,7 @@ def run_repro(
     env = {**base, "PYTHONHASHSEED": "0"}
     started = time.monotonic()
     try:
-        proc = subprocess.run(
-            [python, script],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=env,
-            check=False,
-        )
+        proc = spawn([python, script], root, env, timeout_s)
         stdout, stderr, code = proc.stdout, proc.stderr, proc.returncode
         status = "ok" if code == 0 else "failed"
     except subprocess.TimeoutExpired as exc:

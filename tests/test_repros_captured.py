@@ -26,6 +26,7 @@ a capture with ``artbot repro --item N``.
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
@@ -39,6 +40,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from artbot.reprorun import ReproResult, run_repro  # noqa: E402
+from artbot.settings import Settings  # noqa: E402
+from tests.forkrun import ForkServer  # noqa: E402
 
 pytestmark = pytest.mark.repro
 
@@ -123,15 +126,28 @@ def _kernel(name: str) -> Iterator[None]:
 
 
 _RUNS: dict[tuple[str, str], ReproResult] = {}
+_SERVERS: dict[str, ForkServer] = {}
 
 
 def fresh_run(path: Path, kernel: str) -> ReproResult:
-    """The script of capture ``path`` run once under ``kernel``, shared by the tests."""
+    """The script of capture ``path`` run once under ``kernel``, shared by the tests: by
+    ``artbot repro``'s own runner, each script forked from one interpreter per kernel that has
+    imported torch (tests/forkrun.py; tests/test_forkrun.py shows it prints what a fresh
+    ``python`` prints)."""
     key = (path.stem, kernel)
     if key not in _RUNS:
         captured = json.loads(path.read_text(encoding="utf-8"))
         with _kernel(kernel):
-            _RUNS[key] = run_repro(ROOT, captured["item"], captured["script"], timeout_s=180)
+            if kernel not in _SERVERS:
+                _SERVERS[kernel] = ForkServer({**Settings().child_env, "PYTHONHASHSEED": "0"})
+                atexit.register(_SERVERS[kernel].close)
+            _RUNS[key] = run_repro(
+                ROOT,
+                captured["item"],
+                captured["script"],
+                timeout_s=180,
+                spawn=_SERVERS[kernel].spawn,
+            )
     return _RUNS[key]
 
 
