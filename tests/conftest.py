@@ -9,6 +9,8 @@ code; "nightly" (``HYPOTHESIS_PROFILE=nightly``, CI's scheduled run) draws fresh
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from artbot.sandbox import GitHubSandbox
+from tests.forkrun import ForkServer, RunScript
 from tests.wheels import RELEASES, ArtWheels, default_wheels
 
 # Every property test runs under these settings and no others (no per-test @settings): no
@@ -60,3 +63,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if {"art_wheels", "wheel_cache"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.network)
+
+
+@pytest.fixture(scope="session")
+def run_script() -> Iterator[RunScript]:
+    """``run_script(path, *args, cwd=DIR, timeout=120, env=None)``: ``python path args...`` in
+    DIR, as :func:`subprocess.run` with ``capture_output`` gives it, forked from one interpreter
+    that has imported torch (tests/forkrun.py; started on first use). ``env`` adds to this
+    process's environment."""
+    servers: list[ForkServer] = []
+    base = dict(os.environ)
+
+    def run(
+        script: Path,
+        *args: str,
+        cwd: Path,
+        timeout: float = 120,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        if not servers:
+            servers.append(ForkServer(base))
+        argv = [sys.executable, str(script), *args]
+        return servers[0].spawn(argv, cwd, {**base, **(env or {})}, timeout)
+
+    yield run
+    for server in servers:
+        server.close()

@@ -22,12 +22,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 # At start-up: the given environment variables fixed for every run, then torch imported once.
 SERVER = r"""
-import json, os, runpy, sys, traceback
-import torch  # shared by every child (fork copies the imported module)
+import importlib, json, os, runpy, sys, traceback
+for name in sys.argv[1:]:  # shared by every child (fork copies the imported modules)
+    importlib.import_module(name)
 
 for line in sys.stdin:
     req = json.loads(line)
@@ -62,16 +64,22 @@ for line in sys.stdin:
     print(json.dumps({"code": os.waitstatus_to_exitcode(status)}), flush=True)
 """
 
+# The ``run_script`` fixture of tests/conftest.py: (script, *args, cwd=, timeout=, env=).
+RunScript = Callable[..., "subprocess.CompletedProcess[str]"]
+
 # What a server fixes at start-up; a run asking for other values of these is refused.
 STARTUP = ("ATEN_CPU_CAPABILITY", "PYTHONHASHSEED")
 
 
 class ForkServer:
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], preload: tuple[str, ...] = ("torch",)) -> None:
         self.startup = {k: env[k] for k in STARTUP if k in env}
         self._dir = tempfile.TemporaryDirectory(prefix="artbot-forkrun-")
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+            [sys.executable, "-c", SERVER, *preload],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
         )
         self._runs = 0
         self._buffer = b""

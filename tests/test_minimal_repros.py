@@ -6,22 +6,21 @@ suggested fix), so its verdict can fail. Each is short, imports only torch and t
 library, names the ART code it models, and ``artbot render --item N`` pastes it verbatim in a
 body a maintainer can read (at most 12,000 characters).
 
-Cost: importing torch takes about 2.3 s of CPU and the first torch.optim optimizer another 1.7 s
-(torch._dynamo), far more than any script's own work. So the plain runs are what a maintainer
-does, a fresh ``python itemNN.py`` each, and the ``ARTBOT_FIX=1`` runs fork from one interpreter
-that has imported torch already: each still runs in its own process and its own empty folder with
-fresh globals, so only the import is shared. All of it runs in one module fixture, a few at a time.
+Cost: importing torch takes about 1.2 s of CPU and the first torch.optim optimizer another
+1.7 s (torch._dynamo), far more than any script's own work. So every run forks from one
+interpreter that has imported both (tests/forkrun.py): each still runs as ``python itemNN.py``
+in its own process, its own empty folder and fresh globals, so only the imports are shared
+(tests/test_forkrun.py shows a forked run prints what a fresh interpreter prints). All of it runs
+in one module fixture.
 """
 
 from __future__ import annotations
 
 import ast
-import json
 import os
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from click.testing import CliRunner
 
 from artbot.catalog import load_catalog
 from artbot.cli import cli
+from tests.forkrun import ForkServer
 from tests.shipped import ISSUE_ITEMS
 
 pytestmark = pytest.mark.repro
@@ -40,38 +40,6 @@ FIX_ENV = "ARTBOT_FIX"
 MAX_LINES = 60
 MAX_RENDERED = 12_000
 RUN_TIMEOUT_S = 180
-PARALLEL_RUNS = min(4, os.cpu_count() or 2)
-
-# argv: FIX_ENV, then (folder, script name, output prefix) per run. Each run is a forked child:
-# cwd = its folder (holding only the script), FIX_ENV=1, stdout and stderr to prefix.out/.err.
-FORK_RUNNER = """
-import json, os, runpy, sys, traceback
-import torch, torch._dynamo  # shared by every child; the scripts import torch themselves too
-
-codes = []
-for folder, name, prefix in zip(*[iter(sys.argv[2:])] * 3):
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.chdir(folder)
-            os.environ[sys.argv[1]] = "1"
-            for fd, suffix in ((1, ".out"), (2, ".err")):
-                os.dup2(os.open(prefix + suffix, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
-            sys.argv, sys.path[0] = [name], folder
-            runpy.run_path(name, run_name="__main__")
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
-print(json.dumps(codes))
-"""
 
 
 def _env() -> dict[str, str]:
@@ -88,53 +56,23 @@ def _folder(script: Path, base: Path, fix: bool) -> Path:
     return folder
 
 
-def _run(script: Path, base: Path) -> subprocess.CompletedProcess[str]:
-    """``python itemNN.py`` with the script alone in an empty folder, as a maintainer runs it."""
-    return subprocess.run(
-        [sys.executable, script.name],
-        cwd=_folder(script, base, fix=False),
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
-    )
-
-
-def _run_fixed(scripts: list[Path], base: Path) -> list[subprocess.CompletedProcess[str]]:
-    """Every script with ``FIX_ENV=1``, each forked from one interpreter (see the docstring)."""
-    argv = []
-    for script in scripts:
-        folder = _folder(script, base, fix=True)
-        argv += [str(folder), script.name, str(folder.parent / "output")]
-    runner = subprocess.run(
-        [sys.executable, "-c", FORK_RUNNER, FIX_ENV, *argv],
-        cwd=base,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
-        check=True,
-    )
-    codes = json.loads(runner.stdout)
-    done = []
-    for script, code in zip(scripts, codes, strict=True):
-        output = base / f"{script.stem}-fixed" / "output"
-        out, err = (Path(f"{output}{s}").read_text(encoding="utf-8") for s in (".out", ".err"))
-        done.append(subprocess.CompletedProcess([script.name], code, out, err))
-    return done
-
-
 @pytest.fixture(scope="module")
 def runs(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[tuple[str, bool], subprocess.CompletedProcess[str]]:
     """Every script, as it is and with the fix switch, each in its own empty folder."""
     base = tmp_path_factory.mktemp("minimal")
-    with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
-        fixed = pool.submit(_run_fixed, SCRIPTS, base)
-        plain = {script.name: pool.submit(_run, script, base) for script in SCRIPTS}
-        out = {(name, False): future.result() for name, future in plain.items()}
-        out.update({(s.name, True): done for s, done in zip(SCRIPTS, fixed.result(), strict=True)})
+    server = ForkServer(_env(), preload=("torch", "torch._dynamo"))
+    out = {}
+    try:
+        for script in SCRIPTS:
+            for fix in (False, True):
+                env = {**_env(), **({FIX_ENV: "1"} if fix else {})}
+                folder = _folder(script, base, fix)
+                argv = [sys.executable, script.name]
+                out[(script.name, fix)] = server.spawn(argv, folder, env, RUN_TIMEOUT_S)
+    finally:
+        server.close()
     return out
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -418,15 +416,9 @@ def test_item01_te_kernel_agrees_with_the_emulation(item01, item01_results):
 
 # Every script's text output is run by tests/test_repros_captured.py; one --json run is enough.
 @pytest.mark.parametrize("name", ["item11_bf16_lora_add"])
-def test_script_prints_a_json_report(name, tmp_path):
+def test_script_prints_a_json_report(name, tmp_path, run_script):
     # Run from elsewhere: the script must find _common through its own folder.
-    proc = subprocess.run(
-        [sys.executable, str(REPROS / f"{name}.py"), "--json"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_script(REPROS / f"{name}.py", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["verdict"] == "reproduced"

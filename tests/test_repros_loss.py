@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 from artbot.scripts import import_script
+from tests.forkrun import RunScript
 
 pytestmark = pytest.mark.repro
 
@@ -241,22 +241,12 @@ def _not_json(token: str) -> None:
     raise AssertionError(f"--json printed {token}, which is not JSON")
 
 
-def test_scripts_run_standalone_with_json(tmp_path: Path) -> None:
+def test_scripts_run_standalone_with_json(tmp_path: Path, run_script: RunScript) -> None:
     # Run from an unrelated folder: each script must find _common.py next to itself.
-    procs = {
-        item: subprocess.Popen(
-            [sys.executable, str(REPROS / f"{name}.py"), "--json"],
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for item, name in SCRIPTS.items()
-    }
-    for item, proc in procs.items():
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        report = json.loads(out, parse_constant=_not_json)  # strict: no Infinity or NaN
+    for item, name in SCRIPTS.items():
+        proc = run_script(REPROS / f"{name}.py", "--json", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads(proc.stdout, parse_constant=_not_json)  # strict: no Infinity or NaN
         assert report["item"] == item
         assert report["verdict"] == "reproduced"
         assert report["measurements"]

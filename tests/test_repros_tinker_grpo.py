@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from artbot.scripts import import_script
+from tests.forkrun import RunScript
 
 pytestmark = pytest.mark.repro
 
@@ -280,15 +279,8 @@ def test_item03_verdicts(grpo_cited: dict, grpo_fixed: dict) -> None:
         ("item03_equal_reward_groups.py", "3"),
     ],
 )
-def test_script_json(script: str, item: str, tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, str(REPROS / script), "--json"],
-        cwd=tmp_path,  # any working directory
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+def test_script_json(script: str, item: str, tmp_path: Path, run_script: RunScript) -> None:
+    proc = run_script(REPROS / script, "--json", cwd=tmp_path)  # any working directory
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["item"] == item
