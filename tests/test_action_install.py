@@ -26,6 +26,8 @@ from tests.action_harness import (
 )
 from tests.test_workflows import load_action
 
+pytestmark = pytest.mark.e2e
+
 
 def install(inputs: Mapping[str, str], tmp_path: Path) -> tuple[int, str, list[dict[str, Any]]]:
     """Run the install step with a python3 on PATH that records its calls (and those of the

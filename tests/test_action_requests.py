@@ -16,6 +16,8 @@ from artbot.sandbox import GitHubSandbox
 from tests.action_harness import NAME, OWNER, REPO, direct, records, seed_as, writes
 from tests.test_workflows import load, step, triggers
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:

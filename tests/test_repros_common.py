@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from artbot.scripts import import_script
 
+pytestmark = pytest.mark.repro
+
 torch = pytest.importorskip("torch")
 REPROS = Path(__file__).resolve().parents[1] / "repros"
 common = import_script(REPROS / "_common.py", "repros_common_under_test")
