@@ -148,6 +148,23 @@ def child_cpu_seconds(command: list[str], env: dict[str, str]) -> float:
     return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
+def interleaved_pairs(
+    base: list[str], measured: list[str], env: dict[str, str], pairs: int
+) -> tuple[list[float], list[float]]:
+    """CPU seconds of ``base`` and of ``measured``, run in ``pairs`` interleaved pairs
+    (alternating which goes first, so a busy machine slows both halves of a pair alike), after
+    one warm-up run of each (which writes the bytecode, as an installed artbot has it)."""
+    for command in (base, measured):
+        child_cpu_seconds(command, env)
+    base_s, measured_s = [], []
+    for n in range(pairs):
+        order = (base, measured) if n % 2 == 0 else (measured, base)
+        times = {tuple(c): child_cpu_seconds(c, env) for c in order}
+        base_s.append(times[tuple(base)])
+        measured_s.append(times[tuple(measured)])
+    return base_s, measured_s
+
+
 def help_startup(pairs: int = 31) -> tuple[float, float, float]:
     """``artbot --help`` against ``python -c "import click"``, same interpreter:
     (median ms of each, median of the per-pair ratios).
@@ -157,16 +174,10 @@ def help_startup(pairs: int = 31) -> tuple[float, float, float]:
     first run of each, as an installed artbot has it.
     """
     artbot = str(Path(sys.executable).with_name("artbot"))
-    commands = ([sys.executable, "-c", "import click"], [artbot, "--help"])
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    for command in commands:
-        child_cpu_seconds(command, env)
-    click_s, help_s = [], []
-    for n in range(pairs):
-        order = commands if n % 2 == 0 else commands[::-1]
-        times = {tuple(c): child_cpu_seconds(c, env) for c in order}
-        click_s.append(times[tuple(commands[0])])
-        help_s.append(times[tuple(commands[1])])
+    click_s, help_s = interleaved_pairs(
+        [sys.executable, "-c", "import click"], [artbot, "--help"], env, pairs
+    )
     ratio = statistics.median(h / c for h, c in zip(help_s, click_s, strict=True))
     return statistics.median(help_s) * 1000, statistics.median(click_s) * 1000, ratio
 
@@ -206,15 +217,9 @@ def render_cost(pairs: int = 15) -> tuple[float, float, float]:
         "    try:\n        importlib.import_module(name)\n    except Exception:\n        pass\n"
     )
     artbot = str(Path(sys.executable).with_name("artbot"))
-    commands = ([sys.executable, "-c", imports], [artbot, *args])
-    for command in commands:
-        child_cpu_seconds(command, env)
-    import_s, render_s = [], []
-    for n in range(pairs):
-        order = commands if n % 2 == 0 else commands[::-1]
-        times = {tuple(c): child_cpu_seconds(c, env) for c in order}
-        import_s.append(times[tuple(commands[0])])
-        render_s.append(times[tuple(commands[1])])
+    import_s, render_s = interleaved_pairs(
+        [sys.executable, "-c", imports], [artbot, *args], env, pairs
+    )
     shutil.rmtree(out, ignore_errors=True)
     added = statistics.median(r - i for r, i in zip(render_s, import_s, strict=True))
     return statistics.median(render_s), statistics.median(import_s), added

@@ -140,9 +140,9 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes):
     ) -> None:
         self._lock = threading.RLock()
         self._state_file = Path(state_file) if state_file is not None else None
-        self._init_state(
-            login=login, tokens=tokens, rate_limit=rate_limit, clock=clock, sub_issues=sub_issues
-        )
+        # What the sandbox was made with: reset() goes back to it.
+        self._made_with = (login, tokens, rate_limit, clock, sub_issues)
+        self._init_state(*self._made_with)
         if self._state_file is not None and self._state_file.exists():
             self._load(self._state_file)
         self._server = _Server(("127.0.0.1", port), self)
@@ -151,7 +151,6 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes):
 
     def _init_state(
         self,
-        *,
         login: str,
         tokens: Collection[str] | None,
         rate_limit: int,
@@ -175,16 +174,9 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes):
         self._buckets: dict[str, _Bucket] = {}
         self._request_count = 0
 
-    def reset(
-        self,
-        *,
-        login: str = "github-actions[bot]",
-        tokens: Collection[str] | None = None,
-        rate_limit: int = 5000,
-        clock: Callable[[], datetime] | None = None,
-        sub_issues: bool = True,
-    ) -> None:
-        """Back to a new, empty sandbox on the same port (for a server shared across tests).
+    def reset(self) -> None:
+        """Back to a new, empty sandbox on the same port, configured as it was made (for a
+        server shared across tests).
 
         Open client connections are closed, so no keep-alive socket carries a test's requests
         into the next. A sandbox with a state file is not reset (its state is the file's).
@@ -192,10 +184,7 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes):
         if self._state_file is not None:
             raise RuntimeError("a sandbox with a state file cannot be reset")
         with self._lock:
-            self._init_state(
-                login=login, tokens=tokens, rate_limit=rate_limit,
-                clock=clock, sub_issues=sub_issues,
-            )  # fmt: skip
+            self._init_state(*self._made_with)
         self._server.close_connections()
 
     # lifecycle
