@@ -67,15 +67,11 @@ def summary_lines(result: Mapping[str, Any] | None) -> list[tuple[str, str]]:
 
 
 @functools.lru_cache(maxsize=8)
-def _compiled(templates_dir: str) -> jinja2.Environment:
-    """Every template under ``templates_dir``, read and compiled once per process."""
-    folder = Path(templates_dir)
-    texts = {
-        p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8")
-        for p in sorted(folder.rglob("*.j2"))
-    }
+def _compiled(texts: tuple[tuple[str, str], ...]) -> jinja2.Environment:
+    """The templates ``texts`` (name, source), compiled once per process: a copy of the
+    project elsewhere (a test's, a worktree's) with the same templates compiles nothing."""
     env = jinja2.Environment(
-        loader=jinja2.DictLoader(texts),
+        loader=jinja2.DictLoader(dict(texts)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -87,16 +83,26 @@ def _compiled(templates_dir: str) -> jinja2.Environment:
     env.filters["permalink"] = lambda loc, audit: permalink(audit, loc)
     env.filters["code"] = lambda text: code_span(text, in_table=False)
     try:
-        for name in texts:
+        for name, _ in texts:
             env.get_template(name)
     except jinja2.TemplateError as exc:
         raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
     return env
 
 
+@functools.lru_cache(maxsize=32)
+def _texts(templates_dir: str) -> tuple[tuple[str, str], ...]:
+    folder = Path(templates_dir)
+    return tuple(
+        (p.relative_to(folder).as_posix(), p.read_text(encoding="utf-8"))
+        for p in sorted(folder.rglob("*.j2"))
+    )
+
+
 def environment(templates_dir: Path) -> jinja2.Environment:
-    """The compiled templates of ``templates_dir`` (read on first use in a process)."""
-    return _compiled(str(Path(templates_dir).absolute()))
+    """The compiled templates of ``templates_dir``: its files read on first use in a
+    process, and compiled on first sight of those texts."""
+    return _compiled(_texts(str(Path(templates_dir).absolute())))
 
 
 def issue_labels(audit: Audit, finding: Finding) -> tuple[str, ...]:

@@ -170,3 +170,39 @@ def test_a_label_without_a_definition_is_a_located_problem(tmp_path: Path) -> No
         load_catalog(root)
     [problem] = [str(p) for p in info.value.problems]
     assert problem.startswith("findings/06-adam-eps.yaml:") and "'backend:nope'" in problem
+
+
+def _node_rows(node: object) -> list[tuple[object, ...]]:
+    """Each node of a composed document as (kind, tag, start, end, value), depth first."""
+    import yaml
+
+    rows: list[tuple[object, ...]] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        assert isinstance(n, yaml.Node)
+        start, end = (n.start_mark.line, n.start_mark.column), (n.end_mark.line, n.end_mark.column)
+        value = n.value if isinstance(n, yaml.ScalarNode) else None
+        rows.append((type(n).__name__, n.tag, start, end, value))
+        if isinstance(n, yaml.MappingNode):
+            stack += [x for pair in reversed(n.value) for x in reversed(pair)]
+        elif isinstance(n, yaml.SequenceNode):
+            stack += list(reversed(n.value))
+    return rows
+
+
+@pytest.mark.parametrize(
+    "path", sorted(p.name for p in (REPO / "findings").glob("*.yaml")), ids=str
+)
+def test_the_fast_loader_reads_each_record_as_the_pure_python_one_does(path: str) -> None:
+    """Records are read with libyaml where PyYAML has it: the same nodes, tags and line and
+    column marks as the pure-Python loader, which locates every reported problem."""
+    import yaml
+
+    from artbot.catalog import _FAST_LOADER
+
+    text = (REPO / "findings" / path).read_text(encoding="utf-8")
+    assert _FAST_LOADER is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    fast = _node_rows(yaml.compose(text, Loader=_FAST_LOADER))
+    assert fast == _node_rows(yaml.compose(text, Loader=yaml.SafeLoader))
+    assert len(fast) > 50
