@@ -19,9 +19,11 @@ demo: $(STAMP)
 
 # What CI runs (.ci/run): lint, then every tier of the suite (fast, repro, network, e2e) on all
 # cores, one test file per worker (--dist loadfile keeps a file's session fixtures in one
-# process). Property tests use the derandomized hypothesis profile "ci" unless HYPOTHESIS_PROFILE
+# process), handed out in the order tests/conftest.py sorts them, slowest tiers first
+# (--no-loadscope-reorder: xdist would otherwise order files by their number of tests).
+# Property tests use the derandomized hypothesis profile "ci" unless HYPOTHESIS_PROFILE
 # says otherwise (CI's nightly run: "nightly").
-PYTEST_PARALLEL := -n auto --dist loadfile
+PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
 test: lint
 	$(BIN)/pytest $(PYTEST_PARALLEL)
 

@@ -58,11 +58,23 @@ def wheel_cache(art_wheels: ArtWheels) -> Path:
     return art_wheels.cache
 
 
+# The tiers in the order their files are handed to the xdist workers (make test runs with
+# --no-loadscope-reorder): the slowest files first, so the last ones to finish are short.
+_SCHEDULE = ("repro", "network", "e2e")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that asks for the release wheels is in the ``network`` tier (it may download them)."""
+    """A test that asks for the release wheels is in the ``network`` tier (it may download
+    them). Files are then ordered by their slowest tier (:data:`_SCHEDULE`), else as found."""
     for item in items:
         if {"art_wheels", "wheel_cache"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.network)
+    rank: dict[str, int] = {}
+    for item in items:
+        tiers = [i for i, name in enumerate(_SCHEDULE) if item.get_closest_marker(name)]
+        file = item.nodeid.split("::", 1)[0]
+        rank[file] = min([rank.get(file, len(_SCHEDULE)), *tiers])
+    items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,8 @@ A :class:`ForkServer` is one ``python`` started with the environment the scripts
 so a server serves one kernel). For each script it forks a child that changes to the script's
 working directory, takes the run's environment, points stdin at /dev/null and stdout/stderr at
 files, and runs the file with :func:`runpy.run_path` as ``__main__`` (``sys.argv`` and
-``sys.path[0]`` as the interpreter sets them). Its :meth:`spawn` has the signature of
+``sys.path[0]`` as the interpreter sets them), or for ``python -m module ...`` the module with
+:func:`runpy.run_module`. Its :meth:`spawn` has the signature of
 :data:`artbot.reprorun.Spawn`, so :func:`artbot.reprorun.run_repro` builds the result exactly as
 for ``artbot repro`` (token-free environment, verdict parsing, status).
 """
@@ -43,10 +44,18 @@ for line in sys.stdin:
             os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
             for fd, path in ((1, req["out"]), (2, req["err"])):
                 os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
-            script = os.path.abspath(req["argv"][0])
-            sys.argv = list(req["argv"])
-            sys.path[0] = os.path.dirname(script)
-            runpy.run_path(script, run_name="__main__")
+            # What the interpreter decides at start-up from the environment it is given.
+            sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+            argv = list(req["argv"])
+            if argv[0] == "-m":  # python -m module args: sys.path[0] is the working directory
+                sys.argv = argv[1:]
+                sys.path[0] = os.getcwd()
+                runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+            else:
+                script = os.path.abspath(argv[0])
+                sys.argv = argv
+                sys.path[0] = os.path.dirname(script)
+                runpy.run_path(script, run_name="__main__")
             code = 0
         except SystemExit as exc:
             if exc.code is None or isinstance(exc.code, int):

@@ -3,11 +3,12 @@
 6's, still present, is a strict xfail on all three, and fails (XPASS, strict) on a copy of 0.5.23
 with the fix applied, so it flips when ART fixes it.
 
-They run in a subprocess with pytest against an unpacked wheel, without the token variables in
-its environment (the wheel's code runs there). ART's dependencies are not installed here, so a
-harness conftest (tests/fixtures/export/harness_conftest.py, never exported) makes
-``import art.x`` load the single file ``art/x.py`` with artbot's import isolation, as
-``artbot verify`` does.
+They run in a child process with pytest against an unpacked wheel, without the token variables
+in its environment (the wheel's code runs there): ``python -m pytest``, forked from one
+interpreter that has imported torch and pytest (tests/forkrun.py). ART's dependencies are not
+installed here, so a harness conftest (tests/fixtures/export/harness_conftest.py, never
+exported) makes ``import art.x`` load the single file ``art/x.py`` with artbot's import
+isolation, as ``artbot verify`` does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,8 @@ from click.testing import CliRunner
 from artbot.cli import cli
 from artbot.export import regression_tests
 from artbot.settings import TOKEN_VARIABLES
+from tests.controls import controlled_copy, load_control
+from tests.forkrun import ForkServer
 from tests.wheels import default_wheels
 
 pytestmark = pytest.mark.network
@@ -36,25 +40,29 @@ def art_package(version: str) -> Path:
     return default_wheels().package(version)
 
 
+def exported_env(package: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in TOKEN_VARIABLES}
+    env.update(ARTBOT_ART_PACKAGE=str(package), PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ForkServer]:
+    forked = ForkServer(exported_env(Path()), preload=("torch", "pytest"))
+    yield forked
+    forked.close()
+
+
 def run_exported(
-    tmp_path: Path, version: str, package: Path | None = None
+    server: ForkServer, tmp_path: Path, version: str, package: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     package = package or art_package(version)
     out = tmp_path / version
     result = CliRunner().invoke(cli, ["--root", str(REPO), "export-tests", "--out", str(out)])
     assert result.exit_code == 0, result.output
     shutil.copyfile(HARNESS, out / "conftest.py")
-    env = {k: v for k, v in os.environ.items() if k not in TOKEN_VARIABLES}
-    env.update(ARTBOT_ART_PACKAGE=str(package), PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=out,
-        timeout=300,
-        check=False,
-    )
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", str(out)]
+    return server.spawn(argv, out, exported_env(package), timeout_s=300)
 
 
 def outcomes(stdout: str) -> dict[str, str]:
@@ -95,26 +103,24 @@ def test_export_writes_tests_that_import_art_and_never_artbot(tmp_path: Path) ->
 
 @pytest.mark.network
 @pytest.mark.parametrize("version", ["0.5.20", "0.5.21", "0.5.23"])
-def test_regression_tests_on_each_release(tmp_path: Path, version: str) -> None:
-    done = run_exported(tmp_path, version)
+def test_regression_tests_on_each_release(server: ForkServer, tmp_path: Path, version: str) -> None:
+    done = run_exported(server, tmp_path, version)
     assert outcomes(done.stdout) == expected(version), done.stdout[-3000:]
     assert done.returncode == (1 if version == "0.5.20" else 0), done.stdout[-3000:]
 
 
 @pytest.mark.network
-def test_the_strict_xfail_of_item_6_flips_when_adam_params_gets_an_eps(tmp_path: Path) -> None:
-    release = art_package("0.5.23")
-    fixed = tmp_path / "fixed" / "art"
-    shutil.copytree(release, fixed)
-    impl = fixed / "trainer_rank" / "_impl.py"
-    text = impl.read_text(encoding="utf-8")
-    field = "    grad_clip_norm: float = 0.1\n"
-    assert text.count("class AdamParams:") == 1 and field in text
-    head, tail = text.split("class AdamParams:")
-    impl.write_text(
-        head + "class AdamParams:" + tail.replace(field, field + "    eps: float = 1e-8\n", 1)
-    )
-    done = run_exported(tmp_path, "0.5.23-fixed", fixed)
+def test_the_strict_xfail_of_item_6_flips_when_adam_params_gets_an_eps(
+    server: ForkServer, tmp_path: Path
+) -> None:
+    """On 0.5.23 with item 6's control applied (repros/controls/item06.py: an ``eps`` on
+    AdamParams, passed to the optimizer), in a linked copy of the release."""
+    control = load_control(6)
+    assert control is not None
+    release = art_package("0.5.23").parent
+    fixed = controlled_copy(release, tmp_path / "fixed", control.edits("fix", "0.5.23")) / "art"
+    assert "    eps: float = " in (fixed / "trainer_rank" / "_impl.py").read_text(encoding="utf-8")
+    done = run_exported(server, tmp_path, "0.5.23-fixed", fixed)
     got = outcomes(done.stdout)
     assert got["test_item06_adam_params_eps.py"] == "failed", done.stdout[-3000:]
     assert "XPASS(strict)" in done.stdout

@@ -46,3 +46,25 @@ def test_exit_codes_tracebacks_and_timeouts_come_back(server: ForkServer, tmp_pa
     assert slow.status == "timeout" and "verdict: fixed" in slow.stdout
     # The server goes on serving after a timeout.
     assert run_repro(tmp_path, 1, "code.py", spawn=server.spawn).exit_code == 3
+
+
+def test_a_module_runs_as_python_m_runs_it(server: ForkServer, tmp_path: Path) -> None:
+    """``python -m module args`` (how tests/test_export.py runs pytest): the same argv,
+    ``sys.path[0]``, ``__name__`` and bytecode setting as a fresh interpreter gives."""
+    import subprocess
+    import sys
+
+    (tmp_path / "probe.py").write_text(
+        "import json, os, sys\n"
+        "print(json.dumps([__name__, os.path.relpath(sys.argv[0]), sys.argv[1:],\n"
+        "                  sys.path[0] == os.getcwd(), sys.dont_write_bytecode]))\n"
+    )
+    argv = [sys.executable, "-m", "probe", "a", "--b"]
+    for bytecode in ("", "1"):
+        env = {**Settings().child_env, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": bytecode}
+        fresh = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
+        forked = server.spawn(argv, tmp_path, env, timeout_s=60)
+        flag = "true" if bytecode else "false"
+        want = f'["__main__", "probe.py", ["a", "--b"], true, {flag}]\n'
+        assert (forked.returncode, forked.stdout) == (fresh.returncode, fresh.stdout), forked.stderr
+        assert forked.stdout == want

@@ -371,7 +371,9 @@ def test_releases_leave_no_art_modules_behind(code_results: dict[str, list[CodeR
     assert leftovers == []
 
 
-def test_release_cli_prints_both_tables(wheel_cache: Path, code_catalog: Catalog) -> None:
+def test_release_cli_prints_both_tables(
+    wheel_cache: Path, code_catalog: Catalog, tmp_path: Path
+) -> None:
     result = CliRunner().invoke(
         cli,
         ["--root", str(code_catalog.root), "verify", "--release", "0.5.21", "--json"],
@@ -384,12 +386,19 @@ def test_release_cli_prints_both_tables(wheel_cache: Path, code_catalog: Catalog
     # every check ran, so verify exits 0 unless asked to fail on what it found.
     assert data["anchors"]["ok"] is False
     assert result.exit_code == 0, result.output
+    # Asked to, it exits 1 on the moved lines: shown on item 7 alone (loss.py moved in 0.5.21).
+    item7 = tmp_path / "item7"
+    shutil.copytree(code_catalog.root / "repros", item7 / "repros")
+    (item7 / "findings").mkdir()
+    for name in ("audit.yaml", "07-tis-fallback.yaml"):
+        shutil.copy2(code_catalog.root / "findings" / name, item7 / "findings" / name)
     strict = CliRunner().invoke(
         cli,
-        ["--root", str(code_catalog.root), "verify", "--release", "0.5.21", "--fail-on", "moved"],
+        ["--root", str(item7), "verify", "--release", "0.5.21", "--fail-on", "moved"],
         env={CACHE_ENV: str(wheel_cache)},
     )
     assert strict.exit_code == 1 and "--fail-on moved" in strict.output, strict.output
+    assert "item 7:" in strict.output and "item 8" not in strict.output
 
 
 def test_fetch_release_runs_pip_once_then_uses_the_cache(tmp_path: Path) -> None:
