@@ -1,5 +1,8 @@
 """The sandbox, driven over real HTTP by PyGithub (and by raw requests where PyGithub hides
-what is under test), and its JSON checked against GitHub's published REST schema."""
+what is under test): issues, comments and labels, validation and auth, persistence and
+concurrency, and its JSON checked against GitHub's published REST schema. Conditional
+requests, rate limits and injected faults: tests/test_sandbox_faults.py; what the two share:
+tests/sandbox_client.py."""
 
 from __future__ import annotations
 
@@ -7,7 +10,6 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,63 +17,28 @@ from typing import Any
 import pytest
 import requests
 from github import (
-    Auth,
     BadCredentialsException,
     Github,
     GithubException,
-    GithubRetry,
-    RateLimitExceededException,
     UnknownObjectException,
 )
 from pydantic import BaseModel
 
 from artbot.sandbox import MAX_BODY_CHARS, GitHubSandbox
+from tests.sandbox_client import (
+    API,
+    NAME,
+    OWNER,
+    REPO,
+    TOKEN,
+    client,
+    raw,
+    repo_client,
+    schema_models,
+    unknown_keys,
+)
 
-OWNER, NAME = "OpenPipe", "ART"
-REPO = f"{OWNER}/{NAME}"
-TOKEN = "ghp_sandboxTestTokenDoNotLeak0123456789"
-API = f"/repos/{REPO}"
-
-
-def client(sandbox: GitHubSandbox, token: str | None = TOKEN, retry: Any = None) -> Github:
-    return Github(
-        base_url=sandbox.api_url,
-        auth=Auth.Token(token) if token else None,
-        retry=retry,
-        per_page=100,
-        seconds_between_requests=0,
-        seconds_between_writes=0,
-    )
-
-
-def raw(
-    sandbox: GitHubSandbox,
-    method: str,
-    path: str,
-    body: Any = None,
-    token: str | None = TOKEN,
-    headers: dict[str, str] | None = None,
-) -> requests.Response:
-    sent = dict(headers or {})
-    if token:
-        sent["Authorization"] = f"token {token}"
-    return requests.request(method, sandbox.api_url + path, json=body, headers=sent, timeout=10)
-
-
-def fast_retry() -> GithubRetry:
-    return GithubRetry(total=3, backoff_factor=0, secondary_rate_wait=0)
-
-
-@pytest.fixture
-def gh(sandbox: GitHubSandbox) -> Iterator[Github]:
-    sandbox.create_repo(OWNER, NAME)
-    g = client(sandbox)
-    yield g
-    g.close()
-
-
-def statuses(sandbox: GitHubSandbox, method: str, path: str) -> list[int]:
-    return [r.status for r in sandbox.requests if r.method == method and r.path == path]
+gh = pytest.fixture(repo_client, name="gh")
 
 
 # --- issues --------------------------------------------------------------------------------
@@ -343,141 +310,6 @@ def test_token_is_never_logged_stored_or_echoed(
     assert TOKEN not in state.read_text()
 
 
-# --- conditional requests and rate limits ------------------------------------------------------
-
-
-def test_etag_gives_304_that_costs_no_rate_limit(sandbox: GitHubSandbox) -> None:
-    sandbox.create_repo(OWNER, NAME)
-    sandbox.seed_issue(OWNER, NAME, "t", "b")
-    first = raw(sandbox, "GET", f"{API}/issues/1")
-    etag = first.headers["ETag"]
-    remaining = int(first.headers["X-RateLimit-Remaining"])
-    assert first.headers["X-RateLimit-Limit"] == "5000"
-    assert first.headers["X-RateLimit-Used"] == "1"
-    assert first.headers["X-RateLimit-Resource"] == "core"
-    assert int(first.headers["X-RateLimit-Reset"]) > datetime.now(UTC).timestamp()
-    assert first.headers["X-GitHub-Request-Id"]
-
-    again = raw(sandbox, "GET", f"{API}/issues/1", headers={"If-None-Match": etag})
-    assert again.status_code == 304 and again.content == b""
-    assert int(again.headers["X-RateLimit-Remaining"]) == remaining
-
-    sandbox.edit_issue(OWNER, NAME, 1, body="changed")
-    changed = raw(sandbox, "GET", f"{API}/issues/1", headers={"If-None-Match": etag})
-    assert changed.status_code == 200 and changed.headers["ETag"] != etag
-    assert int(changed.headers["X-RateLimit-Remaining"]) == remaining - 1
-    assert [r.status for r in sandbox.requests] == [200, 304, 200]
-
-
-def test_primary_rate_limit_runs_out() -> None:
-    with GitHubSandbox(rate_limit=3) as limited:
-        limited.create_repo(OWNER, NAME)
-        g = client(limited)
-        for _ in range(3):
-            g.get_repo(REPO)
-        with pytest.raises(RateLimitExceededException) as exc:
-            g.get_repo(REPO)
-        assert exc.value.status == 403
-        core = g.get_rate_limit().resources.core  # asking is free, even when out
-        assert (core.limit, core.remaining, core.used) == (3, 0, 3)
-        g.close()
-
-
-# --- faults -------------------------------------------------------------------------------------
-
-
-def test_server_error_before_the_write_leaves_nothing(sandbox: GitHubSandbox, gh: Github) -> None:
-    repo = gh.get_repo(REPO)
-    sandbox.inject_fault("POST", r"/issues$", 502)
-    with pytest.raises(GithubException) as exc:
-        repo.create_issue(title="t")
-    assert exc.value.status == 502
-    assert list(repo.get_issues(state="all")) == []
-    assert repo.create_issue(title="t").number == 1  # the fault was used up
-    assert statuses(sandbox, "POST", f"{API}/issues") == [502, 201]
-
-
-def test_server_error_after_the_write_still_applies_it(sandbox: GitHubSandbox, gh: Github) -> None:
-    repo = gh.get_repo(REPO)
-    sandbox.inject_fault("PATCH", r"/issues/1$", 500, after_write=True)
-    sandbox.inject_fault("POST", r"/issues$", 502, after_write=True)
-    with pytest.raises(GithubException) as exc:
-        repo.create_issue(title="t")
-    assert exc.value.status == 502
-    assert sandbox.get_issue(OWNER, NAME, 1)["title"] == "t"  # a retry would file a duplicate
-    with pytest.raises(GithubException):
-        repo.get_issue(1).edit(state="closed")
-    assert sandbox.get_issue(OWNER, NAME, 1)["state"] == "closed"
-
-
-def test_secondary_rate_limit_without_retry_after(sandbox: GitHubSandbox, gh: Github) -> None:
-    repo = gh.get_repo(REPO)
-    sandbox.inject_fault("POST", r"/issues$", "secondary_rate_limit")
-    response = raw(sandbox, "POST", f"{API}/issues", {"title": "t"})
-    assert response.status_code == 403 and "Retry-After" not in response.headers
-    assert response.json()["message"].startswith("You have exceeded a secondary rate limit")
-
-    sandbox.inject_fault("POST", r"/issues$", "secondary_rate_limit")
-    with pytest.raises(RateLimitExceededException):
-        repo.create_issue(title="t")
-
-    sandbox.inject_fault("POST", r"/issues$", "secondary_rate_limit", times=2)
-    retrying = client(sandbox, retry=fast_retry())
-    assert retrying.get_repo(REPO).create_issue(title="t").number == 1
-    assert statuses(sandbox, "POST", f"{API}/issues") == [403, 403, 403, 403, 201]
-    retrying.close()
-
-
-def test_secondary_rate_limit_with_retry_after(sandbox: GitHubSandbox, gh: Github) -> None:
-    sandbox.inject_fault("GET", r"/issues$", "secondary_rate_limit", retry_after=7)
-    response = raw(sandbox, "GET", f"{API}/issues")
-    assert (response.status_code, response.headers["Retry-After"]) == (403, "7")
-
-    sandbox.inject_fault("GET", r"/issues$", "secondary_rate_limit", retry_after=0)
-    retrying = client(sandbox, retry=fast_retry())
-    assert list(retrying.get_repo(REPO).get_issues()) == []
-    assert statuses(sandbox, "GET", f"{API}/issues") == [403, 403, 200]
-    retrying.close()
-
-
-def test_too_many_requests(sandbox: GitHubSandbox, gh: Github) -> None:
-    sandbox.inject_fault("*", r"/issues$", 429, retry_after=3)
-    response = raw(sandbox, "GET", f"{API}/issues")
-    assert (response.status_code, response.headers["Retry-After"]) == (429, "3")
-    sandbox.inject_fault("POST", r"/issues$", 429)
-    with pytest.raises(GithubException) as exc:
-        gh.get_repo(REPO).create_issue(title="t")
-    assert exc.value.status == 429
-
-
-def test_dropped_connection_before_and_after_the_write(sandbox: GitHubSandbox, gh: Github) -> None:
-    repo = gh.get_repo(REPO)
-    sandbox.inject_fault("POST", r"/issues$", "drop")
-    with pytest.raises(requests.exceptions.ConnectionError):
-        repo.create_issue(title="lost")
-    assert list(repo.get_issues(state="all")) == []
-
-    sandbox.inject_fault("POST", r"/issues$", "drop", after_write=True)
-    with pytest.raises(requests.exceptions.ConnectionError):
-        repo.create_issue(title="landed")
-    assert [i.title for i in repo.get_issues()] == ["landed"]
-    assert statuses(sandbox, "POST", f"{API}/issues") == [0, 0]
-
-
-def test_fault_matching_counts_and_validation(sandbox: GitHubSandbox, gh: Github) -> None:
-    sandbox.inject_fault("POST", r"/issues$", 503, times=2)
-    assert raw(sandbox, "GET", f"{API}/issues").status_code == 200  # other method: untouched
-    codes = [raw(sandbox, "POST", f"{API}/issues", {"title": "t"}).status_code for _ in range(3)]
-    assert codes == [503, 503, 201]
-    assert sandbox.pending_faults == []
-    with pytest.raises(ValueError):
-        sandbox.inject_fault("GET", ".*", 200)
-    with pytest.raises(ValueError):
-        sandbox.inject_fault("GET", ".*", 600)
-    with pytest.raises(ValueError):
-        sandbox.inject_fault("GET", ".*", "explode")
-
-
 # --- persistence, concurrency, running it ---------------------------------------------------------
 
 
@@ -541,38 +373,8 @@ def test_artbot_sandbox_serves_in_the_foreground(tmp_path: Path) -> None:
 # --- the JSON against GitHub's published schema -------------------------------------------------
 
 
-def _schema_models() -> Any:
-    try:
-        from githubkit_schemas.v2022_11_28 import models
-    except ImportError as exc:  # e.g. hishel 2.0 breaks githubkit 0.16's import
-        pytest.skip(f"GitHub's REST schema models (githubkit-schemas) unavailable: {exc}")
-    return models
-
-
-def unknown_keys(model: type[BaseModel], payload: Any) -> list[str]:
-    """Validate ``payload`` against ``model``; return the keys the schema does not know.
-
-    githubkit's models ignore unknown keys, so compare the payload with what the validated
-    model keeps: any key that did not survive is one the published schema lacks.
-    """
-    kept = model.model_validate(payload).model_dump(mode="json", by_alias=True, exclude_unset=True)
-
-    def walk(sent: Any, known: Any, path: str) -> Iterator[str]:
-        if isinstance(sent, dict) and isinstance(known, dict):
-            for key, value in sent.items():
-                if key not in known:
-                    yield f"{path}.{key}"
-                else:
-                    yield from walk(value, known[key], f"{path}.{key}")
-        elif isinstance(sent, list) and isinstance(known, list):
-            for i, (a, b) in enumerate(zip(sent, known, strict=True)):
-                yield from walk(a, b, f"{path}[{i}]")
-
-    return list(walk(payload, kept, "$"))
-
-
 def test_payloads_match_githubs_published_schema(sandbox: GitHubSandbox) -> None:
-    m = _schema_models()
+    m = schema_models()
     sandbox.create_repo(OWNER, NAME, description="RL for LLMs")
     number = sandbox.seed_issue(OWNER, NAME, "t", "b", labels=["numerics audit"])
     sandbox.edit_issue(OWNER, NAME, number, assignees=[sandbox.login])

@@ -1,0 +1,125 @@
+"""Item 9's check against ART's own code: what ``check_art`` in ``item09_tinker_masks`` returns.
+
+Kept apart from the item's script so that it stays readable: the claims, their details and
+the source lines they stand on, from runs of ART's packer and ``TinkerService.train``
+(``_tinker_train``) and from ART's source (``_source``, ``_evidence``). Nothing here is used by
+the script's own measurement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import _art_extract
+import _evidence
+import _source
+import _tinker_train
+from _tinker_masks import scored_contexts
+
+
+def check(art: Any) -> dict[str, Any]:
+    """``check_art``'s result for ``art``, claim by claim (what is run: its docstring)."""
+    pack = art.load("preprocessing/pack.py")
+    shared = int(pack.DEFAULT_MIN_PREFIX_TREE_SHARED_SEGMENT_LENGTH)
+    prompt_len = shared + 16
+    group = _tinker_train.two_branch_group(prompt_len)
+    seq_len = 4 * prompt_len
+    packed_run = _tinker_train.run_train(art, group, seq_len, pack_results=True)
+    wrong, trainable = _wrong_context(packed_run)
+    tinker_packs, why = _tinker_train.tinker_pack_results(art)
+    path_run = _tinker_train.run_train(art, group, seq_len, pack_results=bool(tinker_packs))
+    path_wrong, path_trainable = _wrong_context(path_run)
+    roots = [sum(1 for g in set(r["group_ids"].tolist()) if g >= 0) for r in path_run["rows"]]
+    reach = (
+        f"ART's Tinker path packs with pack_results={tinker_packs} ({why}): "
+        f"{path_run['packed_rows']} rows with {roots} segments, {path_wrong} of "
+        f"{path_trainable} trainable tokens in the wrong context"
+    )
+    masks_detail = (
+        f"two-branch group, {prompt_len}-token prompt, packed with pack_results=True: "
+        f"{packed_run['packed_rows']} row, {wrong} of {trainable} trainable tokens scored in the "
+        f"wrong context by the masks of {packed_run['where']} (run); {reach} (artbot's addition)"
+    )
+    service = art.source("tinker/service.py")
+    line = next(iter(_source_lines(service, "def resolve_global_grad_accumulation_sequences(")))
+    resolve, _ = _art_extract.method(art, "tinker/service.py", line)
+    types = art.load("types.py")
+    accumulation = asyncio.run(resolve(None, types.TrainConfig()))
+    steps, rows = path_run["optim_steps"], path_run["packed_rows"]
+    step_detail = (
+        f"{steps} optim_step calls for {rows} packed rows in one train call (run); ART's "
+        f"contract: resolve_global_grad_accumulation_sequences returns {accumulation} "
+        f"({art.name}/tinker/service.py:{line}, run)"
+    )
+    train_at = _source_span(art, "tinker/service.py", path_run["where"])
+    mask_fix = [
+        _evidence.lines(
+            art,
+            "tinker/service.py",
+            "row = parse_prefix_tree_row(",
+            "for segment in row.segments",
+            look_for="group_ids.new_tensor((segment.group_id, *segment.ancestors)),",
+        )
+    ]
+    reach_at = [  # where ART's Tinker path chooses pack_results (artbot's addition)
+        _evidence.lines(art, "local/backend.py", "self._supports_result_packing = False"),
+        _evidence.lines(art, "local/backend.py", "pack_results=self._supports_result_packing,"),
+    ]
+    step_at = [
+        train_at,
+        _evidence.lines(
+            art,
+            "tinker/service.py",
+            "optim_step_future = await state.training_client.optim_step_async(",
+        ),
+        _evidence.lines(
+            art, "tinker/service.py", "async def resolve_global_grad_accumulation_sequences("
+        ),
+    ]
+    return {
+        "claims": {
+            "wrong-per-datum-masks": _evidence.claim(
+                wrong > 0, masks_detail, method="ran", at=[train_at, *reach_at], fix=mask_fix
+            ),
+            "one-optimizer-step-per-packed-row": _evidence.claim(
+                rows > 1 and steps == rows, step_detail, method="ran", at=step_at
+            ),
+        },
+        "detail": f"{masks_detail}; {step_detail}",
+        "ran": [
+            f"{art.name}/preprocessing/pack.py:packed_tensors_from_tokenized_results",
+            f"{packed_run['where']} TinkerService.train (from the source, stand-in client)",
+            f"{art.name}/tinker/service.py:TinkerService.resolve_global_grad_accumulation_sequences",
+            f"{art.name}/tinker/backend.py, local/backend.py: pack_results (source read, ast)",
+        ],
+        "scope": "ART's packer and TinkerService.train run; Tinker's client is a stand-in that "
+        "records the datums and counts optimizer steps",
+        "method": "ran",
+    }
+
+
+def _wrong_context(run: dict[str, Any]) -> tuple[int, int]:
+    """Trainable tokens scored in the wrong context over a run's rows, and trainable tokens."""
+    wrong = total = 0
+    for row in run["rows"]:
+        masks = [(0, m) for m in row["masks"]]
+        scored = scored_contexts(masks, row["group_ids"], row["parent_ids"], row["assistant_mask"])
+        wrong += sum(not s["correct"] for s in scored)
+        total += len(scored)
+    return wrong, total
+
+
+def _source_span(art: Any, relpath: str, where: str) -> dict[str, Any]:
+    """The ``def`` that starts at ``where`` (``art/...:line``), as a source line for the record."""
+    line = int(where.rsplit(":", 1)[1])
+    block = _source.block_at(art.source(relpath), line)
+    head = block.text.splitlines()[0].strip()
+    return {"path": f"{art.name}/{relpath}", "line": block.line, "end": block.end, "look_for": head}
+
+
+def _source_lines(text: str, needle: str) -> list[int]:
+    found = _source.lines_with(text, needle)
+    if not found:
+        raise LookupError(f"{needle!r} not in tinker/service.py")
+    return found
