@@ -110,13 +110,15 @@ def te_logit_grad(
     *,
     fixed: bool = False,
     fp32_store: bool = False,
+    stats: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """The gradient buffer TE leaves behind for BF16 ``logits`` (reduce_loss=False, no smoothing).
 
     ``fixed``: the target's -1 is added in FP32 before the single store (ART 0.5.21's patch).
     ``fp32_store``: the gradient buffer is FP32 (no BF16 store at all).
+    ``stats``: ``te_softmax_stats(logits)``, when already computed.
     """
-    m, d = te_softmax_stats(logits)
+    m, d = te_softmax_stats(logits) if stats is None else stats
     rows = torch.arange(logits.shape[0])
     store = torch.float32 if fp32_store else logits.dtype
     probs = torch.exp(logits.float() - m[:, None]) / d[:, None]  # step 4, FP32
@@ -146,16 +148,28 @@ def te_kernel_target_grad(logits: torch.Tensor, targets: torch.Tensor) -> torch.
     return x.grad[0, torch.arange(logits.shape[0], device="cuda"), labels[0]].float().cpu()
 
 
-def measure(fixed: bool = False, fp32_store: bool = False, seed: int = 0) -> dict[str, Any]:
-    """Zero target gradients and their threshold in p, on the cited path or a fixed one."""
+@functools.lru_cache(maxsize=1)
+def _chunks(seed: int) -> tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor, Any], ...]:
+    """Per chunk of rows: (logits, targets, 1 - p in float64, TE's softmax stats), the part of
+    a measurement that every variant shares. Cached: the variants are measured on one draw."""
     logits, targets = make_logits(seed)
-    one_minus_p, target_grad = [], []
+    out = []
     for start in range(0, ROWS, CHUNK):
         rows = slice(start, start + CHUNK)
         x, y = logits[rows], targets[rows]
         log_p = _common.log_softmax64(x).gather(1, y[:, None]).squeeze(1)
-        grad = te_logit_grad(x, y, torch.ones(x.shape[0]), fixed=fixed, fp32_store=fp32_store)
-        one_minus_p.append(-torch.expm1(log_p))
+        out.append((x, y, -torch.expm1(log_p), te_softmax_stats(x)))
+    return tuple(out)
+
+
+def measure(fixed: bool = False, fp32_store: bool = False, seed: int = 0) -> dict[str, Any]:
+    """Zero target gradients and their threshold in p, on the cited path or a fixed one."""
+    one_minus_p, target_grad = [], []
+    for x, y, q_chunk, stats in _chunks(seed):
+        grad = te_logit_grad(
+            x, y, torch.ones(x.shape[0]), fixed=fixed, fp32_store=fp32_store, stats=stats
+        )
+        one_minus_p.append(q_chunk)
         target_grad.append(grad.gather(1, y[:, None]).squeeze(1).double())
     q = torch.cat(one_minus_p)
     p = 1.0 - q

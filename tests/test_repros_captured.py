@@ -139,7 +139,8 @@ def fresh_run(path: Path, kernel: str) -> ReproResult:
         captured = json.loads(path.read_text(encoding="utf-8"))
         with _kernel(kernel):
             if kernel not in _SERVERS:
-                _SERVERS[kernel] = ForkServer({**Settings().child_env, "PYTHONHASHSEED": "0"})
+                env = {**Settings().child_env, "PYTHONHASHSEED": "0"}
+                _SERVERS[kernel] = ForkServer(env, preload=("torch", "torch._dynamo"))
                 atexit.register(_SERVERS[kernel].close)
             _RUNS[key] = run_repro(
                 ROOT,
