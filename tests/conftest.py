@@ -21,6 +21,15 @@ from artbot.sandbox import GitHubSandbox
 from tests.forkrun import ForkServer, RunScript
 from tests.wheels import RELEASES, ArtWheels, default_wheels
 
+# glibc hands every freed block over its mmap threshold (at most 32 MiB by default) back to the
+# kernel, and faults it in again on the next allocation. The repros allocate and free tensors of
+# tens of MiB chunk after chunk ([64, 151936] float64 in item 1): on this project's 2-core VM the
+# page faults were 1.8 s of item 1's 3.9 s, all of it in the kernel. A higher threshold keeps
+# freed memory in the process for reuse. glibc reads it when a process starts, so it is set here,
+# before xdist starts its workers: they, the fork servers and every child inherit it. It changes
+# no result, only where memory comes from; an environment that sets it keeps its own value.
+os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(4 << 30))
+
 # Every property test runs under these settings and no others (no per-test @settings): no
 # deadline, since a 2-core machine running the suite in parallel makes any per-example time limit
 # flaky; HealthCheck.too_slow off for the same reason.

@@ -7,9 +7,9 @@ API, for any test (the integrator may move it to conftest; nothing here is a fix
 - ``Control.edits(kind, version) -> list[Edit]``: ``kind`` is ``"fix"`` or ``"unfix"``;
   ``FIX``/``UNFIX`` are a list of edits for every release, or a dict ``{version: [...]}``.
 - ``controlled_copy(release_root, dest, edits) -> Path``: ``dest`` becomes a copy of the
-  unpacked release at ``release_root`` (the folder holding ``art/``) in which every file is
-  a symlink to the release's, except the files the edits changed, which are written. Raises
-  ``ControlDoesNotApply`` when an edit matches nothing in the files its glob names.
+  unpacked release at ``release_root`` (the folder holding ``art/``) in which the files the
+  edits changed are written and every other file or folder is a symlink to the release's.
+  Raises ``ControlDoesNotApply`` when an edit matches nothing in the files its glob names.
 - ``check(catalog, root, item, label) -> CodeResult``: the item's ``check_art`` run on the
   tree at ``root`` (``artbot.verify.code.run_check``), labelled ``label``.
 - ``claim_verdicts(result) -> {claim: "reproduced" | "fixed" | "not checked"}``.
@@ -72,28 +72,43 @@ def load_control(item: int) -> Control | None:
     )
 
 
-def _link_tree(src: Path, dest: Path) -> None:
-    shutil.copytree(src, dest, symlinks=True, copy_function=os.symlink)
+def _link_tree(src: Path, dest: Path, keep: set[Path]) -> None:
+    """``dest`` as a folder of links to ``src``'s entries; the entries on the way to a path in
+    ``keep`` (relative to ``src``) are real folders, and those paths are left to be written."""
+    dest.mkdir(parents=True)
+    for entry in sorted(src.iterdir()):
+        rel = entry.relative_to(src)
+        inside = {k.relative_to(rel) for k in keep if k != rel and k.is_relative_to(rel)}
+        if rel in keep:
+            continue
+        if inside and entry.is_dir() and not entry.is_symlink():
+            _link_tree(entry, dest / entry.name, inside)
+        else:
+            os.symlink(entry, dest / entry.name, target_is_directory=entry.is_dir())
 
 
 def controlled_copy(release_root: Path, dest: Path, edits: list[Edit]) -> Path:
-    """A linked copy of ``release_root`` with ``edits`` applied to its ``art/`` files."""
-    if dest.exists():
-        shutil.rmtree(dest)
-    _link_tree(release_root, dest)
-    art = dest / "art"
+    """A linked copy of ``release_root`` with ``edits`` applied to its ``art/`` files: the
+    edited files are written, and every file or folder the edits do not reach is a link to
+    the release's (a few dozen links, not one per file: making each costs time)."""
+    art = release_root / "art"
+    changed: dict[Path, str] = {}  # under art/ -> its text after the edits so far
     for files, find, replace in edits:
         pattern = re.compile(find, re.MULTILINE)
         hits = 0
         for path in sorted(art.glob(files)):
-            text = path.read_text(encoding="utf-8")
-            new, n = pattern.subn(replace, text)
+            rel = path.relative_to(art)
+            new, n = pattern.subn(replace, changed.get(rel) or path.read_text(encoding="utf-8"))
             if n:
                 hits += n
-                path.unlink()  # a link to the release: replace it, never write through it
-                path.write_text(new, encoding="utf-8")
+                changed[rel] = new
         if hits == 0:
             raise ControlDoesNotApply(f"{files}: {find!r} matches nothing in {release_root.name}")
+    if dest.exists():
+        shutil.rmtree(dest)
+    _link_tree(release_root, dest, {Path("art") / rel for rel in changed})
+    for rel, text in changed.items():
+        (dest / "art" / rel).write_text(text, encoding="utf-8")
     return dest
 
 

@@ -78,7 +78,25 @@ def test_controlled_copy_edits_a_copy_and_never_the_release(tmp_path: Path) -> N
     assert (release / "art" / "a.py").read_text() == "x = 1\ny = 2\n"
     assert (copy / "art" / "a.py").read_text() == "x = 1\ny = 20\n"
     assert not (copy / "art" / "a.py").is_symlink()
-    assert (copy / "art" / "sub" / "b.py").is_symlink()  # untouched files link to the release
+    # What the edits do not reach links to the release: here the whole of art/sub/.
+    assert (copy / "art" / "sub").is_symlink() and (copy / "art" / "sub" / "b.py").is_file()
+    assert not (copy / "art").is_symlink()
+
+
+def test_a_controlled_copy_links_only_what_its_edits_do_not_reach(tmp_path: Path) -> None:
+    release = _release(tmp_path)
+    (release / "art" / "sub" / "c.py").write_text("y = 2\n")
+    (release / "art" / "other").mkdir()
+    (release / "art" / "other" / "d.py").write_text("y = 2\n")
+    edits = [("sub/*.py", r"^y = 2$", "y = 3"), ("sub/c.py", r"^y = 3$", "y = 4")]
+    copy = controlled_copy(release, tmp_path / "copy", edits)
+    art = copy / "art"
+    assert (art / "sub" / "c.py").read_text() == "y = 4\n"  # the second edit sees the first's
+    assert not (art / "sub").is_symlink() and not (art / "sub" / "c.py").is_symlink()
+    assert (art / "sub" / "b.py").is_symlink() and (art / "other").is_symlink()
+    assert (art / "a.py").is_symlink() and (art / "other" / "d.py").read_text() == "y = 2\n"
+    assert sorted(p.name for p in art.iterdir()) == ["a.py", "other", "sub"]
+    assert (release / "art" / "sub" / "c.py").read_text() == "y = 2\n"
 
 
 def test_an_edit_that_matches_nothing_fails_loudly(tmp_path: Path) -> None:
