@@ -45,6 +45,23 @@ HELP_TARGET = 0.15  # `artbot --help` adds at most 15 % to `python -c "import cl
 RENDER_TARGET_S = 0.25  # `artbot render --all` adds at most 0.25 s to importing what it uses
 
 
+def checkout() -> Path:
+    """A scratch copy of the catalog (without captured results), so runs write nothing here."""
+    root = Path(tempfile.mkdtemp()) / "checkout"
+    for part in ("findings", "templates", "repros"):
+        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("results"))
+    return root
+
+
+def seed_art(sb: GitHubSandbox, root: Path) -> None:
+    """ART as the audit left it: #1108-#1110 filed by hand, then the tracking issue."""
+    sb.create_repo(OWNER, NAME)
+    for n in (1108, 1109, 1110):
+        sb.seed_issue(OWNER, NAME, f"dedicated issue {n}", "by hand", number=n)
+    body = (root / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
+    sb.seed_issue(OWNER, NAME, "Tracking: numerics audit", body, number=TRACKING)
+
+
 def measure(sandbox: GitHubSandbox, fn: Callable[[], object]) -> tuple[int, int, int]:
     """(requests, writes, 304s) made by ``fn``."""
     sandbox.requests.clear()
@@ -59,19 +76,13 @@ def status_rows() -> list[tuple[str, tuple[int, int, int], str]]:
     from artbot.status import ItemStatus
     from tests.statusdata import F, claims_of, fixed_item, install, partial_item, point
 
-    root = Path(tempfile.mkdtemp()) / "checkout"
-    for part in ("findings", "templates", "repros"):
-        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("results"))
+    root = checkout()
     for item, build in ((7, fixed_item), (9, partial_item)):
         install(root, load_catalog(root).get(item), build(load_catalog(root).get(item)))
     catalog = load_catalog(root)
     rows: list[tuple[str, tuple[int, int, int], str]] = []
     with GitHubSandbox() as sb:
-        sb.create_repo(OWNER, NAME)
-        for n in (1108, 1109, 1110):
-            sb.seed_issue(OWNER, NAME, f"dedicated issue {n}", "by hand", number=n)
-        body = (root / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
-        sb.seed_issue(OWNER, NAME, "Tracking: numerics audit", body, number=TRACKING)
+        seed_art(sb, root)
         repo = GitHubRepo(f"{OWNER}/{NAME}", api_url=sb.api_url, token="bench", cache=EtagCache())
         open_issues(catalog, repo, [4], TRACKING)  # labels exist from here on
         sync(catalog, repo, TRACKING)  # and #1108-#1110 carry them
@@ -105,17 +116,11 @@ def request_rows() -> list[tuple[str, tuple[int, int, int], str]]:
     from artbot.demo import tick_request
     from artbot.panel import EditEvent
 
-    root = Path(tempfile.mkdtemp()) / "checkout"
-    for part in ("findings", "templates", "repros"):
-        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("results"))
+    root = checkout()
     catalog = load_catalog(root)
     rows: list[tuple[str, tuple[int, int, int], str]] = []
     with GitHubSandbox() as sb:
-        sb.create_repo(OWNER, NAME)
-        for n in (1108, 1109, 1110):
-            sb.seed_issue(OWNER, NAME, f"dedicated issue {n}", "by hand", number=n)
-        body = (root / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
-        sb.seed_issue(OWNER, NAME, "Tracking: numerics audit", body, number=TRACKING)
+        seed_art(sb, root)
         repo = GitHubRepo(f"{OWNER}/{NAME}", api_url=sb.api_url, token="bench", cache=EtagCache())
         open_issues(catalog, repo, [5], TRACKING)  # labels exist from here on
         sync(catalog, repo, TRACKING)
@@ -251,17 +256,11 @@ def sub_issue_rows(catalog: Any) -> list[tuple[str, tuple[int, int, int], str]]:
 
 
 def main() -> int:
-    root = Path(tempfile.mkdtemp()) / "checkout"
-    for part in ("findings", "templates", "repros"):
-        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("results"))
+    root = checkout()
     catalog = load_catalog(root)
     rows: list[tuple[str, tuple[int, int, int], str]] = []
     with GitHubSandbox() as sb:
-        sb.create_repo(OWNER, NAME)
-        for n in (1108, 1109, 1110):
-            sb.seed_issue(OWNER, NAME, f"dedicated issue {n}", "by hand", number=n)
-        body = (root / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
-        sb.seed_issue(OWNER, NAME, "Tracking: numerics audit", body, number=TRACKING)
+        seed_art(sb, root)
         cache = EtagCache()
         repo = GitHubRepo(f"{OWNER}/{NAME}", api_url=sb.api_url, token="bench", cache=cache)
 

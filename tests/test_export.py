@@ -40,15 +40,16 @@ def art_package(version: str) -> Path:
     return default_wheels().package(version)
 
 
-def exported_env(package: Path) -> dict[str, str]:
+def exported_env() -> dict[str, str]:
+    """The exported tests' environment: this one without the token variables."""
     env = {k: v for k, v in os.environ.items() if k not in TOKEN_VARIABLES}
-    env.update(ARTBOT_ART_PACKAGE=str(package), PYTHONDONTWRITEBYTECODE="1")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ForkServer]:
-    forked = ForkServer(exported_env(Path()), preload=("torch", "pytest"))
+    forked = ForkServer(exported_env(), preload=("torch", "pytest"))
     yield forked
     forked.close()
 
@@ -62,7 +63,8 @@ def run_exported(
     assert result.exit_code == 0, result.output
     shutil.copyfile(HARNESS, out / "conftest.py")
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", str(out)]
-    return server.spawn(argv, out, exported_env(package), timeout_s=300)
+    env = {**exported_env(), "ARTBOT_ART_PACKAGE": str(package)}
+    return server.spawn(argv, out, env, timeout_s=300)
 
 
 def outcomes(stdout: str) -> dict[str, str]:
