@@ -295,21 +295,13 @@ def _hook(provider: str) -> int | None:
     return None
 
 
-def _patch_forms_target_in_fp32(module: Any) -> bool:
-    """0.5.21's patch, read from its module: the gradient block it writes subtracts the
-    target's (1 - label_smoothing) before the single store, and the kernel's separate BF16
-    target step (load, add, store) is removed."""
-    import inspect
+def _patch_forms_target_in_fp32(module: Any) -> tuple[bool, str]:
+    """Run ART's ``patch_te_cross_entropy`` on a stand-in of TE's kernel (``_te_patch``) and
+    read, by the meaning of the kernel it writes, whether the target gradient is now formed in
+    FP32 before the one store."""
+    import _te_patch
 
-    fp32 = getattr(module, "_FP32_GRADIENT", "")
-    target = getattr(module, "_TARGET", "")
-    body = inspect.getsource(module.patch_te_cross_entropy)
-    return (
-        "X_block -= tl.where(" in fp32
-        and "== y" in fp32
-        and "tl.store(X_ptr + y" in target
-        and '.replace(_TARGET, "")' in body
-    )
+    return _te_patch.run_patch(module)
 
 
 def check_art(art: Any) -> dict[str, Any]:
@@ -325,11 +317,14 @@ def check_art(art: Any) -> dict[str, Any]:
     te, te_at = _te_fusion(provider)
     hook = _hook(provider)
     ran = [f"{art.name}/megatron/provider.py (source read, ast)"]
-    patched = False
+    patched, how = False, ""
     if hook is not None:
         module = art.load("megatron/te_cross_entropy.py")
-        patched = _patch_forms_target_in_fp32(module)
-        ran.append(f"{art.name}/megatron/te_cross_entropy.py:patch_te_cross_entropy (read)")
+        patched, how = _patch_forms_target_in_fp32(module)
+        ran.append(
+            f"{art.name}/megatron/te_cross_entropy.py:patch_te_cross_entropy (run on a stand-in "
+            "of TE's kernel; the kernel it writes read with ast)"
+        )
     if not te:
         detail = f"TE's fused cross-entropy is not enabled ({te_at})"
     elif hook is None:
@@ -340,13 +335,7 @@ def check_art(art: Any) -> dict[str, Any]:
     else:
         detail = (
             f"TE's fused cross-entropy enabled ({te_at}); provider.py L{hook} calls "
-            "patch_te_cross_entropy() on import, which "
-            + (
-                "forms the target's p - 1 in FP32 before the one store and removes the BF16 "
-                "target step"
-                if patched
-                else "does not form the target gradient in FP32"
-            )
+            "patch_te_cross_entropy() on import, which " + how
         )
     import _evidence
     import _source

@@ -63,7 +63,6 @@ the audit's on both the head without a tail and the 1% tail head, and the FP32 h
 from __future__ import annotations
 
 import math
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -394,81 +393,52 @@ def build_report() -> _common.Report:
     return report
 
 
-_FP32 = r"\.float\(\)|torch\.float32|\.to\(torch\.float|dtype\s*=\s*torch\.float32"
-
-
-def _in_block(source: str, block: _source.Parsed, needle: str) -> int | None:
-    """First line inside ``block`` holding ``needle``."""
-    return next(
-        (n for n in _source.lines_with(source, needle) if block.line <= n <= block.end), None
-    )
-
-
 def check_art(art: Any) -> dict[str, Any]:
-    """Read TrainerRank's head in ``art`` (its text, nothing run): does
-    ``_local_logits_from_hidden_rows`` still take its logits from the output layer's GEMM on
-    the hidden rows and weight as they come (BF16 in BF16 training), with nothing in FP32?
+    """Run TrainerRank's head in ``art`` on CPU (``_art_head``): ART's
+    ``_local_logits_from_hidden_rows``, compiled from the release, called on BF16 hidden rows
+    around a stand-in output layer that records the dtypes the GEMM is given and rounds its
+    product as a GPU does, with the weight passed and with the layer's own.
 
-    Reproduced: ``logits, _ = output_layer(`` is called and neither its operands nor the
-    layer's output dtype are FP32 before the call returns. Fixed: the GEMM is given FP32
-    operands or an FP32 output (``.float()``, ``torch.float32``) in the call or before it. An
-    upcast of the logits *after* the call is not a fix (the BF16 store has rounded them) and
-    is reported as such. Not checked: the function or the call is not there. The size of the
-    noise is this script's measurement; the dtype of the model's weights is configuration,
-    not read here.
+    Reproduced: in either case the logits ART returns carry more than FP32 rounding
+    (``_art_head.FP32_LEVEL``, RMS relative): BF16 or FP16 operands, an upcast after the GEMM,
+    or a GEMM the operands cannot be given as written. Fixed: both are FP32-exact. The noise's
+    effect on log-probabilities at a real model's size is this script's measurement; the
+    dtype of the model's weights is configuration (BF16 here).
     """
-    relpath = "trainer_rank/_impl.py"
-    path = f"{art.name}/{relpath}"
-    source = art.source(relpath)
+    import _art_head
+
     claim = "bf16-logit-rounding-noise"
-    ran = [f"{path}:_local_logits_from_hidden_rows (source read, not run)"]
-    heads = _source.lines_with(source, "def _local_logits_from_hidden_rows(")
-    fn = _source.block_at(source, heads[0]) if heads else None
-    call = _in_block(source, fn, "logits, _ = output_layer(") if fn else None
-    if fn is None or call is None:
-        why = f"{path}: " + (
-            "_local_logits_from_hidden_rows not found (the head moved or changed)"
-            if fn is None
-            else f"no output_layer call found in the function (L{fn.line}-L{fn.end})"
+    measured = _art_head.run(art)
+    cases = measured["cases"]
+    hit = any(_art_head.rounded(c) for c in cases.values())
+    detail = (
+        f"ran {measured['where']} {_art_head.METHOD} on BF16 rows: "
+        + "; ".join(_art_head.describe(name, c) for name, c in cases.items())
+        + (
+            f"; more than FP32 rounding ({_art_head.FP32_LEVEL:g})"
+            if hit
+            else f"; FP32 logits in both ({_art_head.FP32_LEVEL:g})"
         )
-        return {"claims": {claim: (None, why)}, "detail": why, "ran": ran, "scope": None}
-    lines = source.splitlines()
-    stmt = _source.statement_at(source, call)
-    before = "\n".join(lines[fn.line - 1 : call - 1])
-    after = "\n".join(lines[stmt.end : fn.end])
-    fp32_gemm = bool(re.search(_FP32, stmt.text)) or bool(
-        re.search(rf"\b(hidden|output_weight)\s*=.*({_FP32})", before)
     )
-    upcast_after = bool(re.search(_FP32, after))
-    returned = _in_block(source, fn, "return ") or fn.end
-    entries = [
-        {"path": path, "line": fn.line, "end": fn.end, "look_for": lines[fn.line - 1].strip()},
-        {"path": path, "line": call, "end": stmt.end, "look_for": lines[call - 1].strip()},
+    relpath = "trainer_rank/_impl.py"
+    source = art.source(relpath)
+    fn = _source.block_at(source, measured["line"])
+    lines = source.splitlines()
+    at = [
+        {
+            "path": f"{art.name}/{relpath}",
+            "line": fn.line,
+            "end": fn.end,
+            "look_for": lines[fn.line - 1].strip(),
+        }
     ]
-    where = f"{path}:L{call}-L{stmt.end}"
-    if fp32_gemm:
-        detail = f"{where}: the output-layer GEMM is given FP32 operands"
-    else:
-        detail = (
-            f"{where}: logits from the output-layer GEMM on the hidden rows and weight as they "
-            "come, no FP32 operand or output"
-            + ("; an upcast after the call does not undo the BF16 store" if upcast_after else "")
-            + f"; returned at L{returned}-L{fn.end} through model._scale_logits"
-        )
     return {
-        "claims": {
-            claim: _evidence.claim(
-                not fp32_gemm,
-                detail,
-                method="read",
-                at=entries,
-                fix=[entries[1]],
-            )
-        },
+        "claims": {claim: _evidence.claim(hit, detail, method="ran", at=at)},
         "detail": detail,
-        "ran": ran,
-        "scope": "source reading of TrainerRank's LM head (the anchored call and its operands); "
-        "the per-token noise is this script's measurement",
+        "ran": [f"{measured['where']} TrainerRank.{_art_head.METHOD} (from the source, run)"],
+        "scope": "ART's head function run on CPU; the output layer is a stand-in that records "
+        "its operands' dtypes and rounds the product once to them, as a GPU GEMM does; the "
+        "per-token noise at a real model's size is this script's measurement",
     }
 
 

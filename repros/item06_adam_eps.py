@@ -264,50 +264,94 @@ def damped(eps: float, parameters: int = LORA_PARAMETERS) -> dict[str, Any]:
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """Read TrainerRank's optimizer construction in ``art`` with ``ast`` (nothing of ART runs):
-    ``AdamParams``' fields, every ``AdamW(...)`` call in ``trainer_rank/*.py`` and the
-    cross-rank guard's values (see ``_adam_source``). Then *run* this script's LoRA measurement
-    with the eps that ART's code gives by default (AdamParams' eps default, else torch's AdamW
-    default, read from torch), and the global clip norm over the LoRA parameters of ART's own
-    default target modules for Qwen/Qwen3-4B (``megatron/model_support/registry.py``, run)."""
+    """Build TrainerRank's optimizer through ART's own code from ``AdamParams``
+    (``_art_optimizer``: ``_dynamic_optimizer`` -> ``_new_dynamic_optimizer`` -> ``AdamW``,
+    compiled from the release and run on CPU) and read the eps of every param group: by
+    default, and with each of ``_art_optimizer.TRIED_EPS`` set in AdamParams; run the
+    cross-rank guard on two configs that differ only in eps. Then run this script's LoRA
+    measurement with the default eps, and the global clip norm over the LoRA parameters of
+    ART's own default target modules for Qwen/Qwen3-4B (``megatron/model_support/registry.py``).
+
+    eps-not-configurable: fixed when the optimizer takes each eps set in AdamParams (a field
+    with no default counts: each caller sets it); the guard and a later step's eps are
+    reported beside it. eps-damps-tiny-updates: the default eps measured, or not checked when
+    AdamParams' eps has no default."""
     import _adam_source
+    import _art_optimizer
     import _evidence
 
-    found = _adam_source.read(art)
+    measured = _art_optimizer.measure(art)
+    where = measured["where"]
+    builder = where["_new_dynamic_optimizer"]
+    default = measured["default"]
+    if "no_field" in measured:
+        configurable = False
+        config = (
+            f"ran {builder}: AdamParams ({measured['params_at']}) takes no eps "
+            f"({measured['no_field']}); the optimizer gets eps {_eps(default)}; the cross-rank "
+            f"guard ({where['_guard_optim_step_configuration']}) does not compare eps (there is "
+            "none to compare)"
+        )
+    else:
+        got = measured["set"]
+        configurable = all(eps == [float(want)] * len(eps) for want, eps in got.items())
+        config = (
+            f"ran {builder}: AdamParams ({measured['params_at']}) eps "
+            + ", ".join(f"{want:g} -> optimizer eps {_eps(eps)}" for want, eps in got.items())
+            + f"; a later step with eps {_art_optimizer.TRIED_EPS[1]:g} leaves "
+            f"{_eps(measured['later'])}; the cross-rank guard "
+            f"({where['_guard_optim_step_configuration']}) "
+            + (
+                "tells two ranks apart that differ only in eps"
+                if measured["guard"]
+                else "does not compare eps: two ranks that differ only in it pass"
+            )
+        )
     modules = _adam_source.target_modules(art, "Qwen/Qwen3-4B")
     parameters = lora_parameters(modules)
-    eps = found.default_eps
-    configurable = found.configurable
-    if eps is None:
+    if not default:
         damp_hit: bool | None = None
-        damp = f"AdamParams.eps has no default ({found.params_at}): each caller sets it"
+        damp = f"AdamParams.eps has no default ({measured['params_at']}): each caller sets it"
     else:
-        measured = damped(eps, parameters)
-        damp_hit = measured["damped"]
+        eps = max(default)
+        result = damped(eps, parameters)
+        damp_hit = result["damped"]
         damp = (
-            f"default eps {eps:g} ({found.eps_source}); A's first update is "
-            f"{measured['ratio']:.3g} of eps 1e-13's at median |grad A| "
-            f"{measured['grad_a_median']:.2g}, with the clip over {parameters:,} LoRA parameters "
+            f"default eps {eps:g} (the optimizer ART builds from AdamParams defaults); A's first "
+            f"update is {result['ratio']:.3g} of eps 1e-13's at median |grad A| "
+            f"{result['grad_a_median']:.2g}, with the clip over {parameters:,} LoRA parameters "
             f"(ART's target modules for Qwen/Qwen3-4B: {', '.join(modules)})"
         )
+    at = _optimizer_lines(art, where)
     return {
         "claims": {
-            "eps-not-configurable": _evidence.claim(
-                not configurable, found.detail, method="read", at=found.at(), fix=found.at()
-            ),
-            "eps-damps-tiny-updates": _evidence.claim(
-                damp_hit, damp, method="read", at=found.at(params=False), fix=found.at()
-            ),
+            "eps-not-configurable": _evidence.claim(not configurable, config, method="ran", at=at),
+            "eps-damps-tiny-updates": _evidence.claim(damp_hit, damp, method="ran", at=at),
         },
-        "detail": f"{found.detail}; {damp}",
+        "detail": f"{config}; {damp}",
         "ran": [
-            *found.read,
+            *(f"{w} {name} (from the source, run)" for name, w in where.items()),
             f"{art.name}/megatron/model_support/registry.py:default_target_modules_for_model",
             "torch.optim.AdamW (this script's LoRA run with ART's default eps)",
         ],
-        "scope": "optimizer construction read from the source (ast); the damping measured with "
-        "torch's AdamW on a modelled LoRA layer",
+        "scope": "ART's optimizer construction and cross-rank guard run on CPU (a stand-in "
+        "TrainerRank with one slot, a stand-in two-rank torch.distributed); the damping "
+        "measured with torch's AdamW on a modelled LoRA layer",
     }
+
+
+def _eps(values: list[float]) -> str:
+    return ", ".join(sorted({f"{v:g}" for v in values}))
+
+
+def _optimizer_lines(art: Any, where: dict[str, str]) -> list[dict[str, Any] | None]:
+    """The ``def`` lines of the functions run, as source lines of the release."""
+    out = []
+    for spot in where.values():
+        path, line = spot.rsplit(":", 1)
+        text = art.source(path.removeprefix(f"{art.name}/")).splitlines()
+        out.append({"path": path, "line": int(line), "look_for": text[int(line) - 1].strip()})
+    return out
 
 
 def main() -> int:

@@ -1,0 +1,160 @@
+"""Item 6's check: TrainerRank's optimizer built by ART's own code from ``AdamParams``, on CPU.
+
+``trainer_rank/_impl.py`` needs Python 3.12 and Megatron, so it is not imported whole: ART's
+``AdamParams``, its checkpoint slot and ``_DynamicOptimizer``, and TrainerRank's
+``_dynamic_optimizer``, ``_new_dynamic_optimizer`` and ``_guard_optim_step_configuration``
+(module functions of ``trainer_rank/_optimizer.py`` from 0.5.21, methods of ``_impl.py`` in
+0.5.20) are compiled from the release's source (``_art_partial``) and called with a stand-in
+``self`` holding one checkpoint slot of BF16 LoRA-shaped parameters. What is read is what the
+optimizer ART builds holds: ``param_groups[i]["eps"]``.
+
+The cross-rank guard runs against a stand-in ``torch.distributed`` of two ranks: the other
+rank's digest is the one the guard itself computed for the other config, so the guard raises
+exactly when its digest of the two configs differs.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+from typing import Any
+
+import _art_partial
+import torch
+
+IMPL, OPTIMIZER = "trainer_rank/_impl.py", "trainer_rank/_optimizer.py"
+NAMES = ("_dynamic_optimizer", "_new_dynamic_optimizer", "_guard_optim_step_configuration")
+LR = 1e-4
+TRIED_EPS = (1e-13, 1e-6)
+
+
+class TwoRanks:
+    """``torch.distributed`` for two ranks: ``all_gather`` gives this rank's tensor and
+    ``other`` (this rank's again when ``other`` is None); ``seen`` keeps each local tensor."""
+
+    def __init__(self) -> None:
+        self.other: torch.Tensor | None = None
+        self.seen: list[torch.Tensor] = []
+
+    def is_available(self) -> bool:
+        return True
+
+    def is_initialized(self) -> bool:
+        return True
+
+    def get_world_size(self, *_: Any) -> int:
+        return 2
+
+    def all_gather(self, gathered: list[torch.Tensor], local: torch.Tensor, **_: Any) -> None:
+        self.seen.append(local.clone())
+        gathered[0].copy_(local)
+        gathered[1].copy_(local if self.other is None else self.other)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(torch.distributed, name)
+
+
+class _ModuleView:
+    """``_impl`` as ``_optimizer.py`` uses it: each attribute compiled on first use."""
+
+    def __init__(self, module: _art_partial.PartialModule) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if not (self._module.has(name) or self._module._known(name)):
+            raise AttributeError(f"{self._module.path} has no {name}")
+        return self._module.get(name)
+
+
+class ArtOptimizer:
+    """ART's optimizer-building functions for one tree, and a way to call them."""
+
+    def __init__(self, art: Any) -> None:
+        self.dist = TwoRanks()
+        self.impl = _art_partial.PartialModule(art, IMPL, {"dist": self.dist})
+        self.functions: dict[str, Any] = {}
+        self.where: dict[str, str] = {}
+        split = bool(art.source(OPTIMIZER))
+        if split:
+            optimizer = _art_partial.PartialModule(
+                art, OPTIMIZER, {"_impl": _ModuleView(self.impl)}
+            )
+        for name in NAMES:
+            if split and optimizer.has(name):
+                self.functions[name] = optimizer.get(name)
+                self.where[name] = f"{optimizer.path}:{optimizer.line_of(name)}"
+            else:
+                self.functions[name], line = self.impl.method("TrainerRank", name)
+                self.where[name] = f"{self.impl.path}:{line}"
+        self.AdamParams = self.impl.get("AdamParams")
+        self.params_at = f"{self.impl.path}:{self.impl.line_of('AdamParams')}"
+
+    def rank(self) -> Any:
+        """A stand-in TrainerRank with one slot ("default") of BF16 LoRA-shaped parameters."""
+        gen = torch.Generator().manual_seed(0)
+        params = tuple(
+            torch.nn.Parameter((0.01 * torch.randn(shape, generator=gen)).bfloat16())
+            for shape in ((64, 8), (8, 64))
+        )
+        if self.impl.has("_CheckpointSlot"):
+            slot = self.impl.get("_CheckpointSlot")(params=params)
+        else:
+            slot = SimpleNamespace(params=params, optimizer=None, custom={})
+        rank = SimpleNamespace(_checkpoint_slots={"default": slot}, device=torch.device("cpu"))
+        for name, function in self.functions.items():
+            setattr(rank, name, functools.partial(function, rank))
+        return rank
+
+    def eps_of(self, params: Any, rank: Any | None = None) -> list[float]:
+        """The eps of every param group of the optimizer ART builds (or updates) from
+        ``params`` through ``_dynamic_optimizer``."""
+        rank = rank if rank is not None else self.rank()
+        dynamic = rank._dynamic_optimizer("default", params)
+        return [float(group["eps"]) for group in dynamic.optimizer.param_groups]
+
+    def params(self, eps: float | None = None) -> Any:
+        """``AdamParams(learning_rate=LR)``, with ``eps=eps`` when given (TypeError when ART's
+        AdamParams has no such field)."""
+        extra = {} if eps is None else {"eps": eps}
+        return self.AdamParams(learning_rate=LR, **extra)
+
+    def guard_tells_apart(self, first: Any, second: Any) -> bool:
+        """Does the cross-rank guard raise when two ranks hold ``first`` and ``second``?"""
+        guard = self.rank()._guard_optim_step_configuration
+        self.dist.other = None
+        guard(None, second, "allow")
+        self.dist.other = self.dist.seen[-1]
+        try:
+            guard(None, first, "allow")
+        except Exception as exc:  # ART's TrainerRankSlotStateError
+            return "differ across ranks" in str(exc)
+        finally:
+            self.dist.other = None
+        return False
+
+
+def measure(art: Any) -> dict[str, Any]:
+    """What ART's optimizer takes for eps: by default, for each of ``TRIED_EPS`` set in
+    AdamParams, on a later step with another eps, and whether the guard compares it."""
+    built = ArtOptimizer(art)
+    out: dict[str, Any] = {"where": built.where, "params_at": built.params_at}
+    try:
+        out["default"] = built.eps_of(built.params())
+    except TypeError as exc:  # a required field: AdamParams(learning_rate=...) is refused
+        out["default"] = []
+        out["no_default"] = str(exc)
+    try:
+        tried = {eps: built.params(eps) for eps in TRIED_EPS}
+    except TypeError as exc:
+        out["no_field"] = str(exc)
+        return out
+    out["set"] = {eps: built.eps_of(params) for eps, params in tried.items()}
+    rank = built.rank()
+    built.eps_of(tried[TRIED_EPS[0]], rank)
+    out["later"] = built.eps_of(tried[TRIED_EPS[1]], rank)
+    out["guard"] = built.guard_tells_apart(tried[TRIED_EPS[0]], tried[TRIED_EPS[1]])
+    return out

@@ -1,0 +1,13 @@
+"""Every item, a harmless edit: five comment lines at the top of every ART file (each line
+number shifts by five) and an unused statement at the end of each. No verdict may change:
+every item keeps the verdicts recorded for 0.5.23. artbot's control.
+"""
+
+KIND = "harmless"
+RELEASES = ("0.5.23",)
+ITEMS = "all"
+EDITS = [
+    ("**/*.py", r"\A", "# artbot control\n# five comment lines\n# shift every line\n#\n#\n"),
+    ("**/*.py", r"\Z", "\n_artbot_unused_statement = None\n"),
+]
+EXPECT = None

@@ -1,0 +1,91 @@
+"""Fake fixes, real fixes and harmless edits that every ART check must judge right (issue #33).
+
+Each file of ``repros/controls/adversarial/`` is one control (see the README there): edits to
+a copy of a release, and the verdicts the item's check must then give. A fake fix (text that
+names the fix, a precision no better than before, half a fix, a patch that does not do its
+work) must leave the item reproduced (or partial where one claim is really fixed); a real fix
+must flip it; a harmless edit must change no verdict. A wrong verdict fails here by name.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from artbot.catalog import Catalog, load_catalog
+from artbot.scripts import import_script
+from artbot.status import load_status
+from artbot.verify.code import CodeStatus, checkable
+from tests.controls import CONTROLS, ROOT, check, claim_verdicts, controlled_copy
+from tests.wheels import ArtWheels
+
+ADVERSARIAL = CONTROLS / "adversarial"
+KINDS = ("real", "fake", "harmless")
+ITEMS = tuple(f.item for f in checkable(load_catalog(ROOT)))
+
+
+def _load(path: Path) -> Any:
+    return import_script(path, f"_artbot_adversarial_{path.stem}")
+
+
+def _cases() -> list[Any]:
+    out = []
+    for path in sorted(ADVERSARIAL.glob("*.py")):
+        control = _load(path)
+        match = re.match(r"item(\d\d)_", path.name)
+        items = ITEMS if getattr(control, "ITEMS", None) == "all" else (int(match.group(1)),)
+        for version in control.RELEASES:
+            out.append(pytest.param(path, version, items, id=f"{path.stem}-{version}"))
+    return out
+
+
+def _recorded(item: int, version: str) -> dict[str, str]:
+    status = load_status(ROOT, item)
+    assert status is not None
+    point = next(p for p in status.releases() if p.label == version)
+    return {cid: c.verdict.value for cid, c in point.claims.items()}
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return load_catalog(ROOT)
+
+
+def test_every_item_has_two_fakes_and_every_control_says_what_it_is() -> None:
+    kinds: dict[int, list[str]] = {}
+    for path in sorted(ADVERSARIAL.glob("*.py")):
+        control = _load(path)
+        assert control.KIND in KINDS, path.name
+        assert control.__doc__ and "artbot's" in control.__doc__, path.name
+        assert control.EDITS and control.RELEASES, path.name
+        match = re.match(r"item(\d\d)_(fake|half|real)_", path.name)
+        if control.KIND == "harmless":
+            assert control.ITEMS == "all" and control.EXPECT is None, path.name
+            continue
+        assert match is not None, f"{path.name}: name it itemNN_fake_/half_/real_<what>"
+        kinds.setdefault(int(match.group(1)), []).append(control.KIND)
+    for item in ITEMS:
+        assert kinds.get(item, []).count("fake") >= 2, f"item {item}: fewer than two fake fixes"
+
+
+@pytest.mark.repro
+@pytest.mark.parametrize(("path", "version", "items"), _cases())
+def test_the_check_is_not_fooled(
+    path: Path,
+    version: str,
+    items: tuple[int, ...],
+    catalog: Catalog,
+    art_wheels: ArtWheels,
+    tmp_path: Path,
+) -> None:
+    control = _load(path)
+    root = controlled_copy(art_wheels.tree(version), tmp_path / "copy", control.EDITS)
+    for item in items:
+        result = check(catalog, root, item, f"{version} + {path.stem}")
+        assert result.status is not CodeStatus.could_not_run, (item, result.detail)
+        got = claim_verdicts(result)
+        expected = control.EXPECT if control.EXPECT is not None else _recorded(item, version)
+        assert got == expected, (item, got, result.detail)
