@@ -43,13 +43,14 @@ Assumptions:
 - The fixed behaviour is 0.5.21's structure with artbot's tolerance (the audit gives no fix): a
   zero-variance group gets advantage 0 (so it is dropped), and the pack divides only by a
   positive mean. 0.5.21 calls a group zero-variance when every reward is within 1e-12 of the
-  first, which is false for equal infinite rewards (-inf - -inf is NaN) and for rewards 2e-12
-  apart (float noise on 0.5). artbot's test is ``math.isclose(r, first, rel_tol=1e-9,
+  first, which is false for equal infinite rewards (-inf - -inf is NaN) and for rewards equal by
+  construction but summed in another order at rewards near 1e4 (one ulp, 1.8e-12 apart: float
+  noise at that scale; ``_reward_noise``). artbot's test is ``math.isclose(r, first, rel_tol=1e-9,
   abs_tol=1e-12)``; the same edit is applied to ART's own code by ``repros/controls/item03.py``.
 - Each claim has its own batch: an exactly equal group whose mean is not exact (8 x 0.1 beside
   8 x 1.0), finite equal rewards with ``advantage_balance`` = 1 (8 x 0.7 beside 8 x 1.0), a group
-  of -inf rewards beside a 0/1 group, and [0.5] x 3 + [0.5 + 2e-12] alone in its batch (artbot's
-  test of the equality tolerance).
+  of -inf rewards beside a 0/1 group, and four rewards near 9437.6 equal by construction, one summed in another order, alone in its
+  batch (artbot's test of the equality tolerance).
 
 Swappable: ``measure(pack_impl=...)`` takes ART's
 ``art.preprocessing.pack.packed_tensors_from_tokenized_results`` as is; it is called as
@@ -79,6 +80,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
+import _reward_noise  # noqa: E402
 from _grpo_pack import (  # noqa: E402, F401 - re-exported: tests use every name
     TokenizedRecord,
     fixed_pack,
@@ -161,8 +163,10 @@ FULL_SCALE = ([1.0] * 8, [0.1] * 8)
 MIXED = ([0.1] * 8, [0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0])
 NAN_BALANCE = ([1.0] * 8, [0.7] * 8)
 NEG_INF = ([-math.inf] * 4, [0.0, 1.0, 0.0, 1.0])
-# Rewards equal up to float noise, just outside 0.5.21's 1e-12 tolerance, alone in the batch.
-NEAR_EQUAL = ([0.5] * 3 + [0.5 + 2e-12],)
+# Rewards equal by construction (the same per-step rewards summed in another order) near 1e4,
+# one ulp (1.8e-12) apart, just outside 0.5.21's 1e-12 tolerance, alone in the batch.
+NEAR_EQUAL = (_reward_noise.summed_two_ways(_reward_noise.STEPS_AT_1E4),)
+NEAR_EQUAL_SHOWN = "4 rewards equal by construction near 9437.6 (one summed in another order, 1 ulp = 1.8e-12 apart)"
 
 
 def measure(
@@ -219,7 +223,7 @@ def claim_verdicts(m: dict[str, Any]) -> dict[str, bool]:
     """Per claim, each from its own batch: an exactly equal group whose mean is not exact
     trains at |advantage| > 0.5 on every token (full-scale batch); finite equal rewards give
     NaN (balance batch); a group of -inf rewards gives NaN; a group equal up to float noise
-    (2e-12, outside 0.5.21's 1e-12) trains at |advantage| > 0.5 on some token."""
+    (1.8e-12, outside 0.5.21's 1e-12) trains at |advantage| > 0.5 on some token."""
     return {
         "full-scale-advantage-for-equal-reward-groups": _full_scale(
             m["full_scale"]["equal_group"], every_token=True
@@ -307,10 +311,10 @@ def build_report() -> _common.Report:
     )
     q, qf = cited["near_equal"], fixed["near_equal"]
     report.measure(
-        "near-equal batch [0.5] x 3 + [0.5 + 2e-12] alone: packed advantage, min..max",
+        f"near-equal batch, {NEAR_EQUAL_SHOWN}, alone: packed advantage, min..max",
         _span(q["equal_group"]),
         fixed=_span(qf["equal_group"]) if qf["trained"] else "no training step",
-        note="artbot's test of the equality tolerance: rewards 2e-12 apart, outside 1e-12",
+        note="artbot's test of the equality tolerance: rewards 1.8e-12 apart, outside 1e-12",
     )
     report.note(
         "An equal-reward group trains at full scale only when nothing else in the step has a "
@@ -380,9 +384,10 @@ def check_art(art: Any) -> dict[str, Any]:
         "nan-advantages-from-non-finite-rewards": f"4 x -inf next to [0, 1, 0, 1]: "
         f"{inf['nan_tokens']} NaN of {inf['assistant_tokens']} tokens",
         "full-scale-advantage-for-near-equal-reward-groups": trained(
-            "near_equal", "[0.5] x 3 + [0.5 + 2e-12] alone"
+            "near_equal", NEAR_EQUAL_SHOWN + " alone"
         )
-        + f"; within 1e-12, [0.5] x 3 + [0.5 + 5e-13] alone: {_within_tolerance(advantages)}",
+        + f"; the same near 1.0 (1.1e-16 apart): {_within_tolerance(advantages)}"
+        + _noise_by_scale(art),
     }
     import _evidence
 
@@ -426,9 +431,31 @@ def check_art(art: Any) -> dict[str, Any]:
 
 
 def _within_tolerance(advantages: AdvantagesImpl) -> str:
-    """The other side of the tolerance: rewards 5e-13 apart, inside 0.5.21's 1e-12."""
-    kept = [a for a in advantages([0.5] * 3 + [0.5 + 5e-13], True) if a is not None]
+    """The other side of the tolerance: the same construction near 1, inside 0.5.21's 1e-12."""
+    rewards = _reward_noise.summed_two_ways(_reward_noise.STEPS_AT_1)
+    kept = [a for a in advantages(rewards, True) if a is not None]
     return "dropped" if not kept else f"{len(kept)} of 4 trajectories kept"
+
+
+def _noise_by_scale(art: Any) -> str:
+    """Where the release has them, its ``rewards_have_zero_variance`` run on groups equal by
+    construction at each scale, and tinker_native's ``compute_advantages`` on NEAR_EQUAL."""
+    if not art.source("utils/grpo.py"):
+        return ""
+    guard = art.load("utils/grpo.py").rewards_have_zero_variance
+    kept = _reward_noise.kept_by_scale(guard)
+    out = (
+        f"; ART's rewards_have_zero_variance keeps, of {_reward_noise.GROUPS} such groups "
+        f"({_reward_noise.STEPS} per-step rewards summed in shuffled orders): "
+        + ", ".join(f"{n} near {s:g}" for s, n in kept.items())
+    )
+    if art.source("tinker_native/data.py"):
+        advantages = art.load("tinker_native/data.py").compute_advantages(list(NEAR_EQUAL[0]))
+        out += (
+            "; tinker_native's compute_advantages on the same 4 rewards: "
+            f"[{', '.join(f'{a:.3g}' for a in advantages)}]"
+        )
+    return out
 
 
 def main() -> int:

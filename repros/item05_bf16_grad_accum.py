@@ -28,10 +28,14 @@ error gives about +-1/sqrt(elements)) and the mean signed error along sign(G) re
 |G| (negative = magnitudes shrink).
 
 Each call's gradient is computed as a BF16 GEMM on a GPU computes it: FP32 products and sums of
-the BF16 operands, rounded once to BF16 (the forward's ``x @ A_T`` too). CPU BF16 matmul kernels
-differ between machines in how often they round; this way the figures do not. The per-call
-gradient then goes through torch's own ``AccumulateGrad`` (``leaf.backward(grad)``), which is
-the BF16 ``param.grad += grad`` under test.
+the BF16 operands, rounded once to BF16 (the forward's ``x @ A_T`` too), so CPU BF16 matmul
+kernels, which differ between machines in how often they round, do not enter. The FP32 sums
+before each rounding still differ between CPUs in their order (AVX-512, AVX2, torch's portable
+kernels), so a BF16 rounding now and then goes the other way: a figure printed with its ± may
+differ between machines by up to half that ± (0.01609 on one machine, 0.01611 on another,
+± 0.00010), and one printed without by one unit in its last digit; the output says so. The
+per-call gradient then goes through torch's own ``AccumulateGrad`` (``leaf.backward(grad)``),
+which is the BF16 ``param.grad += grad`` under test.
 
 Assumptions:
 - one LoRA pair on a 2560 x 2560 projection (Qwen3-4B's hidden size), rank 8 and alpha 32
@@ -237,7 +241,8 @@ def build_report() -> _common.Report:
             f"per element, SNR {', '.join(f'{x:g}' for x in STEADY_SNRS)}, rounded to BF16, "
             f"{STEADY_CALLS} calls into the BF16 .grad of A_T and B_T",
             "figures": "a ± is one standard error over the gradient's elements, taken as "
-            "independent",
+            "independent; between CPUs (the order their kernels sum in) a figure may differ by "
+            "up to half its ±, one printed without by one unit in its last digit",
             "seed": 0,
         },
     )

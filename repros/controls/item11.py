@@ -2,9 +2,9 @@
 
 The audit proposes leaving the BF16 add; to prove the check both ways, every wrapper's
 ``return <base> + <delta>, <bias>`` in ``megatron/lora.py`` adds both in FP32 and keeps the sum
-in FP32. Casting the FP32 sum back to BF16 would not be this (it rounds as the BF16 add does);
-tests/test_repros_bf16_read.py checks that it still reads reproduced, as does fixing one
-wrapper of seven.
+in FP32. Casting the FP32 sum back to BF16 would not be this (it rounds as the BF16 add does), nor
+would fixing one wrapper of seven: ``adversarial/`` holds both, and the check must call them
+reproduced.
 """
 
 FIX = [
