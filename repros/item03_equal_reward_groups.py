@@ -49,8 +49,8 @@ Assumptions:
   abs_tol=1e-12)``; the same edit is applied to ART's own code by ``repros/controls/item03.py``.
 - Each claim has its own batch: an exactly equal group whose mean is not exact (8 x 0.1 beside
   8 x 1.0), finite equal rewards with ``advantage_balance`` = 1 (8 x 0.7 beside 8 x 1.0), a group
-  of -inf rewards beside a 0/1 group, and four rewards near 9437.6 equal by construction, one summed in another order, alone in its
-  batch (artbot's test of the equality tolerance).
+  of -inf rewards beside a 0/1 group, and four rewards near 9437.6 equal by construction, one
+  summed in another order, alone in its batch (artbot's test of the equality tolerance).
 
 Swappable: ``measure(pack_impl=...)`` takes ART's
 ``art.preprocessing.pack.packed_tensors_from_tokenized_results`` as is; it is called as
@@ -166,7 +166,10 @@ NEG_INF = ([-math.inf] * 4, [0.0, 1.0, 0.0, 1.0])
 # Rewards equal by construction (the same per-step rewards summed in another order) near 1e4,
 # one ulp (1.8e-12) apart, just outside 0.5.21's 1e-12 tolerance, alone in the batch.
 NEAR_EQUAL = (_reward_noise.summed_two_ways(_reward_noise.STEPS_AT_1E4),)
-NEAR_EQUAL_SHOWN = "4 rewards equal by construction near 9437.6 (one summed in another order, 1 ulp = 1.8e-12 apart)"
+NEAR_EQUAL_SHOWN = (
+    "4 rewards equal by construction near 9437.6 (one summed in another order, 1 ulp = 1.8e-12 "
+    "apart)"
+)
 
 
 def measure(
