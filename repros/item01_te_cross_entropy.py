@@ -266,32 +266,56 @@ def build_report() -> _common.Report:
 
 
 def _te_fusion(provider: str) -> tuple[bool, str]:
-    """Does ``megatron/provider.py`` set ``cross_entropy_fusion_impl = "te"``? (ast, per line)"""
+    """Does ``megatron/provider.py`` set ``cross_entropy_fusion_impl = "te"``? (``ast`` of the
+    whole file: a comment or a string naming it is not a setting; the last one set wins.)"""
     import ast
 
-    import _source
-
-    for line in _source.lines_with(provider, ".cross_entropy_fusion_impl ="):
-        node = _source.statement_at(provider, line).node
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-            return (
-                node.value.value == "te",
-                f"L{line} cross_entropy_fusion_impl = {node.value.value!r}",
-            )
-    return False, "cross_entropy_fusion_impl is never set"
+    settings = [
+        node
+        for node in ast.walk(ast.parse(provider))
+        if isinstance(node, ast.Assign)
+        and any(
+            isinstance(t, ast.Attribute) and t.attr == "cross_entropy_fusion_impl"
+            for t in node.targets
+        )
+    ]
+    if not settings:
+        return False, "cross_entropy_fusion_impl is never set"
+    node = max(settings, key=lambda n: n.lineno)
+    value = node.value.value if isinstance(node.value, ast.Constant) else ast.unparse(node.value)
+    return value == "te", f"L{node.lineno} cross_entropy_fusion_impl = {value!r}"
 
 
 def _hook(provider: str) -> int | None:
-    """The line of a module-level ``patch_te_cross_entropy()`` call in provider.py, if any."""
+    """The line of a module-level ``patch_te_cross_entropy()`` call in provider.py that calls
+    ART's patch (the name imported from ``te_cross_entropy``, not rebound before the call);
+    a call inside a function, a branch, a comment or a string is not the hook."""
     import ast
 
-    import _source
-
-    for line in _source.lines_with(provider, "patch_te_cross_entropy()"):
-        if provider.splitlines()[line - 1].startswith("patch_te_cross_entropy()"):
-            node = _source.statement_at(provider, line).node
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-                return line
+    name = "patch_te_cross_entropy"
+    imported = False  # is the module-level name bound to ART's patch, at this point?
+    for node in ast.parse(provider).body:
+        if isinstance(node, ast.ImportFrom | ast.Import):
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    imported = (
+                        isinstance(node, ast.ImportFrom)
+                        and (node.module or "").endswith("te_cross_entropy")
+                        and alias.name == name
+                    )
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            imported = imported and node.name != name
+        elif isinstance(node, ast.Assign):
+            bound = {t.id for t in node.targets if isinstance(t, ast.Name)}
+            imported = imported and name not in bound
+        elif (
+            imported
+            and isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id == name
+        ):
+            return node.lineno
     return None
 
 
@@ -305,12 +329,14 @@ def _patch_forms_target_in_fp32(module: Any) -> tuple[bool, str]:
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """Read ART's Megatron provider (ast, statement by statement; its imports need Megatron):
-    is Transformer Engine's fused cross-entropy enabled, and does the module call a patch of
-    TE's kernel when imported (0.5.21 ``provider.py`` L33 ``patch_te_cross_entropy()``)? The
-    patch module is loaded (it imports TE only when called) and its kernel edit read. Fixed when
-    TE's fusion is off, or the hook runs a patch that forms the target gradient in FP32; the size
-    of the zero band without it is this script's model of TE's kernel (its captured result)."""
+    """Read ART's Megatron provider by its meaning (``ast`` of the file; its imports need
+    Megatron): is Transformer Engine's fused cross-entropy enabled, and does the module call
+    ART's patch of TE's kernel when imported (0.5.21 ``provider.py`` L33
+    ``patch_te_cross_entropy()``)? The patch is then run on a stand-in of TE's kernel
+    (``_te_patch``: it imports TE only when called) and the kernel it writes read with ``ast``.
+    Fixed when TE's fusion is off, or the hook runs a patch that forms the target gradient in
+    FP32 before the one store; an early return, a patch that changes nothing or does half of it
+    is not. The size of the zero band without it is this script's model of TE's kernel."""
     provider = art.source("megatron/provider.py")
     if not provider:
         raise RuntimeError(f"{art.name}/megatron/provider.py not found")

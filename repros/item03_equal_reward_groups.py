@@ -453,10 +453,13 @@ def _noise_by_scale(art: Any) -> str:
         + ", ".join(f"{n} near {s:g}" for s, n in kept.items())
     )
     if art.source("tinker_native/data.py"):
-        advantages = art.load("tinker_native/data.py").compute_advantages(list(NEAR_EQUAL[0]))
+        compute = art.load("tinker_native/data.py").compute_advantages
+        advantages = compute(list(NEAR_EQUAL[0]))
+        trained = _reward_noise.kept_by_scale(lambda g: not any(a != 0 for a in compute(g)))
         out += (
-            "; tinker_native's compute_advantages on the same 4 rewards: "
-            f"[{', '.join(f'{a:.3g}' for a in advantages)}]"
+            "; tinker_native's compute_advantages on the 4 rewards near 9437.6: "
+            f"[{', '.join(f'{a:.3g}' for a in advantages)}], and a nonzero advantage for "
+            + ", ".join(f"{n} near {s:g}" for s, n in trained.items())
         )
     return out
 

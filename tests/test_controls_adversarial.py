@@ -36,7 +36,11 @@ def _cases() -> list[Any]:
     for path in sorted(ADVERSARIAL.glob("*.py")):
         control = _load(path)
         match = re.match(r"item(\d\d)_", path.name)
-        items = ITEMS if getattr(control, "ITEMS", None) == "all" else (int(match.group(1)),)
+        if getattr(control, "ITEMS", None) == "all":
+            items = ITEMS
+        else:
+            assert match is not None, f"{path.name}: name it itemNN_<what>"
+            items = (int(match.group(1)),)
         for version in control.RELEASES:
             out.append(pytest.param(path, version, items, id=f"{path.stem}-{version}"))
     return out
