@@ -88,11 +88,17 @@ def rounded(case: dict[str, Any]) -> bool:
     return "refused" in case or case["rel_rms"] > FP32_LEVEL
 
 
-def describe(name: str, case: dict[str, Any]) -> str:
-    seen = ", ".join(f"{x} rows x {w} weight" for x, w in case["seen"]) or "never called"
-    if "refused" in case:
-        return f"{name}: GEMM given {seen}, refused ({case['refused']})"
-    return (
-        f"{name}: GEMM given {seen}; logits returned in {case['dtype']}, RMS error "
-        f"{case['rel_rms']:.1g} of their RMS"
-    )
+def describe(cases: dict[str, dict[str, Any]]) -> str:
+    """Each case's GEMM operands and logits, cases that measured alike said once."""
+    said: dict[str, list[str]] = {}
+    for name, case in cases.items():
+        seen = ", ".join(f"{x} rows x {w} weight" for x, w in case["seen"]) or "never called"
+        if "refused" in case:
+            text = f"GEMM given {seen}, refused ({case['refused']})"
+        else:
+            text = (
+                f"GEMM given {seen}; logits returned in {case['dtype']}, RMS error "
+                f"{case['rel_rms']:.1g} of their RMS"
+            )
+        said.setdefault(text, []).append(name)
+    return "; ".join(f"{' and '.join(names)}: {text}" for text, names in said.items())

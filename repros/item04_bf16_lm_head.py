@@ -413,7 +413,7 @@ def check_art(art: Any) -> dict[str, Any]:
     hit = any(_art_head.rounded(c) for c in cases.values())
     detail = (
         f"ran {measured['where']} {_art_head.METHOD} on BF16 rows: "
-        + "; ".join(_art_head.describe(name, c) for name, c in cases.items())
+        + _art_head.describe(cases)
         + (
             f"; more than FP32 rounding ({_art_head.FP32_LEVEL:g})"
             if hit
