@@ -332,8 +332,11 @@ def check_art(art: Any) -> dict[str, Any]:
 
     Reproduced: the run loses more than ``FP32_LOSS`` of the delta (a BF16 or FP16 add), or
     some other wrapper adds below FP32 or rounds an FP32 sum back. Fixed: the run keeps the delta
-    and every other add is made and kept in FP32. The size of what rounds away at a real
-    model's scale is this script's measurement.
+    and every other add is made and kept in FP32. The reading takes a value it cannot place
+    (the output of a LoRA call, say) to have the input's dtype, so a fix made inside
+    ``LoRA.forward`` alone (an FP32 delta) is seen by the run, not by the reading of the six
+    other wrappers. The size of what rounds away at a real model's scale is this script's
+    measurement.
     """
     import _art_lora
 
