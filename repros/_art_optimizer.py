@@ -158,3 +158,9 @@ def measure(art: Any) -> dict[str, Any]:
     out["later"] = built.eps_of(tried[TRIED_EPS[1]], rank)
     out["guard"] = built.guard_tells_apart(tried[TRIED_EPS[0]], tried[TRIED_EPS[1]])
     return out
+
+
+def target_modules(art: Any, model: str) -> tuple[str, ...]:
+    """ART's default LoRA target modules for ``model`` (its registry's function, run)."""
+    registry = art.load("megatron/model_support/registry.py")
+    return tuple(registry.default_target_modules_for_model(model))

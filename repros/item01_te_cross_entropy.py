@@ -265,7 +265,7 @@ def build_report() -> _common.Report:
     return report
 
 
-def _te_fusion(provider: str) -> tuple[bool, str]:
+def _te_fusion(provider: str) -> tuple[bool, str, int | None]:
     """Does ``megatron/provider.py`` set ``cross_entropy_fusion_impl = "te"``? (``ast`` of the
     whole file: a comment or a string naming it is not a setting; the last one set wins.)"""
     import ast
@@ -280,10 +280,10 @@ def _te_fusion(provider: str) -> tuple[bool, str]:
         )
     ]
     if not settings:
-        return False, "cross_entropy_fusion_impl is never set"
+        return False, "cross_entropy_fusion_impl is never set", None
     node = max(settings, key=lambda n: n.lineno)
     value = node.value.value if isinstance(node.value, ast.Constant) else ast.unparse(node.value)
-    return value == "te", f"L{node.lineno} cross_entropy_fusion_impl = {value!r}"
+    return value == "te", f"L{node.lineno} cross_entropy_fusion_impl = {value!r}", node.lineno
 
 
 def _hook(provider: str) -> int | None:
@@ -340,7 +340,7 @@ def check_art(art: Any) -> dict[str, Any]:
     provider = art.source("megatron/provider.py")
     if not provider:
         raise RuntimeError(f"{art.name}/megatron/provider.py not found")
-    te, te_at = _te_fusion(provider)
+    te, te_at, setting = _te_fusion(provider)
     hook = _hook(provider)
     ran = [f"{art.name}/megatron/provider.py (source read, ast)"]
     patched, how = False, ""
@@ -364,18 +364,18 @@ def check_art(art: Any) -> dict[str, Any]:
             "patch_te_cross_entropy() on import, which " + how
         )
     import _evidence
-    import _source
 
-    setting = _source.lines_with(provider, ".cross_entropy_fusion_impl =")
-    if not setting:
+    if setting is None:
         raise RuntimeError(f"{art.name}/megatron/provider.py never sets cross_entropy_fusion_impl")
-    shown = provider.splitlines()[setting[0] - 1].strip()
-    at = [{"path": f"{art.name}/megatron/provider.py", "line": setting[0], "look_for": shown}]
-    fix = [_evidence.lines(art, "megatron/provider.py", "patch_te_cross_entropy()")]
+    path = f"{art.name}/megatron/provider.py"
+    lines = provider.splitlines()
+    at = [{"path": path, "line": setting, "look_for": lines[setting - 1].strip()}]
+    fix: list[dict[str, Any] | None] = [None]
     if hook is not None:
-        fix.append(
-            _evidence.function(art, "megatron/te_cross_entropy.py", "patch_te_cross_entropy")
-        )
+        fix = [
+            {"path": path, "line": hook, "end": hook, "look_for": lines[hook - 1].strip()},
+            _evidence.function(art, "megatron/te_cross_entropy.py", "patch_te_cross_entropy"),
+        ]
     hit = te and not patched
     return {
         "claims": {

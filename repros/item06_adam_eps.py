@@ -276,7 +276,6 @@ def check_art(art: Any) -> dict[str, Any]:
     with no default counts: each caller sets it); the guard and a later step's eps are
     reported beside it. eps-damps-tiny-updates: the default eps measured, or not checked when
     AdamParams' eps has no default."""
-    import _adam_source
     import _art_optimizer
     import _evidence
 
@@ -307,7 +306,7 @@ def check_art(art: Any) -> dict[str, Any]:
                 else "does not compare eps: two ranks that differ only in it pass"
             )
         )
-    modules = _adam_source.target_modules(art, "Qwen/Qwen3-4B")
+    modules = _art_optimizer.target_modules(art, "Qwen/Qwen3-4B")
     parameters = lora_parameters(modules)
     if not default:
         damp_hit: bool | None = None
