@@ -174,8 +174,9 @@ def test_sync_refuses_a_verify_variable_that_is_not_a_version(
 def test_a_scheduled_sync_verifies_the_newest_release(
     sandbox: GitHubSandbox, checkout: Path, tmp_path: Path
 ) -> None:
-    # ARTBOT_VERIFY unset: `release` is 'latest', and artbot runs `sync --verify latest`. The
-    # artbot here records its arguments: verifying a real release is tested in test_verify.py.
+    # ARTBOT_VERIFY unset: the check job ran (no token) and recorded the newest release;
+    # `release` is 'latest', and artbot runs `sync --verify latest`, which reads that record.
+    # The artbot here records its arguments: verifying a real release is in test_verify.py.
     fake = tmp_path / "fake-venv"
     recorder(fake / "bin", "artbot")
     recorder(fake / "bin", "python")
