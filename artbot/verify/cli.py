@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -54,6 +53,8 @@ def _progress(quiet: bool) -> Callable[[str], None] | None:
 
 
 def _tree(catalog: Any, art_src: Path | None, release: str | None, quiet: bool = False) -> Any:
+    import tempfile
+
     from . import open_tree, release_tree
     from .release import recorded_pin
 
