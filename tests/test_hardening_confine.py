@@ -218,6 +218,10 @@ def test_without_confinement_a_token_in_the_environment_refuses_naming_the_fix()
     assert "env -u ACTIONS_RUNTIME_TOKEN -u GH_TOKEN artbot verify" in message
     assert CANARY not in message
     assert CannotConfine.exit_code == 2
+    # In Actions, later steps get the runner's tokens: unconfined is refused there, token or not.
+    actions = refusal("unshare: Operation not permitted", [], in_actions=True)
+    assert "GitHub Actions job" in actions
+    assert "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" in actions
 
 
 @pytest.mark.parametrize("token", [CANARY, None])
@@ -238,6 +242,7 @@ def test_where_confinement_fails_verify_refuses_while_a_token_is_set(
     (tree / "art" / "__init__.py").write_text("")
     (tree / "art" / "loss.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
     env = {"GH_TOKEN": token, "GITHUB_TOKEN": None, "ACTIONS_RUNTIME_TOKEN": None}
+    env["GITHUB_ACTIONS"] = None
     args = ["--root", str(root), "verify", "code", "--art-src", str(tree)]
     result = CliRunner(env=env).invoke(cli, args)
     if token:
