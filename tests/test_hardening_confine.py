@@ -180,7 +180,8 @@ def test_a_crafted_tree_finds_no_token_and_writes_nothing(place: Path, as_nobody
     print("verify:", assert_confined_or_refused(place, root, rc, output))
 
 
-def test_a_crafted_wheel_finds_no_token_and_writes_nothing(place: Path) -> None:
+@pytest.mark.parametrize("as_nobody", [False, True], ids=["this-user", "unprivileged-user"])
+def test_a_crafted_wheel_finds_no_token_and_writes_nothing(place: Path, as_nobody: bool) -> None:
     root = catalog(place)
     (place / "home").mkdir()
     cache = place / "wheels"
@@ -190,7 +191,9 @@ def test_a_crafted_wheel_finds_no_token_and_writes_nothing(place: Path) -> None:
         for rel, text in crafted(place, root).items():
             whl.writestr(rel, text)
     record_pin(root, "9.9.9", hashlib.sha256(wheel.read_bytes()).hexdigest())
-    rc, output = run_verify(place, root, ["code", "--release", "9.9.9", "--json"], False)
+    if as_nobody:
+        open_to_all(place / "home", cache, root / "findings")
+    rc, output = run_verify(place, root, ["code", "--release", "9.9.9", "--json"], as_nobody)
     print("verify:", assert_confined_or_refused(place, root, rc, output))
 
 
@@ -253,3 +256,34 @@ def test_where_confinement_fails_verify_refuses_while_a_token_is_set(
     else:
         assert marker.read_text() == "ran", result.output
         assert "runs unconfined (user namespaces are off); no token is set" in result.output
+
+
+def test_where_namespaces_are_not_allowed_verify_refuses_before_running_anything(
+    place: Path,
+) -> None:
+    """The refusal for real: verify started where no user namespace may be created (a user
+    namespace whose limit of nested ones is 0), with GH_TOKEN set."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.skip("needs unshare (util-linux) to make a place without user namespaces")
+    root = catalog(place)
+    marker = place / "ran.txt"
+    tree = place / "unpacked"
+    (tree / "art").mkdir(parents=True)
+    (tree / "art" / "__init__.py").write_text("")
+    (tree / "art" / "loss.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    no_userns = 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"'
+    command = [sys.executable, "-m", "artbot", "--root", str(root), "verify", "code"]
+    command += ["--art-src", str(tree)]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO)}
+    env["GH_TOKEN"] = CANARY
+    proc = subprocess.run(
+        [unshare, "--user", "--map-root-user", "sh", "-c", no_userns, "sh", *command],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    if "max_user_namespaces" in proc.stderr and proc.returncode != 2:
+        pytest.skip(f"cannot make a place without user namespaces here: {proc.stderr[-200:]}")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "ART's code cannot be confined here (unshare" in proc.stderr
+    assert "env -u GH_TOKEN artbot verify" in proc.stderr
+    assert not marker.exists() and CANARY not in proc.stdout + proc.stderr

@@ -100,7 +100,7 @@ def tokens_in(env: Mapping[str, str]) -> list[str]:
 
 
 ACTIONS_REFUSAL = (
-    "verify: ART's code cannot be confined here ({why}), and this is a GitHub Actions job: "
+    "ART's code cannot be confined here ({why}), and this is a GitHub Actions job: "
     "its later steps get the runner's tokens, which code left running could read. Allow user "
     "namespaces first (on ubuntu-24.04: sudo sysctl -w "
     "kernel.apparmor_restrict_unprivileged_userns=0), as this repository's sync.yml does"
@@ -114,7 +114,7 @@ def refusal(why: str, tokens: Sequence[str], in_actions: bool = False) -> str:
     names = ", ".join(tokens)
     unset = " ".join(f"-u {n}" for n in tokens)
     return (
-        f"verify: ART's code cannot be confined here ({why}), and {names} is set: the "
+        f"ART's code cannot be confined here ({why}), and {names} is set: the "
         "release's code could read it from any process of yours (/proc/PID/environ). "
         f"Run verify without it (env {unset} artbot verify ...), in a shell that never held "
         "it, or where user namespaces are allowed"
