@@ -163,7 +163,10 @@ def verify(
 
     `artbot verify --release latest --record` resolves the newest openpipe-art release, checks
     it, and records the result per claim in findings/status/ (rendering then stays offline).
-    Wheels are kept in $ARTBOT_CACHE_DIR (default ~/.cache/artbot/wheels).
+    Wheels are kept in $ARTBOT_CACHE_DIR (default ~/.cache/artbot/wheels), each checked against
+    the sha256 recorded in findings/status/, else the index's, and unpacked afresh. ART's code
+    runs confined (own namespaces, read-only but a scratch folder); where it cannot be, verify
+    refuses while a token is set (exit 2).
 
     Exit 0 when every check ran, whatever it found (moved or missing lines are information);
     1 when a check could not run. `--fail-on reproduced` also exits 1 while a finding is
