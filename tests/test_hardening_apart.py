@@ -86,12 +86,14 @@ def test_verify_runs_a_crafted_tree_without_the_token(root: Path, tmp_path: Path
         (wheel / rel).write_text(text)
     # No token: this test is about the child's environment, confined or not (the confinement
     # and the refusal without it: tests/test_hardening_confine.py).
-    env = {"GH_TOKEN": None, "GITHUB_TOKEN": None, "GITHUB_ACTIONS": None}
+    env: dict[str, str | None] = {"GH_TOKEN": None, "GITHUB_TOKEN": None, "GITHUB_ACTIONS": None}
     env |= {"INPUT_GITHUB-TOKEN": CANARY, "ARTBOT_SECRET_X": CANARY, "GITHUB_REPOSITORY": "a/b"}
     result = CliRunner(env=env).invoke(
         cli, ["--root", str(root), "verify", "code", "--art-src", str(wheel), "--json"]
     )
     _no_command_from_wheel(result.output)
+    if result.exit_code == 2 and "cannot be confined here" in result.output:
+        return  # no namespaces here, and a token-named variable is set: refused, nothing ran
     data = json.loads(result.output)
     by_item = {r["item"]: r for r in data["results"]}
     assert by_item[7]["status"] == "could not run"
