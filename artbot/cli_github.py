@@ -170,9 +170,9 @@ def read_event(path: Path) -> Any:
     "--verify",
     "verify_version",
     metavar="VERSION",
-    help="Also run the reproductions against openpipe-art VERSION's own code (`latest`: the "
-    "newest release): note the result in the checklist and comment once per generated issue "
-    "when it changes.",
+    help="Report the check of openpipe-art VERSION (`latest`: the newest checked) that "
+    "`artbot verify --release VERSION --record` recorded in findings/status/, and carry out a "
+    "ticked re-check with it. sync runs no ART code: record the check first, without the token.",
 )
 @click.option(
     "--replace-parent",
@@ -223,13 +223,10 @@ def sync(
     event = read_event(event_path) if event_path else None
 
     def check_release(version: str) -> tuple[str, Any]:
-        # In a child process without the token: the wheel's code is untrusted.
-        from .verify.apart import verify_release_apart
+        # Read from findings/status/: the process that holds the token runs no release's code.
+        from .verify.record import recorded_check
 
-        say = (lambda _: None) if as_json else (lambda line: click.echo(line, err=True))
-        return verify_release_apart(
-            catalog, version, obj.settings.secrets, say, obj.settings.wheel_cache
-        )
+        return recorded_check(catalog.root, version)
 
     verified = check_release(verify_version) if verify_version else None
     outcome = within_budget(

@@ -38,8 +38,8 @@ EXPRESSION = re.compile(r"^\$\{\{\s*(.+?)\s*\}\}$")
 
 def evaluate(value: Any, context: Mapping[str, str]) -> str:
     """A `with:`/`env:` value as Actions gives it to a step: a whole-value ``${{ }}`` of
-    context names and 'literals' joined by ``||`` (the first non-empty, else the last), or
-    one comparison ``a == b`` of two context names (``true``/``false``)."""
+    context names and 'literals' with ``!``, ``==``, ``!=``, ``&&``, ``||`` and parentheses,
+    as Actions evaluates them (``&&``/``||`` give an operand, comparisons a boolean)."""
     if isinstance(value, bool):
         return str(value).lower()
     text = str(value)
@@ -47,20 +47,70 @@ def evaluate(value: Any, context: Mapping[str, str]) -> str:
     if match is None:
         assert "${{" not in text, f"{text!r}: only whole-value expressions are modelled"
         return text
-    if " == " in match[1]:
-        left, right = (o.strip() for o in match[1].split(" == "))
-        assert left in context and right in context, f"the test does not model {match[1]!r}"
-        return str(context[left] == context[right]).lower()
-    result = ""
-    for operand in (o.strip() for o in match[1].split("||")):
-        if operand.startswith("'") and operand.endswith("'"):
-            result = operand[1:-1]
-        else:
-            assert operand in context, f"the test does not model {operand!r}"
-            result = context[operand]
-        if result:
-            break
-    return result
+    result = _Expression(match[1], context).value()
+    return str(result).lower() if isinstance(result, bool) else result
+
+
+_TOKEN = re.compile(r"\s*(\(|\)|&&|\|\||==|!=|!|'[^']*'|[A-Za-z_][\w.-]*)")
+
+
+class _Expression:
+    """The few forms of Actions' expression language the workflows use."""
+
+    def __init__(self, text: str, context: Mapping[str, str]):
+        self.context = context
+        self.tokens: list[str] = []
+        at = 0
+        while at < len(text.rstrip()):
+            found = _TOKEN.match(text, at)
+            assert found, f"the test does not model {text[at:]!r}"
+            self.tokens.append(found[1])
+            at = found.end()
+
+    def value(self) -> str | bool:
+        result = self._or()
+        assert not self.tokens, f"the test does not model {' '.join(self.tokens)!r}"
+        return result
+
+    def _take(self) -> str:
+        return self.tokens.pop(0)
+
+    def _or(self) -> str | bool:
+        left = self._and()
+        while self.tokens[:1] == ["||"]:
+            self._take()
+            right = self._and()
+            left = left if left else right
+        return left
+
+    def _and(self) -> str | bool:
+        left = self._compare()
+        while self.tokens[:1] == ["&&"]:
+            self._take()
+            right = self._compare()
+            left = right if left else left
+        return left
+
+    def _compare(self) -> str | bool:
+        left = self._unary()
+        if self.tokens[:1] in (["=="], ["!="]):
+            op = self._take()
+            right = self._unary()
+            return (str(left) == str(right)) == (op == "==")
+        return left
+
+    def _unary(self) -> str | bool:
+        token = self._take()
+        if token == "!":
+            return not self._unary()
+        if token == "(":
+            inner = self._or()
+            assert self._take() == ")"
+            return inner
+        if token.startswith("'"):
+            return token[1:-1]
+        assert token in self.context, f"the test does not model {token!r}"
+        return self.context[token]
 
 
 def action_inputs(given: Mapping[str, Any], context: Mapping[str, str]) -> dict[str, str]:
@@ -254,6 +304,8 @@ def schedule_context(tracking_issue: str, dry_run: str = "", verify: str = "off"
         "vars.ARTBOT_VERIFY": verify,
         "vars.ARTBOT_TORCH_INDEX_URL": "",
         "inputs.dry_run": dry_run,
+        # sync.yml's check job runs unless ARTBOT_VERIFY is off (here it succeeded).
+        "needs.check.result": "skipped" if verify == "off" else "success",
     }
 
 

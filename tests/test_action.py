@@ -31,6 +31,7 @@ from tests.action_harness import (
     titles,
     writes,
 )
+from tests.wheels import INDEX_SHA256
 
 pytestmark = pytest.mark.e2e
 
@@ -174,8 +175,9 @@ def test_sync_refuses_a_verify_variable_that_is_not_a_version(
 def test_a_scheduled_sync_verifies_the_newest_release(
     sandbox: GitHubSandbox, checkout: Path, tmp_path: Path
 ) -> None:
-    # ARTBOT_VERIFY unset: `release` is 'latest', and artbot runs `sync --verify latest`. The
-    # artbot here records its arguments: verifying a real release is tested in test_verify.py.
+    # ARTBOT_VERIFY unset: the check job ran (no token) and recorded the newest release;
+    # `release` is 'latest', and artbot runs `sync --verify latest`, which reads that record.
+    # The artbot here records its arguments: verifying a real release is in test_verify.py.
     fake = tmp_path / "fake-venv"
     recorder(fake / "bin", "artbot")
     recorder(fake / "bin", "python")
@@ -314,9 +316,14 @@ def test_verify_checks_a_release_and_puts_its_tables_in_the_summary(
     for record in (checkout / "findings").glob("[0-9][0-9]-*.yaml"):
         if not record.name.startswith("07-"):
             record.unlink()
-    inputs = {"command": "verify", "release": "0.5.21"}
+    inputs = {"command": "verify", "release": "0.5.21", "record": "true"}
     run = direct(inputs, checkout, sandbox, extra_env={CACHE_ENV: str(wheel_cache)})
 
+    if "cannot be confined here" in run.stderr:
+        # No user namespaces on this machine: in an Actions job verify refuses, runs nothing.
+        assert run.returncode == 2 and "GitHub Actions job" in run.stderr
+        assert writes(sandbox) == [] and "recorded" not in run.stderr
+        return
     # 0.5.21 moved item 7's audited lines (information) and its check ran: exit 0.
     assert run.returncode == 0, run.stdout + run.stderr
     assert "anchors against openpipe-art 0.5.21" in run.stdout
@@ -327,6 +334,21 @@ def test_verify_checks_a_release_and_puts_its_tables_in_the_summary(
     assert run.summary.rstrip().endswith("```")
     assert (run.outputs["filed"], run.outputs["changed"]) == ("", "[]")
     assert writes(sandbox) == [] and len(sandbox.requests) == 0
+    # record: the check is in findings/status/, with the wheel's digest, for the job that
+    # syncs; the confined check said so.
+    status = json.loads((checkout / "findings" / "status" / "07.json").read_text())
+    [point] = [p for p in status["points"] if p["label"] == "0.5.21"]
+    assert point["wheel_sha256"] == INDEX_SHA256["0.5.21"]
+    assert "recorded 0.5.21" in run.stderr and "ran confined" in run.stderr
+
+
+def test_verify_refuses_a_record_that_is_not_true_or_false(
+    sandbox: GitHubSandbox, checkout: Path
+) -> None:
+    run = direct({"command": "verify", "record": "yes; touch pwned"}, checkout, sandbox)
+    assert run.returncode == 2
+    assert "::error::record must be true or false." in run.stdout
+    assert not (checkout / "pwned").exists()
 
 
 def test_verify_refuses_release_off(sandbox: GitHubSandbox, checkout: Path) -> None:

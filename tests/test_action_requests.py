@@ -80,18 +80,28 @@ def test_an_edit_carries_out_a_tick_only_for_a_sender_with_write_access(
 def test_requests_yml_runs_on_edits_of_the_tracking_issue_only() -> None:
     workflow = load("requests.yml")
     assert triggers(workflow) == {"issues": {"types": ["edited"]}}
-    [(name, job)] = workflow["jobs"].items()
-    condition = " ".join(job["if"].split())
-    assert "github.event.issue.number == fromJSON(vars.ARTBOT_TRACKING_ISSUE || '0')" in condition
+    assert set(workflow["jobs"]) == {"check", "requests"}
+    check, job = workflow["jobs"]["check"], workflow["jobs"]["requests"]
+    tracking = "github.event.issue.number == fromJSON(vars.ARTBOT_TRACKING_ISSUE || '0')"
+    for spec in (check, job):
+        assert tracking in " ".join(spec["if"].split())
+    # Every edit of the tracking issue reaches artbot, which parses the ticks and decides; the
+    # check runs only when a re-check is ticked, and holds no token.
+    assert "[x] Re-check against the newest release" in check["if"]
+    assert "[X] Re-check against the newest release" in check["if"]
+    assert "'- [x] '" not in job["if"] and "!cancelled()" in job["if"]
     assert workflow["permissions"] == {}
+    assert check["permissions"] == {"contents": "read"}
     assert job["permissions"] == {"issues": "write", "contents": "read"}
+    assert job["needs"] == "check"
     # Never beside a sync: the same concurrency group, never cancelled halfway.
     assert workflow["concurrency"] == load("sync.yml")["concurrency"]
     spec = step(workflow, "requests")
     assert spec["uses"] == "./" and spec["with"]["command"] == "sync"
-    # torch is installed only when a re-check is ticked.
+    # A re-check is carried out with the check job's record, when that job succeeded.
     release = spec["with"]["release"]
-    assert "Re-check against the newest release" in release and release.endswith("|| 'off' }}")
+    assert release == "${{ needs.check.result == 'success' && 'latest' || 'off' }}"
+    assert "torch-index-url" not in spec["with"]
     assert spec["with"]["github-token"] == "${{ secrets.GITHUB_TOKEN }}"
 
 

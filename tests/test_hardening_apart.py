@@ -5,8 +5,10 @@ prints or writes back is untrusted text (never echoed raw, parsed as validated r
 from __future__ import annotations
 
 import json
+import subprocess
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -17,27 +19,23 @@ from artbot.sandbox import GitHubSandbox
 from artbot.verify.apart import child_env
 from tests.test_apply import CANARY, NAME, OWNER, TRACKING, art, root  # noqa: F401
 
-# A module of the crafted release: at import it looks for a token everywhere it could be,
-# writes what it found beside it, and prints a workflow command with the token in it.
+# A module of the crafted release: at import it looks for a token in its environment, prints
+# a workflow command with the token in it, and raises what it found (its error's text is the
+# one way out of a confined check; tests/test_hardening_confine.py tries the others).
 SPY = """
 import os, json, pathlib
 found = {k: v for k, v in os.environ.items()
          if 'TOKEN' in k.upper() or k.upper().startswith(('GITHUB', 'INPUT', 'ARTBOT_SECRET'))
          or v == CANARY}
-pathlib.Path(SPYFILE).write_text(json.dumps(found))
 print('::warning::pwned ' + str(os.environ.get('GH_TOKEN')))
 import sys
 print('\\n::error::also pwned', file=sys.stderr)
-def loss_fn(*args, **kwargs):
-    raise RuntimeError('crafted release')
+raise RuntimeError('crafted release, environment ' + json.dumps(sorted(found)))
 """
 
 
-def crafted_files(spyfile: Path) -> dict[str, str]:
-    return {
-        "art/__init__.py": "",
-        "art/loss.py": f"CANARY = {CANARY!r}\nSPYFILE = {str(spyfile)!r}\n" + SPY,
-    }
+def crafted_files() -> dict[str, str]:
+    return {"art/__init__.py": "", "art/loss.py": f"CANARY = {CANARY!r}\n" + SPY}
 
 
 def test_child_env_keeps_no_token_nor_anything_secret_looking() -> None:
@@ -63,7 +61,6 @@ def test_child_env_keeps_no_token_nor_anything_secret_looking() -> None:
         "HOME": "/home/x",
         "LC_ALL": "C.UTF-8",
         "ATEN_CPU_CAPABILITY": "default",
-        "ARTBOT_CACHE_DIR": "/cache",
         "PYTHONIOENCODING": "utf-8",
     }
 
@@ -83,36 +80,38 @@ def _no_command_from_wheel(text: str) -> None:
 def test_verify_runs_a_crafted_tree_without_the_token(root: Path, tmp_path: Path) -> None:
     """Done when: a crafted release's module reading GH_TOKEN at import finds none under
     `verify`; its prints reach no output."""
-    spyfile = tmp_path / "spy.json"
     wheel = tmp_path / "wheel"
-    for rel, text in crafted_files(spyfile).items():
+    for rel, text in crafted_files().items():
         (wheel / rel).parent.mkdir(parents=True, exist_ok=True)
         (wheel / rel).write_text(text)
-    env = {"GH_TOKEN": CANARY, "GITHUB_TOKEN": CANARY, "GITHUB_ACTIONS": "true"}
+    # No token: this test is about the child's environment, confined or not (the confinement
+    # and the refusal without it: tests/test_hardening_confine.py).
+    env: dict[str, str | None] = {"GH_TOKEN": None, "GITHUB_TOKEN": None, "GITHUB_ACTIONS": None}
+    env |= {"INPUT_GITHUB-TOKEN": CANARY, "ARTBOT_SECRET_X": CANARY, "GITHUB_REPOSITORY": "a/b"}
     result = CliRunner(env=env).invoke(
         cli, ["--root", str(root), "verify", "code", "--art-src", str(wheel), "--json"]
     )
-    assert spyfile.is_file(), result.output  # the crafted module did run
-    assert json.loads(spyfile.read_text()) == {}
     _no_command_from_wheel(result.output)
+    if result.exit_code == 2 and "cannot be confined here" in result.output:
+        return  # no namespaces here, and a token-named variable is set: refused, nothing ran
     data = json.loads(result.output)
     by_item = {r["item"]: r for r in data["results"]}
     assert by_item[7]["status"] == "could not run"
-    assert "crafted release" in by_item[7]["detail"]
+    assert "crafted release, environment []" in by_item[7]["detail"]  # it ran, and found none
 
 
 @pytest.mark.e2e
-@pytest.mark.repro
-def test_sync_verify_runs_a_crafted_release_without_the_token(
+def test_sync_verify_runs_no_art_code_and_reports_the_recorded_check(
     art: GitHubSandbox, root: Path, tmp_path: Path
 ) -> None:
-    """Done when: ... and under `sync --verify` (the wheel from the cache, as pip left it)."""
-    spyfile = tmp_path / "spy.json"
+    """The process that holds the token never imports a release: `sync --verify` reads the
+    check `verify --record` recorded (here none: it says so and exits 1, having run nothing)."""
+    spyfile = tmp_path / "spy.txt"
     cache = tmp_path / "wheels"
     cache.mkdir()
     with zipfile.ZipFile(cache / "openpipe_art-9.9.9-py3-none-any.whl", "w") as whl:
-        for rel, text in crafted_files(spyfile).items():
-            whl.writestr(rel, text)
+        whl.writestr("art/__init__.py", "")
+        whl.writestr("art/loss.py", f"open({str(spyfile)!r}, 'w').write('ran')\n")
     env = {
         "GH_TOKEN": CANARY,
         "GITHUB_TOKEN": None,
@@ -123,10 +122,11 @@ def test_sync_verify_runs_a_crafted_release_without_the_token(
     args = ["--root", str(root), "sync", "--verify", "9.9.9", "--api-url", art.api_url]
     args += ["--repo", f"{OWNER}/{NAME}", "--tracking-issue", str(TRACKING)]
     result = CliRunner(env=env).invoke(cli, args)
-    assert result.exit_code == 0, result.output
-    assert spyfile.is_file(), result.output
-    assert json.loads(spyfile.read_text()) == {}
-    _no_command_from_wheel(result.output)
+    assert result.exit_code == 1, result.output
+    assert "findings/status/ records no check of openpipe-art 9.9.9" in result.output
+    assert "artbot verify --release 9.9.9 --record" in result.output
+    assert not spyfile.exists()
+    assert all(r.method == "GET" for r in art.requests)
 
 
 def test_the_childs_results_are_validated_and_made_inert(tmp_path: Path) -> None:
@@ -161,9 +161,32 @@ def test_the_childs_results_are_validated_and_made_inert(tmp_path: Path) -> None
     assert "![" not in shown and "<b>" not in shown and "&lt;b&gt;" in shown
 
 
-def test_a_release_tree_carries_its_wheels_sha256_and_a_changed_wheel_is_refused(
-    tmp_path: Path,
-) -> None:
+def _wheel(folder: Path, loss: str = "") -> Path:
+    wheel = folder / "openpipe_art-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as whl:
+        whl.writestr("art/__init__.py", "")
+        whl.writestr("art/loss.py", loss)
+    return wheel
+
+
+def _index(sha256: str | None) -> Any:
+    """pip as a stand-in: `pip install --report -` answers as the index would, with
+    ``sha256`` as the file's published digest (None: the index publishes none)."""
+
+    def run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        assert "--report" in command and "install" in command and "--dry-run" in command
+        hashes = {"sha256": sha256} if sha256 else {}
+        info = {"url": "https://index.invalid/f/openpipe_art-9.9.9-py3-none-any.whl"}
+        info["archive_info"] = {"hashes": hashes}  # type: ignore[assignment]
+        report = {"install": [{"download_info": info, "metadata": {"version": "9.9.9"}}]}
+        return subprocess.CompletedProcess(command, 0, json.dumps(report), "")
+
+    return run
+
+
+def test_a_release_is_pinned_by_the_index_never_by_the_cache(tmp_path: Path) -> None:
+    """Done when: a wheel with no digest from the index, or a digest only in the cache, is
+    refused; one that is not the index's is refused; the pinned one is unpacked afresh."""
     import hashlib
 
     from artbot.catalog import load_catalog
@@ -172,16 +195,49 @@ def test_a_release_tree_carries_its_wheels_sha256_and_a_changed_wheel_is_refused
     from tests.test_apply import REPO
 
     audit = load_catalog(REPO).audit
-    wheel = tmp_path / "openpipe_art-9.9.9-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as whl:
-        whl.writestr("art/__init__.py", "")
-    tree = release_tree("9.9.9", audit, tmp_path)
+    wheel = _wheel(tmp_path, "LOSS = 'the wheel'\n")
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    # A digest kept beside the wheel in the cache counts for nothing.
+    (tmp_path / (wheel.name + ".sha256")).write_text(digest + "\n")
+    with pytest.raises(ReleaseUnavailable, match="publishes no sha256"):
+        release_tree("9.9.9", audit, tmp_path, run=_index(None))
+    with pytest.raises(ReleaseUnavailable, match="is not the release"):
+        release_tree("9.9.9", audit, tmp_path, run=_index("0" * 64))
+    # An unpacked copy in the cache, edited by someone, is never what runs.
+    stale = tmp_path / wheel.name.removesuffix(".whl")
+    (stale / "art").mkdir(parents=True)
+    (stale / "art" / "loss.py").write_text("LOSS = 'edited in the cache'\n")
+    (stale / ".artbot-unpacked").write_text(wheel.name)
+    tree = release_tree("9.9.9", audit, tmp_path, run=_index(digest), into=tmp_path / "run")
     assert tree.sha256 == digest
-    assert f"wheel {wheel.name}, sha256 {digest}" in tree.notes
-    (tmp_path / (wheel.name + ".sha256")).write_text("0" * 64 + "\n")  # recorded at download
-    with pytest.raises(ReleaseUnavailable, match="changed since it was downloaded"):
-        release_tree("9.9.9", audit, tmp_path)
+    assert f"wheel {wheel.name}, sha256 {digest} (from the index), unpacked afresh" in tree.notes
+    assert tree.package_dir.parent.parent == tmp_path / "run"
+    assert (tree.package_dir / "loss.py").read_text() == "LOSS = 'the wheel'\n"
+
+
+def test_a_recorded_digest_pins_the_release_without_asking_the_index(
+    root: Path, tmp_path: Path
+) -> None:
+    import hashlib
+
+    from artbot.errors import ReleaseUnavailable
+    from artbot.verify.release import recorded_pin
+    from tests.test_hardening_confine import record_pin
+
+    wheel = _wheel(tmp_path)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert recorded_pin(root, "9.9.9") is None
+    record_pin(root, "9.9.9", digest)
+    pin = recorded_pin(root, "9.9.9")
+    assert pin is not None and pin.sha256 == digest
+    assert pin.source == "recorded in findings/status/"
+    # The wheel changed in the cache: refused, whatever the cache says.
+    from artbot.catalog import load_catalog
+    from artbot.verify.release import release_tree
+
+    _wheel(tmp_path, "import os\n")
+    with pytest.raises(ReleaseUnavailable, match="recorded in findings/status/"):
+        release_tree("9.9.9", load_catalog(root).audit, tmp_path, pin=pin, run=_index(None))
 
 
 @pytest.mark.e2e
@@ -191,11 +247,12 @@ def test_verify_record_keeps_the_wheels_sha256_in_the_status_files(
 ) -> None:
     import hashlib
 
+    from tests.test_hardening_confine import record_pin
+
     cache = tmp_path / "wheels"
     cache.mkdir()
-    wheel = cache / "openpipe_art-9.9.9-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as whl:
-        whl.writestr("art/__init__.py", "")
+    wheel = _wheel(cache)
+    record_pin(root, "9.9.9", hashlib.sha256(wheel.read_bytes()).hexdigest())
     env = {"ARTBOT_CACHE_DIR": str(cache), "GH_TOKEN": None, "GITHUB_TOKEN": None}
     result = CliRunner(env=env).invoke(
         cli, ["--root", str(root), "verify", "--release", "9.9.9", "--record"]

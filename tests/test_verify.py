@@ -41,6 +41,7 @@ from artbot.verify import (
     verify_anchors,
     verify_code,
 )
+from tests.wheels import pin
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "tests" / "fixtures" / "mini"
@@ -297,6 +298,8 @@ def code_catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
         for path in (REPO / "findings").glob(name):
             shutil.copy2(path, root / "findings" / path.name)
     shutil.copytree(REPO / "repros", root / "repros")
+    # The recorded checks hold each release's wheel digest: `verify --release` pins by them.
+    shutil.copytree(REPO / "findings" / "status", root / "findings" / "status")
     return load_catalog(root)
 
 
@@ -304,7 +307,7 @@ def code_catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
 def code_results(wheel_cache: Path, code_catalog: Catalog) -> dict[str, list[CodeResult]]:
     results = {}
     for version in VERSIONS:
-        tree = release_tree(version, code_catalog.audit, wheel_cache)
+        tree = release_tree(version, code_catalog.audit, wheel_cache, pin=pin(version))
         results[version] = verify_code(code_catalog, tree)
     return results
 

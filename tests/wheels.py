@@ -2,6 +2,8 @@
 
 One cache folder: ``$ARTBOT_CACHE_DIR`` when set, else ``~/.cache/artbot/wheels``, the same
 folder ``artbot verify`` uses, so a wheel is downloaded once per machine whatever runs first.
+As in ``verify``, the cache is trusted for nothing: each wheel is checked against the sha256 the
+index publishes for it (:data:`INDEX_SHA256`), and unpacked afresh, once per test process.
 A wheel that is missing is fetched with pip (the ``network`` tier). When it cannot be had, the
 test is skipped with the reason, except under ``CI=true``, where the run fails instead: CI must
 never pass by skipping the release checks.
@@ -12,6 +14,7 @@ Fetching and unpacking hold a file lock, so pytest-xdist workers never race on o
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,9 +23,22 @@ from pathlib import Path
 import pytest
 
 from artbot.errors import ArtbotError
-from artbot.verify.release import cache_dir, fetch_release, unpack_wheel
+from artbot.verify.release import Pin, cache_dir, fetch_release, fresh_folder, unpack
 
 RELEASES = ("0.5.20", "0.5.21", "0.5.23")
+# The sha256 the index publishes for each release's wheel, as pip reported it
+# (`pip install --dry-run --no-deps --only-binary=:all: --python-version 3.12 --report -
+# openpipe-art==V`, 2026-12-04); 0.5.21's and 0.5.23's are also those in findings/status/.
+INDEX_SHA256 = {
+    "0.5.20": "52c7c1c0dcc69aadba4697e16f54109893ea7dcf536e503a1a2c3d34f7bbf38b",
+    "0.5.21": "480684e0782891800622b4c3e41d0919914cb9384118a4b2ae6ce2c32ce8d343",
+    "0.5.23": "35fe2658f0616dcc3f77f69431a5c8ebc2db0194e6fe19e3ca7e34165de9d292",
+}
+
+
+def pin(version: str) -> Pin:
+    """The index's digest of a release the tests read, as ``release_tree`` takes it."""
+    return Pin(INDEX_SHA256[version], "from the index, held by tests/wheels.py")
 
 
 def in_ci() -> bool:
@@ -34,19 +50,26 @@ class ArtWheels:
 
     def __init__(self, cache: Path) -> None:
         self.cache = cache
+        self._trees: dict[str, Path] = {}
 
     def wheel(self, version: str) -> Path:
         with self._locked():
             try:
-                return fetch_release(version, self.cache)
+                wheel = fetch_release(version, self.cache)
             except ArtbotError as exc:
                 self._unavailable(version, str(exc))
-        raise AssertionError("unreachable")  # pragma: no cover
+        expected = INDEX_SHA256.get(version)
+        if expected is not None:
+            digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+            assert digest == expected, f"{wheel} is not the release (sha256 {digest}): delete it"
+        return wheel
 
     def tree(self, version: str) -> Path:
-        wheel = self.wheel(version)
-        with self._locked():
-            return unpack_wheel(wheel)
+        """The release unpacked afresh (once per test process), from the checked wheel."""
+        if version not in self._trees:
+            wheel = self.wheel(version)
+            self._trees[version] = unpack(wheel.read_bytes(), fresh_folder() / wheel.stem)
+        return self._trees[version]
 
     def package(self, version: str) -> Path:
         """The unpacked ``art/`` package of ``version``."""

@@ -5,9 +5,10 @@
 - :mod:`.isolation`: ART's modules imported one file at a time (:class:`ArtModules`).
 - :mod:`.code`: each finding's own ``check_art(art)`` (defined beside its repro) run against
   ART's code, claim by claim (:func:`verify_code`); generic, it knows no finding.
-- :mod:`.apart`: the code checks run in a child process that holds no token.
-- :mod:`.release`: which release is the newest (pip is asked); the wheel cache, filled by pip,
-  unpacked once.
+- :mod:`.apart`: the code checks run in a child process that holds no token, confined by
+  :mod:`.confine` (its own namespaces; read-only but its scratch folder; no capabilities).
+- :mod:`.release`: which release is the newest (pip is asked); the wheel cache, filled by pip;
+  each wheel pinned from outside the cache and unpacked afresh.
 - :mod:`.record`: results turned into ``findings/status/NN.json`` (:mod:`artbot.status`).
 - :mod:`.notes`: checklist notes and issue comments from results; pure.
 - :mod:`.cli`: the ``artbot verify`` commands.
@@ -32,12 +33,12 @@ _EXPORTS = {
         "CodeResult", "CodeStatus", "CheckContractError", "checkable", "claim_results",
         "code_json", "code_table", "load_repro", "run_check", "verify_code",
     ),
-    "apart": ("child_env", "verify_code_apart"),
+    "apart": ("CannotConfine", "child_env", "verify_code_apart"),
     "release": (
-        "CACHE_ENV", "WHEEL_PYTHON", "cache_dir", "fetch_release", "newest_release", "release_tree",
-        "resolve", "unpack_wheel",
+        "CACHE_ENV", "WHEEL_PYTHON", "Pin", "cache_dir", "fetch_release", "index_pin",
+        "newest_release", "recorded_pin", "release_tree", "resolve", "unpack",
     ),
-    "record": ("audit_point", "release_point", "record_status"),
+    "record": ("audit_point", "recorded_check", "release_point", "record_status"),
     "notes": ("comments_to_post", "verification_comment", "verification_notes"),
 }  # fmt: skip
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -1,11 +1,20 @@
-"""Run the code checks in a child process that holds no token: a downloaded wheel is untrusted.
+"""Run the code checks in a confined child process that holds no token: a wheel is untrusted.
 
 :func:`verify_code` (in :mod:`.code`) imports ART's modules, i.e. code downloaded from a package
 registry. It never runs in artbot's own process: :func:`verify_code_apart` starts
 ``python -m artbot.verify.apart`` with an environment built from an allowlist (no
-``GH_TOKEN``/``GITHUB_TOKEN``, no ``GITHUB_*``, ``INPUT_*`` or ``ARTBOT_*`` variable other than
-the wheel cache, nothing whose name looks like a secret, nothing whose value holds a token), in
-a scratch working directory, and reads back one JSON file.
+``GH_TOKEN``/``GITHUB_TOKEN``, no ``GITHUB_*``, ``INPUT_*`` or ``ARTBOT_*`` variable, nothing
+whose name looks like a secret, nothing whose value holds a token), in a scratch working
+directory, and reads back one JSON file.
+
+A clean environment is not enough: any process can read the environment of every other process
+of its user, the shell that holds the token included, and write wherever that user may. So the
+child runs confined (:mod:`.confine`: its own user, PID, mount and network namespaces, a
+read-only file system but its scratch folder, no capabilities), and artbot's own process is
+made non-dumpable. Where confinement cannot be set up (not Linux, or user namespaces not
+allowed), the check runs unconfined only while no token is in the environment; with one, it
+refuses (:class:`CannotConfine`, exit 2) and says how to run it. Either way ``verify`` says
+which isolation it got.
 
 What comes back is untrusted text too: the wheel's code runs in the child, so it can write that
 file. It is parsed with size and depth limits and validated field by field into
@@ -15,20 +24,25 @@ stdout and stderr are never echoed, only a short, flattened tail in a "could not
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from ..catalog import Catalog
+from ..errors import BadInput
 from ..jsonlimits import JsonTooLarge, loads_limited
 from ..output import flatten
-from ..settings import environment
+from ..settings import SECRET_NAME_WORDS, TOKEN_VARIABLES, environment
 from .code import CodeResult, CodeStatus, checkable
+from .confine import UNAVAILABLE, Spec, supported
+from .confine import command as confine_command
 from .tree import ArtTree
 
 # Variables the child may have: locale, paths, and the knobs torch and BLAS read.
@@ -36,7 +50,7 @@ SAFE_NAMES = frozenset(
     {
         "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR", "TEMP",
         "TMP", "SYSTEMROOT", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONUTF8",
-        "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "ARTBOT_CACHE_DIR",
+        "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE",
     }
 )  # fmt: skip
 SAFE_PREFIXES = ("LC_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "ATEN_", "TORCH_", "CUBLAS_")
@@ -64,6 +78,55 @@ def child_env(env: Mapping[str, str], secrets: Sequence[str] = ()) -> dict[str, 
     return out
 
 
+class CannotConfine(BadInput):
+    """ART's code cannot be confined here and a token is in the environment: nothing runs."""
+
+
+# Variables that hold a credential whatever artbot's settings say (GitHub Actions' own).
+_RUNNER_TOKENS = ("ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+
+
+def tokens_in(env: Mapping[str, str]) -> list[str]:
+    """Names of the variables in ``env`` that hold a token (set and not empty)."""
+    return sorted(
+        name
+        for name, value in env.items()
+        if value.strip()
+        and (
+            name in (*TOKEN_VARIABLES, *_RUNNER_TOKENS)
+            or any(word in name.upper() for word in SECRET_NAME_WORDS)
+        )
+    )
+
+
+ACTIONS_REFUSAL = (
+    "ART's code cannot be confined here ({why}), and this is a GitHub Actions job: "
+    "its later steps get the runner's tokens, which code left running could read. Allow user "
+    "namespaces first (on ubuntu-24.04: sudo sysctl -w "
+    "kernel.apparmor_restrict_unprivileged_userns=0), as this repository's sync.yml does"
+)
+
+
+def refusal(why: str, tokens: Sequence[str], in_actions: bool = False) -> str:
+    """What ``verify`` says when it will not run ART's code: why, and the ways out."""
+    if not tokens and in_actions:
+        return ACTIONS_REFUSAL.format(why=why)
+    names = ", ".join(tokens)
+    unset = " ".join(f"-u {n}" for n in tokens)
+    return (
+        f"ART's code cannot be confined here ({why}), and {names} is set: the "
+        "release's code could read it from any process of yours (/proc/PID/environ). "
+        f"Run verify without it (env {unset} artbot verify ...), in a shell that never held "
+        "it, or where user namespaces are allowed"
+    )
+
+
+CONFINED = (
+    "confined: own user, PID, mount and network namespaces; no other process visible; "
+    "read-only file system but its scratch folder; no capabilities"
+)
+
+
 def verify_code_apart(
     catalog: Catalog,
     tree: ArtTree,
@@ -71,39 +134,51 @@ def verify_code_apart(
     env: Mapping[str, str] | None = None,
     secrets: Sequence[str] = (),
     timeout_s: float = TIMEOUT_S,
+    say: Callable[[str], None] | None = None,
 ) -> list[CodeResult]:
-    """:func:`verify_code` run in a token-free child process; results validated on return."""
+    """:func:`verify_code` run in a token-free child process, confined where Linux allows it
+    (:mod:`.confine`); ``say`` hears which isolation it got. Results validated on return.
+
+    Raises :class:`CannotConfine` (nothing run) when confinement fails and a token is in the
+    environment."""
     wanted = {f.item: {c.id for c in f.claims} for f in checkable(catalog)}
     if not wanted:
         return []
+    say = say or (lambda _: None)
     base = environment() if env is None else dict(env)
     # The parent's own tokens are secrets even when the caller named none.
-    secrets = (*secrets, *(base.get(k, "") for k in ("GH_TOKEN", "GITHUB_TOKEN")))
+    secrets = (*secrets, *(base.get(k, "") for k in TOKEN_VARIABLES))
+    if tokens_in(base):
+        _not_dumpable()
     with tempfile.TemporaryDirectory(prefix="artbot-verify-") as scratch:
         out = Path(scratch) / "results.json"
         spec = {"root": str(Path(catalog.root).resolve()), "tree": _tree_json(tree)}
         spec["out"] = str(out)
+        child = [sys.executable, "-m", "artbot.verify.apart"]
+        cenv = child_env(base, secrets)
+        run = _Run(json.dumps(spec), timeout_s, scratch)
         try:
-            proc = subprocess.run(
-                [sys.executable, "-m", "artbot.verify.apart"],
-                input=json.dumps(spec),
-                capture_output=True,
-                text=True,
-                errors="replace",
-                env=child_env(base, secrets),
-                cwd=scratch,
-                timeout=timeout_s,
-                check=False,
-            )
+            view = _view(catalog, tree, base, scratch)
+            failed = run.confined(child, {**cenv, "HOME": scratch, "TMPDIR": scratch}, view)
+            if failed is None:
+                say(f"verify: ART's code ran {CONFINED}")
+            else:
+                tokens = tokens_in(base)
+                in_actions = base.get("GITHUB_ACTIONS") == "true"
+                if tokens or in_actions:
+                    raise CannotConfine(refusal(failed, tokens, in_actions))
+                say(f"verify: ART's code runs unconfined ({failed}); no token is set")
+                run.plain(child, cenv)
         except subprocess.TimeoutExpired:
             return _all_failed(wanted, tree, f"the check process ran over {timeout_s:.0f} s")
         try:
             raw = out.read_bytes() if out.is_file() else b""
         except OSError:
             raw = b""
-        if proc.returncode != 0 or not raw:
-            why = f"the check process exited with {proc.returncode}"
-            tail = flatten(proc.stderr or "")[-300:]
+        proc = run.proc
+        if proc is None or proc.returncode != 0 or not raw:
+            why = f"the check process exited with {proc.returncode if proc else None}"
+            tail = flatten(proc.stderr or "")[-300:] if proc else ""
             return _all_failed(wanted, tree, f"{why}: {tail}" if tail else why)
     try:
         data = loads_limited(raw, max_bytes=MAX_RESULT_BYTES)
@@ -112,22 +187,71 @@ def verify_code_apart(
         return _all_failed(wanted, tree, f"the check process wrote no valid results ({exc})")
 
 
-def verify_release_apart(
-    catalog: Catalog,
-    version: str,
-    secrets: Sequence[str],
-    say: Callable[[str], None],
-    cache: Path | None = None,
-) -> tuple[str, list[CodeResult]]:
-    """``sync --verify VERSION``: the release (``latest``: the newest, said with ``say``),
-    fetched into ``cache`` (``Settings.wheel_cache``) and checked apart; (version, results)."""
-    from .release import release_tree, resolve
+class _Run:
+    """The check process, confined or not; ``proc`` is the one that ran."""
 
-    if version == "latest":
-        version = resolve(version)
-        say(f"verify: the newest openpipe-art release is {version}")
-    tree = release_tree(version, catalog.audit, cache, progress=say)
-    return version, verify_code_apart(catalog, tree, secrets=secrets)
+    def __init__(self, spec: str, timeout_s: float, cwd: str):
+        self.spec, self.timeout_s, self.cwd = spec, timeout_s, cwd
+        self.proc: subprocess.CompletedProcess[str] | None = None
+
+    def plain(self, argv: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.run(
+            argv, input=self.spec, capture_output=True, text=True, errors="replace", env=env,
+            cwd=self.cwd, timeout=self.timeout_s, check=False,
+        )  # fmt: skip
+
+    def confined(self, argv: list[str], env: dict[str, str], view: Spec) -> str | None:
+        """Run ``argv`` confined: None, or why the confinement could not be set up (and then
+        nothing ran: only the confining process can write the report line)."""
+        why = supported()
+        if why:
+            return why
+        read, write = os.pipe()
+        try:
+            proc = subprocess.Popen(
+                confine_command(replace(view, report_fd=write), argv), stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                env=env, cwd=self.cwd, pass_fds=(write,),
+            )  # fmt: skip
+            os.close(write)
+            write = -1
+            try:
+                stdout, stderr = proc.communicate(self.spec, timeout=self.timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise
+            reported = os.read(read, 4000).decode("utf-8", "replace")
+        finally:
+            os.close(read)
+            if write >= 0:
+                os.close(write)
+        if proc.returncode == UNAVAILABLE and reported:
+            return flatten(reported)[:300]
+        self.proc = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+        return None
+
+
+def _view(catalog: Catalog, tree: ArtTree, env: Mapping[str, str], scratch: str) -> Spec:
+    """What the confined check sees: the project, Python and ART's tree, read-only; its
+    scratch folder, writable; no home folder."""
+    python = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
+    python.add(os.path.dirname(os.path.realpath(sys.executable)))
+    paths = {p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p)}
+    keep = {str(Path(catalog.root).resolve()), str(tree.package_dir.resolve().parent)}
+    homes = {env.get("HOME", ""), os.path.expanduser("~")}
+    return Spec(scratch, tuple(sorted(keep | python | paths)), tuple(sorted(h for h in homes if h)))
+
+
+def _not_dumpable() -> None:
+    """PR_SET_DUMPABLE 0 on artbot's own process (it may hold the token): no other process
+    of the user can read its memory or its /proc/PID/environ. Linux only."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
 
 
 def inert(text: str) -> str:

@@ -53,24 +53,47 @@ def _progress(quiet: bool) -> Callable[[str], None] | None:
 
 
 def _tree(catalog: Any, art_src: Path | None, release: str | None, quiet: bool = False) -> Any:
+    import tempfile
+
     from . import open_tree, release_tree
+    from .release import recorded_pin
 
     if (art_src is None) == (release is None):
         raise click.UsageError("give exactly one of --art-src DIR or --release VERSION")
     if art_src is not None:
         return open_tree(art_src, catalog.audit)
     assert release is not None
-    settings = click.get_current_context().find_root().obj.settings
+    ctx = click.get_current_context()
+    settings = ctx.find_root().obj.settings
+    version = _resolve(release)
+    # Unpacked afresh for this run, removed after it: never read from the cache.
+    into = Path(ctx.with_resource(tempfile.TemporaryDirectory(prefix="artbot-release-")))
     return release_tree(
-        _resolve(release), catalog.audit, settings.wheel_cache, progress=_progress(quiet)
+        version,
+        catalog.audit,
+        settings.wheel_cache,
+        progress=_progress(quiet),
+        pin=recorded_pin(catalog.root, version),
+        into=into,
     )
 
 
-def _verify_code(ctx: click.Context, catalog: Any, tree: Any) -> Any:
-    """The code checks, in a child process that holds no token (the wheel is untrusted)."""
+def _verify_code(ctx: click.Context, catalog: Any, tree: Any, quiet: bool) -> tuple[Any, str]:
+    """The code checks, in a confined child process that holds no token (the wheel is
+    untrusted); (results, the line that says which isolation the child got)."""
     from .apart import verify_code_apart
 
-    return verify_code_apart(catalog, tree, secrets=ctx.find_root().obj.settings.secrets)
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        if not quiet:
+            click.echo(line, err=True)
+
+    results = verify_code_apart(
+        catalog, tree, secrets=ctx.find_root().obj.settings.secrets, say=say
+    )
+    return results, " ".join(said).removeprefix("verify: ")
 
 
 def _wants_json(ctx: click.Context, as_json: bool) -> bool:
@@ -140,7 +163,10 @@ def verify(
 
     `artbot verify --release latest --record` resolves the newest openpipe-art release, checks
     it, and records the result per claim in findings/status/ (rendering then stays offline).
-    Wheels are kept in $ARTBOT_CACHE_DIR (default ~/.cache/artbot/wheels).
+    Wheels are kept in $ARTBOT_CACHE_DIR (default ~/.cache/artbot/wheels), each checked against
+    the sha256 recorded in findings/status/, else the index's, and unpacked afresh. ART's code
+    runs confined (own namespaces, read-only but a scratch folder); where it cannot be, verify
+    refuses while a token is set (exit 2).
 
     Exit 0 when every check ran, whatever it found (moved or missing lines are information);
     1 when a check could not run. `--fail-on reproduced` also exits 1 while a finding is
@@ -158,12 +184,13 @@ def verify(
     catalog = _catalog(ctx)
     tree = _tree(catalog, art_src, release, as_json)
     anchors = verify_anchors(catalog, tree)
-    code = _verify_code(ctx, catalog, tree)
+    code, isolation = _verify_code(ctx, catalog, tree, as_json)
     if as_json:
         import json
 
         data = {
             "source": tree.label,
+            "isolation": isolation,
             "anchors": anchors_json(anchors, tree),
             "code": code_json(code, tree),
         }
@@ -283,8 +310,8 @@ def code_cmd(ctx: click.Context, art_src: Path | None, release: str | None, as_j
     catalog = _catalog(ctx)
     quiet = _wants_json(ctx, as_json)
     tree = _tree(catalog, art_src, release, quiet)
-    results = _verify_code(ctx, catalog, tree)
-    data = code_json(results, tree)
+    results, isolation = _verify_code(ctx, catalog, tree, quiet)
+    data = {**code_json(results, tree), "isolation": isolation}
     _emit(ctx, as_json, data, lambda: code_table(results, tree), ok=data["ran"])
 
 

@@ -185,3 +185,32 @@ def anchors_record(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dump_dating(existing.with_release(release)), encoding="utf-8")
     return path
+
+
+def recorded_check(root: Path, version: str) -> tuple[str, list[CodeResult]]:
+    """``sync --verify VERSION``: the check of ``VERSION`` (``latest``: the newest release)
+    that ``verify --release VERSION --record`` recorded in ``findings/status/``, as (version,
+    no fresh results): sync reports what was recorded and runs no ART code itself, so the
+    process that holds the write token never imports a release's code."""
+    from ..errors import ReleaseUnavailable
+    from ..inputs import check_version
+    from ..status import ItemStatus
+
+    if version != "latest":
+        check_version(version, "--verify")
+    labels: set[str] = set()
+    for path in sorted((Path(root) / "findings" / "status").glob("[0-9]*.json")):
+        status = ItemStatus.model_validate_json(path.read_text(encoding="utf-8"))
+        labels |= {p.label for p in status.points if p.source == "release"}
+    how = "record one with `artbot verify --release {v} --record`, in a process without the token"
+    if version == "latest":
+        if not labels:
+            raise ReleaseUnavailable(
+                "findings/status/ records no release check; " + how.format(v="latest")
+            )
+        return max(labels, key=_version_key), []
+    if version not in labels:
+        raise ReleaseUnavailable(
+            f"findings/status/ records no check of openpipe-art {version}; " + how.format(v=version)
+        )
+    return version, []

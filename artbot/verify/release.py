@@ -1,4 +1,11 @@
-"""openpipe-art releases: which one is the newest, and a wheel cache filled by pip, unpacked once.
+"""openpipe-art releases: which one is the newest, a wheel cache filled by pip, and each wheel
+pinned from outside that cache.
+
+The cache is only a download cache: anyone who can write it could change a wheel there. So a
+wheel is checked, every time, against a digest that does not come from the cache (the one
+recorded in ``findings/status/`` by ``verify --record``, else the sha256 the index publishes,
+which pip verifies downloads against; a wheel the index gives none for is refused), and its
+code is unpacked afresh from the checked bytes for each run, never read from an unpacked copy.
 
 ``sync --verify latest`` (the scheduled workflow) resolves the version here (:func:`resolve`),
 then checks the findings against that release's own code. Newer releases need Python >= 3.12,
@@ -8,7 +15,10 @@ answer with the last release that supports 3.11). Nothing here is hard-coded: pi
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import io
+import json
 import re
 import shutil
 import subprocess
@@ -16,7 +26,7 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import ReleaseUnavailable
@@ -89,7 +99,8 @@ def fetch_release(
     progress: Progress | None = None,
 ) -> Path:
     """The wheel of ``openpipe-art==version``: from the cache, else downloaded there by pip.
-    ``progress`` hears one line before a download and one after (or that the cache had it)."""
+    ``progress`` hears one line before a download and one after (or that the cache had it).
+    Nothing here vouches for the file: :func:`release_tree` checks it against its pin."""
     say = progress or (lambda _: None)
     check_version(version)
     cache = Path(cache) if cache else cache_dir()
@@ -109,8 +120,6 @@ def fetch_release(
     wheel = _cached_wheel(cache, version)
     if wheel is None:
         raise ReleaseUnavailable(f"pip ran, but no {WHEEL_PREFIX}-{version}-*.whl is in {cache}")
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    wheel.with_name(wheel.name + ".sha256").write_text(digest + "\n", encoding="utf-8")
     say(f"verify: downloaded {wheel.name} ({wheel.stat().st_size / 1e6:.1f} MB)")
     return wheel
 
@@ -120,53 +129,114 @@ def _cached_wheel(cache: Path, version: str) -> Path | None:
     return found[0] if found else None
 
 
-_UNPACKED = ".artbot-unpacked"
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
-def unpack_wheel(wheel: Path, dest: Path | None = None) -> Path:
-    """Unpack ``wheel`` next to it (once); returns the folder that holds ``art/``."""
-    dest = dest or wheel.with_name(wheel.name.removesuffix(".whl"))
-    if (dest / _UNPACKED).is_file():
-        return dest
-    # Unpack beside the target and rename, so an interrupted run never leaves half a tree.
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".unpack-"))
+@dataclass(frozen=True)
+class Pin:
+    """A release wheel's sha256, and where it comes from (never from the wheel cache)."""
+
+    sha256: str
+    source: str  # "from the index" or "recorded in findings/status/"
+    filename: str | None = None  # the wheel's name, when the index said it
+
+
+def index_pin(version: str, *, run: Runner = subprocess.run) -> Pin:
+    """The sha256 the index publishes for the release's wheel: the digest pip verifies a
+    download against, as ``pip install --dry-run --report`` gives it. No digest: refused."""
+    check_version(version)
+    command = [
+        sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps",
+        "--only-binary=:all:", "--python-version", WHEEL_PYTHON, "--quiet", "--report", "-",
+        f"{DISTRIBUTION}=={version}",
+    ]  # fmt: skip
+    proc = run(command, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise ReleaseUnavailable(pip_failure(version, f"{proc.stdout or ''}\n{proc.stderr or ''}"))
     try:
-        with zipfile.ZipFile(wheel) as archive:
-            archive.extractall(tmp)
-        (tmp / _UNPACKED).write_text(wheel.name + "\n", encoding="utf-8")
-        if dest.exists():
-            shutil.rmtree(dest)
-        tmp.rename(dest)
+        [entry] = json.loads(proc.stdout)["install"]
+        info = entry["download_info"]
+        filename = str(info["url"]).rsplit("/", 1)[-1].split("#", 1)[0]
+        digest = (info.get("archive_info") or {}).get("hashes", {}).get("sha256")
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ReleaseUnavailable(f"pip's report on {DISTRIBUTION}=={version}: {exc!r}") from None
+    if not isinstance(digest, str) or not _SHA256_RE.match(digest):
+        raise ReleaseUnavailable(
+            f"the index publishes no sha256 for {filename}: artbot runs no release it cannot "
+            "pin from outside its cache"
+        )
+    return Pin(digest, "from the index", filename)
+
+
+def recorded_pin(root: Path, version: str) -> Pin | None:
+    """The wheel sha256 that ``verify --record`` wrote for ``version`` in findings/status/
+    (None when none is recorded); two different ones are refused."""
+    from ..status import ItemStatus, StatusError
+
+    found: set[str] = set()
+    for path in sorted((Path(root) / "findings" / "status").glob("[0-9]*.json")):
+        try:
+            status = ItemStatus.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise StatusError(f"{path}: {exc}") from None
+        found |= {
+            p.wheel_sha256
+            for p in status.points
+            if p.source == "release" and p.label == version and p.wheel_sha256
+        }
+    if len(found) > 1:
+        raise ReleaseUnavailable(
+            f"findings/status/ records {len(found)} different wheel digests for {version}"
+        )
+    return Pin(found.pop(), "recorded in findings/status/") if found else None
+
+
+def unpack(data: bytes, dest: Path) -> Path:
+    """Unpack a wheel's bytes into ``dest`` (a new folder); returns it."""
+    dest.mkdir(parents=True)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            archive.extractall(dest)
     except zipfile.BadZipFile as exc:
-        raise ReleaseUnavailable(f"{wheel} is not a valid wheel: {exc}") from exc
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        raise ReleaseUnavailable(f"not a valid wheel: {exc}") from exc
     return dest
 
 
+def fresh_folder() -> Path:
+    """A new folder for one unpacked release, removed when the process ends."""
+    folder = Path(tempfile.mkdtemp(prefix="artbot-release-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 def release_tree(
-    version: str, audit: Audit, cache: Path | None = None, progress: Progress | None = None
+    version: str,
+    audit: Audit,
+    cache: Path | None = None,
+    progress: Progress | None = None,
+    *,
+    pin: Pin | None = None,
+    into: Path | None = None,
+    run: Runner = subprocess.run,
 ) -> ArtTree:
-    """The unpacked wheel of ``openpipe-art==version``, fetched into the cache if needed,
-    with the wheel's sha256."""
-    wheel = fetch_release(version, cache, progress=progress)
-    digest = wheel_digest(wheel)
-    folder = unpack_wheel(wheel)
+    """``openpipe-art==version``, its wheel (fetched into the cache if needed) checked against
+    ``pin`` (else the index's digest, asked of pip) and unpacked afresh into ``into`` (else a
+    new temporary folder): what runs is what the index serves, whatever the cache holds."""
+    wheel = fetch_release(version, cache, run=run, progress=progress)
+    pin = pin or index_pin(version, run=run)
+    if pin.filename and pin.filename != wheel.name:
+        raise ReleaseUnavailable(
+            f"the index serves {pin.filename} for {version}; the cache holds {wheel.name}"
+        )
+    # Hashed and unpacked from the same bytes: the file cannot change in between.
+    data = wheel.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != pin.sha256:
+        raise ReleaseUnavailable(
+            f"{wheel} is not the release: sha256 {digest}, the release's is {pin.sha256} "
+            f"({pin.source}); delete it to download it again"
+        )
+    folder = unpack(data, (into or fresh_folder()) / wheel.name.removesuffix(".whl"))
     tree = open_tree(folder, audit, label=f"{DISTRIBUTION} {version}")
-    note = f"wheel {wheel.name}, sha256 {digest}"
+    note = f"wheel {wheel.name}, sha256 {digest} ({pin.source}), unpacked afresh"
     return replace(tree, sha256=digest, notes=(*tree.notes, note))
-
-
-def wheel_digest(wheel: Path) -> str:
-    """The wheel's sha256, checked against the one kept beside it when pip downloaded it
-    (pip checks the index's published digest then): a cached wheel changed since is refused."""
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    kept = wheel.with_name(wheel.name + ".sha256")
-    if kept.is_file():
-        expected = kept.read_text(encoding="utf-8").strip()
-        if expected != digest:
-            raise ReleaseUnavailable(
-                f"{wheel} changed since it was downloaded (sha256 {digest}, recorded "
-                f"{expected[:64]}); delete it to download it again"
-            )
-    return digest
