@@ -20,12 +20,14 @@ from typing import Any, get_args
 
 import click
 
-from . import plan as plan_module
+from .run import plan as plan_module
 from .jsonlimits import loads_limited
-from .output import annotation, command, guarded, redact
+from .report.output import annotation, command, guarded, redact
 from .settings import Settings
 
-Report = Mapping[str, Any]  # what `artbot open|sync --json` prints (artbot.output.outcome_json)
+Report = Mapping[
+    str, Any
+]  # what `artbot open|sync --json` prints (artbot.report.output.outcome_json)
 ACTIONS = {kind.__name__: kind for kind in get_args(plan_module.Action)}
 
 

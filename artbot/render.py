@@ -19,7 +19,14 @@ import jinja2
 
 from .catalog import Catalog, minimal_repro_path
 from .errors import BadInput
-from .marker import BODY_END, BODY_START, MARKER_PREFIX, IssueMarker, marker_lines, region_span
+from .tracking.marker import (
+    BODY_END,
+    BODY_START,
+    MARKER_PREFIX,
+    IssueMarker,
+    marker_lines,
+    region_span,
+)
 from .models import TITLE_LIMIT, Audit, Finding, Location
 from .status import ItemStatus
 from .status.view import StatusView, code_span, status_view
@@ -280,9 +287,9 @@ def render_checklist(
     panel: Any = None,
 ) -> str:
     """The inner lines of the tracking issue's managed block; ``sub_issues`` is the
-    :class:`artbot.subissues.SubIssueRecord` kept in it (None: no sub-issue line), ``panel``
-    the :class:`artbot.panel.Panel` of requests (None: every request offered, unticked)."""
-    from .panel import panel as requests_panel
+    :class:`artbot.tracking.subissues.SubIssueRecord` kept in it (None: no sub-issue line), ``panel``
+    the :class:`artbot.tracking.requests.Panel` of requests (None: every request offered, unticked)."""
+    from .tracking.requests import panel as requests_panel
 
     env = environment(templates_dir)
     try:

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from artbot.apply import open_issues, sync
+from artbot.run.commands import open_issues, sync
 from artbot.catalog import load_catalog
-from artbot.github import EtagCache, GitHubRepo
+from artbot.github.client import EtagCache, GitHubRepo
 from artbot.sandbox import GitHubSandbox
 
 REPO = Path(__file__).resolve().parents[1]
@@ -113,8 +113,8 @@ def status_rows() -> list[tuple[str, tuple[int, int, int], str]]:
 def request_rows() -> list[tuple[str, tuple[int, int, int], str]]:
     """Requests by checkbox: what a ticked "File the issue for item 4" costs on the scheduled
     path and on the edit path (a sender without write access: the tick reverted)."""
-    from artbot.demo import tick_request
-    from artbot.panel import EditEvent
+    from artbot.cli.demo import tick_request
+    from artbot.tracking.requests import EditEvent
 
     root = checkout()
     catalog = load_catalog(root)

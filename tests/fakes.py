@@ -1,10 +1,10 @@
-"""Pure fakes for the tests at the apply boundary: :class:`MemoryRepo`, a :class:`artbot.repo.Repo`
+"""Pure fakes for the tests at the apply boundary: :class:`MemoryRepo`, a :class:`artbot.github.repo.Repo`
 held in dicts, with no HTTP and no PyGithub.
 
 The apply tests that are about decisions (what is filed, edited, linked) run on it; the tests of
 the adapter itself (retries, ETags, faults, PyGithub over HTTP) run on the sandbox. Both sides
 pass the same contract (tests/test_repo_contract.py), so a fake that drifts from
-:class:`artbot.github.GitHubRepo` fails there. mypy reads tests/ too: :func:`as_repo` does not
+:class:`artbot.github.client.GitHubRepo` fails there. mypy reads tests/ too: :func:`as_repo` does not
 type-check unless ``MemoryRepo`` has every member of ``Repo`` with a compatible signature.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from artbot.errors import SubIssueRefused
-from artbot.marker import IssueMarker
+from artbot.tracking.marker import IssueMarker
 from artbot.models import ObservedIssue, SubIssuesSummary
-from artbot.repo import Repo
+from artbot.github.repo import Repo
 
 ID_BASE = 500_000  # issue ids differ from numbers, as on GitHub
 TRACKING = 1111

@@ -21,10 +21,10 @@ from artbot.action import (
     outputs,
     plan_lines,
 )
-from artbot.checklist import ChecklistEntry
-from artbot.ownership import Foreign
-from artbot.panel import CarryOutRequest, DropRequest, RevertTick
-from artbot.plan import (
+from artbot.tracking.checklist import ChecklistEntry
+from artbot.tracking.ownership import Foreign
+from artbot.tracking.requests import CarryOutRequest, DropRequest, RevertTick
+from artbot.run.plan import (
     ChecklistUpToDate,
     CloseDuplicate,
     CloseFixed,
@@ -41,7 +41,7 @@ from artbot.plan import (
     StatusChange,
     UpdateChecklist,
 )
-from artbot.subissues import (
+from artbot.tracking.subissues import (
     AddSubIssue,
     MoveSubIssue,
     NoSubIssues,

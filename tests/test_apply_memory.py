@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from artbot.apply import open_issues
+from artbot.run.commands import open_issues
 from artbot.catalog import Catalog, load_catalog
-from artbot.checklist import read_block
+from artbot.tracking.checklist import read_block
 from tests.fakes import MemoryRepo, as_the_audit_left_it
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +62,7 @@ def test_a_dry_run_writes_nothing(catalog: Catalog, repo: MemoryRepo) -> None:
 def test_sync_keeps_a_maintainer_note_outside_the_owned_region(
     catalog: Catalog, repo: MemoryRepo
 ) -> None:
-    from artbot.apply import sync
+    from artbot.run.commands import sync
 
     number = open_issues(catalog, repo, [7], TRACKING).issues[7].number
     noted = repo.issues[number].body + "\nReviewer: agreed.\n"
@@ -79,8 +79,8 @@ def test_sync_keeps_a_maintainer_note_outside_the_owned_region(
 def test_open_and_sync_make_the_items_issues_sub_issues_in_item_order(
     catalog: Catalog, repo: MemoryRepo
 ) -> None:
-    from artbot.apply import sync
-    from artbot.subissues import SubIssueRecord
+    from artbot.run.commands import sync
+    from artbot.tracking.subissues import SubIssueRecord
 
     eight = open_issues(catalog, repo, [8], TRACKING).issues[8].number
     seven = open_issues(catalog, repo, [7], TRACKING).issues[7].number
@@ -98,7 +98,7 @@ def test_open_and_sync_make_the_items_issues_sub_issues_in_item_order(
 def test_an_issue_with_another_parent_is_reported_once_and_not_moved(
     catalog: Catalog, repo: MemoryRepo
 ) -> None:
-    from artbot.apply import sync
+    from artbot.run.commands import sync
 
     repo.subs[900] = [1109]
     first = sync(catalog, repo, TRACKING)

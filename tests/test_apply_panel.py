@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from artbot.catalog import load_catalog
-from artbot.demo import tick_request
+from artbot.cli.demo import tick_request
 from artbot.sandbox import GitHubSandbox
 from artbot.status import ClaimResult, FixEvidence, ItemStatus, SourceLine
 from tests.statusdata import F, claims_of, install, partial_item, point
@@ -146,7 +146,7 @@ def test_a_recheck_without_verification_stays_ticked_and_writes_nothing(
 ) -> None:
     """No torch in this run's reach is not simulated; a dry run never verifies, and a sync
     without a verifier (the library call) keeps the request pending."""
-    from artbot.apply import sync
+    from artbot.run.commands import sync
 
     prepared(art, root)
     tick_request(art, load_catalog(root), TRACKING, "recheck")
@@ -162,7 +162,7 @@ def test_a_recheck_is_carried_out_by_the_verification_and_cleared(
 ) -> None:
     """The verifier stands in for `verify --release latest`: it reports a version and no
     whole-item results (every item here either has a recorded status or none to note)."""
-    from artbot.apply import sync
+    from artbot.run.commands import sync
 
     prepared(art, root)
     tick_request(art, load_catalog(root), TRACKING, "recheck")

@@ -66,7 +66,9 @@ def inside_verify(name: str) -> bool:
 def test_the_import_reader_sees_relative_and_function_level_imports() -> None:
     assert "artbot.verify.tree" in imports("artbot.verify.release")  # from .tree import ...
     assert "artbot.errors" in imports("artbot.verify.release")  # from ..errors import ...
-    assert "artbot.verify" in imports("artbot.apply")  # inside a function: from .verify import
+    assert "artbot.verify" in imports(
+        "artbot.run.commands"
+    )  # inside a function: from .verify import
     assert "artbot.verify.cli" in imports("artbot.cli")
 
 
@@ -134,9 +136,9 @@ def test_planning_takes_no_repository() -> None:
     functions that plan are given what was read, never the repository."""
     import inspect
 
-    from artbot.apply_status import verification_comments
-    from artbot.apply_subissues import plan_step
-    from artbot.plan import plan_open, plan_sync
+    from artbot.run.status_comments import verification_comments
+    from artbot.run.subissue_writes import plan_step
+    from artbot.run.plan import plan_open, plan_sync
 
     for planner in (plan_open, plan_sync, plan_step, verification_comments):
         assert "repo" not in inspect.signature(planner).parameters, planner.__name__

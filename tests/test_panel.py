@@ -1,4 +1,4 @@
-"""The Requests list of the tracking issue (artbot/panel.py): pure, with properties."""
+"""The Requests list of the tracking issue (artbot/tracking/requests.py): pure, with properties."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from artbot.catalog import load_catalog
-from artbot.checklist import ChecklistEntry
-from artbot.panel import (
+from artbot.tracking.checklist import ChecklistEntry
+from artbot.tracking.requests import (
     EditEvent,
     Request,
     note_in,

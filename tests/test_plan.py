@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from artbot.apply import render_all
+from artbot.run.commands import render_all
 from artbot.catalog import Catalog, load_catalog
-from artbot.marker import IssueMarker
+from artbot.tracking.marker import IssueMarker
 from artbot.models import ObservedIssue
-from artbot.plan import (
+from artbot.run.plan import (
     ChecklistUpToDate,
     CloseDuplicate,
     Create,
@@ -173,7 +173,7 @@ def test_open_files_a_fixed_item_to_be_closed_and_a_partial_one_open(catalog: Ca
 
 
 def test_a_lost_close_is_redone_but_a_human_reopen_is_kept(catalog: Catalog) -> None:
-    from artbot.plan import CloseFixed, close_was_lost, filed_body
+    from artbot.run.plan import CloseFixed, close_was_lost, filed_body
     from tests.statusdata import fixed_item
 
     views = _views(catalog, i7=fixed_item)
@@ -193,14 +193,14 @@ def test_a_lost_close_is_redone_but_a_human_reopen_is_kept(catalog: Catalog) -> 
 
 
 def test_sync_comments_on_a_status_change_before_editing_the_body(catalog: Catalog) -> None:
-    from artbot.plan import StatusChange, status_comment
+    from artbot.run.plan import StatusChange, status_comment
     from tests.statusdata import fixed_item, partial_item
 
     before = _views(catalog, i9=partial_item)
     after = _views(catalog, i9=fixed_item)
     issue = ours(catalog, 9, 1200)  # no status in its body yet
     rendered = render_all(catalog, [catalog.get(9)], TRACKING)
-    from artbot.marker import BODY_START
+    from artbot.tracking.marker import BODY_START
 
     filed = replace(issue, body=issue.body.replace(BODY_START, f"{BODY_START}\n{before[9].marker}"))
     plan = plan_sync(

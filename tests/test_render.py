@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.errors import BadInput
-from artbot.marker import IssueMarker, owned_region
+from artbot.tracking.marker import IssueMarker, owned_region
 from artbot.render import GITHUB_BODY_LIMIT, permalink, render_issue
 from tests.shipped import ALL_ITEMS, ISSUE_ITEMS
 
@@ -42,9 +42,9 @@ def golden_text(item: int) -> str:
 def golden_checklist() -> str:
     """The tracking issue's block once items 4-11 are filed as #1112-#1119, with the
     recorded status (findings/status/) ticking what is fixed."""
-    from artbot.apply import status_views
+    from artbot.run.commands import status_views
     from artbot.models import ObservedIssue
-    from artbot.plan import checklist_entries
+    from artbot.run.plan import checklist_entries
     from artbot.render import render_checklist
 
     catalog = load_catalog(REPO)
@@ -230,8 +230,8 @@ def test_rendering_opens_no_file_and_starts_no_process(monkeypatch: pytest.Monke
     import os
     import subprocess
 
-    from artbot.apply import status_views
-    from artbot.plan import checklist_entries
+    from artbot.run.commands import status_views
+    from artbot.run.plan import checklist_entries
     from artbot.render import Renderer, render_checklist, render_status_comment
     from artbot.reprorun import load_result
     from artbot.status import load_status
@@ -273,7 +273,7 @@ def test_rendering_opens_no_file_and_starts_no_process(monkeypatch: pytest.Monke
 
 
 def test_templates_are_compiled_once_per_process() -> None:
-    from artbot.apply import render_all
+    from artbot.run.commands import render_all
     from artbot.render import _compiled
 
     catalog = load_catalog(REPO)

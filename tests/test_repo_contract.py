@@ -1,6 +1,6 @@
-"""The contract of :class:`artbot.repo.Repo`, run on both of its implementations.
+"""The contract of :class:`artbot.github.repo.Repo`, run on both of its implementations.
 
-``github``: :class:`artbot.github.GitHubRepo`, PyGithub over HTTP against the loopback sandbox
+``github``: :class:`artbot.github.client.GitHubRepo`, PyGithub over HTTP against the loopback sandbox
 (the adapter's contract suite); ``memory``: :class:`tests.fakes.MemoryRepo`, the pure fake the
 apply tests use. A behaviour the apply tests lean on is pinned here for both, so the fake cannot
 drift from the adapter unnoticed. Only the interface is used: no sandbox internals, no dicts.
@@ -14,9 +14,9 @@ from collections.abc import Callable
 import pytest
 
 from artbot.errors import SubIssueRefused
-from artbot.github import EtagCache, GitHubRepo
-from artbot.marker import BODY_END, BODY_START, IssueMarker
-from artbot.repo import Repo
+from artbot.github.client import EtagCache, GitHubRepo
+from artbot.tracking.marker import BODY_END, BODY_START, IssueMarker
+from artbot.github.repo import Repo
 from artbot.sandbox import GitHubSandbox
 from tests.fakes import MemoryRepo, as_repo
 
@@ -47,7 +47,7 @@ def _methods(cls: type) -> dict[str, inspect.Signature]:
 def test_each_implementation_has_every_method_of_the_protocol_with_its_signature(
     impl: type,
 ) -> None:
-    # mypy checks the shape statically (tests.fakes.as_repo; artbot.github.connect's callers);
+    # mypy checks the shape statically (tests.fakes.as_repo; artbot.github.client.connect's callers);
     # this also catches a parameter renamed or made keyword-only behind an ``Any``.
     wanted = _methods(Repo)
     have = _methods(impl)

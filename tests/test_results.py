@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from artbot.apply import open_issues, sync
-from artbot.apply_actions import SyncRun, carry_out_action
+from artbot.run.commands import open_issues, sync
+from artbot.run.execute import SyncRun, carry_out_action
 from artbot.catalog import Catalog, load_catalog
-from artbot.demo import run_demo
+from artbot.cli.demo import run_demo
 from artbot.errors import RemoteError
-from artbot.output import outcome_json
-from artbot.plan import Action
-from artbot.results import Journal, Result
-from artbot.summary import step_summary
+from artbot.report.output import outcome_json
+from artbot.run.plan import Action
+from artbot.run.results import Journal, Result
+from artbot.report.summary import step_summary
 from tests.fakes import MemoryRepo, as_the_audit_left_it
 
 REPO = Path(__file__).resolve().parents[1]
@@ -112,7 +112,7 @@ def test_every_action_class_has_a_case(catalog: Catalog, repo: MemoryRepo) -> No
 def test_an_action_class_without_a_case_fails_mypy(tmp_path: Path) -> None:
     from mypy import api
 
-    source = (REPO / "artbot" / "apply_actions.py").read_text(encoding="utf-8")
+    source = (REPO / "artbot" / "run" / "execute.py").read_text(encoding="utf-8")
     case = "        case Comment():\n"
     start = source.index(case)
     end = source.index("        case ", start + len(case))

@@ -114,17 +114,17 @@ def test_version_loads_neither_pygithub_nor_torch() -> None:
 
 def test_help_loads_only_the_command_definitions() -> None:
     # What keeps `artbot --help` within 15 % of `import click` (make bench measures it):
-    # no json, subprocess or shutil (artbot.terminal), none of artbot's other modules.
+    # no json, subprocess or shutil (artbot.cli.terminal), none of artbot's other modules.
     proc, loaded = loaded_by("--help")
 
     assert proc.returncode == 0, proc.stderr
     assert loaded == [
         "artbot",
         "artbot.cli",
-        "artbot.cli_github",
-        "artbot.cli_options",
-        "artbot.cli_sandbox",
-        "artbot.terminal",
+        "artbot.cli.github",
+        "artbot.cli.options",
+        "artbot.cli.sandbox",
+        "artbot.cli.terminal",
         "artbot.verify",
         "artbot.verify.cli",
     ]

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .cli_options import findings_of, item_options
+from .options import findings_of, item_options
 from .terminal import SizedContext
 
 if TYPE_CHECKING:
-    from .settings import Settings
+    from ..settings import Settings
 
 
 class Context:
@@ -32,11 +32,11 @@ class Context:
     def catalog(self, *, for_render: bool = False):  # type: ignore[no-untyped-def]
         """The validated catalog; ``for_render``: with artbot's repository and commit (for the
         issues' links), and a note, once, when the repository is not known."""
-        from .catalog import load_catalog
+        from ..catalog import load_catalog
 
         if not for_render:
             return load_catalog(self.root)
-        from .toolsource import NO_REPOSITORY_NOTE, resolve_tool_source
+        from ..toolsource import NO_REPOSITORY_NOTE, resolve_tool_source
 
         catalog = load_catalog(self.root)
         s = self.settings
@@ -57,9 +57,9 @@ class ArtbotGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         # Whatever prints while a command runs is redacted and, in Actions, cannot start a
-        # workflow command (artbot.output.GuardedStream); --help exits before this.
-        from .output import guarded
-        from .settings import Settings
+        # workflow command (artbot.report.output.GuardedStream); --help exits before this.
+        from ..report.output import guarded
+        from ..settings import Settings
 
         with guarded(Settings.for_errors()):
             try:
@@ -67,7 +67,7 @@ class ArtbotGroup(click.Group):
             except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
                 raise
             except Exception as exc:  # the one place expected failures become exit codes
-                from .output import fail
+                from ..report.output import fail
 
                 settings = ctx.obj.settings if ctx.obj else Settings.for_errors()
                 ctx.exit(fail(exc, settings))
@@ -115,7 +115,7 @@ def cli(
     Exit codes: 0 ok, 1 remote or run failure, 2 bad input or usage.
     """
     if version:
-        from .version import version_text
+        from ..version import version_text
 
         click.echo(version_text(root, verbose=verbose))
         ctx.exit(0)
@@ -123,7 +123,7 @@ def cli(
         raise click.UsageError("--verbose goes with --version")
     if ctx.invoked_subcommand is None:
         raise click.UsageError("Missing command.")
-    from .settings import Settings
+    from ..settings import Settings
 
     ctx.obj = Context(Settings.from_env(root=root, debug=debug, tool_repository=tool_repository))
 
@@ -136,8 +136,8 @@ pass_ctx = click.make_pass_decorator(Context)
 def validate(obj: Context) -> None:
     """Check every finding record and status file; print each problem as
     path:line: field: message."""
-    from .errors import CatalogInvalid
-    from .inputs import status_problems
+    from ..errors import CatalogInvalid
+    from ..inputs import status_problems
 
     catalog = obj.catalog()
     problems = status_problems(catalog.root, set(catalog.items))
@@ -180,7 +180,7 @@ def render(
     obj: Context, items: tuple[int, ...] | None, out: Path | None, tracking_issue: int | None
 ) -> None:
     """Render the issue title and body that `open` would file (no token needed)."""
-    from .render_inputs import render_all
+    from ..render_inputs import render_all
 
     if items is None and out is None:
         raise click.UsageError("--all needs --out DIR")
@@ -212,7 +212,7 @@ def schema() -> None:
     """Print the JSON Schema of a finding record (for editors)."""
     import json
 
-    from .models import Finding
+    from ..models import Finding
 
     click.echo(json.dumps(Finding.model_json_schema(), indent=2))
 
@@ -230,9 +230,9 @@ def schema() -> None:
 @pass_ctx
 def repro(obj: Context, items: tuple[int, ...] | None, timeout_s: float) -> None:
     """Run reproductions and store their output for `render` (findings/results/NN.json)."""
-    from .errors import ReproFailed
-    from .output import redact
-    from .reprorun import kept_capture, run_repro, save_result, torch_version
+    from ..errors import ReproFailed
+    from ..report.output import redact
+    from ..reprorun import kept_capture, run_repro, save_result, torch_version
 
     catalog = obj.catalog()
     findings = findings_of(catalog, items)
@@ -278,7 +278,7 @@ def export_tests_cmd(obj: Context, out: Path) -> None:
     Each imports `art....` as ART's own tests do, asserts what the audit expects, and needs no
     artbot: it fails on the audited code and passes where ART fixed the claim.
     """
-    from .export import export_tests
+    from ..export import export_tests
 
     for path in export_tests(obj.root, out):
         click.echo(f"wrote {path}")
@@ -286,9 +286,9 @@ def export_tests_cmd(obj: Context, out: Path) -> None:
 
 # --- verify: in artbot/verify/cli.py ------------------------------------------------------
 
-from .cli_github import open_, sync  # noqa: E402
-from .cli_sandbox import demo, sandbox  # noqa: E402
-from .verify.cli import verify  # noqa: E402
+from .github import open_, sync  # noqa: E402
+from .sandbox import demo, sandbox  # noqa: E402
+from ..verify.cli import verify  # noqa: E402
 
 cli.add_command(verify)
 cli.add_command(open_)

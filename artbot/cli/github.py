@@ -1,6 +1,6 @@
 """``artbot open`` and ``artbot sync``: the commands that talk to GitHub, and their options.
 
-Thin, as the rest of the CLI: parse, call :mod:`artbot.apply`, print. PyGithub is imported only
+Thin, as the rest of the CLI: parse, call :mod:`artbot.run.commands`, print. PyGithub is imported only
 when a command connects (:func:`connect`).
 """
 
@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .cli_options import findings_of, item_options, run_log
+from .options import findings_of, item_options, run_log
 
 if TYPE_CHECKING:
-    from .cli import Context
+    from . import Context
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -70,9 +70,9 @@ def github_options(f: F) -> F:
 
 
 def identity(authors: tuple[str, ...]) -> Any:
-    """Who artbot writes as: the identity it establishes (artbot.identity), and ``--author``."""
-    from .apply import Identity
-    from .ownership import DEFAULT_AUTHORS
+    """Who artbot writes as: the identity it establishes (artbot.run.identity), and ``--author``."""
+    from ..run.commands import Identity
+    from ..tracking.ownership import DEFAULT_AUTHORS
 
     return Identity(authors=(*DEFAULT_AUTHORS, *authors))
 
@@ -87,9 +87,9 @@ def connect(
     max_writes: int | None = None,
 ) -> Any:
     """The GitHub adapter for this run (imports PyGithub only now), within ``max_writes``."""
-    from .budget import WriteBudget
-    from .github import connect as connect_repo
-    from .settings import default_cache_path
+    from ..run.budget import WriteBudget
+    from ..github.client import connect as connect_repo
+    from ..settings import default_cache_path
 
     repo = connect_repo(
         obj.settings,
@@ -119,9 +119,9 @@ def open_(
     as_json: bool,
 ) -> None:
     """File the dedicated issue for an item (once) and link it from the tracking checklist."""
-    from .apply import open_issues
-    from .budget import within_budget
-    from .output import report, save_cache
+    from ..run.commands import open_issues
+    from ..run.budget import within_budget
+    from ..report.output import report, save_cache
 
     catalog = obj.catalog(for_render=True)
     selected = [f.item for f in findings_of(catalog, items)]  # unknown item: exit 2 here
@@ -135,7 +135,7 @@ def open_(
         dry_run,
     )
     if dry_run and not as_json:
-        from .plan import Create
+        from ..run.plan import Create
 
         for action in outcome.plan.of(Create):
             issue = outcome.rendered[action.item]
@@ -155,8 +155,8 @@ def read_event(path: Path) -> Any:
     """The ``issues: edited`` event artbot acts on; a malformed one is bad input (exit 2)."""
     import json
 
-    from .errors import BadInput
-    from .panel import EditEvent
+    from ..errors import BadInput
+    from ..tracking.requests import EditEvent
 
     try:
         return EditEvent.from_payload(json.loads(path.read_text(encoding="utf-8")))
@@ -213,9 +213,9 @@ def sync(
 
     Never reopens; closes only with close_when_fixed: true in findings/audit.yaml.
     """
-    from .apply import sync as run_sync
-    from .budget import within_budget
-    from .output import report, save_cache
+    from ..run.commands import sync as run_sync
+    from ..run.budget import within_budget
+    from ..report.output import report, save_cache
 
     catalog = obj.catalog(for_render=True)
     tracking = catalog.audit.tracking(tracking_issue)
@@ -224,7 +224,7 @@ def sync(
 
     def check_release(version: str) -> tuple[str, Any]:
         # In a child process without the token: the wheel's code is untrusted.
-        from .verify.apart import verify_release_apart
+        from ..verify.apart import verify_release_apart
 
         say = (lambda _: None) if as_json else (lambda line: click.echo(line, err=True))
         return verify_release_apart(
@@ -249,8 +249,8 @@ def sync(
     )
     report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
     if summary:
-        from .output import redact
-        from .summary import step_summary
+        from ..report.output import redact
+        from ..report.summary import step_summary
 
         text = step_summary(catalog, outcome, dry_run=dry_run)
         with summary.open("a", encoding="utf-8") as fh:

@@ -1,6 +1,6 @@
 """What the commands share: ``--item``/``--all``, parsed once for every command that takes
 them (render, repro, open), and the run's log. Imports only click: ``artbot --help`` loads this
-module with the command definitions. The GitHub options are in :mod:`artbot.cli_github`.
+module with the command definitions. The GitHub options are in :mod:`artbot.cli.github`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from .cli import Context
+    from . import Context
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,7 +44,7 @@ def findings_of(catalog: Any, items: tuple[int, ...] | None) -> list[Any]:
 def run_log(obj: Context, as_json: bool) -> Callable[[str], None]:
     """Where a run's plan and results go as they happen: stdout, redacted (they carry text
     from GitHub); nowhere with --json, which prints them once at the end."""
-    from .output import redact
+    from ..report.output import redact
 
     secrets = obj.settings.secrets
     return (lambda _: None) if as_json else (lambda line: click.echo(redact(line, secrets)))

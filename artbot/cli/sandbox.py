@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from .cli import Context
+    from . import Context
 
 
 @click.command()
@@ -54,7 +54,7 @@ def sandbox(
     obj: Context, port: int, state: Path | None, repos: tuple[str, ...], seed: bool
 ) -> None:
     """Run the loopback GitHub API sandbox in the foreground."""
-    from .sandbox import serve
+    from ..sandbox import serve
 
     if not seed:
         serve(port, state, repos)

@@ -2,7 +2,7 @@
 
 For a claim fixed in release X, ``findings/status/`` holds the fixing lines in X, each with
 the line to look for. :func:`find_change` asks ART's repository on GitHub, through the adapter's
-read (:meth:`artbot.github.GitHubRepo.read_upstream`):
+read (:meth:`artbot.github.client.GitHubRepo.read_upstream`):
 
 1. compare the audit commit with X's tag (``v{X}``, else ``{X}``): the commits in between;
 2. list the commits that touch the fixing file up to the tag, and keep those in between;
@@ -23,9 +23,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .errors import RemoteError
-from .models import Audit
-from .status import Change, ItemStatus, SourceLine
+from ..errors import RemoteError
+from ..models import Audit
+from ..status import Change, ItemStatus, SourceLine
 
 Read = Callable[[str, dict[str, Any] | None], Any]  # endpoint under /repos/{repository}/, params
 MAX_CANDIDATES = 20

@@ -26,13 +26,13 @@ from typing import Any
 from github import Auth, Github, GithubException
 from github.GithubRetry import GithubRetry
 
-from .errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
+from ..errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
 from .etagcache import EtagCache
-from .inputs import check_api_url, check_repository, check_token
-from .jsonlimits import loads_limited
-from .models import ObservedIssue
-from .output import flatten
-from .settings import DEFAULT_SECONDARY_RATE_WAIT, TOKEN_VARIABLES, Settings
+from ..inputs import check_api_url, check_repository, check_token
+from ..jsonlimits import loads_limited
+from ..models import ObservedIssue
+from ..report.output import flatten
+from ..settings import DEFAULT_SECONDARY_RATE_WAIT, TOKEN_VARIABLES, Settings
 
 DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -84,7 +84,7 @@ def _is_loopback(api_url: str) -> bool:
 class GitHubRepo:
     """One repository on GitHub (or the sandbox), with the few operations artbot needs.
 
-    Implements :class:`artbot.repo.Repo`, the interface :mod:`artbot.apply` is written against.
+    Implements :class:`artbot.github.repo.Repo`, the interface :mod:`artbot.run.commands` is written against.
     """
 
     def __init__(
@@ -227,7 +227,7 @@ class GitHubRepo:
         self, repository: str, endpoint: str, params: dict[str, Any] | None = None
     ) -> Any:
         """``GET /repos/{repository}/{endpoint}`` of another repository (ART's compare and
-        commits endpoints, for :mod:`artbot.changes`); None where GitHub answers 404."""
+        commits endpoints, for :mod:`artbot.github.changes`); None where GitHub answers 404."""
         try:
             data, _ = self._get(f"/repos/{repository}/{endpoint}", params)
         except RemoteError as exc:

@@ -1,6 +1,6 @@
-"""The repository interface that :mod:`artbot.apply` is written against.
+"""The repository interface that :mod:`artbot.run.commands` is written against.
 
-:class:`artbot.github.GitHubRepo` implements it over HTTP (PyGithub); tests may implement it
+:class:`artbot.github.client.GitHubRepo` implements it over HTTP (PyGithub); tests may implement it
 in memory. Importing this module loads no GitHub client.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from .models import ObservedIssue
+from ..models import ObservedIssue
 
 
 class KnownLabels(Protocol):

@@ -18,12 +18,12 @@ from typing import Any, TextIO
 
 import click
 
-from .errors import ArtbotError, CatalogInvalid, Problem
-from .settings import Settings
+from ..errors import ArtbotError, CatalogInvalid, Problem
+from ..settings import Settings
 
 # A GitHub token is 40 characters or more; nothing shorter is treated as one (redacting a
 # one-letter "token" would blank every such letter of the output). artbot refuses to run
-# with a token shorter than this (:func:`artbot.github.connect`).
+# with a token shorter than this (:func:`artbot.github.client.connect`).
 MIN_SECRET_LENGTH = 8
 # Prefixed to a line that would otherwise start a workflow command in an Actions log.
 ESCAPED = "(escaped) "
@@ -221,7 +221,7 @@ def outcome_json(outcome: Any) -> dict[str, Any]:
 def report(outcome: Any, settings: Settings, *, as_json: bool, dry_run: bool) -> None:
     """Print an ``open``/``sync`` outcome: a dry run's plan, then warnings (annotated in
     Actions). A run that writes has logged its plan and each result already, as it went
-    (:class:`artbot.results.Journal`), so neither is printed twice.
+    (:class:`artbot.run.results.Journal`), so neither is printed twice.
 
     Every line is redacted: plan lines and warnings carry text that came back from GitHub.
     """

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .catalog import Catalog
-from .plan import ChecklistUpToDate, EditBody, LinkPreset, StatusChange, UpdateChecklist
-from .render import environment
-from .subissues import AddSubIssue, SubIssueRemovedByHand
+from ..catalog import Catalog
+from ..run.plan import ChecklistUpToDate, EditBody, LinkPreset, StatusChange, UpdateChecklist
+from ..render import environment
+from ..tracking.subissues import AddSubIssue, SubIssueRemovedByHand
 
 
 def planned_changes(actions: Any) -> dict[int, list[str]]:
@@ -84,7 +84,7 @@ def summary_rows(catalog: Catalog, outcome: Any, *, dry_run: bool = False) -> li
 
 def requests_lines(outcome: Any, *, dry_run: bool) -> list[str]:
     """What was done about the tracking issue's ticked requests (on a dry run: the plan)."""
-    from .panel import CarryOutRequest, DropRequest, RevertTick
+    from ..tracking.requests import CarryOutRequest, DropRequest, RevertTick
 
     if dry_run:
         kinds = (CarryOutRequest, RevertTick, DropRequest)

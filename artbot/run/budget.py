@@ -1,9 +1,9 @@
 """A write budget per run (``--max-writes N``, the action's ``max-writes``).
 
-:class:`WriteBudget` wraps a :class:`~artbot.repo.Repo`: reads pass through, and the write
+:class:`WriteBudget` wraps a :class:`~artbot.github.repo.Repo`: reads pass through, and the write
 that would be the (N+1)th raises :class:`WriteBudgetSpent` before anything is sent. Stopping
 there is as safe as a crash at that point, which every write path of ``open`` and ``sync``
-survives (:mod:`artbot.apply`): the next run picks up what is left. The CLI then plans the
+survives (:mod:`artbot.run.commands`): the next run picks up what is left. The CLI then plans the
 same command again as a dry run (reads only) and reports that plan as what is left.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import ArtbotError
+from ..errors import ArtbotError
 
 
 class WriteBudgetSpent(ArtbotError):

@@ -7,7 +7,7 @@ Every write path is safe to re-run after a crash at any point:
 - the tracking issue's body is re-read right before it is written and the checklist edit is
   re-applied to that fresh body, so a human's edit made meanwhile is kept;
 - an issue is artbot's only if its marker sits in the owned region and an identity artbot
-  writes as wrote it (:mod:`artbot.ownership`); anything else with a marker is reported and
+  writes as wrote it (:mod:`artbot.tracking.ownership`); anything else with a marker is reported and
   never written to or closed;
 - the tracking issue is checked before the first write (it exists, is an issue, is not
   locked, its block is well formed): a bad one stops the run with nothing written;
@@ -20,13 +20,13 @@ Every write path is safe to re-run after a crash at any point:
   comment;
 - sub-issue writes come before the checklist write that records them, and the record holds
   only what succeeded, so after a crash the next sync reads the list and settles the rest
-  (see :mod:`artbot.apply_subissues`);
+  (see :mod:`artbot.run.subissue_writes`);
 - a ticked request is cleared by the checklist write after what it asked for, never before,
   and what it asks for is itself safe to repeat (filing finds by marker; a re-check comments
-  once per status change) (see :mod:`artbot.apply_panel`);
+  once per status change) (see :mod:`artbot.run.requests_step`);
 - with ``close_when_fixed``, an issue is closed right after its status comment and before the
   body's status is updated, so a re-run closes it without a second comment
-  (see :mod:`artbot.apply_status`).
+  (see :mod:`artbot.run.status_comments`).
 """
 
 from __future__ import annotations
@@ -35,23 +35,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .apply_actions import SyncRun, carry_out_sync, write_checklist
-from .apply_labels import ensure_labels
-from .apply_panel import PanelEdit, Verifier, requests_first
-from .apply_status import observe_comments, verification_comments
-from .apply_subissues import (
+from .execute import SyncRun, carry_out_sync, write_checklist
+from .labels import ensure_labels
+from .requests_step import PanelEdit, Verifier, requests_first
+from .status_comments import observe_comments, verification_comments
+from .subissue_writes import (
     add_filed,
     observe_sub_issues,
     plan_step,
     unavailable_warning,
     wanted_sub_issues,
 )
-from .catalog import Catalog
-from .checklist import read_block
-from .errors import BadInput, RemoteError
+from ..catalog import Catalog
+from ..tracking.checklist import read_block
+from ..errors import BadInput, RemoteError
 from .identity import Identity, establish, learn, learn_from_new
-from .models import Finding, ObservedIssue
-from .ownership import (
+from ..models import Finding, ObservedIssue
+from ..tracking.ownership import (
     NO_TRACKING,
     Foreign,
     check_tracking,
@@ -61,7 +61,7 @@ from .ownership import (
     tracking_by_label,
     with_identity,
 )
-from .panel import EditEvent
+from ..tracking.requests import EditEvent
 from .plan import (
     ChecklistUpToDate,
     CloseDuplicate,
@@ -78,13 +78,13 @@ from .plan import (
     plan_open,
     plan_sync,
 )
-from .render import RenderedIssue, render_checklist
-from .render_inputs import render_all
-from .repo import Repo
+from ..render import RenderedIssue, render_checklist
+from ..render_inputs import render_all
+from ..github.repo import Repo
 from .results import Journal, Result
-from .status import load_status
-from .status.view import StatusView, status_view
-from .subissues import AddSubIssue, SubIssueRecord
+from ..status import load_status
+from ..status.view import StatusView, status_view
+from ..tracking.subissues import AddSubIssue, SubIssueRecord
 
 Log = Callable[[str], None]
 
@@ -119,7 +119,7 @@ def observe(
 ) -> tuple[list[ObservedIssue], list[Foreign]]:
     """The labelled issues, with those that are not artbot's stripped of their marker.
 
-    Raises :class:`artbot.ownership.IdentityUnknown` (nothing written yet) when a marked
+    Raises :class:`artbot.tracking.ownership.IdentityUnknown` (nothing written yet) when a marked
     issue has an author artbot cannot place because its own identity cannot be established."""
     listed = repo.list_issues(list(catalog.audit.labels))
     establish(repo, catalog.audit, identity, listed, tracking_issue)
@@ -130,7 +130,7 @@ def preflight(
     repo: Repo, number: int, observed: Sequence[ObservedIssue] = (), catalog: Catalog | None = None
 ) -> ObservedIssue:
     """The tracking issue, checked before anything is written (exit 2 with nothing written),
-    and with ``catalog``, checked to be the audit's (:func:`artbot.ownership.check_tracking`).
+    and with ``catalog``, checked to be the audit's (:func:`artbot.tracking.ownership.check_tracking`).
 
     Taken from the labelled list when it is there (it carries the audit's labels), else read.
     """
@@ -301,9 +301,9 @@ def sync(
 
     ``verified`` is (version, results of :func:`artbot.verify.verify_code`): each result
     becomes a checklist note, and a comment on the generated issue when its status changed.
-    The items' issues become the tracking issue's sub-issues (:mod:`artbot.subissues`);
+    The items' issues become the tracking issue's sub-issues (:mod:`artbot.tracking.subissues`);
     ``replace_parent`` moves those that have another parent. Ticked requests in the tracking
-    issue are carried out first (:mod:`artbot.apply_panel`): ``verifier`` runs a re-check
+    issue are carried out first (:mod:`artbot.run.requests_step`): ``verifier`` runs a re-check
     when ``verified`` is None; ``event`` is the ``issues: edited`` event whose sender is
     checked. Otherwise never creates, closes or reopens an issue.
     """
@@ -334,7 +334,7 @@ def sync(
         tracking = preflight(repo, tracking_issue, observed, catalog)
     notes = None
     if verified is not None:
-        from .verify import verification_notes
+        from ..verify import verification_notes
 
         # An item with a recorded status is ticked and commented on from that record (one
         # comment per status change); the whole-item verify note and comment are for the rest.

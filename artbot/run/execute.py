@@ -1,10 +1,10 @@
 """Carry out a ``sync`` plan, one action at a time, each returning what it did.
 
-The dispatch is a ``match`` over :data:`artbot.plan.Action` ending in ``assert_never``: an
+The dispatch is a ``match`` over :data:`artbot.run.plan.Action` ending in ``assert_never``: an
 action class added to the union without a case here fails mypy, instead of doing nothing at
 run time. Actions that only report (an issue that exists, a foreign copy, a sub-issue fact)
 have a case that returns nothing; those ``sync`` never plans raise. Every write's result goes
-through the run's :class:`artbot.results.Journal`, the one log path.
+through the run's :class:`artbot.run.results.Journal`, the one log path.
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from .apply_labels import label_issue
-from .apply_panel import PanelEdit
-from .apply_status import carry_out_status_change, close_fixed
-from .apply_subissues import SubIssueStep, carry_out
-from .catalog import Catalog
-from .checklist import ChecklistEntry, apply_block, read_block
-from .marker import replace_owned_region
-from .models import ObservedIssue
-from .ownership import Foreign, recorded_logins, with_identity
-from .panel import CarryOutRequest, DropRequest, RevertTick, note_in, panel, ticked
+from .labels import label_issue
+from .requests_step import PanelEdit
+from .status_comments import carry_out_status_change, close_fixed
+from .subissue_writes import SubIssueStep, carry_out
+from ..catalog import Catalog
+from ..tracking.checklist import ChecklistEntry, apply_block, read_block
+from ..tracking.marker import replace_owned_region
+from ..models import ObservedIssue
+from ..tracking.ownership import Foreign, recorded_logins, with_identity
+from ..tracking.requests import CarryOutRequest, DropRequest, RevertTick, note_in, panel, ticked
 from .plan import (
     Action,
     ChecklistUpToDate,
@@ -41,11 +41,11 @@ from .plan import (
     UpdateChecklist,
     checklist_entries,
 )
-from .render import RenderedIssue, render_checklist
-from .repo import Repo
+from ..render import RenderedIssue, render_checklist
+from ..github.repo import Repo
 from .results import Journal, Result
-from .status.view import StatusView
-from .subissues import (
+from ..status.view import StatusView
+from ..tracking.subissues import (
     AddSubIssue,
     MoveSubIssue,
     NoSubIssues,

@@ -4,7 +4,7 @@ In order: learnt from an issue this run created (the author GitHub gave it), els
 recorded in the tracking issue's checklist block, else the one the cache file kept from an
 earlier create, else the token's login (``GET /user``, asked only when some marked issue has
 an author artbot cannot otherwise place). When none can be had and such an issue could be
-artbot's own, :func:`establish` raises :class:`artbot.ownership.IdentityUnknown` before
+artbot's own, :func:`establish` raises :class:`artbot.tracking.ownership.IdentityUnknown` before
 anything is written. Which issues are artbot's, given the identity, is :mod:`.ownership`.
 """
 
@@ -13,11 +13,17 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from .checklist import read_block
-from .errors import BadInput, ChecklistError, RemoteError
-from .models import Audit, ObservedIssue
-from .ownership import DEFAULT_AUTHORS, needs_login, recorded_logins, unknown_identity, unplaced
-from .repo import Repo
+from ..tracking.checklist import read_block
+from ..errors import BadInput, ChecklistError, RemoteError
+from ..models import Audit, ObservedIssue
+from ..tracking.ownership import (
+    DEFAULT_AUTHORS,
+    needs_login,
+    recorded_logins,
+    unknown_identity,
+    unplaced,
+)
+from ..github.repo import Repo
 
 
 @dataclass

@@ -1,16 +1,16 @@
 """Labels for ``open`` and ``sync``: created once, and given to the preset issues and the
 tracking issue so that the one labelled list call sees all of them. Each step returns its
-results (:mod:`artbot.results`)."""
+results (:mod:`artbot.run.results`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .catalog import Catalog
-from .errors import RemoteError
-from .models import ObservedIssue
+from ..catalog import Catalog
+from ..errors import RemoteError
+from ..models import ObservedIssue
 from .plan import LabelTracking, LinkPreset
-from .repo import Repo
+from ..github.repo import Repo
 from .results import Result
 
 

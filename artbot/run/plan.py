@@ -1,7 +1,7 @@
 """Desired state (the catalog, rendered) against observed state (GitHub) -> a list of actions.
 
 Pure: no I/O. A plan is a value that ``--dry-run`` prints, ``--json`` serialises, tests assert
-on, and :mod:`artbot.apply` carries out.
+on, and :mod:`artbot.run.commands` carries out.
 """
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from .checklist import ChecklistEntry
-from .marker import owned_region
-from .models import Audit, Finding, ObservedIssue
-from .ownership import Foreign
-from .panel import PanelAction
-from .render import RenderedIssue
-from .status.view import FILED_CLOSED, StatusView, stated_in_comments, stated_status
-from .subissues import SubIssueAction
+from ..tracking.checklist import ChecklistEntry
+from ..tracking.marker import owned_region
+from ..models import Audit, Finding, ObservedIssue
+from ..tracking.ownership import Foreign
+from ..tracking.requests import PanelAction
+from ..render import RenderedIssue
+from ..status.view import FILED_CLOSED, StatusView, stated_in_comments, stated_status
+from ..tracking.subissues import SubIssueAction
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Read and carry out the Requests ticked in the tracking issue (decisions: :mod:`artbot.panel`).
+"""Read and carry out the Requests ticked in the tracking issue (decisions: :mod:`artbot.tracking.requests`).
 
 Each request is carried out by a path that is already safe to re-run, so "once" survives a
 crash: filing goes through ``open`` (which finds an item's issue by marker before creating
@@ -10,7 +10,7 @@ next run does it (a no-op where it was done) and clears it.
 On the ``issues: edited`` path the edit's sender is checked before anything is written: the
 ticks count only when ``GET /repos/{owner}/{repo}/collaborators/{login}/permission`` says
 ``admin`` or ``write``; otherwise every tick is reverted and noted in the block (why every
-tick: :mod:`artbot.panel`). The permission is asked only when a box is ticked.
+tick: :mod:`artbot.tracking.requests`). The permission is asked only when a box is ticked.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checklist import ChecklistEntry, read_block
-from .errors import ArtbotError
-from .models import ObservedIssue
-from .panel import WRITE_PERMISSIONS, Asked, EditEvent, Panel, Request, sort_ticks
-from .repo import Repo
+from ..tracking.checklist import ChecklistEntry, read_block
+from ..errors import ArtbotError
+from ..models import ObservedIssue
+from ..tracking.requests import WRITE_PERMISSIONS, Asked, EditEvent, Panel, Request, sort_ticks
+from ..github.repo import Repo
 
 Warn = Callable[[str], None]
 # (version, results of verify_code), run only when a re-check is asked for and none was given.

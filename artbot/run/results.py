@@ -1,6 +1,6 @@
 """What carrying out a plan did: one :class:`Result` per write or decision, and one log path.
 
-Each action :mod:`artbot.apply` carries out returns its results: *done* (what was written),
+Each action :mod:`artbot.run.commands` carries out returns its results: *done* (what was written),
 *skipped* (nothing to write, and why) or *failed* (what GitHub answered; the run goes on). The
 plan is logged first, then each result once, as it happens (:class:`Journal`); ``--json``, the
 Actions step summary and the action's outputs are built from the results, so they report what

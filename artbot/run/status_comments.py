@@ -17,14 +17,14 @@ from typing import Any
 
 import jinja2
 
-from .catalog import Catalog
-from .errors import BadInput
-from .models import ObservedIssue
+from ..catalog import Catalog
+from ..errors import BadInput
+from ..models import ObservedIssue
 from .plan import CloseWhenFixed, Comment, StatusChange, status_comment
-from .render import environment, render_status_comment
-from .repo import Repo
-from .status import ItemStatus, load_status
-from .status.view import StatusView
+from ..render import environment, render_status_comment
+from ..github.repo import Repo
+from ..status import ItemStatus, load_status
+from ..status.view import StatusView
 
 
 def fix_lines(status: ItemStatus | None, release: str) -> list[str]:
@@ -104,7 +104,7 @@ def verification_comments(
 ) -> list[Comment]:
     """One comment per generated issue whose verification status changed (idempotent); pure,
     from the comments :func:`observe_comments` read."""
-    from .verify import comments_to_post
+    from ..verify import comments_to_post
 
     out = []
     for result in results:

@@ -1,6 +1,6 @@
 """Carry out the sub-issue part of ``open`` and ``sync`` against a :class:`Repo`.
 
-The decisions are :mod:`artbot.subissues`'s (pure); this module reads what they need and
+The decisions are :mod:`artbot.tracking.subissues`'s (pure); this module reads what they need and
 carries them out. Sub-issues sit beside the checklist, never in its way: a failed sub-issue
 write is a warning, the run goes on, and the record written to the checklist block holds
 only what is known to have happened, so the next sync reads the list and settles the rest.
@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Literal
 
-from .checklist import ChecklistEntry
-from .errors import RemoteError, SubIssueRefused, SubIssuesUnavailable
-from .models import ObservedIssue
-from .repo import Repo
+from ..tracking.checklist import ChecklistEntry
+from ..errors import RemoteError, SubIssueRefused, SubIssuesUnavailable
+from ..models import ObservedIssue
+from ..github.repo import Repo
 from .results import Result
-from .subissues import (
+from ..tracking.subissues import (
     AddSubIssue,
     MoveSubIssue,
     NoSubIssues,

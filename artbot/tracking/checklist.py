@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import ChecklistError
+from ..errors import ChecklistError
 
 START_MARKER = "<!-- artbot:checklist:start -->"
 END_MARKER = "<!-- artbot:checklist:end -->"

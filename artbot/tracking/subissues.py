@@ -32,7 +32,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from .models import SubIssuesSummary
+from ..models import SubIssuesSummary
 
 MAX_SUB_ISSUES = 100  # GitHub's cap per parent issue
 _RECORD_RE = re.compile(r"<!-- artbot:sub-issues ((?:[a-z]+=\S* ?)*)-->")
@@ -119,7 +119,7 @@ def parent_ref(parent_repo: str, parent_number: int, repo: str) -> str:
     return f"#{parent_number}" if same else f"{parent_repo}#{parent_number}"
 
 
-# --- actions (they fit artbot.plan's Plan: frozen dataclasses with describe()) ------------
+# --- actions (they fit artbot.run.plan's Plan: frozen dataclasses with describe()) ------------
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..jsonlimits import JsonTooLarge, loads_limited
-from ..output import flatten
+from ..report.output import flatten
 from ..settings import environment
 from .code import CodeResult, CodeStatus, checkable
 from .tree import ArtTree
