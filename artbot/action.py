@@ -20,9 +20,9 @@ from typing import Any, get_args
 
 import click
 
-from .run import plan as plan_module
 from .jsonlimits import loads_limited
 from .report.output import annotation, command, guarded, redact
+from .run import plan as plan_module
 from .settings import Settings
 
 Report = Mapping[

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from artbot.run.commands import open_issues, sync
 from artbot.catalog import load_catalog
 from artbot.github.client import EtagCache, GitHubRepo
+from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox
 
 REPO = Path(__file__).resolve().parents[1]

@@ -21,9 +21,6 @@ from artbot.action import (
     outputs,
     plan_lines,
 )
-from artbot.tracking.checklist import ChecklistEntry
-from artbot.tracking.ownership import Foreign
-from artbot.tracking.requests import CarryOutRequest, DropRequest, RevertTick
 from artbot.run.plan import (
     ChecklistUpToDate,
     CloseDuplicate,
@@ -41,6 +38,9 @@ from artbot.run.plan import (
     StatusChange,
     UpdateChecklist,
 )
+from artbot.tracking.checklist import ChecklistEntry
+from artbot.tracking.ownership import Foreign
+from artbot.tracking.requests import CarryOutRequest, DropRequest, RevertTick
 from artbot.tracking.subissues import (
     AddSubIssue,
     MoveSubIssue,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from artbot.catalog import load_catalog
-from artbot.tracking.checklist import read_block
 from artbot.cli.demo import tick_request
 from artbot.sandbox import GitHubSandbox
+from artbot.tracking.checklist import read_block
 from tests.action_harness import NAME, OWNER, REPO, direct, records, seed_as, writes
 from tests.test_workflows import load, step, triggers
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from artbot.run.commands import open_issues
 from artbot.catalog import Catalog, load_catalog
+from artbot.run.commands import open_issues
 from artbot.tracking.checklist import read_block
 from tests.fakes import MemoryRepo, as_the_audit_left_it
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from artbot.run.commands import sync
 from artbot.catalog import load_catalog
 from artbot.github.client import EtagCache, GitHubRepo
+from artbot.run.commands import sync
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.subissues import SubIssueRecord
 from tests import test_apply

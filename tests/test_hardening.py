@@ -85,8 +85,8 @@ def test_warnings_are_redacted_and_their_annotation_escaped(
 ) -> None:
     """#12 item 6: a warning carrying the token (e.g. echoed back by a server) is redacted
     on stderr and in its ::warning:: annotation, whose text is escaped (one line)."""
-    from artbot.run.commands import Outcome
     from artbot.report.output import report
+    from artbot.run.commands import Outcome
     from artbot.run.plan import Plan
     from artbot.settings import Settings
 

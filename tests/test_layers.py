@@ -136,9 +136,9 @@ def test_planning_takes_no_repository() -> None:
     functions that plan are given what was read, never the repository."""
     import inspect
 
+    from artbot.run.plan import plan_open, plan_sync
     from artbot.run.status_comments import verification_comments
     from artbot.run.subissue_writes import plan_step
-    from artbot.run.plan import plan_open, plan_sync
 
     for planner in (plan_open, plan_sync, plan_step, verification_comments):
         assert "repo" not in inspect.signature(planner).parameters, planner.__name__

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from artbot.catalog import load_catalog
+from artbot.render import render_checklist
 from artbot.tracking.checklist import ChecklistEntry
 from artbot.tracking.requests import (
     EditEvent,
@@ -20,7 +21,6 @@ from artbot.tracking.requests import (
     sort_ticks,
     ticked,
 )
-from artbot.render import render_checklist
 from tests.shipped import ISSUE_ITEMS
 
 REPO = Path(__file__).resolve().parents[1]

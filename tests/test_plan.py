@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from artbot.run.commands import render_all
 from artbot.catalog import Catalog, load_catalog
-from artbot.tracking.marker import IssueMarker
 from artbot.models import ObservedIssue
+from artbot.run.commands import render_all
 from artbot.run.plan import (
     ChecklistUpToDate,
     CloseDuplicate,
@@ -31,6 +30,7 @@ from artbot.run.plan import (
     plan_open,
     plan_sync,
 )
+from artbot.tracking.marker import IssueMarker
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACKING = 1111

@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from artbot.run.commands import open_issues, sync
-from artbot.run.execute import SyncRun, carry_out_action
 from artbot.catalog import Catalog, load_catalog
 from artbot.cli.demo import run_demo
 from artbot.errors import RemoteError
 from artbot.report.output import outcome_json
+from artbot.report.summary import step_summary
+from artbot.run.commands import open_issues, sync
+from artbot.run.execute import SyncRun, carry_out_action
 from artbot.run.plan import Action
 from artbot.run.results import Journal, Result
-from artbot.report.summary import step_summary
 from tests.fakes import MemoryRepo, as_the_audit_left_it
 
 REPO = Path(__file__).resolve().parents[1]

@@ -286,9 +286,9 @@ def export_tests_cmd(obj: Context, out: Path) -> None:
 
 # --- verify: in artbot/verify/cli.py ------------------------------------------------------
 
+from ..verify.cli import verify  # noqa: E402
 from .github import open_, sync  # noqa: E402
 from .sandbox import demo, sandbox  # noqa: E402
-from ..verify.cli import verify  # noqa: E402
 
 cli.add_command(verify)
 cli.add_command(open_)

@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..run.commands import open_issues, sync
 from ..catalog import Catalog
-from ..tracking.checklist import read_block
 from ..github.client import EtagCache, GitHubRepo
+from ..run.commands import open_issues, sync
 from ..sandbox import GitHubSandbox
 from ..sandbox.state import ApiError
 from ..status import load_status
+from ..tracking.checklist import read_block
 
 # Only the sandbox accepts this; it stands in for a token so writes are authenticated.
 SANDBOX_TOKEN = "sandbox-demo-token"

@@ -87,8 +87,8 @@ def connect(
     max_writes: int | None = None,
 ) -> Any:
     """The GitHub adapter for this run (imports PyGithub only now), within ``max_writes``."""
-    from ..run.budget import WriteBudget
     from ..github.client import connect as connect_repo
+    from ..run.budget import WriteBudget
     from ..settings import default_cache_path
 
     repo = connect_repo(
@@ -119,9 +119,9 @@ def open_(
     as_json: bool,
 ) -> None:
     """File the dedicated issue for an item (once) and link it from the tracking checklist."""
-    from ..run.commands import open_issues
-    from ..run.budget import within_budget
     from ..report.output import report, save_cache
+    from ..run.budget import within_budget
+    from ..run.commands import open_issues
 
     catalog = obj.catalog(for_render=True)
     selected = [f.item for f in findings_of(catalog, items)]  # unknown item: exit 2 here
@@ -213,9 +213,9 @@ def sync(
 
     Never reopens; closes only with close_when_fixed: true in findings/audit.yaml.
     """
-    from ..run.commands import sync as run_sync
-    from ..run.budget import within_budget
     from ..report.output import report, save_cache
+    from ..run.budget import within_budget
+    from ..run.commands import sync as run_sync
 
     catalog = obj.catalog(for_render=True)
     tracking = catalog.audit.tracking(tracking_issue)

@@ -27,12 +27,12 @@ from github import Auth, Github, GithubException
 from github.GithubRetry import GithubRetry
 
 from ..errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
-from .etagcache import EtagCache
 from ..inputs import check_api_url, check_repository, check_token
 from ..jsonlimits import loads_limited
 from ..models import ObservedIssue
 from ..report.output import flatten
 from ..settings import DEFAULT_SECONDARY_RATE_WAIT, TOKEN_VARIABLES, Settings
+from .etagcache import EtagCache
 
 DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = (301, 302, 303, 307, 308)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..catalog import Catalog
-from ..run.plan import ChecklistUpToDate, EditBody, LinkPreset, StatusChange, UpdateChecklist
 from ..render import environment
+from ..run.plan import ChecklistUpToDate, EditBody, LinkPreset, StatusChange, UpdateChecklist
 from ..tracking.subissues import AddSubIssue, SubIssueRemovedByHand
 
 

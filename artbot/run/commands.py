@@ -35,22 +35,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .execute import SyncRun, carry_out_sync, write_checklist
-from .labels import ensure_labels
-from .requests_step import PanelEdit, Verifier, requests_first
-from .status_comments import observe_comments, verification_comments
-from .subissue_writes import (
-    add_filed,
-    observe_sub_issues,
-    plan_step,
-    unavailable_warning,
-    wanted_sub_issues,
-)
 from ..catalog import Catalog
-from ..tracking.checklist import read_block
 from ..errors import BadInput, RemoteError
-from .identity import Identity, establish, learn, learn_from_new
+from ..github.repo import Repo
 from ..models import Finding, ObservedIssue
+from ..render import RenderedIssue, render_checklist
+from ..render_inputs import render_all
+from ..status import load_status
+from ..status.view import StatusView, status_view
+from ..tracking.checklist import read_block
 from ..tracking.ownership import (
     NO_TRACKING,
     Foreign,
@@ -62,6 +55,10 @@ from ..tracking.ownership import (
     with_identity,
 )
 from ..tracking.requests import EditEvent
+from ..tracking.subissues import AddSubIssue, SubIssueRecord
+from .execute import SyncRun, carry_out_sync, write_checklist
+from .identity import Identity, establish, learn, learn_from_new
+from .labels import ensure_labels
 from .plan import (
     ChecklistUpToDate,
     CloseDuplicate,
@@ -78,13 +75,16 @@ from .plan import (
     plan_open,
     plan_sync,
 )
-from ..render import RenderedIssue, render_checklist
-from ..render_inputs import render_all
-from ..github.repo import Repo
+from .requests_step import PanelEdit, Verifier, requests_first
 from .results import Journal, Result
-from ..status import load_status
-from ..status.view import StatusView, status_view
-from ..tracking.subissues import AddSubIssue, SubIssueRecord
+from .status_comments import observe_comments, verification_comments
+from .subissue_writes import (
+    add_filed,
+    observe_sub_issues,
+    plan_step,
+    unavailable_warning,
+    wanted_sub_issues,
+)
 
 Log = Callable[[str], None]
 

@@ -13,16 +13,27 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from .labels import label_issue
-from .requests_step import PanelEdit
-from .status_comments import carry_out_status_change, close_fixed
-from .subissue_writes import SubIssueStep, carry_out
 from ..catalog import Catalog
+from ..github.repo import Repo
+from ..models import ObservedIssue
+from ..render import RenderedIssue, render_checklist
+from ..status.view import StatusView
 from ..tracking.checklist import ChecklistEntry, apply_block, read_block
 from ..tracking.marker import replace_owned_region
-from ..models import ObservedIssue
 from ..tracking.ownership import Foreign, recorded_logins, with_identity
 from ..tracking.requests import CarryOutRequest, DropRequest, RevertTick, note_in, panel, ticked
+from ..tracking.subissues import (
+    AddSubIssue,
+    MoveSubIssue,
+    NoSubIssues,
+    RemoveSubIssue,
+    SubIssueHasParent,
+    SubIssueRecord,
+    SubIssueRemovedByHand,
+    SubIssuesFull,
+    SubIssuesUpToDate,
+)
+from .labels import label_issue
 from .plan import (
     Action,
     ChecklistUpToDate,
@@ -41,21 +52,10 @@ from .plan import (
     UpdateChecklist,
     checklist_entries,
 )
-from ..render import RenderedIssue, render_checklist
-from ..github.repo import Repo
+from .requests_step import PanelEdit
 from .results import Journal, Result
-from ..status.view import StatusView
-from ..tracking.subissues import (
-    AddSubIssue,
-    MoveSubIssue,
-    NoSubIssues,
-    RemoveSubIssue,
-    SubIssueHasParent,
-    SubIssueRecord,
-    SubIssueRemovedByHand,
-    SubIssuesFull,
-    SubIssuesUpToDate,
-)
+from .status_comments import carry_out_status_change, close_fixed
+from .subissue_writes import SubIssueStep, carry_out
 
 # The sub-issue record a checklist write keeps: from the one the block holds now.
 RecordEdit = Callable[[SubIssueRecord | None], SubIssueRecord | None]

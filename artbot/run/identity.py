@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ..tracking.checklist import read_block
 from ..errors import BadInput, ChecklistError, RemoteError
+from ..github.repo import Repo
 from ..models import Audit, ObservedIssue
+from ..tracking.checklist import read_block
 from ..tracking.ownership import (
     DEFAULT_AUTHORS,
     needs_login,
@@ -23,7 +24,6 @@ from ..tracking.ownership import (
     unknown_identity,
     unplaced,
 )
-from ..github.repo import Repo
 
 
 @dataclass

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from ..catalog import Catalog
 from ..errors import RemoteError
+from ..github.repo import Repo
 from ..models import ObservedIssue
 from .plan import LabelTracking, LinkPreset
-from ..github.repo import Repo
 from .results import Result
 
 

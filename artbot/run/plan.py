@@ -10,13 +10,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ..tracking.checklist import ChecklistEntry
-from ..tracking.marker import owned_region
 from ..models import Audit, Finding, ObservedIssue
-from ..tracking.ownership import Foreign
-from ..tracking.requests import PanelAction
 from ..render import RenderedIssue
 from ..status.view import FILED_CLOSED, StatusView, stated_in_comments, stated_status
+from ..tracking.checklist import ChecklistEntry
+from ..tracking.marker import owned_region
+from ..tracking.ownership import Foreign
+from ..tracking.requests import PanelAction
 from ..tracking.subissues import SubIssueAction
 
 

@@ -19,11 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tracking.checklist import ChecklistEntry, read_block
 from ..errors import ArtbotError
-from ..models import ObservedIssue
-from ..tracking.requests import WRITE_PERMISSIONS, Asked, EditEvent, Panel, Request, sort_ticks
 from ..github.repo import Repo
+from ..models import ObservedIssue
+from ..tracking.checklist import ChecklistEntry, read_block
+from ..tracking.requests import WRITE_PERMISSIONS, Asked, EditEvent, Panel, Request, sort_ticks
 
 Warn = Callable[[str], None]
 # (version, results of verify_code), run only when a re-check is asked for and none was given.

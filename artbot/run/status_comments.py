@@ -19,12 +19,12 @@ import jinja2
 
 from ..catalog import Catalog
 from ..errors import BadInput
-from ..models import ObservedIssue
-from .plan import CloseWhenFixed, Comment, StatusChange, status_comment
-from ..render import environment, render_status_comment
 from ..github.repo import Repo
+from ..models import ObservedIssue
+from ..render import environment, render_status_comment
 from ..status import ItemStatus, load_status
 from ..status.view import StatusView
+from .plan import CloseWhenFixed, Comment, StatusChange, status_comment
 
 
 def fix_lines(status: ItemStatus | None, release: str) -> list[str]:

@@ -16,11 +16,10 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Literal
 
-from ..tracking.checklist import ChecklistEntry
 from ..errors import RemoteError, SubIssueRefused, SubIssuesUnavailable
-from ..models import ObservedIssue
 from ..github.repo import Repo
-from .results import Result
+from ..models import ObservedIssue
+from ..tracking.checklist import ChecklistEntry
 from ..tracking.subissues import (
     AddSubIssue,
     MoveSubIssue,
@@ -37,6 +36,7 @@ from ..tracking.subissues import (
     parent_ref,
     plan_sub_issues,
 )
+from .results import Result
 
 Warn = Callable[[str], None]
 Done = Callable[[Result], None]

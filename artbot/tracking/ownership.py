@@ -24,10 +24,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .checklist import read_block
 from ..errors import ArtbotError, BadInput
-from .marker import IssueMarker
 from ..models import Audit, ObservedIssue
+from .checklist import read_block
+from .marker import IssueMarker
 
 # The login of issues filed with an Actions run's GITHUB_TOKEN.
 ACTIONS_BOT = "github-actions[bot]"
