@@ -22,7 +22,7 @@ import click
 
 from .jsonlimits import loads_limited
 from .report.output import annotation, command, guarded, redact
-from .run import plan as plan_module
+from .run import actions as plan_module
 from .settings import Settings
 
 Report = Mapping[
@@ -81,6 +81,9 @@ def plan_lines(plan: Sequence[Mapping[str, Any]]) -> list[str]:
     """The plan as artbot prints it: each action's own ``describe()``."""
     lines = []
     for data in plan:
+        if isinstance(data.get("text"), str):  # the action's describe(), as artbot printed it
+            lines.append(data["text"])
+            continue
         fields = {k: v for k, v in data.items() if k != "action"}
         try:
             lines.append(ACTIONS[data["action"]](**fields).describe())

@@ -121,6 +121,7 @@ def test_help_loads_only_the_command_definitions() -> None:
     assert loaded == [
         "artbot",
         "artbot.cli",
+        "artbot.cli.context",
         "artbot.cli.github",
         "artbot.cli.options",
         "artbot.cli.sandbox",

@@ -8,48 +8,14 @@ and the command definitions (``make bench`` measures it against importing click 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
+from .context import Context
 from .options import findings_of, item_options
 from .terminal import SizedContext
-
-if TYPE_CHECKING:
-    from ..settings import Settings
-
-
-class Context:
-    """What every command gets: the run's :class:`Settings`, built once from flags and env."""
-
-    def __init__(self, settings: Settings):
-        self.settings = settings
-        self.root = settings.root
-        self.debug = settings.debug
-
-    def catalog(self, *, for_render: bool = False):  # type: ignore[no-untyped-def]
-        """The validated catalog; ``for_render``: with artbot's repository and commit (for the
-        issues' links), and a note, once, when the repository is not known."""
-        from ..catalog import load_catalog
-
-        if not for_render:
-            return load_catalog(self.root)
-        from ..toolsource import NO_REPOSITORY_NOTE, resolve_tool_source
-
-        catalog = load_catalog(self.root)
-        s = self.settings
-        tool = resolve_tool_source(
-            self.root,
-            flag=s.tool_repository,
-            configured=catalog.audit.tool_repository,
-            actions_repository=s.repository if s.in_actions else None,
-            workspace=s.workspace,
-        )
-        if not tool.known:
-            click.echo(NO_REPOSITORY_NOTE, err=True)
-        return replace(catalog, tool=tool)
 
 
 class ArtbotGroup(click.Group):

@@ -1,7 +1,7 @@
 """``artbot open`` and ``artbot sync``: the commands that talk to GitHub, and their options.
 
-Thin, as the rest of the CLI: parse, call :mod:`artbot.run.commands`, print. PyGithub is imported only
-when a command connects (:func:`connect`).
+Thin, as the rest of the CLI: parse, call :mod:`artbot.run.commands`, print. PyGithub is
+imported only when a command connects (:func:`connect`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import click
 from .options import findings_of, item_options, run_log
 
 if TYPE_CHECKING:
-    from . import Context
+    from .context import Context
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -84,11 +84,9 @@ def connect(
     api_url: str | None,
     cache: Path | None,
     dry_run: bool,
-    max_writes: int | None = None,
 ) -> Any:
-    """The GitHub adapter for this run (imports PyGithub only now), within ``max_writes``."""
+    """The GitHub adapter for this run (imports PyGithub only now)."""
     from ..github.client import connect as connect_repo
-    from ..run.budget import WriteBudget
     from ..settings import default_cache_path
 
     repo = connect_repo(
@@ -99,7 +97,7 @@ def connect(
         cache_path=cache or default_cache_path(catalog.root),
         dry_run=dry_run,
     )
-    return WriteBudget(repo, max_writes) if max_writes and not dry_run else repo
+    return repo
 
 
 @click.command(name="open")
@@ -120,19 +118,21 @@ def open_(
 ) -> None:
     """File the dedicated issue for an item (once) and link it from the tracking checklist."""
     from ..report.output import report, save_cache
-    from ..run.budget import within_budget
     from ..run.commands import open_issues
 
     catalog = obj.catalog(for_render=True)
     selected = [f.item for f in findings_of(catalog, items)]  # unknown item: exit 2 here
     tracking = catalog.audit.tracking(tracking_issue)
-    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run, max_writes)
-    log = run_log(obj, as_json)
-    outcome = within_budget(
-        lambda dry: open_issues(
-            catalog, repo, selected, tracking, dry_run=dry, log=log, identity=identity(authors)
-        ),
-        dry_run,
+    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
+    outcome = open_issues(
+        catalog,
+        repo,
+        selected,
+        tracking,
+        dry_run=dry_run,
+        log=run_log(obj, as_json),
+        identity=identity(authors),
+        max_writes=max_writes,
     )
     if dry_run and not as_json:
         from ..run.plan import Create
@@ -142,9 +142,11 @@ def open_(
             click.echo(f"\n--- would file: {issue.title}\n\n{issue.body}")
     report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
     if not as_json:
+        # The URL of an issue filed now is in its result line; the others' are shown here.
+        now = {r.item for r in outcome.results if r.kind == "Create"}
         for n in selected:
             filed = outcome.issues.get(n)
-            if filed:
+            if filed and n not in now:
                 click.echo(f"item {n}: {filed.html_url}")
         if not tracking:
             click.echo("note: no tracking issue configured; the checklist was not updated")
@@ -214,12 +216,11 @@ def sync(
     Never reopens; closes only with close_when_fixed: true in findings/audit.yaml.
     """
     from ..report.output import report, save_cache
-    from ..run.budget import within_budget
     from ..run.commands import sync as run_sync
 
     catalog = obj.catalog(for_render=True)
     tracking = catalog.audit.tracking(tracking_issue)
-    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run, max_writes)
+    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
     event = read_event(event_path) if event_path else None
 
     def check_release(version: str) -> tuple[str, Any]:
@@ -232,20 +233,18 @@ def sync(
         )
 
     verified = check_release(verify_version) if verify_version else None
-    outcome = within_budget(
-        lambda dry: run_sync(
-            catalog,
-            repo,
-            tracking,
-            dry_run=dry,
-            verified=verified,
-            log=run_log(obj, as_json),
-            replace_parent=replace_parent,
-            identity=identity(authors),
-            verifier=lambda: check_release("latest"),
-            event=event,
-        ),
-        dry_run,
+    outcome = run_sync(
+        catalog,
+        repo,
+        tracking,
+        dry_run=dry_run,
+        verified=verified,
+        log=run_log(obj, as_json),
+        replace_parent=replace_parent,
+        identity=identity(authors),
+        verifier=lambda: check_release("latest"),
+        event=event,
+        max_writes=max_writes,
     )
     report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
     if summary:

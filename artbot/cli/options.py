@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from . import Context
+    from .context import Context
 
 F = TypeVar("F", bound=Callable[..., Any])
 

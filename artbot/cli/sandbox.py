@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from . import Context
+    from .context import Context
 
 
 @click.command()

@@ -84,7 +84,7 @@ def _is_loopback(api_url: str) -> bool:
 class GitHubRepo:
     """One repository on GitHub (or the sandbox), with the few operations artbot needs.
 
-    Implements :class:`artbot.github.repo.Repo`, the interface :mod:`artbot.run.commands` is written against.
+    Implements :class:`artbot.github.repo.Repo`, the interface the run is written against.
     """
 
     def __init__(

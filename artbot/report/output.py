@@ -233,8 +233,8 @@ def report(outcome: Any, settings: Settings, *, as_json: bool, dry_run: bool) ->
         say(json.dumps(outcome_json(outcome), indent=2, ensure_ascii=False))
         return
     stopped = getattr(outcome, "stopped", None)
-    if dry_run or stopped:  # a stopped run's plan is what is left, planned again dry
-        say("plan:")
+    if dry_run or stopped:  # a stopped run's plan is what is left of the one it logged
+        say("left for the next run:" if stopped and not dry_run else "plan:")
         for line in outcome.plan.text().splitlines():
             say(f"  {line}")
     if dry_run:

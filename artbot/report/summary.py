@@ -7,7 +7,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..render import environment
-from ..run.plan import ChecklistUpToDate, EditBody, LinkPreset, StatusChange, UpdateChecklist
+from ..run.actions import ChecklistUpToDate, EditBody, LinkPreset, StatusChange, UpdateChecklist
 from ..tracking.subissues import AddSubIssue, SubIssueRemovedByHand
 
 

@@ -1,32 +1,13 @@
-"""Carry out ``open`` and ``sync``: observe GitHub, plan (pure), apply, converge.
+"""``open`` and ``sync``: one straight line, each step once.
 
-Every write path is safe to re-run after a crash at any point:
-- issues are found by marker before anything is created, so a rerun never files twice;
-- after creating, the list is read again and extra issues for an item (a retried POST that
-  succeeded twice, or two runs at once) are closed as duplicates of the lowest number;
-- the tracking issue's body is re-read right before it is written and the checklist edit is
-  re-applied to that fresh body, so a human's edit made meanwhile is kept;
-- an issue is artbot's only if its marker sits in the owned region and an identity artbot
-  writes as wrote it (:mod:`artbot.tracking.ownership`); anything else with a marker is reported and
-  never written to or closed;
-- the tracking issue is checked before the first write (it exists, is an issue, is not
-  locked, its block is well formed): a bad one stops the run with nothing written;
-- only the artbot-owned region of a generated issue is ever rewritten;
-- a fixed item is filed, then closed as completed; its body carries a hidden "filed closed"
-  line outside the owned region, so a re-run after a crash between the two closes it, and an
-  issue a human reopened (``state_reason: reopened``) is never closed again;
-- a status change is commented on before the body's status table is updated, and the
-  comment carries the status it states, so a re-run after a crash in between posts no second
-  comment;
-- sub-issue writes come before the checklist write that records them, and the record holds
-  only what succeeded, so after a crash the next sync reads the list and settles the rest
-  (see :mod:`artbot.run.subissue_writes`);
-- a ticked request is cleared by the checklist write after what it asked for, never before,
-  and what it asks for is itself safe to repeat (filing finds by marker; a re-check comments
-  once per status change) (see :mod:`artbot.run.requests_step`);
-- with ``close_when_fixed``, an issue is closed right after its status comment and before the
-  body's status is updated, so a re-run closes it without a second comment
-  (see :mod:`artbot.run.status_comments`).
+    observe (read GitHub) -> render -> plan (pure) -> carry out (in order, each write once)
+
+:func:`artbot.run.observe.observe` reads everything into one snapshot;
+the issues and the comments are rendered from the catalog; :func:`artbot.run.plan.plan_run`
+makes the complete list of writes, including the issues a ticked request files and the one
+write of the tracking issue's block at the end; :func:`artbot.run.execute.execute` carries
+it out (the crash-safety rules are in its docstring). ``open`` is the same line with a
+narrower plan. A dry run stops after the plan.
 """
 
 from __future__ import annotations
@@ -36,57 +17,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalog import Catalog
-from ..errors import BadInput, RemoteError
 from ..github.repo import Repo
-from ..models import Finding, ObservedIssue
+from ..models import ObservedIssue
 from ..render import RenderedIssue, render_checklist
 from ..render_inputs import render_all
-from ..status import load_status
-from ..status.view import StatusView, status_view
-from ..tracking.checklist import read_block
-from ..tracking.ownership import (
-    NO_TRACKING,
-    Foreign,
-    check_tracking,
-    claim,
-    recorded_logins,
-    seed_title,
-    tracking_by_label,
-    with_identity,
-)
-from ..tracking.requests import EditEvent
-from ..tracking.subissues import AddSubIssue, SubIssueRecord
-from .execute import SyncRun, carry_out_sync, write_checklist
-from .identity import Identity, establish, learn, learn_from_new
-from .labels import ensure_labels
-from .plan import (
-    ChecklistUpToDate,
-    CloseDuplicate,
-    CloseFixed,
-    CloseWhenFixed,
-    Create,
-    EditBody,
-    LabelTracking,
-    Plan,
-    UpdateChecklist,
-    canonical,
-    checklist_entries,
-    filed_body,
-    plan_open,
-    plan_sync,
-)
-from .requests_step import PanelEdit, Verifier, requests_first
+from ..tracking.block import compose
+from ..tracking.requests import panel
+from .actions import Plan
+from .execute import Execution, RenderBlock, execute
+from .identity import Identity
+from .issues import canonical
+from .observe import Ask, Snapshot, Verified, Verifier, observe, status_views
+from .plan import Want, plan_run, up_to_date
 from .results import Journal, Result
-from .status_comments import observe_comments, verification_comments
-from .subissue_writes import (
-    add_filed,
-    observe_sub_issues,
-    plan_step,
-    unavailable_warning,
-    wanted_sub_issues,
-)
+from .status_comments import status_texts
+from .subissue_writes import SubIssueProgress
 
 Log = Callable[[str], None]
+
+__all__ = ["Identity", "Outcome", "open_issues", "status_views", "sync"]
 
 
 @dataclass
@@ -100,7 +49,7 @@ class Outcome:
     rendered: dict[int, RenderedIssue] = field(default_factory=dict)
     checklist: str | None = None
     warnings: list[str] = field(default_factory=list)
-    tracking: ObservedIssue | None = None  # the tracking issue as preflight read it
+    tracking: ObservedIssue | None = None  # the tracking issue as observe read it
     stopped: str | None = None  # why the run stopped early (--max-writes); the plan is what is left
     results: list[Result] = field(default_factory=list)  # what was done, skipped or failed
 
@@ -109,52 +58,158 @@ class Outcome:
         return Journal(log, self.done, self.warnings, self.results)
 
 
-def status_views(catalog: Catalog, findings: Sequence[Finding]) -> dict[int, StatusView | None]:
-    """Each item's recorded status (``findings/status/NN.json``) as the issue states it."""
-    return {f.item: status_view(f, load_status(catalog.root, f.item)) for f in findings}
+def block_renderer(catalog: Catalog) -> RenderBlock:
+    """How the tracking issue's block is rendered: the checklist template, then the identity."""
+    templates = catalog.root / "templates"
+
+    def render(entries: Any, record: Any, requests: Any, logins: Sequence[str]) -> str:
+        return compose(
+            render_checklist(entries, catalog.audit, templates, record, requests), logins
+        )
+
+    return render
 
 
-def observe(
-    repo: Repo, catalog: Catalog, identity: Identity, tracking_issue: int | None
-) -> tuple[list[ObservedIssue], list[Foreign]]:
-    """The labelled issues, with those that are not artbot's stripped of their marker.
+def run(
+    catalog: Catalog,
+    repo: Repo,
+    ask: Ask,
+    *,
+    dry_run: bool = False,
+    log: Log = lambda _: None,
+    identity: Identity | None = None,
+    verified: Verified | None = None,
+    verifier: Verifier | None = None,
+    max_writes: int | None = None,
+) -> Outcome:
+    """One run: observe, render, plan, then (unless ``dry_run``) carry out."""
+    identity = identity or Identity()
+    sync = ask.command == "sync"
+    rendered: dict[int, RenderedIssue] = {}
+    if not sync:  # a body over GitHub's limit: exit 2 before any request
+        rendered = render_all(catalog, [catalog.get(i) for i in ask.items], ask.tracking)
+    views = status_views(catalog, catalog.findings)  # a bad status file: exit 2 here too
+    snap = observe(
+        repo,
+        catalog,
+        ask,
+        identity,
+        views,
+        verified=verified,
+        verifier=None if dry_run else verifier,
+    )
+    if sync:  # the tracking issue may have been found by its label
+        rendered = render_all(catalog, catalog.findings, snap.number)
+    found = canonical(snap.issues, catalog.audit)
+    notes = None
+    if sync and snap.verified is not None:
+        from ..verify import verification_notes
 
-    Raises :class:`artbot.tracking.ownership.IdentityUnknown` (nothing written yet) when a marked
-    issue has an author artbot cannot place because its own identity cannot be established."""
-    listed = repo.list_issues(list(catalog.audit.labels))
-    establish(repo, catalog.audit, identity, listed, tracking_issue)
-    return claim(listed, catalog.audit, identity.all(), tracking_issue)
+        # An item with a recorded status is ticked and commented on from that record (one
+        # comment per status change); the whole-item verify note and comment are for the rest.
+        notes = verification_notes([r for r in snap.verified[1] if views.get(r.item) is None])
+    want = Want(
+        ask.command,
+        catalog.audit,
+        tuple(catalog.findings),
+        rendered,
+        views,
+        items=ask.items,
+        status_texts=status_texts(catalog, found, views) if sync else None,
+        notes=notes,
+        logins=identity.known(),
+        replace_parent=ask.replace_parent,
+    )
+    plan = plan_run(want, snap)
+    render_block = block_renderer(catalog)
+    now = snap.block.text if snap.block else None
+    plan = up_to_date(plan, now, _rendered(plan, snap, render_block))
+    outcome = Outcome(plan, issues=found, observed=list(snap.issues), tracking=snap.tracking)
+    outcome.rendered = {i: rendered[i] for i in ask.items if i in rendered}
+    outcome.warnings += [f.describe() for f in snap.foreign]
+    outcome.warnings += [*snap.warnings, *plan.warnings]
+    if dry_run:
+        return outcome
+    journal = outcome.journal(log)
+    ex = Execution(
+        repo,
+        catalog,
+        plan,
+        journal,
+        identity,
+        render_block,
+        rendered,
+        views,
+        list(snap.issues),
+        _progress(snap, plan, planned=sync),
+        max_writes,
+        issues=dict(found),
+    )
+    stopped = execute(ex)
+    outcome.issues = canonical(ex.observed, catalog.audit)
+    outcome.observed = ex.observed
+    outcome.checklist = ex.checklist
+    if stopped is not None:
+        outcome.plan, outcome.stopped = ex.plan, str(stopped)
+        outcome.warnings.append(f"{stopped}; the plan below is what is left for the next run")
+    elif snap.asked is not None and snap.number is not None:
+        journal.extend(Result.done(line, kind="Request") for line in _done(snap, ex))
+    return outcome
 
 
-def preflight(
-    repo: Repo, number: int, observed: Sequence[ObservedIssue] = (), catalog: Catalog | None = None
-) -> ObservedIssue:
-    """The tracking issue, checked before anything is written (exit 2 with nothing written),
-    and with ``catalog``, checked to be the audit's (:func:`artbot.tracking.ownership.check_tracking`).
-
-    Taken from the labelled list when it is there (it carries the audit's labels), else read.
-    """
-    listed = next((i for i in observed if i.number == number), None)
-    try:
-        tracking = listed or repo.get_issue(number)
-    except RemoteError as exc:
-        if exc.status in (404, 410):
-            gone = "was deleted" if exc.status == 410 else "does not exist"
-            raise BadInput(f"tracking issue #{number} {gone} in {repo.full_name}") from None
-        raise
-    if tracking.pull_request:
-        raise BadInput(f"tracking issue #{number} is a pull request, not an issue")
-    if tracking.locked:
-        raise BadInput(f"tracking issue #{number} is locked; artbot writes to no locked issue")
-    read_block(tracking.body)  # two start markers, an end without a start: ChecklistError
-    if catalog is not None:
-        check_tracking(tracking, catalog.audit, seed_title(catalog.root))
-    return tracking
+def _rendered(plan: Plan, snap: Snapshot, render_block: RenderBlock) -> str | None:
+    """The block as the plan will write it, when that is known before any write: not when an
+    issue is filed first (its number is not known yet)."""
+    block = plan.block
+    if block is None or block.filed or snap.block is None:
+        return None
+    now = snap.block
+    if block.asked is not None:
+        requests = block.asked.panel_for(block.entries, now.ticked, now.note, done=block.done)
+    else:
+        requests = panel(block.entries, now.ticked, now.note)
+    return render_block(block.entries, block.record, requests, block.logins)
 
 
-def _with_foreign(plan: Plan, foreign: Sequence[Foreign], outcome_warnings: list[str]) -> Plan:
-    outcome_warnings += [f.describe() for f in foreign]
-    return Plan((*foreign, *plan.actions))
+def _progress(snap: Snapshot, plan: Plan, *, planned: bool) -> SubIssueProgress | None:
+    if snap.tracking is None or plan.block is None:
+        return None
+    listed = snap.sub_issues if isinstance(snap.sub_issues, tuple) else ()
+    record = plan.block.record
+    progress = SubIssueProgress.start(
+        snap.tracking.number,
+        plan.block.record,
+        snap.block.record if snap.block else None,
+        listed,
+        snap.issues,
+        planned=planned,
+    )
+    progress.items = {e.issue: e.item for e in plan.block.entries if e.issue is not None}
+    if planned and snap.sub_issues is None and record is not None:
+        progress.order = list(record.added)  # the list was not read: it is as recorded
+    return progress
+
+
+def _done(snap: Snapshot, ex: Execution) -> list[str]:
+    """What was done about each ticked request, for the log, ``--json`` and the summary."""
+    asked, tracking = snap.asked, snap.number
+    assert asked is not None
+    out = []
+    for r in asked.carry:
+        if r.kind == "file" and r.item in ex.filed:
+            issue = ex.filed[r.item]
+            out.append(f"request in #{tracking}: filed item {r.item} as #{issue.number}")
+        elif r.kind == "recheck" and snap.rechecked and snap.verified:
+            out.append(
+                f"request in #{tracking}: re-checked against openpipe-art {snap.verified[0]}"
+            )
+    out += [
+        f"request in #{tracking}: reverted @{asked.sender}'s tick on {r.text!r} "
+        "(write access is needed to ask artbot from an edit)"
+        for r in asked.revert
+    ]
+    out += [f"request in #{tracking}: {r.text!r} no longer applies; cleared" for r in asked.drop]
+    return out
 
 
 def open_issues(
@@ -166,122 +221,13 @@ def open_issues(
     dry_run: bool = False,
     log: Log = lambda _: None,
     identity: Identity | None = None,
-    requests: PanelEdit | None = None,
+    max_writes: int | None = None,
 ) -> Outcome:
-    """File the dedicated issues for ``items`` (once each) and refresh the checklist.
-
-    ``requests`` renders the block's Requests list (default: every tick kept, pending)."""
-    identity = identity or Identity()
-    findings = [catalog.get(i) for i in items]
-    rendered = render_all(catalog, findings, tracking_issue)
-    views = status_views(catalog, catalog.findings)
-    observed, foreign = observe(repo, catalog, identity, tracking_issue)
-    tracking = preflight(repo, tracking_issue, observed, catalog) if tracking_issue else None
-    plan = plan_open(findings, rendered, observed, catalog.audit, tracking_issue, views)
-    if tracking_issue:
-        adds = [AddSubIssue(c.item, None, tracking_issue) for c in plan.of(Create)]
-        plan = _before_checklist(plan, adds)
-    outcome = Outcome(plan, rendered=rendered, tracking=tracking)
-    outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
-    if dry_run:
-        outcome.issues = canonical(observed, catalog.audit)
-        outcome.observed = observed
-        return outcome
-
-    journal = outcome.journal(log)
-    journal.plan(outcome.plan.text())
-    creates = plan.of(Create)
-    known = {i.number for i in observed}
-    if creates:
-        labels = [lbl for c in creates for lbl in c.labels]
-        journal.extend(ensure_labels(repo, observed, labels, catalog))
-    for action in creates:
-        body = filed_body(rendered[action.item].body, views.get(action.item))
-        observed = _create_once(
-            repo, catalog, rendered[action.item], body, observed, journal, identity
-        )
-    if creates:
-        # A retried POST or a concurrent run may have filed an item twice; find out. The
-        # issues just created are kept too, in case the list does not show them yet.
-        listed, _ = observe(repo, catalog, identity, tracking_issue)
-        numbers = {i.number for i in listed}
-        observed = [*listed, *(i for i in observed if i.number not in numbers)]
-    wanted = {f.item for f in findings}
-    again = plan_open(findings, rendered, observed, catalog.audit, None, views)
-    for extra in again.of(CloseDuplicate):
-        if extra.item in wanted:
-            repo.edit_issue(extra.issue, state="closed", state_reason="duplicate")
-            line = f"closed #{extra.issue} as a duplicate of #{extra.keep}"
-            journal.add(Result.done(line, extra))
-    # Fixed items: close what was just filed, or what a crashed run filed and did not close.
-    closed = {}
-    for fix in again.of(CloseFixed):
-        closed[fix.issue] = repo.edit_issue(fix.issue, state="closed", state_reason="completed")
-        line = f"item {fix.item}: closed #{fix.issue} as completed ({fix.fixed_in})"
-        journal.add(Result.done(line, fix))
-    observed = [closed.get(i.number, i) for i in observed]
-    outcome.issues = canonical(observed, catalog.audit)
-    outcome.observed = observed
-    if tracking_issue:
-        # Only the issues this run filed (the canonical ones, not duplicates closed above).
-        filed = {n: i for n, i in outcome.issues.items() if n in wanted and i.number not in known}
-        added = add_filed(repo, tracking_issue, filed, outcome.warnings.append, journal.add)
-        entries = checklist_entries(catalog.findings, observed, catalog.audit, None, views)
-        result, outcome.checklist = write_checklist(
-            repo,
-            catalog,
-            tracking_issue,
-            entries,
-            (lambda old: (old or SubIssueRecord()).with_added(added)) if added else None,
-            requests,
-            identity.known(),
-        )
-        journal.add(result)
-    return outcome
-
-
-def _before_checklist(plan: Plan, actions: Sequence[Any]) -> Plan:
-    """``plan`` with ``actions`` just before its checklist action (or at the end)."""
-    at = next(
-        (
-            k
-            for k, a in enumerate(plan.actions)
-            if isinstance(a, (UpdateChecklist, ChecklistUpToDate))
-        ),
-        len(plan.actions),
+    """File the dedicated issues for ``items`` (once each) and refresh the checklist."""
+    ask = Ask("open", tracking_issue, tuple(items))
+    return run(
+        catalog, repo, ask, dry_run=dry_run, log=log, identity=identity, max_writes=max_writes
     )
-    return Plan((*plan.actions[:at], *actions, *plan.actions[at:]))
-
-
-def _create_once(
-    repo: Repo,
-    catalog: Catalog,
-    issue: RenderedIssue,
-    body: str,
-    observed: list[ObservedIssue],
-    journal: Journal,
-    identity: Identity,
-) -> list[ObservedIssue]:
-    try:
-        created = repo.create_issue(issue.title, body, list(issue.labels))
-    except RemoteError:
-        # The create may have taken effect before the error (a 502 after the write, a dropped
-        # connection). GitHub is the source of truth: look before deciding it failed.
-        before = {i.number for i in observed}
-        listed = repo.list_issues(list(catalog.audit.labels))
-        learn_from_new(repo, catalog.audit, identity, listed, before, issue.item)
-        observed, _ = claim(listed, catalog.audit, identity.all(), None)
-        if issue.item not in canonical(observed, catalog.audit):
-            raise
-        created = canonical(observed, catalog.audit)[issue.item]
-        line = f"item {issue.item}: the create failed but had taken effect as #{created.number}"
-        journal.add(Result.done(line, kind="Create", item=issue.item, issue=created.number))
-        return observed
-    if created.author and not identity.login:
-        learn(repo, identity, created.author)  # what this token writes as, learnt for free
-    line = f"item {issue.item}: filed #{created.number} {created.html_url}"
-    journal.add(Result.done(line, kind="Create", item=issue.item, issue=created.number))
-    return [*observed, created]
 
 
 def sync(
@@ -295,7 +241,8 @@ def sync(
     replace_parent: bool = False,
     identity: Identity | None = None,
     verifier: Verifier | None = None,
-    event: EditEvent | None = None,
+    event: Any = None,
+    max_writes: int | None = None,
 ) -> Outcome:
     """Bring generated issues' bodies and the checklist in step with the catalog and GitHub.
 
@@ -303,128 +250,20 @@ def sync(
     becomes a checklist note, and a comment on the generated issue when its status changed.
     The items' issues become the tracking issue's sub-issues (:mod:`artbot.tracking.subissues`);
     ``replace_parent`` moves those that have another parent. Ticked requests in the tracking
-    issue are carried out first (:mod:`artbot.run.requests_step`): ``verifier`` runs a re-check
-    when ``verified`` is None; ``event`` is the ``issues: edited`` event whose sender is
-    checked. Otherwise never creates, closes or reopens an issue.
+    issue are part of the plan (:mod:`artbot.tracking.requests`): a filing request is a
+    :class:`~artbot.run.actions.Create`; ``verifier`` runs a re-check when ``verified`` is
+    None; ``event`` is the ``issues: edited`` event whose sender is checked. Otherwise never
+    creates, closes or reopens an issue.
     """
-    identity = identity or Identity()
-    views = status_views(catalog, catalog.findings)  # a bad status file: exit 2, no request
-    observed, foreign = observe(repo, catalog, identity, tracking_issue)
-    # Not given: the one issue with the tracking label. Without one no body is edited
-    # (rendered without a tracking issue, each would lose its back-link).
-    tracking_issue = tracking_issue or tracking_by_label(observed, catalog.audit)
-    keep_bodies = tracking_issue is None
-    rendered = render_all(catalog, catalog.findings, tracking_issue)
-    tracking = preflight(repo, tracking_issue, observed, catalog) if tracking_issue else None
-    step = requests_first(
+    ask = Ask("sync", tracking_issue, event=event, replace_parent=replace_parent)
+    return run(
+        catalog,
         repo,
-        tracking,
-        checklist_entries(catalog.findings, observed, catalog.audit),
-        event=event,
+        ask,
+        dry_run=dry_run,
+        log=log,
+        identity=identity,
         verified=verified,
         verifier=verifier,
-        dry_run=dry_run,
-        open_items=lambda items, edit: open_issues(
-            catalog, repo, items, tracking_issue, log=log, identity=identity, requests=edit
-        ),
+        max_writes=max_writes,
     )
-    verified = step.verified
-    if step.opened is not None and tracking_issue:
-        observed, foreign = observe(repo, catalog, identity, tracking_issue)
-        tracking = preflight(repo, tracking_issue, observed, catalog)
-    notes = None
-    if verified is not None:
-        from ..verify import verification_notes
-
-        # An item with a recorded status is ticked and commented on from that record (one
-        # comment per status change); the whole-item verify note and comment are for the rest.
-        results = [r for r in verified[1] if views.get(r.item) is None]
-        verified = (verified[0], results)
-        notes = verification_notes(results)
-    templates = catalog.root / "templates"
-    block = read_block(tracking.body) if tracking else None
-    issues = canonical(observed, catalog.audit)
-    # The last reads before planning: the sub-issue list (only when the summary disagrees
-    # with the record) and the comments a verification result is about. Planning is pure.
-    wanted = wanted_sub_issues(checklist_entries(catalog.findings, observed, catalog.audit))
-    old = SubIssueRecord.find(block)
-    listed = (
-        observe_sub_issues(repo, tracking, wanted, old, replace_parent=replace_parent)
-        if tracking is not None
-        else None
-    )
-    read = observe_comments(repo, issues, verified[1]) if verified is not None else {}
-    who = (*recorded_logins(block), *identity.known())
-    subs = None
-    if tracking is not None:
-        subs = plan_step(tracking, wanted, old, listed, replace_parent=replace_parent)
-    record = subs.expected if subs else None
-    plan = plan_sync(
-        catalog.findings,
-        rendered,
-        observed,
-        catalog.audit,
-        tracking_issue,
-        block,
-        lambda entries: with_identity(
-            render_checklist(
-                entries,
-                catalog.audit,
-                templates,
-                record,
-                step.edit(block, entries) if step.edit else None,
-            ),
-            who,
-        ),
-        notes,
-        views,
-    )
-    plan = _before_checklist(plan, step.actions())
-    if subs is not None:
-        plan = _before_checklist(plan, subs.plan.actions)
-    if keep_bodies:
-        plan = Plan(tuple(a for a in plan.actions if not isinstance(a, EditBody)))
-    if tracking is not None and catalog.audit.tracking_label:
-        wanted_labels = [*catalog.audit.labels, catalog.audit.tracking_label]
-        missing = tuple(lbl for lbl in wanted_labels if lbl not in tracking.labels)
-        if missing:
-            plan = Plan((LabelTracking(tracking.number, missing), *plan.actions))
-    outcome = Outcome(plan, issues=issues, observed=observed, tracking=tracking)
-    outcome.plan = _with_foreign(plan, foreign, outcome.warnings)
-    outcome.warnings += step.warnings
-    if subs is not None and not subs.available:
-        outcome.warnings.append(subs.skipped or unavailable_warning(subs.parent))
-    if keep_bodies:
-        outcome.warnings.append(NO_TRACKING)
-    if verified is not None:
-        comments = verification_comments(read, outcome.issues, *verified)
-        outcome.plan = Plan((*outcome.plan.actions, *comments))
-    if dry_run:
-        return outcome
-    journal = outcome.journal(log)
-    journal.plan(outcome.plan.text())
-    run = SyncRun(
-        repo,
-        catalog,
-        rendered,
-        views,
-        observed,
-        outcome.issues,
-        notes,
-        subs,
-        record,
-        journal,
-        closing={c.item for c in plan.of(CloseWhenFixed)},
-        requests=step.edit,
-        logins=who,
-    )
-    carry_out_sync(run, outcome.plan.actions)
-    outcome.checklist = run.checklist
-    if tracking_issue:
-        journal.extend(
-            Result.done(line, kind="Request") for line in step.done(outcome.issues, tracking_issue)
-        )
-    if step.opened is not None:  # open journalled its own plan and results as it went
-        outcome.done[:0] = step.opened.done
-        outcome.results[:0] = step.opened.results
-    return outcome

@@ -13,14 +13,11 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ..errors import BadInput, ChecklistError, RemoteError
 from ..github.repo import Repo
 from ..models import Audit, ObservedIssue
-from ..tracking.checklist import read_block
 from ..tracking.ownership import (
     DEFAULT_AUTHORS,
     needs_login,
-    recorded_logins,
     unknown_identity,
     unplaced,
 )
@@ -50,11 +47,13 @@ def establish(
     identity: Identity,
     listed: Sequence[ObservedIssue],
     tracking_issue: int | None,
+    recorded: Sequence[str] = (),
 ) -> None:
-    """Fill in ``identity`` when ``listed`` needs it; raise when it cannot be had."""
+    """Fill in ``identity`` when ``listed`` needs it; raise when it cannot be had.
+    ``recorded`` is the identity the tracking issue's block records (read once, by observe)."""
     if identity.known() or not needs_login(listed, audit, identity.all()):
         return
-    identity.recorded = recorded_identity(repo, listed, tracking_issue)
+    identity.recorded = tuple(recorded)
     if not identity.recorded:
         remembered = getattr(repo, "remembered_login", None)
         login = remembered() if remembered else None
@@ -69,21 +68,6 @@ def establish(
         )
         if maybe_ours:
             raise unknown_identity(maybe_ours)
-
-
-def recorded_identity(
-    repo: Repo, listed: Sequence[ObservedIssue], tracking_issue: int | None
-) -> tuple[str, ...]:
-    """The identity the tracking issue's checklist block records (the issue is usually in
-    the labelled list; otherwise read). Problems with it are left to the preflight."""
-    if not tracking_issue:
-        return ()
-    try:
-        tracking = next((i for i in listed if i.number == tracking_issue), None)
-        tracking = tracking or repo.get_issue(tracking_issue)
-        return recorded_logins(read_block(tracking.body))
-    except (RemoteError, BadInput, ChecklistError):
-        return ()
 
 
 def learn(repo: Repo, identity: Identity, login: str | None) -> None:

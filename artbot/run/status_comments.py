@@ -1,4 +1,5 @@
-"""Carry out a sync's status changes: one comment each, and, by choice, closing what is fixed.
+"""The comments of a sync, rendered before planning and decided from what observe read: one
+per status change, and, by choice, closing what is fixed; one per verification result.
 
 A status change is commented on once (the comment carries the status it states, so a re-run
 after a crash posts no second one). With ``close_when_fixed: true`` in ``findings/audit.yaml``
@@ -11,7 +12,7 @@ only on a status change: an issue a person reopens stays open.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,13 @@ import jinja2
 
 from ..catalog import Catalog
 from ..errors import BadInput
-from ..github.repo import Repo
 from ..models import ObservedIssue
 from ..render import environment, render_status_comment
 from ..status import ItemStatus, load_status
-from ..status.view import StatusView
-from .plan import CloseWhenFixed, Comment, StatusChange, status_comment
+from ..status.view import StatusView, stated_in_comments, stated_status
+from ..tracking.marker import owned_region
+from .actions import Comment, StatusChange
+from .issues import closes
 
 
 def fix_lines(status: ItemStatus | None, release: str) -> list[str]:
@@ -55,55 +57,47 @@ def render_close_comment(
         raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
 
 
-def carry_out_status_change(
-    repo: Repo,
+def status_texts(
     catalog: Catalog,
-    action: StatusChange,
-    view: StatusView,
-    issue: ObservedIssue,
-    *,
-    closing: bool,
-    done: Callable[[str], None],
-) -> None:
-    """One comment for ``action`` (unless it is there already): the close comment when
-    ``closing``, else the status comment."""
+    found: Mapping[int, ObservedIssue],
+    views: Mapping[int, StatusView | None],
+) -> dict[int, str]:
+    """The comment each status change would post, rendered before planning: the close
+    comment when ``close_when_fixed`` closes the issue, else the status comment."""
     templates = catalog.root / "templates"
-    if closing and view.fixed_in:
-        lines = fix_lines(load_status(catalog.root, action.item), view.fixed_in)
-        text = render_close_comment(view, lines, catalog.audit, templates)
-    else:
-        text = render_status_comment(view, issue.state, catalog.audit, templates)
-    bodies = [c.get("body") or "" for c in repo.list_comments(action.issue)]
-    comment = status_comment(action, bodies, text)
-    if comment is not None:
-        repo.comment(comment.issue, comment.body)
-        done(f"item {action.item}: commented on #{action.issue} (status)")
+    out = {}
+    for f in catalog.findings:
+        issue, view = found.get(f.item), views.get(f.item)
+        if issue is None or view is None or f.issue:
+            continue
+        if stated_status(owned_region(issue.body), f.item) == view.state:
+            continue
+        if closes(catalog.audit, view, issue) and view.fixed_in:
+            lines = fix_lines(load_status(catalog.root, f.item), view.fixed_in)
+            out[f.item] = render_close_comment(view, lines, catalog.audit, templates)
+        else:
+            out[f.item] = render_status_comment(view, issue.state, catalog.audit, templates)
+    return out
 
 
-def close_fixed(repo: Repo, action: CloseWhenFixed, done: Callable[[str], None]) -> ObservedIssue:
-    """Close the issue as completed (the comment before it says why)."""
-    closed = repo.edit_issue(action.issue, state="closed", state_reason="completed")
-    done(f"item {action.item}: closed #{action.issue} as completed (fixed in {action.fixed_in})")
-    return closed
-
-
-def observe_comments(
-    repo: Repo, issues: dict[int, ObservedIssue], results: Sequence[Any]
-) -> dict[int, list[str]]:
-    """The comment bodies of each generated issue a verification result is about: the reads
-    :func:`verification_comments` plans from."""
-    numbers = {issues[r.item].number for r in results if r.item in issues}
-    return {n: [c.get("body") or "" for c in repo.list_comments(n)] for n in sorted(numbers)}
+def status_comment(
+    change: StatusChange, comment_bodies: Sequence[str], text: str
+) -> Comment | None:
+    """The comment for ``change`` unless the newest artbot status comment already states it
+    (a re-run after a crash between the comment and the body edit)."""
+    if stated_in_comments(comment_bodies, change.item) == change.after:
+        return None
+    return Comment(change.item, change.issue, text)
 
 
 def verification_comments(
-    comments: dict[int, list[str]],
-    issues: dict[int, ObservedIssue],
+    comments: Mapping[int, Sequence[str]],
+    issues: Mapping[int, ObservedIssue],
     version: str,
     results: Sequence[Any],
 ) -> list[Comment]:
     """One comment per generated issue whose verification status changed (idempotent); pure,
-    from the comments :func:`observe_comments` read."""
+    from the comments :mod:`artbot.run.observe` read."""
     from ..verify import comments_to_post
 
     out = []

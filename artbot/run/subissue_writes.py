@@ -1,7 +1,8 @@
-"""Carry out the sub-issue part of ``open`` and ``sync`` against a :class:`Repo`.
+"""The sub-issue part of ``open`` and ``sync``: the one read of the list, the plan from it, and
+each write as the executor carries it out.
 
-The decisions are :mod:`artbot.tracking.subissues`'s (pure); this module reads what they need and
-carries them out. Sub-issues sit beside the checklist, never in its way: a failed sub-issue
+The decisions are :mod:`artbot.tracking.subissues`'s (pure); this module reads what they need
+and carries them out. Sub-issues sit beside the checklist, never in its way: a failed sub-issue
 write is a warning, the run goes on, and the record written to the checklist block holds
 only what is known to have happened, so the next sync reads the list and settles the rest.
 Where GitHub has no sub-issues (no ``sub_issues_summary`` on the tracking issue, or a 404
@@ -12,7 +13,7 @@ keeps the checklist only.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Literal
 
@@ -39,6 +40,7 @@ from ..tracking.subissues import (
 from .results import Result
 
 Warn = Callable[[str], None]
+Spend = Callable[[], None]
 Done = Callable[[Result], None]
 
 
@@ -124,91 +126,161 @@ def plan_step(
     return SubIssueStep(parent, want, plan, old, listed)
 
 
-def carry_out(
-    repo: Repo, step: SubIssueStep, known: Sequence[ObservedIssue], warn: Warn, done: Done
-) -> SubIssueRecord | None:
-    """Carry out ``step``'s writes; returns the record as things turned out.
+@dataclass
+class SubIssueProgress:
+    """The sub-issue writes of one run as they turn out, one action at a time, and the record
+    that follows: only what is known to have happened."""
 
-    The moves are worked out again from the order the adds actually left (a refused add
-    changes it); when every add went through they are the planned ones.
-    """
-    plan, parent = step.plan, step.parent
-    if not step.available:  # the caller has said so already
-        return step.old
-    writes = [a for a in plan.actions if isinstance(a, (AddSubIssue, RemoveSubIssue))]
-    if not writes and not any(isinstance(a, MoveSubIssue) for a in plan.actions):
-        return plan.record
-    ids = {i.number: i.id for i in (*known, *step.listed) if i.id is not None}
-    item_of = {w.number: w.item for w in step.wanted}
-    order = [i.number for i in step.listed]
-    mine = list(plan.record.added)
-    elsewhere = dict(plan.record.elsewhere)
-    try:
-        for action in writes:
-            if isinstance(action, RemoveSubIssue):
-                if _try(partial(repo.remove_sub_issue, parent, ids[action.issue]), warn):
-                    order.remove(action.issue)
-                    done(
-                        Result.done(f"removed #{action.issue} from #{parent}'s sub-issues", action)
-                    )
-                continue
-            number = action.issue
-            assert number is not None
-            if _add(repo, action, number, ids, warn):
-                order.append(number)
-                done(
-                    Result.done(
-                        f"item {action.item}: added #{number} to #{parent}'s sub-issues", action
-                    )
-                )
-                continue
-            mine.remove(number)
-            other = _other_parent(repo, number, parent, warn)
-            if other is not None:
-                elsewhere[number] = other
-                warn(SubIssueHasParent(action.item, number, parent, other).describe())
-        for move in moves(order, [n for n in mine if n in order]):
-            if _move(repo, parent, move, ids, warn):
-                order = apply_moves(order, [move])
-                issue, after, before = move
-                moved = MoveSubIssue(item_of.get(issue, 0), issue, parent, after, before)
-                done(Result.done(moved.describe().replace(": move ", ": moved ", 1), moved))
-    except SubIssuesUnavailable:
-        warn(unavailable_warning(parent))
-        return step.old
-    ours = set(mine)
-    return replace(
-        plan.record,
-        added=tuple(n for n in order if n in ours),
-        elsewhere=tuple(elsewhere.items()),
-    )
+    parent: int
+    base: SubIssueRecord | None  # the record as planned (what it is when nothing is written)
+    old: SubIssueRecord | None  # the record the block holds now
+    order: list[int] = field(default_factory=list)  # the list as it stands
+    ids: dict[int, int] = field(default_factory=dict)  # number -> id
+    items: dict[int, int] = field(default_factory=dict)  # number -> item
+    mine: list[int] = field(default_factory=list)
+    elsewhere: dict[int, str] = field(default_factory=dict)
+    filed: list[int] = field(default_factory=list)  # issues filed this run, added
+    touched: bool = False  # a planned write of the list was carried out (or tried)
+    moved: bool = False
+    unavailable: bool = False
+    planned: bool = False  # the plan read the list and planned the record (sync)
+
+    @classmethod
+    def start(
+        cls,
+        parent: int,
+        base: SubIssueRecord | None,
+        old: SubIssueRecord | None,
+        listed: Sequence[ObservedIssue],
+        known: Sequence[ObservedIssue],
+        *,
+        planned: bool,
+    ) -> SubIssueProgress:
+        return cls(
+            parent,
+            base,
+            old,
+            order=[i.number for i in listed],
+            ids={i.number: i.id for i in (*known, *listed) if i.id is not None},
+            mine=list(base.added) if base else [],
+            elsewhere=dict(base.elsewhere) if base else {},
+            planned=planned,
+        )
+
+    def record(self, fresh: SubIssueRecord | None) -> SubIssueRecord | None:
+        """The record to write once the run's sub-issue writes are done: the planned one as
+        it turned out (sync), or the one the block holds now (``fresh``, as re-read right
+        before the write), with the issues this run filed and added."""
+        if self.unavailable:
+            return self.old
+        record = self.base if self.planned else fresh
+        if self.touched and record is not None:
+            ours = set(self.mine)
+            record = replace(
+                record,
+                added=tuple(n for n in self.order if n in ours),
+                elsewhere=tuple(self.elsewhere.items()),
+            )
+        if self.filed:
+            record = (record or SubIssueRecord()).with_added(self.filed)
+        return record
+
+
+def add(repo: Repo, progress: SubIssueProgress, action: AddSubIssue, warn: Warn) -> Result | None:
+    """One planned add of an existing issue; None when GitHub refused it (warned about)."""
+    number = action.issue
+    assert number is not None
+    progress.touched = True
+    if _add(repo, action, number, progress.ids, warn):
+        progress.order.append(number)
+        line = f"item {action.item}: added #{number} to #{progress.parent}'s sub-issues"
+        return Result.done(line, action)
+    if number in progress.mine:
+        progress.mine.remove(number)
+    other = _other_parent(repo, number, progress.parent, warn)
+    if other is not None:
+        progress.elsewhere[number] = other
+        warn(SubIssueHasParent(action.item, number, progress.parent, other).describe())
+    return None
 
 
 def add_filed(
-    repo: Repo, parent: int, filed: Mapping[int, ObservedIssue], warn: Warn, done: Done
-) -> list[int]:
-    """``open``: make each issue just filed (item -> issue) a sub-issue of ``parent``.
+    repo: Repo, progress: SubIssueProgress, item: int, issue: ObservedIssue, warn: Warn
+) -> Result | None:
+    """Make an issue this run filed a sub-issue. A new issue has no parent, so a refusal is
+    GitHub's cap or an error: warned about, and the next sync settles it."""
+    parent = progress.parent
+    if issue.sub_issues is None or issue.id is None:
+        warn(unavailable_warning(parent))  # the payload has no summary: no sub-issues here
+        return None
+    try:
+        repo.add_sub_issue(parent, issue.id, replace_parent=False)
+    except SubIssuesUnavailable:
+        warn(unavailable_warning(parent))
+        return None
+    except RemoteError as exc:
+        warn(f"item {item}: #{issue.number} not added to #{parent}'s sub-issues: {exc}")
+        return None
+    progress.filed.append(issue.number)
+    progress.ids[issue.number] = issue.id
+    line = f"item {item}: added #{issue.number} to #{parent}'s sub-issues"
+    return Result.done(line, kind="AddSubIssue", item=item, issue=issue.number)
 
-    A new issue has no parent, so a refusal here is GitHub's cap or an error: warned about,
-    and the next sync settles it. Returns the numbers added, in the order added.
-    """
-    added: list[int] = []
-    for item, issue in sorted(filed.items()):
-        if issue.sub_issues is None or issue.id is None:
-            warn(unavailable_warning(parent))  # the payload has no summary: no sub-issues here
-            break
-        try:
-            repo.add_sub_issue(parent, issue.id, replace_parent=False)
-        except SubIssuesUnavailable:
-            warn(unavailable_warning(parent))
-            break
-        except RemoteError as exc:
-            warn(f"item {item}: #{issue.number} not added to #{parent}'s sub-issues: {exc}")
-            continue
-        added.append(issue.number)
-        line = f"item {item}: added #{issue.number} to #{parent}'s sub-issues"
-        done(Result.done(line, kind="AddSubIssue", item=item, issue=issue.number))
-    return added
+
+def place_filed(
+    repo: Repo, progress: SubIssueProgress, item: int, number: int, warn: Warn, spend: Spend
+) -> list[Result]:
+    """Move an issue this run filed and added (GitHub appends it) into item order among
+    artbot's sub-issues, when the list was read (sync); open leaves it to the next sync."""
+    if not progress.planned or number not in progress.filed:
+        return []
+    progress.items[number] = item
+    progress.order.append(number)
+    progress.mine = sorted({*progress.mine, number}, key=lambda n: progress.items.get(n, 0))
+    progress.touched = True
+    out = []
+    for move in moves(progress.order, [n for n in progress.mine if n in progress.order]):
+        spend()
+        if _move(repo, progress.parent, move, progress.ids, warn):
+            progress.order = apply_moves(progress.order, [move])
+            issue, after, before = move
+            moved = MoveSubIssue(
+                progress.items.get(issue, 0), issue, progress.parent, after, before
+            )
+            out.append(Result.done(moved.describe().replace(": move ", ": moved ", 1), moved))
+    return out
+
+
+def remove(
+    repo: Repo, progress: SubIssueProgress, action: RemoveSubIssue, warn: Warn
+) -> Result | None:
+    progress.touched = True
+    if not _try(partial(repo.remove_sub_issue, progress.parent, progress.ids[action.issue]), warn):
+        return None
+    progress.order.remove(action.issue)
+    return Result.done(f"removed #{action.issue} from #{progress.parent}'s sub-issues", action)
+
+
+def move_all(
+    repo: Repo, progress: SubIssueProgress, warn: Warn, spend: Callable[[], None]
+) -> list[Result]:
+    """The moves, worked out again from the order the adds actually left (a refused add
+    changes it; when every add went through they are the planned ones); carried out at the
+    first planned move."""
+    if progress.moved:
+        return []
+    progress.moved = progress.touched = True
+    out = []
+    wanted = [n for n in progress.mine if n in progress.order]
+    for move in moves(progress.order, wanted):
+        spend()
+        if _move(repo, progress.parent, move, progress.ids, warn):
+            progress.order = apply_moves(progress.order, [move])
+            issue, after, before = move
+            item = progress.items.get(issue, 0)
+            moved = MoveSubIssue(item, issue, progress.parent, after, before)
+            out.append(Result.done(moved.describe().replace(": move ", ": moved ", 1), moved))
+    return out
 
 
 def _add(repo: Repo, action: AddSubIssue, number: int, ids: dict[int, int], warn: Warn) -> bool:

@@ -26,7 +26,6 @@ from pathlib import Path
 
 from ..errors import ArtbotError, BadInput
 from ..models import Audit, ObservedIssue
-from .checklist import read_block
 from .marker import IssueMarker
 
 # The login of issues filed with an Actions run's GITHUB_TOKEN.
@@ -178,7 +177,9 @@ def _why_not_ours(
     return None
 
 
-def check_tracking(issue: ObservedIssue, audit: Audit, seed: tuple[str, str] | None) -> None:
+def check_tracking(
+    issue: ObservedIssue, audit: Audit, seed: tuple[str, str] | None, *, has_block: bool
+) -> None:
     """``issue`` is the audit's tracking issue, or :class:`BadInput` (exit 2) before any
     write: a typo in ``--tracking-issue`` must not write the checklist into a finding's issue.
 
@@ -189,7 +190,7 @@ def check_tracking(issue: ObservedIssue, audit: Audit, seed: tuple[str, str] | N
     """
     number = issue.number
     label = audit.tracking_label
-    if read_block(issue.body) is not None or (label and label in issue.labels):
+    if has_block or (label and label in issue.labels):
         return
     if seed and (issue.title.strip() == seed[0] or (seed[1] and seed[1] in (issue.body or ""))):
         return

@@ -266,32 +266,36 @@ class Asked:
         return Request("recheck") in self.carry
 
     def panel_for(
-        self, entries: Iterable[Any], block: str | None, *, done: Iterable[Request]
+        self,
+        entries: Iterable[Any],
+        ticks: Iterable[Request],
+        note: str | None,
+        *,
+        done: Iterable[Request],
     ) -> Panel:
-        """The Requests list to write over ``block`` once ``done`` were carried out: those,
-        the reverted and the dropped are cleared; any other tick stays (still pending)."""
+        """The Requests list to write over a block that holds ``ticks`` and ``note`` now,
+        once ``done`` were carried out: those, the reverted and the dropped are cleared; any
+        other tick stays (still pending)."""
         done = set(done)
-        keep = ticked(block) - done - set(self.revert) - set(self.drop)
+        keep = set(ticks) - done - set(self.revert) - set(self.drop)
         if self.revert:
             note = revert_note(self.sender or "", self.revert)
         elif done & set(self.carry):
             note = None
-        else:
-            note = note_in(block)
         return panel(entries, keep, note)
 
 
 def sort_ticks(
     tracking: int,
-    block: str | None,
+    ticks: Iterable[Request],
     entries: Iterable[Any],
     *,
     sender: str | None = None,
     may_write: bool = True,
 ) -> Asked:
-    """Sort the ticks in ``block``. On the edit path, ``may_write`` is whether the edit's
-    ``sender`` has write access; without it every tick is reverted."""
-    now = ticked(block)
+    """Sort ``ticks`` (:func:`ticked` of the block). On the edit path, ``may_write`` is
+    whether the edit's ``sender`` has write access; without it every tick is reverted."""
+    now = frozenset(ticks)
     applicable = set(offered(entries))
     live = now & applicable
     revert = set() if may_write else live
