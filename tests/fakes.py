@@ -1,11 +1,11 @@
-"""Pure fakes for the tests at the apply boundary: :class:`MemoryRepo`, a :class:`artbot.github.repo.Repo`
-held in dicts, with no HTTP and no PyGithub.
+"""Pure fakes for the tests at the run's boundary: :class:`MemoryRepo`, a
+:class:`artbot.github.repo.Repo` held in dicts, with no HTTP and no PyGithub.
 
 The apply tests that are about decisions (what is filed, edited, linked) run on it; the tests of
 the adapter itself (retries, ETags, faults, PyGithub over HTTP) run on the sandbox. Both sides
 pass the same contract (tests/test_repo_contract.py), so a fake that drifts from
-:class:`artbot.github.client.GitHubRepo` fails there. mypy reads tests/ too: :func:`as_repo` does not
-type-check unless ``MemoryRepo`` has every member of ``Repo`` with a compatible signature.
+:class:`artbot.github.client.GitHubRepo` fails there. mypy reads tests/ too: :func:`as_repo`
+does not type-check unless ``MemoryRepo`` has every member of ``Repo`` with a compatible signature.
 """
 
 from __future__ import annotations

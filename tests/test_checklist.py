@@ -1,4 +1,5 @@
-"""Tests for artbot.tracking.checklist: the template's lines, placement in the seed, and properties."""
+"""Tests for artbot.tracking.checklist: the template's lines, placement in the seed, and
+properties."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 """Hardening (#12) items 1, 4 and 7: ownership by marker *and* author, the tracking issue
 checked before the first write, bodies read fresh before they are written.
 
-The pure rules first (:mod:`artbot.tracking.ownership`), then PyGithub over HTTP against the sandbox.
+The pure rules first (:mod:`artbot.tracking.ownership`), then PyGithub over HTTP against the
+sandbox.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The contract of :class:`artbot.github.repo.Repo`, run on both of its implementations.
 
-``github``: :class:`artbot.github.client.GitHubRepo`, PyGithub over HTTP against the loopback sandbox
-(the adapter's contract suite); ``memory``: :class:`tests.fakes.MemoryRepo`, the pure fake the
+``github``: :class:`artbot.github.client.GitHubRepo`, PyGithub over HTTP against the loopback
+sandbox (the adapter's contract suite); ``memory``: :class:`tests.fakes.MemoryRepo`, the pure fake
+the
 apply tests use. A behaviour the apply tests lean on is pinned here for both, so the fake cannot
 drift from the adapter unnoticed. Only the interface is used: no sandbox internals, no dicts.
 """
@@ -47,7 +48,8 @@ def _methods(cls: type) -> dict[str, inspect.Signature]:
 def test_each_implementation_has_every_method_of_the_protocol_with_its_signature(
     impl: type,
 ) -> None:
-    # mypy checks the shape statically (tests.fakes.as_repo; artbot.github.client.connect's callers);
+    # mypy checks the shape statically (tests.fakes.as_repo; the callers of
+    # artbot.github.client.connect);
     # this also catches a parameter renamed or made keyword-only behind an ``Any``.
     wanted = _methods(Repo)
     have = _methods(impl)

@@ -1,5 +1,5 @@
-"""The sub-issue planner (artbot.tracking.subissues): pure, so its rules are checked on every shape of
-list and record hypothesis can draw, against a small imitation of how GitHub carries out
+"""The sub-issue planner (artbot.tracking.subissues): pure, so its rules are checked on every
+shape of list and record hypothesis can draw, against a small imitation of how GitHub carries out
 adds, removes and moves."""
 
 from __future__ import annotations
