@@ -2,8 +2,7 @@
 
 ``github``: :class:`artbot.github.client.GitHubRepo`, PyGithub over HTTP against the loopback
 sandbox (the adapter's contract suite); ``memory``: :class:`tests.fakes.MemoryRepo`, the pure fake
-the
-apply tests use. A behaviour the apply tests lean on is pinned here for both, so the fake cannot
+the run's tests use. A behaviour the apply tests lean on is pinned here for both, so the fake cannot
 drift from the adapter unnoticed. Only the interface is used: no sandbox internals, no dicts.
 """
 
