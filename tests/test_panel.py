@@ -80,7 +80,7 @@ def test_the_marker_names_the_request_not_the_words() -> None:
 def test_a_tick_that_no_longer_applies_is_dropped_and_the_rest_carried() -> None:
     es = entries({5})
     text = "- [x] a <!-- artbot:request file=5 -->\n- [x] b <!-- artbot:request file=6 -->\n"
-    asked = sort_ticks(1111, text, es)
+    asked = sort_ticks(1111, ticked(text), es)
     assert asked.drop == (Request("file", 5),)
     assert asked.carry == (Request("file", 6),)
     assert asked.files() == [6] and not asked.recheck
@@ -91,10 +91,10 @@ def test_an_edit_by_someone_without_write_access_reverts_every_tick() -> None:
     # earlier tick by the same person, which would otherwise pass as someone else's.
     es = entries(set())
     now = "- [x] r <!-- artbot:request recheck -->\n- [x] f <!-- artbot:request file=5 -->\n"
-    asked = sort_ticks(1111, now, es, sender="mallory", may_write=False)
+    asked = sort_ticks(1111, ticked(now), es, sender="mallory", may_write=False)
     assert asked.revert == (Request("file", 5), Request("recheck"))
     assert asked.carry == ()
-    shown = asked.panel_for(es, now, done=[])
+    shown = asked.panel_for(es, ticked(now), note_in(now), done=[])
     assert not [line for line in shown.lines if line.ticked]
     assert shown.note == revert_note("mallory", asked.revert)
     assert "@mallory" in (shown.note or "") and "write access" in (shown.note or "")
@@ -105,10 +105,12 @@ def test_the_revert_note_stays_until_a_request_is_carried_out() -> None:
     text = block(set(), note=note)
     assert note_in(text) == note
     es = entries(set())
-    assert sort_ticks(1111, text, es).panel_for(es, text, done=[]).note == note
+    kept = sort_ticks(1111, ticked(text), es).panel_for(es, ticked(text), note_in(text), done=[])
+    assert kept.note == note
     ticked_text = text.replace("- [ ] Re-check", "- [x] Re-check")
-    asked = sort_ticks(1111, ticked_text, es)
-    assert asked.panel_for(es, ticked_text, done=[Request("recheck")]).note is None
+    asked = sort_ticks(1111, ticked(ticked_text), es)
+    done = asked.panel_for(es, ticked(ticked_text), note_in(ticked_text), done=[Request("recheck")])
+    assert done.note is None
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ Design notes:
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import urllib.parse
 from collections.abc import Iterator
@@ -74,6 +75,12 @@ class _Retry(GithubRetry):
         if method == "POST" and error is not None and self._is_read_error(error):
             raise error  # the POST may have taken effect: the caller looks before re-creating
         return super().increment(method, url, *args, **kwargs)
+
+
+# PyGithub logs its own view of a failed request ("Request GET /user failed with 403"); artbot
+# reports every failure once, as a RemoteError, so PyGithub's records go nowhere.
+logging.getLogger("github").addHandler(logging.NullHandler())
+logging.getLogger("github").propagate = False
 
 
 def _is_loopback(api_url: str) -> bool:

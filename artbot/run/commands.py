@@ -142,7 +142,9 @@ def run(
         views,
         list(snap.issues),
         _progress(snap, plan, planned=sync),
-        max_writes,
+        limit=max_writes,
+        tracking_body=snap.tracking.body if snap.tracking else None,
+        block=snap.block,
         issues=dict(found),
     )
     stopped = execute(ex)

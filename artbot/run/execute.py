@@ -120,6 +120,10 @@ class Execution:
     views: dict[int, StatusView | None]
     observed: list[ObservedIssue]
     progress: SubIssueProgress | None = None
+    # The tracking issue's body and its block as observe read them: the write re-reads the
+    # body, and parses it again only when someone edited it in between.
+    tracking_body: str | None = None
+    block: TrackingBlock | None = None
     limit: int | None = None  # --max-writes
     writes: int = 0
     issues: dict[int, ObservedIssue] = field(default_factory=dict)  # item -> its issue
@@ -335,7 +339,8 @@ def _write_block(ex: Execution, number: int) -> Result:
     planned = ex.plan.block
     assert planned is not None
     fresh = ex.repo.get_issue(number, fresh=True)
-    now = TrackingBlock.parse(fresh.body)
+    same = ex.block is not None and fresh.body == ex.tracking_body
+    now = ex.block if same and ex.block is not None else TrackingBlock.parse(fresh.body)
     entries = with_filed(planned.entries, ex.filed)
     if planned.asked is not None:
         requests = planned.asked.panel_for(entries, now.ticked, now.note, done=planned.done)
