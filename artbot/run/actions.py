@@ -165,7 +165,8 @@ class CloseCopies:
 
     def describe(self) -> str:
         which = ", ".join(map(str, self.items))
-        return f"item {which}: look again for a copy filed meanwhile; close it as a duplicate"
+        what = "item" if len(self.items) == 1 else "items"
+        return f"{what} {which}: look again for a copy filed meanwhile (then closed)"
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,7 @@ def run(
         limit=max_writes,
         tracking_body=snap.tracking.body if snap.tracking else None,
         block=snap.block,
+        tracking=snap.number,
         issues=dict(found),
     )
     stopped = execute(ex)

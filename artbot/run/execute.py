@@ -124,6 +124,7 @@ class Execution:
     # body, and parses it again only when someone edited it in between.
     tracking_body: str | None = None
     block: TrackingBlock | None = None
+    tracking: int | None = None  # never a finding's issue, whatever it quotes
     limit: int | None = None  # --max-writes
     writes: int = 0
     issues: dict[int, ObservedIssue] = field(default_factory=dict)  # item -> its issue
@@ -258,7 +259,7 @@ def _create(ex: Execution, action: Create) -> list[Result]:
         before = {i.number for i in ex.observed}
         listed = repo.list_issues(list(audit.labels))
         learn_from_new(repo, audit, ex.identity, listed, before, item)
-        ex.observed, _ = claim(listed, audit, ex.identity.all(), None)
+        ex.observed, _ = claim(listed, audit, ex.identity.all(), ex.tracking)
         found = canonical(ex.observed, audit)
         if item not in found:
             raise
@@ -286,7 +287,8 @@ def _close_copies(ex: Execution, action: CloseCopies) -> list[Result]:
     """Read the list again (the issues just filed are kept too, in case the list does not
     show them yet) and close any second issue of an item just filed."""
     audit = ex.catalog.audit
-    listed, _ = claim(ex.repo.list_issues(list(audit.labels)), audit, ex.identity.all(), None)
+    listed = ex.repo.list_issues(list(audit.labels))
+    listed, _ = claim(listed, audit, ex.identity.all(), ex.tracking)
     numbers = {i.number for i in listed}
     ex.observed = [*listed, *(i for i in ex.observed if i.number not in numbers)]
     out = []
