@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from .tracking.marker import MARKER_PREFIX, IssueMarker
+from .marker import MARKER_PREFIX, IssueMarker
 
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 RepoPath = Annotated[

@@ -19,17 +19,10 @@ import jinja2
 
 from .catalog import Catalog, minimal_repro_path
 from .errors import BadInput
+from .marker import BODY_END, BODY_START, MARKER_PREFIX, IssueMarker, marker_lines, region_span
 from .models import TITLE_LIMIT, Audit, Finding, Location
 from .status import ItemStatus
 from .status.view import StatusView, code_span, status_view
-from .tracking.marker import (
-    BODY_END,
-    BODY_START,
-    MARKER_PREFIX,
-    IssueMarker,
-    marker_lines,
-    region_span,
-)
 
 # GitHub rejects an issue body longer than this (422 "body is too long").
 GITHUB_BODY_LIMIT = 65_536

@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 from artbot.errors import SubIssueRefused
 from artbot.github.repo import Repo
+from artbot.marker import IssueMarker
 from artbot.models import ObservedIssue, SubIssuesSummary
-from artbot.tracking.marker import IssueMarker
 
 ID_BASE = 500_000  # issue ids differ from numbers, as on GitHub
 TRACKING = 1111

@@ -14,10 +14,10 @@ from click.testing import CliRunner, Result
 from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.github.client import EtagCache, GitHubRepo
+from artbot.marker import IssueMarker
 from artbot.run.commands import Identity, open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.checklist import read_block
-from artbot.tracking.marker import IssueMarker
 from artbot.tracking.ownership import ACTIONS_BOT
 from tests.shipped import ISSUE_ITEMS
 

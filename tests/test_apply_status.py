@@ -169,7 +169,7 @@ def test_sync_applies_a_new_release_that_fixes_the_rest(art: GitHubSandbox, root
     catalog = load_catalog(root)
     outcome = sync(catalog, _repo(art), TRACKING)
     assert f"item 9: commented on #{number} (status)" in outcome.done
-    from artbot.report.summary import step_summary
+    from artbot.cli.summary import step_summary
 
     assert "| status: fixed, body updated |" in step_summary(catalog, outcome, dry_run=False)
     [comment] = status_comments(art, number)

@@ -185,7 +185,7 @@ def test_a_404_from_the_endpoints_is_said_once_and_the_checklist_still_written(
 
 
 def test_the_step_summary_names_the_sub_issue_changes(art: GitHubSandbox, root: Path) -> None:
-    from artbot.report.summary import step_summary
+    from artbot.cli.summary import step_summary
 
     catalog = load_catalog(root)
     repo = GitHubRepo(f"{OWNER}/{NAME}", api_url=art.api_url, token="t", cache=EtagCache())

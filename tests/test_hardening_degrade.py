@@ -12,10 +12,10 @@ import pytest
 
 from artbot.catalog import load_catalog
 from artbot.errors import RemoteError
+from artbot.marker import BODY_START
 from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.status import ItemStatus
-from artbot.tracking.marker import BODY_START
 from tests.statusdata import fixed_item, install
 from tests.test_apply import (  # noqa: F401
     NAME,

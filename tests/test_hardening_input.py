@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.errors import BadInput, CatalogInvalid
-from artbot.tracking.marker import (
+from artbot.marker import (
     BODY_END,
     BODY_START,
     IssueMarker,

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from artbot.catalog import Catalog, load_catalog
+from artbot.marker import IssueMarker
 from artbot.models import ObservedIssue
 from artbot.render_inputs import render_all
 from artbot.run.actions import (
@@ -32,7 +33,6 @@ from artbot.run.issues import canonical, checklist_entries
 from artbot.run.observe import Snapshot
 from artbot.run.plan import Want, plan_run, up_to_date
 from artbot.tracking.block import TrackingBlock
-from artbot.tracking.marker import IssueMarker
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACKING = 1111
@@ -238,7 +238,7 @@ def test_sync_comments_on_a_status_change_before_editing_the_body(catalog: Catal
     after = _views(catalog, i9=fixed_item)
     issue = ours(catalog, 9, 1200)  # no status in its body yet
     rendered = render_all(catalog, [catalog.get(9)], TRACKING)
-    from artbot.tracking.marker import BODY_START
+    from artbot.marker import BODY_START
 
     filed = replace(issue, body=issue.body.replace(BODY_START, f"{BODY_START}\n{before[9].marker}"))
     plan = plan_sync([catalog.get(9)], rendered, [filed], catalog.audit, TRACKING, after)

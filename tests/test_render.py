@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.errors import BadInput
+from artbot.marker import IssueMarker, owned_region
 from artbot.render import GITHUB_BODY_LIMIT, permalink, render_issue
-from artbot.tracking.marker import IssueMarker, owned_region
 from tests.shipped import ALL_ITEMS, ISSUE_ITEMS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -16,8 +16,8 @@ import pytest
 from artbot.errors import SubIssueRefused
 from artbot.github.client import EtagCache, GitHubRepo
 from artbot.github.repo import Repo
+from artbot.marker import BODY_END, BODY_START, IssueMarker
 from artbot.sandbox import GitHubSandbox
-from artbot.tracking.marker import BODY_END, BODY_START, IssueMarker
 from tests.fakes import MemoryRepo, as_repo
 
 OWNER, NAME = "OpenPipe", "ART"

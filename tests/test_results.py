@@ -12,15 +12,14 @@ import pytest
 
 from artbot.catalog import Catalog, load_catalog
 from artbot.cli.demo import run_demo
+from artbot.cli.summary import step_summary
 from artbot.errors import RemoteError
 from artbot.report.output import outcome_json
-from artbot.report.summary import step_summary
-from artbot.run.commands import open_issues, sync
+from artbot.report.results import Journal, Result
 from artbot.run.actions import Plan, Write
-from artbot.run.commands import block_renderer
+from artbot.run.commands import block_renderer, open_issues, sync
 from artbot.run.execute import Execution, carry_out
 from artbot.run.identity import Identity
-from artbot.run.results import Journal, Result
 from tests.fakes import MemoryRepo, as_the_audit_left_it
 
 REPO = Path(__file__).resolve().parents[1]

@@ -249,7 +249,7 @@ def sync(
     report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
     if summary:
         from ..report.output import redact
-        from ..report.summary import step_summary
+        from .summary import step_summary
 
         text = step_summary(catalog, outcome, dry_run=dry_run)
         with summary.open("a", encoding="utf-8") as fh:

@@ -21,6 +21,7 @@ from ..github.repo import Repo
 from ..models import ObservedIssue
 from ..render import RenderedIssue, render_checklist
 from ..render_inputs import render_all
+from ..report.results import Journal, Result
 from ..tracking.block import compose
 from ..tracking.requests import panel
 from .actions import Plan
@@ -29,7 +30,6 @@ from .identity import Identity
 from .issues import canonical
 from .observe import Ask, Snapshot, Verified, Verifier, observe, status_views
 from .plan import Want, plan_run, up_to_date
-from .results import Journal, Result
 from .status_comments import status_texts
 from .subissue_writes import SubIssueProgress
 

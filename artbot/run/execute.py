@@ -5,7 +5,7 @@ then calls :func:`execute`). The dispatch is a ``match`` over :data:`artbot.run.
 ending in ``assert_never``: a write added to the union without a case here fails mypy. Facts
 in the plan (an issue that exists, a foreign copy) are not dispatched. Every write is counted
 here against ``--max-writes`` before it is sent; every result goes through the run's
-:class:`~artbot.run.results.Journal`, the one log path.
+:class:`~artbot.report.results.Journal`, the one log path.
 
 The run stops at the first write that fails (the error leaves as exit 1), except where a
 failure is by design a warning: labelling a preset issue or the tracking issue, and the
@@ -51,12 +51,13 @@ from typing import Any, assert_never
 from ..catalog import Catalog
 from ..errors import ArtbotError, RemoteError, SubIssuesUnavailable
 from ..github.repo import Repo
+from ..marker import replace_owned_region
 from ..models import ObservedIssue
 from ..render import RenderedIssue
+from ..report.results import Journal, Result
 from ..status.view import StatusView
 from ..tracking.block import TrackingBlock, apply
 from ..tracking.checklist import ChecklistEntry
-from ..tracking.marker import replace_owned_region
 from ..tracking.ownership import claim
 from ..tracking.requests import Panel, panel
 from ..tracking.subissues import AddSubIssue, MoveSubIssue, RemoveSubIssue, SubIssueRecord
@@ -80,7 +81,6 @@ from .actions import (
 )
 from .identity import Identity, learn, learn_from_new
 from .issues import canonical, duplicates, filed_body, with_filed
-from .results import Journal, Result
 from .subissue_writes import (
     SubIssueProgress,
     add,

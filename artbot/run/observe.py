@@ -21,12 +21,12 @@ from typing import Any, Literal
 from ..catalog import Catalog
 from ..errors import BadInput, RemoteError
 from ..github.repo import Repo
+from ..marker import owned_region
 from ..models import Finding, ObservedIssue
 from ..render import issue_labels
 from ..status import load_status
 from ..status.view import StatusView, stated_status, status_view
 from ..tracking.block import TrackingBlock
-from ..tracking.marker import owned_region
 from ..tracking.ownership import Foreign, check_tracking, claim, seed_title, tracking_by_label
 from ..tracking.requests import WRITE_PERMISSIONS, Asked, EditEvent, sort_ticks
 from .identity import Identity, establish

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from ..marker import owned_region
 from ..models import Audit, Finding, ObservedIssue
 from ..render import RenderedIssue
 from ..status.view import StatusView, stated_status
-from ..tracking.marker import owned_region
 from ..tracking.ownership import NO_TRACKING
 from ..tracking.requests import Request
 from ..tracking.subissues import AddSubIssue, NoSubIssues

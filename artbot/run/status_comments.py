@@ -20,11 +20,11 @@ import jinja2
 
 from ..catalog import Catalog
 from ..errors import BadInput
+from ..marker import owned_region
 from ..models import ObservedIssue
 from ..render import environment, render_status_comment
 from ..status import ItemStatus, load_status
 from ..status.view import StatusView, stated_in_comments, stated_status
-from ..tracking.marker import owned_region
 from .actions import Comment, StatusChange
 from .issues import closes
 

@@ -20,6 +20,7 @@ from typing import Literal
 from ..errors import RemoteError, SubIssueRefused, SubIssuesUnavailable
 from ..github.repo import Repo
 from ..models import ObservedIssue
+from ..report.results import Result
 from ..tracking.checklist import ChecklistEntry
 from ..tracking.subissues import (
     AddSubIssue,
@@ -37,7 +38,6 @@ from ..tracking.subissues import (
     parent_ref,
     plan_sub_issues,
 )
-from .results import Result
 
 Warn = Callable[[str], None]
 Spend = Callable[[], None]

@@ -43,7 +43,7 @@ _EXPORTS = {
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 _ELSEWHERE = {
     "ReleaseUnavailable": "artbot.errors",
-    "VerifyMarker": "artbot.tracking.marker",
+    "VerifyMarker": "artbot.marker",
 }
 
 __all__ = sorted([*_WHERE, *_ELSEWHERE])
