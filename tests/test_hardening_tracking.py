@@ -99,7 +99,7 @@ def test_a_wrong_tracking_issue_is_exit_2_before_any_identity_question(
             for command in (("sync",), ("open", "--item", "4")):
                 result = artbot(art, root, *command, *extra, "--tracking-issue", str(number))
                 assert result.exit_code == 2, result.output + result.stderr
-                errors = [ln for ln in result.stderr.splitlines() if ln.strip()]
+                errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
                 assert len(errors) == 1 and says in errors[0], result.stderr
                 assert "--author" not in result.stderr and "Request GET" not in result.stderr
     assert writes(art) == []
