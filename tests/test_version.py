@@ -1,4 +1,4 @@
-"""``artbot --version`` (artbot.version), shell completion, and what start-up loads."""
+"""``artbot --version`` (artbot.cli.version), shell completion, and what start-up loads."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 import artbot
 from artbot.cli import cli
-from artbot.version import LIBRARIES, catalog_line, installed, version_text
+from artbot.cli.version import LIBRARIES, catalog_line, installed, version_text
 
 pytestmark = pytest.mark.e2e
 

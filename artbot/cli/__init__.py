@@ -81,7 +81,7 @@ def cli(
     Exit codes: 0 ok, 1 remote or run failure, 2 bad input or usage.
     """
     if version:
-        from ..version import version_text
+        from .version import version_text
 
         click.echo(version_text(root, verbose=verbose))
         ctx.exit(0)

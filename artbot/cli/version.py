@@ -26,15 +26,15 @@ def installed(distribution: str) -> str | None:
 
 def package_version() -> str:
     """artbot's version: the installed distribution's, else the source tree's."""
-    from . import __version__
+    from .. import __version__
 
     return installed(DISTRIBUTION) or __version__
 
 
 def catalog_line(root: Path) -> str:
     """Where the catalog under ``root`` comes from: the audited repository and commit."""
-    from .catalog import load_catalog
-    from .errors import ArtbotError
+    from ..catalog import load_catalog
+    from ..errors import ArtbotError
 
     if not (root / "findings").is_dir():
         return f"catalog: none in {root} (no findings/)"
