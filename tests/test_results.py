@@ -13,14 +13,15 @@ import pytest
 from artbot.catalog import Catalog, load_catalog
 from artbot.cli.demo import run_demo
 from artbot.cli.summary import step_summary
-from artbot.errors import RemoteError
+from artbot.github.client import EtagCache, GitHubRepo
 from artbot.report.output import outcome_json
 from artbot.report.results import Journal, Result
 from artbot.run.actions import Plan, Write
 from artbot.run.commands import block_renderer, open_issues, sync
 from artbot.run.execute import Execution, carry_out
 from artbot.run.identity import Identity
-from tests.fakes import MemoryRepo, as_the_audit_left_it
+from artbot.sandbox import GitHubSandbox
+from tests.test_apply import CANARY, NAME, OWNER, art  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 TRACKING = 1111
@@ -32,8 +33,9 @@ def catalog() -> Catalog:
 
 
 @pytest.fixture
-def repo() -> MemoryRepo:
-    return as_the_audit_left_it(MemoryRepo())
+def repo(art: GitHubSandbox) -> GitHubRepo:  # noqa: F811
+    """ART as the audit left it (#1108-#1110 by hand, then #1111), through the adapter."""
+    return GitHubRepo(f"{OWNER}/{NAME}", api_url=art.api_url, token=CANARY, cache=EtagCache())
 
 
 def test_the_journal_logs_the_plan_then_each_result_once() -> None:
@@ -95,7 +97,7 @@ def _classes(union: Any) -> list[type]:
     return out
 
 
-def test_every_write_class_has_a_case(catalog: Catalog, repo: MemoryRepo) -> None:
+def test_every_write_class_has_a_case(catalog: Catalog, repo: GitHubRepo) -> None:
     """At run time too: no class of the union falls through to ``assert_never``."""
     journal = Journal(lambda _: None, [], [])
     ex = Execution(repo, catalog, Plan(), journal, Identity(), block_renderer(catalog), {}, {}, [])
@@ -138,17 +140,12 @@ def test_an_action_class_without_a_case_fails_mypy(tmp_path: Path) -> None:
     assert status == 0, out
 
 
-class FlakyLabels(MemoryRepo):
-    """GitHub refuses to label #1109."""
-
-    def add_labels(self, number: int, labels: list[str]) -> None:
-        if number == 1109:
-            raise RemoteError("adding labels: GitHub answered 502")
-        super().add_labels(number, labels)
-
-
-def test_a_label_that_failed_is_not_reported_as_labelled(catalog: Catalog) -> None:
-    repo = as_the_audit_left_it(FlakyLabels())
+def test_a_label_that_failed_is_not_reported_as_labelled(
+    catalog: Catalog,
+    repo: GitHubRepo,
+    art: GitHubSandbox,  # noqa: F811
+) -> None:
+    art.inject_fault("POST", r"/issues/1109/labels$", 502, times=10)  # GitHub refuses #1109
     outcome = sync(catalog, repo, TRACKING)
     by_item = {r.item: r for r in outcome.results if r.kind == "LinkPreset"}
     assert (by_item[1].status, by_item[2].status, by_item[3].status) == ("done", "failed", "done")
@@ -163,7 +160,7 @@ def test_a_label_that_failed_is_not_reported_as_labelled(catalog: Catalog) -> No
 
 
 def test_open_results_name_their_items_and_json_carries_them(
-    catalog: Catalog, repo: MemoryRepo
+    catalog: Catalog, repo: GitHubRepo
 ) -> None:
     outcome = open_issues(catalog, repo, [7], TRACKING)
     kinds = [(r.kind, r.item, r.status) for r in outcome.results]

@@ -91,7 +91,8 @@ def _is_loopback(api_url: str) -> bool:
 class GitHubRepo:
     """One repository on GitHub (or the sandbox), with the few operations artbot needs.
 
-    Implements :class:`artbot.github.repo.Repo`, the interface the run is written against.
+    The run (:mod:`artbot.run`) is written against this class and no other: the tests drive
+    it over HTTP against the loopback sandbox, never a fake.
     """
 
     def __init__(

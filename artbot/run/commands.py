@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..catalog import Catalog
-from ..github.repo import Repo
 from ..models import ObservedIssue
 from ..render import RenderedIssue, render_checklist
 from ..render_inputs import render_all
@@ -32,6 +31,9 @@ from .observe import Ask, Snapshot, Verified, Verifier, observe, status_views
 from .plan import Want, plan_run, up_to_date
 from .status_comments import status_texts
 from .subissue_writes import SubIssueProgress
+
+if TYPE_CHECKING:
+    from ..github.client import GitHubRepo as Repo
 
 Log = Callable[[str], None]
 

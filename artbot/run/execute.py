@@ -46,11 +46,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from ..catalog import Catalog
 from ..errors import ArtbotError, RemoteError, SubIssuesUnavailable
-from ..github.repo import Repo
 from ..marker import replace_owned_region
 from ..models import ObservedIssue
 from ..render import RenderedIssue
@@ -90,6 +89,9 @@ from .subissue_writes import (
     remove,
     unavailable_warning,
 )
+
+if TYPE_CHECKING:
+    from ..github.client import GitHubRepo as Repo
 
 # Renders the block's text: (checklist lines, sub-issue record, Requests, identity) -> text.
 RenderBlock = Callable[[Sequence[ChecklistEntry], SubIssueRecord | None, Panel, Sequence[str]], str]

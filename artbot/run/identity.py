@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..github.repo import Repo
 from ..models import Audit, ObservedIssue
 from ..tracking.ownership import (
     DEFAULT_AUTHORS,
@@ -21,6 +21,9 @@ from ..tracking.ownership import (
     unknown_identity,
     unplaced,
 )
+
+if TYPE_CHECKING:
+    from ..github.client import GitHubRepo as Repo
 
 
 @dataclass

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..catalog import Catalog
 from ..errors import BadInput, RemoteError
-from ..github.repo import Repo
 from ..marker import owned_region
 from ..models import Finding, ObservedIssue
 from ..render import issue_labels
@@ -32,6 +31,9 @@ from ..tracking.requests import WRITE_PERMISSIONS, Asked, EditEvent, sort_ticks
 from .identity import Identity, establish
 from .issues import canonical, checklist_entries
 from .subissue_writes import Listed, observe_sub_issues, wanted_sub_issues
+
+if TYPE_CHECKING:
+    from ..github.client import GitHubRepo as Repo
 
 Warn = Callable[[str], None]
 # (version, results of verify_code), run only when a re-check is asked for and none was given.

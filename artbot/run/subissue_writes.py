@@ -15,10 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..errors import RemoteError, SubIssueRefused, SubIssuesUnavailable
-from ..github.repo import Repo
 from ..models import ObservedIssue
 from ..report.results import Result
 from ..tracking.checklist import ChecklistEntry
@@ -38,6 +37,9 @@ from ..tracking.subissues import (
     parent_ref,
     plan_sub_issues,
 )
+
+if TYPE_CHECKING:
+    from ..github.client import GitHubRepo as Repo
 
 Warn = Callable[[str], None]
 Spend = Callable[[], None]
