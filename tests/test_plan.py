@@ -1,8 +1,7 @@
 """The planner: desired vs observed state, pure (no repository at all).
 
-The run through the pure fake (tests.fakes.MemoryRepo) is tested in test_apply_memory.py and
-test_run_line.py; end to end over HTTP (PyGithub against the sandbox) in test_apply.py and
-test_apply_subissues.py.
+The whole run (observe, plan, carry out) is tested over HTTP against the sandbox in
+test_run_line.py, test_apply.py and test_apply_subissues.py.
 """
 
 from __future__ import annotations
