@@ -97,11 +97,11 @@ def test_a_ticked_request_is_a_create_of_the_syncs_one_plan(
     parses: list[str | None],
 ) -> None:
     sync(catalog, repo, TRACKING)
-    tick_request(art, catalog, TRACKING, "file=5")
+    event = tick_request(art, catalog, TRACKING, "file=5")
     plans.clear()
     parses.clear()
     art.requests.clear()
-    outcome = sync(catalog, repo, TRACKING)
+    outcome = sync(catalog, repo, TRACKING, event=event)
     [(plan, written)] = plans
     assert written == 0  # nothing written before the plan was complete
     assert len(parses) == 1

@@ -3,9 +3,9 @@
 Seeds a sandbox repository like ART's (the three dedicated issues #1108-#1110 and the
 tracking issue with the audit's own text), then runs ``open --item 7 --item 9`` and ``sync``
 through the same code paths as against GitHub, ticks "File the issue for item 5" in the
-tracking issue's Requests as a maintainer would on the web and syncs again (which files it),
-and shows what a maintainer would see: the new issues, the tracking issue's checklist and its
-sub-issues (GitHub's progress bar). With the
+tracking issue's Requests as a maintainer would on the web and syncs on that edit's event, as
+the requests workflow does (which files it), and shows what a maintainer would see: the new
+issues, the tracking issue's checklist and its sub-issues (GitHub's progress bar). With the
 recorded status (``findings/status/NN.json``), item 7 (fixed in a release) is filed closed
 and ticked, and item 9 (partly fixed) is filed open about what remains.
 """
@@ -22,6 +22,7 @@ from ..sandbox import GitHubSandbox
 from ..sandbox.state import ApiError
 from ..status import load_status
 from ..tracking.checklist import read_block
+from ..tracking.requests import EditEvent
 
 # Only the sandbox accepts this; it stands in for a token so writes are authenticated.
 SANDBOX_TOKEN = "sandbox-demo-token"
@@ -94,9 +95,12 @@ DEMO_ITEMS = (7, 9)
 TICKED_ITEM = 5  # the request the demo ticks, as a maintainer would
 
 
-def tick_request(sandbox: GitHubSandbox, catalog: Catalog, tracking: int, key: str) -> None:
-    """Tick the request ``key`` (``file=5``, ``recheck``) in the tracking issue, as a person
-    editing the issue on the web would."""
+def tick_request(
+    sandbox: GitHubSandbox, catalog: Catalog, tracking: int, key: str, sender: str | None = None
+) -> EditEvent:
+    """Tick the request ``key`` (``file=5``, ``recheck``) in the tracking issue, as ``sender``
+    (default: the repository's owner, an admin) editing the issue on the web would; returns the
+    ``issues: edited`` event GitHub sends for that edit."""
     owner, name = catalog.audit.repository.split("/")
     body = sandbox.get_issue(owner, name, tracking)["body"]
     marker = f"<!-- artbot:request {key} -->"
@@ -104,7 +108,9 @@ def tick_request(sandbox: GitHubSandbox, catalog: Catalog, tracking: int, key: s
         line.replace("- [ ] ", "- [x] ", 1) if line.endswith(marker) else line
         for line in body.split("\n")
     ]
-    sandbox.edit_issue(owner, name, tracking, body="\n".join(lines))
+    after = "\n".join(lines)
+    sandbox.edit_issue(owner, name, tracking, body=after)
+    return EditEvent.of_edit(tracking, sender or owner, body, after)
 
 
 def run_demo(
@@ -135,10 +141,10 @@ def run_demo(
         asked = next((f.item for f in catalog.findings if f.item == TICKED_ITEM), None)
         if asked is not None and asked not in items:
             log(f'\n(a maintainer ticks "File the issue for item {asked}" in #{tracking})')
-            tick_request(sandbox, catalog, tracking, f"file={asked}")
-            log("$ artbot sync")
+            event = tick_request(sandbox, catalog, tracking, f"file={asked}")
+            log("$ artbot sync --event edited.json   # the edit's event, as requests.yml runs it")
             sandbox.requests.clear()
-            sync(catalog, repo, tracking, log=log)
+            sync(catalog, repo, tracking, log=log, event=event)
             counts[f"sync (files item {asked} as asked)"] = len(sandbox.requests.snapshot())
             items = (*items, asked)
         log("\n$ artbot sync   # again: nothing changed")

@@ -208,11 +208,17 @@ def _done(snap: Snapshot, ex: Execution) -> list[str]:
             out.append(
                 f"request in #{tracking}: re-checked against openpipe-art {snap.verified[0]}"
             )
-    out += [
-        f"request in #{tracking}: reverted @{asked.sender}'s tick on {r.text!r} "
-        "(write access is needed to ask artbot from an edit)"
-        for r in asked.revert
-    ]
+    for r in asked.revert:
+        if asked.why == "unattributed":
+            why = "no edit by someone with write access made it; tick it again to ask"
+            out.append(f"request in #{tracking}: cleared the tick on {r.text!r} ({why})")
+            continue
+        why = (
+            f"GitHub did not say whether @{asked.sender} has write access"
+            if asked.why == "unchecked"
+            else "write access is needed to ask artbot from an edit"
+        )
+        out.append(f"request in #{tracking}: reverted @{asked.sender}'s tick on {r.text!r} ({why})")
     out += [f"request in #{tracking}: {r.text!r} no longer applies; cleared" for r in asked.drop]
     return out
 

@@ -9,7 +9,8 @@ artbot's identity (:mod:`artbot.run.identity`); which labels exist, when the run
 one artbot has not seen; the ticked requests, with the edit's sender's permission when a tick
 applies and a re-check's verification when one is asked for; the tracking issue's
 sub-issues, when their summary disagrees with the block's record; and the comments on the
-issues whose status comment or verification comment may be due.
+issues whose status comment or verification comment may be due (only artbot's own count: a
+comment carrying artbot's marker by anyone else is not artbot's word).
 """
 
 from __future__ import annotations
@@ -149,7 +150,18 @@ def observe(
             replace_parent=ask.replace_parent,
         )
     about = _commented(catalog.findings, found, views, verified) if ask.command == "sync" else []
-    comments = {n: tuple(c.get("body") or "" for c in repo.list_comments(n)) for n in about}
+    # A marker counts only in a comment artbot wrote: by its identity, or by the issue's author
+    # (the issue is artbot's, so its author is one of artbot's identities).
+    ours = {a.casefold() for a in identity.all()}
+    authors = {i.number: (i.author or "").casefold() for i in found.values()}
+    comments = {
+        n: tuple(
+            c.get("body") or ""
+            for c in repo.list_comments(n)
+            if _author(c) in ours | {authors.get(n, "")} - {""}
+        )
+        for n in about
+    }
     return Snapshot(
         tuple(issues),
         tuple(foreign),
@@ -182,18 +194,28 @@ def _requests(
     event: EditEvent | None,
     warn: Warn,
 ) -> Asked:
-    """The ticked requests, sorted; on the edit path the sender's permission is asked, and
-    only when a tick applies."""
+    """The ticked requests, sorted (:func:`artbot.tracking.requests.sort_ticks`): without an
+    edit event none is carried out; with one, only those the edit ticked, and the sender's
+    permission is asked only then. A lookup that fails carries nothing out (fails closed)."""
     if event is None:
         return sort_ticks(tracking, block.ticked, entries)
     if event.issue != tracking:
         warn(f"requests: the edit was to #{event.issue}, not the tracking issue #{tracking}")
         return Asked(tracking)
-    asked = sort_ticks(tracking, block.ticked, entries, sender=event.sender)
+    sender, added = event.sender, event.added
+    asked = sort_ticks(tracking, block.ticked, entries, sender=sender, added=added)
     if not asked.carry:
-        return asked  # nothing ticked that applies: no need to ask who edited
-    allowed = repo.permission(event.sender) in WRITE_PERMISSIONS
-    return sort_ticks(tracking, block.ticked, entries, sender=event.sender, may_write=allowed)
+        return asked  # nothing this edit ticked applies: no need to ask who edited
+    try:
+        allowed = repo.permission(sender) in WRITE_PERMISSIONS
+    except RemoteError as exc:
+        warn(f"requests: could not ask whether @{sender} may write ({exc}); nothing carried out")
+        return sort_ticks(
+            tracking, block.ticked, entries, sender=sender, may_write=False, why="unchecked"
+        )
+    return sort_ticks(
+        tracking, block.ticked, entries, sender=sender, added=added, may_write=allowed
+    )
 
 
 def _run_verifier(
@@ -217,6 +239,12 @@ def _run_verifier(
     except ImportError as exc:  # the reproductions' extra (torch) is not installed
         warn(f"requests: the re-check needs artbot[repro] ({exc.name}); it stays ticked")
         return None, False
+
+
+def _author(comment: Mapping[str, Any]) -> str:
+    user = comment.get("user")
+    login = user.get("login") if isinstance(user, Mapping) else None
+    return login.casefold() if isinstance(login, str) else ""
 
 
 def _commented(

@@ -8,20 +8,26 @@ maintainer may ask for, each ending in a hidden marker that names the request:
 
 Rules, so a reviewer can predict every edit:
 
-* A request is ticked when its line inside the block is a ticked task (``- [x]`` or ``- [X]``)
-  that ends in its marker. The marker, not the words, names the request: editing the words
-  changes nothing, and a line without a marker is not a request.
+* A request is ticked when its line inside the block is a ticked task that ends in its
+  marker, in any form GitHub renders as a ticked checkbox: ``-``, ``*``, ``+`` or a number,
+  any indent (tabs too), inside a blockquote, ``[x]`` or ``[X]`` (one parser, :func:`ticked`).
+  The marker, not the words, names the request: editing the words changes nothing, and a line
+  without a marker is not a request.
 * "File the issue for item N" is offered for every item without an issue; "Re-check against
   the newest release" always. A ticked request that no longer applies (item N has an issue
   now) is dropped from the list, not carried out.
-* A ticked request is carried out once, then rendered unticked (or dropped); until then it
-  stays ticked, so a run that cannot carry it out (no verification available) writes nothing.
-* On the ``issues: edited`` path the ticks count only when the event's sender has write
-  access; otherwise every tick is reverted (rendered unticked) and noted in the block, one
-  note, the newest, kept until a request is next carried out. Every tick, not only the ones
-  this edit added: GitHub keeps one queued run per concurrency group and drops the older, so
-  a tick from an edit whose run was dropped arrives with the next edit, and would otherwise
-  pass as someone else's earlier tick.
+* A tick counts only when the ``issues: edited`` event of the edit that made it says so: the
+  requests that edit ticked (its ``changes.body.from`` against the new body) are carried out,
+  and only when its sender has write access (GitHub's ``admin``, ``maintain`` or ``write``).
+  Every other tick is cleared, with one note in the block saying why and to tick again, so
+  nothing is lost and nothing is done on a guess: a tick by someone without write access
+  (every live tick is reverted, not only this edit's: a run GitHub dropped from the queue
+  would otherwise let an earlier tick pass as someone else's), a tick no edit of a writer made
+  (a scheduled sync, with no event, never carries one out), and every tick when GitHub does
+  not answer whether the sender may write (the lookup fails closed). The note, the newest, is
+  kept until a request is next carried out.
+* A request carried out is rendered unticked (or dropped); a re-check this run cannot do (no
+  verification available) stays ticked until a run can or clears it.
 * Every string from the body is treated as hostile: only markers of the exact form above are
   read, item numbers are bounded, and a login is accepted only in GitHub's own login syntax.
 """
@@ -33,12 +39,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..errors import ChecklistError
+from .checklist import read_block
+
 RequestKind = Literal["file", "recheck"]
+# Why a tick is cleared instead of carried out (each has its note, :func:`revert_note`).
+Reason = Literal["no-write", "unchecked", "unattributed"]
+REASONS: tuple[Reason, ...] = ("no-write", "unchecked", "unattributed")
 
 _MARKER_RE = re.compile(r"<!-- artbot:request (file=([1-9][0-9]{0,5})|recheck) -->")
+# A task-list line as GitHub renders one ticked: any indent, in blockquotes, -, *, + or 1. 1)
 _TICKED_RE = re.compile(
-    r"[ \t]{0,3}[-*+][ \t]+\[[xX]\][ \t]+[^\n]*?(<!-- artbot:request (?:file=[1-9][0-9]{0,5}|"
-    r"recheck) -->)[ \t]*"
+    r"(?:[ \t]*>)*[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+\[[xX]\](?:[ \t]+[^\n]*?)?"
+    r"[ \t]*(<!-- artbot:request (?:file=[1-9][0-9]{0,5}|recheck) -->)[ \t]*"
 )
 _LOGIN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
 NOTE_PREFIX = "_Requests: a tick by @"
@@ -116,19 +129,21 @@ def ticked(block: str | None) -> frozenset[Request]:
     return frozenset(found)
 
 
-_NOTE_RE = re.compile(r"_Requests: a tick by @(\S+) on (.+?) was reverted: .*_")
+_NOTE_RE = re.compile(r"_Requests: a tick (?:by @(\S+) )?on (.+?) was (?:reverted|cleared): .*_")
 _TEXT_RE = re.compile(
     r"File the issue for item ([1-9][0-9]{0,5})|Re-check against the newest release"
 )
 
 
 def note_in(block: str | None) -> str | None:
-    """The reverted-tick note the block carries now, only as artbot writes it: a line of
+    """The note on cleared ticks the block carries now, only as artbot writes it: a line of
     another shape (someone's edit inside the block) is not kept."""
     for line in (block or "").replace("\r\n", "\n").split("\n"):
         m = _NOTE_RE.fullmatch(line)
-        login = valid_login(m[1]) if m else None
-        if m is None or login is None:
+        if m is None:
+            continue
+        login = valid_login(m[1]) if m[1] is not None else None
+        if m[1] is not None and login is None:
             continue
         requests = []
         for name in re.findall(r'"([^"]*)"', m[2]):
@@ -137,14 +152,25 @@ def note_in(block: str | None) -> str | None:
                 break
             requests.append(Request("file", int(text[1])) if text[1] else Request("recheck"))
         else:
-            if requests and line == revert_note(login, requests):
+            notes = {revert_note(login, requests, why) for why in REASONS}
+            if requests and line in notes:
                 return line
     return None
 
 
-def revert_note(login: str, requests: Sequence[Request]) -> str:
-    """The note on ticks reverted because ``login`` has no write access."""
+def revert_note(login: str | None, requests: Sequence[Request], why: Reason = "no-write") -> str:
+    """The note on ticks cleared instead of carried out, and why (see the module docstring)."""
     names = " and ".join(f'"{r.text}"' for r in sorted(requests))
+    if why == "unattributed" or login is None:
+        return (
+            f"_Requests: a tick on {names} was cleared: artbot carries out a request only from "
+            "the edit that ticked it, made by someone with write access; tick it again to ask._"
+        )
+    if why == "unchecked":
+        return (
+            f"{NOTE_PREFIX}{login} on {names} was reverted: GitHub did not say whether "
+            f"@{login} has write access; tick it again to ask._"
+        )
     return (
         f"{NOTE_PREFIX}{login} on {names} was reverted: on an edit, artbot carries out "
         "requests only from people with write access to this repository._"
@@ -180,14 +206,17 @@ def valid_login(login: Any) -> str | None:
 
 @dataclass(frozen=True)
 class EditEvent:
-    """The parts of an ``issues: edited`` event that artbot reads: whose edit, of which issue."""
+    """The parts of an ``issues: edited`` event that artbot reads: whose edit, of which issue,
+    and which requests it ticked (its ``changes.body.from`` against the issue's new body)."""
 
     issue: int
     sender: str
+    added: frozenset[Request] = frozenset()
 
     @classmethod
     def from_payload(cls, data: Mapping[str, Any]) -> EditEvent:
-        """Read a webhook payload; raises ValueError on anything malformed."""
+        """Read a webhook payload; raises ValueError on anything malformed. An edit that did
+        not change the body (no ``changes.body``) ticked nothing."""
         if not isinstance(data, Mapping):
             raise ValueError("the event is not a JSON object")
         issue = data.get("issue")
@@ -198,7 +227,27 @@ class EditEvent:
             raise ValueError("the event names no issue number")
         if login is None:
             raise ValueError("the event names no sender login")
-        return cls(number, login)
+        changes = data.get("changes")
+        body = changes.get("body") if isinstance(changes, Mapping) else None
+        before = body.get("from") if isinstance(body, Mapping) else None
+        after = issue.get("body") if isinstance(issue, Mapping) else None
+        if not isinstance(before, str):
+            return cls(number, login)
+        return cls(number, login, ticks_in(after) - ticks_in(before))
+
+    @classmethod
+    def of_edit(cls, issue: int, sender: str, before: str | None, after: str | None) -> EditEvent:
+        """The event GitHub sends when ``sender`` edits #issue's body from ``before`` to
+        ``after`` (the demo's and the tests' stand-in for a real one)."""
+        return cls(issue, sender, ticks_in(after) - ticks_in(before))
+
+
+def ticks_in(body: str | None) -> frozenset[Request]:
+    """The requests ticked in a body's block (none when its markers are broken)."""
+    try:
+        return ticked(read_block(body if isinstance(body, str) else None))
+    except ChecklistError:
+        return frozenset()
 
 
 # --- what a run plans to do about the requests (plan actions, pure values) -----------------
@@ -220,12 +269,17 @@ class RevertTick:
     request: str
     text: str
     sender: str
+    why: str = "no-write"
 
     def describe(self) -> str:
-        return (
-            f"tracking issue #{self.issue}: revert @{self.sender}'s tick on {self.text!r} "
-            "(no write access)"
-        )
+        if self.why == "unattributed" or not self.sender:
+            return (
+                f"tracking issue #{self.issue}: clear the tick on {self.text!r} (no edit by "
+                "someone with write access made it)"
+            )
+        because = "write access not known" if self.why == "unchecked" else "no write access"
+        text = f"tracking issue #{self.issue}: revert @{self.sender}'s tick on {self.text!r}"
+        return f"{text} ({because})"
 
 
 @dataclass(frozen=True)
@@ -251,10 +305,12 @@ class Asked:
     revert: tuple[Request, ...] = ()
     drop: tuple[Request, ...] = ()
     sender: str | None = None
+    why: Reason = "no-write"  # why the ``revert`` ticks are cleared
 
     def actions(self) -> list[PanelAction]:
         out: list[PanelAction] = [CarryOutRequest(self.tracking, r.key, r.text) for r in self.carry]
-        out += [RevertTick(self.tracking, r.key, r.text, self.sender or "") for r in self.revert]
+        sender = "" if self.why == "unattributed" else self.sender or ""
+        out += [RevertTick(self.tracking, r.key, r.text, sender, self.why) for r in self.revert]
         out += [DropRequest(self.tracking, r.key, r.text) for r in self.drop]
         return out
 
@@ -279,7 +335,8 @@ class Asked:
         done = set(done)
         keep = set(ticks) - done - set(self.revert) - set(self.drop)
         if self.revert:
-            note = revert_note(self.sender or "", self.revert)
+            who = None if self.why == "unattributed" else self.sender
+            note = revert_note(who, self.revert, self.why)
         elif done & set(self.carry):
             note = None
         return panel(entries, keep, note)
@@ -291,18 +348,26 @@ def sort_ticks(
     entries: Iterable[Any],
     *,
     sender: str | None = None,
+    added: Iterable[Request] = (),
     may_write: bool = True,
+    why: Reason = "no-write",
 ) -> Asked:
-    """Sort ``ticks`` (:func:`ticked` of the block). On the edit path, ``may_write`` is
-    whether the edit's ``sender`` has write access; without it every tick is reverted."""
+    """Sort ``ticks`` (:func:`ticked` of the block) by the rules in the module docstring.
+    ``sender`` is the edit's (None: no edit, a scheduled run), ``added`` the requests that
+    edit ticked, ``may_write`` whether the sender has write access (``why`` not: the reason)."""
     now = frozenset(ticks)
     applicable = set(offered(entries))
     live = now & applicable
-    revert = set() if may_write else live
+    if sender is None or may_write:
+        carry = live & set(added) if sender is not None else set()
+        revert, why = live - carry, "unattributed"
+    else:
+        carry, revert = set(), live
     return Asked(
         tracking,
-        tuple(sorted(live - revert)),
+        tuple(sorted(carry)),
         tuple(sorted(revert)),
         tuple(sorted(now - applicable)),
         sender,
+        why,
     )
