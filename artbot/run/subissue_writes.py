@@ -240,17 +240,7 @@ def place_filed(
     progress.order.append(number)
     progress.mine = sorted({*progress.mine, number}, key=lambda n: progress.items.get(n, 0))
     progress.touched = True
-    out = []
-    for move in moves(progress.order, [n for n in progress.mine if n in progress.order]):
-        spend()
-        if _move(repo, progress.parent, move, progress.ids, warn):
-            progress.order = apply_moves(progress.order, [move])
-            issue, after, before = move
-            moved = MoveSubIssue(
-                progress.items.get(issue, 0), issue, progress.parent, after, before
-            )
-            out.append(Result.done(moved.describe().replace(": move ", ": moved ", 1), moved))
-    return out
+    return _into_order(repo, progress, warn, spend)
 
 
 def remove(
@@ -263,18 +253,20 @@ def remove(
     return Result.done(f"removed #{action.issue} from #{progress.parent}'s sub-issues", action)
 
 
-def move_all(
-    repo: Repo, progress: SubIssueProgress, warn: Warn, spend: Callable[[], None]
-) -> list[Result]:
+def move_all(repo: Repo, progress: SubIssueProgress, warn: Warn, spend: Spend) -> list[Result]:
     """The moves, worked out again from the order the adds actually left (a refused add
     changes it; when every add went through they are the planned ones); carried out at the
     first planned move."""
     if progress.moved:
         return []
     progress.moved = progress.touched = True
+    return _into_order(repo, progress, warn, spend)
+
+
+def _into_order(repo: Repo, progress: SubIssueProgress, warn: Warn, spend: Spend) -> list[Result]:
+    """Move artbot's sub-issues into item order with the fewest moves, each counted."""
     out = []
-    wanted = [n for n in progress.mine if n in progress.order]
-    for move in moves(progress.order, wanted):
+    for move in moves(progress.order, [n for n in progress.mine if n in progress.order]):
         spend()
         if _move(repo, progress.parent, move, progress.ids, warn):
             progress.order = apply_moves(progress.order, [move])
