@@ -166,7 +166,7 @@ class CloseCopies:
     def describe(self) -> str:
         which = ", ".join(map(str, self.items))
         what = "item" if len(self.items) == 1 else "items"
-        return f"{what} {which}: look again for a copy filed meanwhile (then closed)"
+        return f"{what} {which}: read the list again and close any copy filed meanwhile"
 
 
 @dataclass(frozen=True)
