@@ -1,6 +1,6 @@
 """``python -m artbot``: the same command line as the ``artbot`` script."""
 
-from artbot.cli import main
+from .cli import main
 
 if __name__ == "__main__":
     main()

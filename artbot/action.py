@@ -20,12 +20,14 @@ from typing import Any, get_args
 
 import click
 
-from . import plan as plan_module
 from .jsonlimits import loads_limited
-from .output import annotation, command, guarded, redact
+from .report.output import annotation, command, guarded, redact
+from .run import actions as plan_module
 from .settings import Settings
 
-Report = Mapping[str, Any]  # what `artbot open|sync --json` prints (artbot.output.outcome_json)
+Report = Mapping[
+    str, Any
+]  # what `artbot open|sync --json` prints (artbot.report.output.outcome_json)
 ACTIONS = {kind.__name__: kind for kind in get_args(plan_module.Action)}
 
 
@@ -79,6 +81,9 @@ def plan_lines(plan: Sequence[Mapping[str, Any]]) -> list[str]:
     """The plan as artbot prints it: each action's own ``describe()``."""
     lines = []
     for data in plan:
+        if isinstance(data.get("text"), str):  # the action's describe(), as artbot printed it
+            lines.append(data["text"])
+            continue
         fields = {k: v for k, v in data.items() if k != "action"}
         try:
             lines.append(ACTIONS[data["action"]](**fields).describe())

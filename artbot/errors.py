@@ -1,4 +1,4 @@
-"""The one error family artbot raises; :func:`artbot.output.fail` turns each into a message
+"""The one error family artbot raises; :func:`artbot.report.output.fail` turns each into a message
 and an exit code: 0 ok, 1 remote or run failure (:class:`RemoteError`, :class:`ReproFailed`,
 :class:`ChecklistError`, any other :class:`ArtbotError`), 2 bad input or usage
 (:class:`BadInput`, :class:`CatalogInvalid`, click's usage errors)."""

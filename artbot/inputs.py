@@ -111,7 +111,7 @@ def check_api_url(url: str | None) -> None:
 def check_token(token: str | None) -> None:
     """A token is one word of at least :data:`MIN_SECRET_LENGTH` characters: anything shorter
     could not be told apart from ordinary text, so it could not be redacted from output."""
-    from .output import MIN_SECRET_LENGTH
+    from .report.output import MIN_SECRET_LENGTH
 
     if token is None:
         return

@@ -321,7 +321,7 @@ class ObservedIssue:
     id: int | None = None
     sub_issues: SubIssuesSummary | None = None
     # Who wrote the issue (``user.login``): with the marker, what makes an issue artbot's
-    # (see artbot.ownership). A pull request or a locked issue is never written to.
+    # (see artbot.tracking.ownership). A pull request or a locked issue is never written to.
     author: str | None = None
     locked: bool = False
     pull_request: bool = False

@@ -280,9 +280,10 @@ def render_checklist(
     panel: Any = None,
 ) -> str:
     """The inner lines of the tracking issue's managed block; ``sub_issues`` is the
-    :class:`artbot.subissues.SubIssueRecord` kept in it (None: no sub-issue line), ``panel``
-    the :class:`artbot.panel.Panel` of requests (None: every request offered, unticked)."""
-    from .panel import panel as requests_panel
+    :class:`artbot.tracking.subissues.SubIssueRecord` kept in it (None: no sub-issue line),
+    ``panel`` the :class:`artbot.tracking.requests.Panel` of requests (None: every request
+    offered, unticked)."""
+    from .tracking.requests import panel as requests_panel
 
     env = environment(templates_dir)
     try:

@@ -68,7 +68,7 @@ class Settings:
             root=root,
             debug=debug,
             # A token pasted with a trailing newline is the token; the raw value stays a
-            # secret to redact (artbot.output.secret_forms redacts its stripped forms too).
+            # secret to redact (artbot.report.output.secret_forms redacts its stripped forms too).
             token=tokens[0].strip() or None if tokens else None,
             secrets=secrets,
             repository=env.get("GITHUB_REPOSITORY") or None,

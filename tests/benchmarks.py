@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from artbot.apply import open_issues, sync
 from artbot.catalog import load_catalog
-from artbot.github import EtagCache, GitHubRepo
+from artbot.github.client import EtagCache, GitHubRepo
+from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox
 
 REPO = Path(__file__).resolve().parents[1]
@@ -111,10 +111,9 @@ def status_rows() -> list[tuple[str, tuple[int, int, int], str]]:
 
 
 def request_rows() -> list[tuple[str, tuple[int, int, int], str]]:
-    """Requests by checkbox: what a ticked "File the issue for item 4" costs on the scheduled
-    path and on the edit path (a sender without write access: the tick reverted)."""
-    from artbot.demo import tick_request
-    from artbot.panel import EditEvent
+    """Requests by checkbox: what a ticked "File the issue for item 4" costs on the edit path
+    (the owner's tick, carried out; a reader's, reverted) and on the scheduled path (cleared)."""
+    from artbot.cli.demo import tick_request
 
     root = checkout()
     catalog = load_catalog(root)
@@ -124,17 +123,24 @@ def request_rows() -> list[tuple[str, tuple[int, int, int], str]]:
         repo = GitHubRepo(f"{OWNER}/{NAME}", api_url=sb.api_url, token="bench", cache=EtagCache())
         open_issues(catalog, repo, [5], TRACKING)  # labels exist from here on
         sync(catalog, repo, TRACKING)
-        tick_request(sb, catalog, TRACKING, "file=4")
+        owner = tick_request(sb, catalog, TRACKING, "file=4")  # the owner's edit: admin
         rows.append(
             (
-                "sync with 'File the issue for item 4' ticked (files it, clears the box)",
-                measure(sb, lambda: sync(catalog, repo, TRACKING)),
+                "edit path: the owner ticks 'File the issue for item 4' (files it, clears the box)",
+                measure(sb, lambda: sync(catalog, repo, TRACKING, event=owner)),
                 "",
             )
         )
         rows.append(("sync after it", measure(sb, lambda: sync(catalog, repo, TRACKING)), ""))
-        tick_request(sb, catalog, TRACKING, "file=6")
-        event = EditEvent(TRACKING, "someone")  # a reader: the sandbox's default role
+        tick_request(sb, catalog, TRACKING, "file=7")
+        rows.append(
+            (
+                "scheduled sync with a tick no edit event names (cleared with a note)",
+                measure(sb, lambda: sync(catalog, repo, TRACKING)),
+                "0 creates",
+            )
+        )
+        event = tick_request(sb, catalog, TRACKING, "file=6", sender="someone")  # a reader
         rows.append(
             (
                 "edit path: a tick by a sender without write access (reverted)",

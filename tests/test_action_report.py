@@ -21,16 +21,15 @@ from artbot.action import (
     outputs,
     plan_lines,
 )
-from artbot.checklist import ChecklistEntry
-from artbot.ownership import Foreign
-from artbot.panel import CarryOutRequest, DropRequest, RevertTick
-from artbot.plan import (
+from artbot.run.actions import (
     ChecklistUpToDate,
+    CloseCopies,
     CloseDuplicate,
     CloseFixed,
     CloseWhenFixed,
     Comment,
     Create,
+    CreateLabel,
     Duplicate,
     EditBody,
     Exists,
@@ -41,7 +40,10 @@ from artbot.plan import (
     StatusChange,
     UpdateChecklist,
 )
-from artbot.subissues import (
+from artbot.tracking.checklist import ChecklistEntry
+from artbot.tracking.ownership import Foreign
+from artbot.tracking.requests import CarryOutRequest, DropRequest, RevertTick
+from artbot.tracking.subissues import (
     AddSubIssue,
     MoveSubIssue,
     NoSubIssues,
@@ -58,6 +60,8 @@ EVERY_KIND = Plan(
         Create(7, "TIS falls back to the policy ratio", ("numerics", "audit")),
         Create(8, "Fixed one", ("audit",), fixed_in="0.5.21"),
         Create(9, "Part fixed", ("audit",), partly_fixed_in="0.5.21"),
+        CreateLabel("audit", "c5def5", "filed by artbot"),
+        CloseCopies((7, 8, 9)),
         CloseFixed(8, 1113, "0.5.21"),
         StatusChange(9, 1114, None, "partial,fixed=masks"),
         Exists(4, 1112, "open"),

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from artbot.catalog import load_catalog
-from artbot.checklist import read_block
-from artbot.demo import tick_request
+from artbot.cli.demo import tick_request
 from artbot.sandbox import GitHubSandbox
+from artbot.tracking.checklist import read_block
 from tests.action_harness import NAME, OWNER, REPO, direct, records, seed_as, writes
 from tests.test_workflows import load, step, triggers
 
@@ -37,10 +37,18 @@ def tracking(sandbox: GitHubSandbox) -> int:
     return sandbox.seed_issue(OWNER, NAME, "Numerics audit of ART", body)
 
 
-def edited(tmp: Path, sandbox: GitHubSandbox, number: int, sender: str) -> dict[str, str]:
-    """The environment of a run started by an edit of #number by ``sender``."""
+def edited(
+    tmp: Path, sandbox: GitHubSandbox, number: int, sender: str, before: str
+) -> dict[str, str]:
+    """The environment of a run started by an edit of #number's body (from ``before``) by
+    ``sender``."""
     issue = sandbox.get_issue(OWNER, NAME, number)
-    payload = {"action": "edited", "issue": issue, "sender": {"login": sender}}
+    payload = {
+        "action": "edited",
+        "issue": issue,
+        "sender": {"login": sender},
+        "changes": {"body": {"from": before}},
+    }
     path = tmp / "event.json"
     path.write_text(json.dumps(payload), encoding="utf-8")
     return {"GITHUB_EVENT_NAME": "issues", "GITHUB_EVENT_PATH": str(path)}
@@ -57,11 +65,13 @@ def test_an_edit_carries_out_a_tick_only_for_a_sender_with_write_access(
     inputs = {"command": "sync", "tracking-issue": str(tracking)}
     first = direct(inputs, checkout, sandbox)
     assert first.returncode == 0, first.stdout + first.stderr
+    before = sandbox.get_issue(OWNER, NAME, tracking)["body"]
     tick_request(sandbox, load_catalog(checkout), tracking, "file=5")
     sandbox.set_permission(OWNER, NAME, "someone", role)
     sandbox.requests.clear()
     (tmp_path / "runner-temp" / "artbot-venv").unlink()  # direct() links it again
-    run = direct(inputs, checkout, sandbox, edited(tmp_path, sandbox, tracking, "someone"))
+    event = edited(tmp_path, sandbox, tracking, "someone", before)
+    run = direct(inputs, checkout, sandbox, event)
     assert run.returncode == 0, run.stdout + run.stderr
     asked = [r.path for r in sandbox.requests if r.path.endswith("/permission")]
     assert asked == [f"/repos/{OWNER}/{NAME}/collaborators/someone/permission"]

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from artbot.apply import Identity, open_issues, sync
 from artbot.catalog import load_catalog
-from artbot.checklist import read_block
 from artbot.cli import cli
-from artbot.github import EtagCache, GitHubRepo
+from artbot.github.client import EtagCache, GitHubRepo
 from artbot.marker import IssueMarker
-from artbot.ownership import ACTIONS_BOT
+from artbot.run.commands import Identity, open_issues, sync
 from artbot.sandbox import GitHubSandbox
+from artbot.tracking.checklist import read_block
+from artbot.tracking.ownership import ACTIONS_BOT
 from tests.shipped import ISSUE_ITEMS
 
 REPO = Path(__file__).resolve().parents[1]

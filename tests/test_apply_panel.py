@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from artbot.catalog import load_catalog
-from artbot.demo import tick_request
+from artbot.cli.demo import tick_request
 from artbot.sandbox import GitHubSandbox
 from artbot.status import ClaimResult, FixEvidence, ItemStatus, SourceLine
 from tests.statusdata import F, claims_of, install, partial_item, point
@@ -40,12 +40,12 @@ def prepared(art: GitHubSandbox, root: Path) -> None:
     assert request_line(checklist(art), "file=5").startswith("- [ ] File the issue for item 5")
 
 
-def event_file(tmp: Path, sender: str, before: str) -> Path:
-    """The payload of an ``issues: edited`` event, as GitHub sends it (the parts artbot reads,
-    and the old body it does not rely on)."""
+def event_file(tmp: Path, sender: str, before: str, after: str | None = None) -> Path:
+    """The payload of an ``issues: edited`` event, as GitHub sends it (the parts artbot reads):
+    the edit's sender, the issue with its new body, and the body before the edit."""
     payload = {
         "action": "edited",
-        "issue": {"number": TRACKING},
+        "issue": {"number": TRACKING, "body": after},
         "sender": {"login": sender},
         "changes": {"body": {"from": before}},
     }
@@ -58,10 +58,13 @@ def test_a_ticked_request_files_the_item_once_and_clears_the_box(
     art: GitHubSandbox, root: Path, tmp_path: Path
 ) -> None:
     prepared(art, root)
+    before = art.get_issue(OWNER, NAME, TRACKING)["body"]
     tick_request(art, load_catalog(root), TRACKING, "file=5")
+    after = art.get_issue(OWNER, NAME, TRACKING)["body"]
     assert request_line(checklist(art), "file=5").startswith("- [x] ")
     summary = tmp_path / "summary.md"
-    result = artbot(art, root, "sync", "--summary", str(summary))
+    event = event_file(tmp_path, OWNER, before, after)  # the owner: admin
+    result = artbot(art, root, "sync", "--summary", str(summary), "--event", str(event))
     assert result.exit_code == 0, result.output + result.stderr
     [issue] = issues_for(art, 5)
     assert f"request in #{TRACKING}: filed item 5 as #{issue['number']}" in result.output
@@ -82,9 +85,11 @@ def test_on_the_edit_path_a_tick_without_write_access_files_nothing_and_is_rever
     prepared(art, root)
     before = art.get_issue(OWNER, NAME, TRACKING)["body"]
     tick_request(art, load_catalog(root), TRACKING, "file=5")
+    after = art.get_issue(OWNER, NAME, TRACKING)["body"]
     art.set_permission(OWNER, NAME, "mallory", "triage")  # may edit issues, may not write
     art.requests.clear()
-    result = artbot(art, root, "sync", "--event", str(event_file(tmp_path, "mallory", before)))
+    event = event_file(tmp_path, "mallory", before, after)
+    result = artbot(art, root, "sync", "--event", str(event))
     assert result.exit_code == 0, result.output + result.stderr
     asked = [r for r in art.requests.snapshot() if r.path.endswith("/permission")]
     assert [r.path for r in asked] == [f"/repos/{OWNER}/{NAME}/collaborators/mallory/permission"]
@@ -106,8 +111,10 @@ def test_on_the_edit_path_a_tick_with_write_access_is_carried_out(
     prepared(art, root)
     before = art.get_issue(OWNER, NAME, TRACKING)["body"]
     tick_request(art, load_catalog(root), TRACKING, "file=6")
+    after = art.get_issue(OWNER, NAME, TRACKING)["body"]
     art.set_permission(OWNER, NAME, "maintainer", "maintain")
-    result = artbot(art, root, "sync", "--event", str(event_file(tmp_path, "maintainer", before)))
+    event = event_file(tmp_path, "maintainer", before, after)
+    result = artbot(art, root, "sync", "--event", str(event))
     assert result.exit_code == 0, result.output + result.stderr
     [issue] = issues_for(art, 6)
     assert f"— #{issue['number']}" in item_line(checklist(art), 6)
@@ -122,7 +129,8 @@ def test_on_the_edit_path_an_earlier_tick_is_reverted_too(
     tick_request(art, load_catalog(root), TRACKING, "file=5")
     before = art.get_issue(OWNER, NAME, TRACKING)["body"]
     art.edit_issue(OWNER, NAME, TRACKING, body=before + "\n\nmore words")
-    result = artbot(art, root, "sync", "--event", str(event_file(tmp_path, "mallory", before)))
+    event = event_file(tmp_path, "mallory", before, before + "\n\nmore words")
+    result = artbot(art, root, "sync", "--event", str(event))
     assert result.exit_code == 0, result.output + result.stderr
     assert issues_for(art, 5, state=None) == []
     assert request_line(checklist(art), "file=5").startswith("- [ ] ")
@@ -135,7 +143,8 @@ def test_an_edit_that_ticks_nothing_asks_no_permission(
     before = art.get_issue(OWNER, NAME, TRACKING)["body"]
     art.edit_issue(OWNER, NAME, TRACKING, body=before + "\n\nA maintainer's note.")
     art.requests.clear()
-    result = artbot(art, root, "sync", "--event", str(event_file(tmp_path, "someone", before)))
+    event = event_file(tmp_path, "someone", before, before + "\n\nA maintainer's note.")
+    result = artbot(art, root, "sync", "--event", str(event))
     assert result.exit_code == 0, result.output + result.stderr
     assert not [r for r in art.requests.snapshot() if r.path.endswith("/permission")]
     assert writes(art) == []
@@ -146,12 +155,12 @@ def test_a_recheck_without_verification_stays_ticked_and_writes_nothing(
 ) -> None:
     """No torch in this run's reach is not simulated; a dry run never verifies, and a sync
     without a verifier (the library call) keeps the request pending."""
-    from artbot.apply import sync
+    from artbot.run.commands import sync
 
     prepared(art, root)
-    tick_request(art, load_catalog(root), TRACKING, "recheck")
+    event = tick_request(art, load_catalog(root), TRACKING, "recheck")
     art.requests.clear()
-    outcome = sync(load_catalog(root), _repo(art), TRACKING)
+    outcome = sync(load_catalog(root), _repo(art), TRACKING, event=event)
     assert any("re-check was asked for" in w for w in outcome.warnings)
     assert writes(art) == []
     assert request_line(checklist(art), "recheck").startswith("- [x] ")
@@ -162,17 +171,17 @@ def test_a_recheck_is_carried_out_by_the_verification_and_cleared(
 ) -> None:
     """The verifier stands in for `verify --release latest`: it reports a version and no
     whole-item results (every item here either has a recorded status or none to note)."""
-    from artbot.apply import sync
+    from artbot.run.commands import sync
 
     prepared(art, root)
-    tick_request(art, load_catalog(root), TRACKING, "recheck")
+    event = tick_request(art, load_catalog(root), TRACKING, "recheck")
     calls: list[int] = []
 
     def verifier() -> tuple[str, list]:
         calls.append(1)
         return "0.5.23", []
 
-    outcome = sync(load_catalog(root), _repo(art), TRACKING, verifier=verifier)
+    outcome = sync(load_catalog(root), _repo(art), TRACKING, verifier=verifier, event=event)
     assert calls == [1]
     assert f"request in #{TRACKING}: re-checked against openpipe-art 0.5.23" in outcome.done
     assert request_line(checklist(art), "recheck").startswith("- [ ] ")
@@ -246,7 +255,7 @@ def test_max_writes_stops_the_run_and_says_what_is_left(art: GitHubSandbox, root
     result = artbot(art, root, "open", "--item", "4", "--max-writes", "1", "--json")
     assert result.exit_code == 0, result.output + result.stderr
     report = json.loads(result.stdout)
-    assert len(report["done"]) == 1 and report["done"][0].startswith("wrote: ")
+    assert len(report["done"]) == 1  # the one write made, as its result says
     assert any("--max-writes 1" in w for w in report["warnings"])
     left = [a["action"] for a in report["plan"]]
     assert "Create" in left  # the issue is not filed yet: that is what is left

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from artbot.apply import open_issues, sync
 from artbot.catalog import load_catalog
+from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.status import ItemStatus
 from tests.statusdata import (
@@ -169,7 +169,7 @@ def test_sync_applies_a_new_release_that_fixes_the_rest(art: GitHubSandbox, root
     catalog = load_catalog(root)
     outcome = sync(catalog, _repo(art), TRACKING)
     assert f"item 9: commented on #{number} (status)" in outcome.done
-    from artbot.summary import step_summary
+    from artbot.cli.summary import step_summary
 
     assert "| status: fixed, body updated |" in step_summary(catalog, outcome, dry_run=False)
     [comment] = status_comments(art, number)
@@ -234,7 +234,7 @@ def test_status_of_a_regressed_release_is_commented_and_not_reopened(
 
 
 def test_demo_shows_a_fixed_item_closed_and_a_partial_item_open(root: Path) -> None:
-    from artbot.demo import run_demo
+    from artbot.cli.demo import run_demo
 
     setup_status(root, 7, fixed_item)
     setup_status(root, 9, partial_item)
@@ -252,7 +252,7 @@ def test_demo_shows_a_fixed_item_closed_and_a_partial_item_open(root: Path) -> N
     numbers = [1108, 1109, 1110, five.number, seven.number, nine.number]
     assert [n for n, _, _ in result.sub_issues] == numbers
     assert result.progress == {"total": 6, "completed": 1, "percent_completed": 16}
-    from artbot.demo import describe
+    from artbot.cli.demo import describe
 
     assert f"#{seven.number} (closed) {seven.title}" in describe(result)
 

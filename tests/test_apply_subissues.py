@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from artbot.apply import sync
 from artbot.catalog import load_catalog
-from artbot.github import EtagCache, GitHubRepo
+from artbot.github.client import EtagCache, GitHubRepo
+from artbot.run.commands import sync
 from artbot.sandbox import GitHubSandbox
-from artbot.subissues import SubIssueRecord
+from artbot.tracking.subissues import SubIssueRecord
 from tests import test_apply
 from tests.test_apply import NAME, OWNER, TRACKING, artbot, checklist, issues_for, writes
 
@@ -185,7 +185,7 @@ def test_a_404_from_the_endpoints_is_said_once_and_the_checklist_still_written(
 
 
 def test_the_step_summary_names_the_sub_issue_changes(art: GitHubSandbox, root: Path) -> None:
-    from artbot.summary import step_summary
+    from artbot.cli.summary import step_summary
 
     catalog = load_catalog(root)
     repo = GitHubRepo(f"{OWNER}/{NAME}", api_url=art.api_url, token="t", cache=EtagCache())

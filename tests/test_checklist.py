@@ -1,4 +1,5 @@
-"""Tests for artbot.checklist: the template's lines, placement in the seed, and properties."""
+"""Tests for artbot.tracking.checklist: the template's lines, placement in the seed, and
+properties."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from artbot.checklist import (
+from artbot.tracking.checklist import (
     END_MARKER,
     START_MARKER,
     ChecklistEntry,

@@ -86,6 +86,6 @@ def test_python_dash_m_artbot_is_the_cli() -> None:
 
 
 def test_importing_the_planner_does_not_load_pygithub() -> None:
-    probe = "import artbot.plan, sys; assert 'github' not in sys.modules, 'github loaded'"
+    probe = "import artbot.run.plan, sys; assert 'github' not in sys.modules, 'github loaded'"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr

@@ -85,9 +85,9 @@ def test_warnings_are_redacted_and_their_annotation_escaped(
 ) -> None:
     """#12 item 6: a warning carrying the token (e.g. echoed back by a server) is redacted
     on stderr and in its ::warning:: annotation, whose text is escaped (one line)."""
-    from artbot.apply import Outcome
-    from artbot.output import report
-    from artbot.plan import Plan
+    from artbot.report.output import report
+    from artbot.run.commands import Outcome
+    from artbot.run.plan import Plan
     from artbot.settings import Settings
 
     token = "ghp_CANARY0123456789abcdefCANARY"
@@ -105,7 +105,7 @@ def test_etag_cache_is_not_trusted_against_another_api_url(
     art: GitHubSandbox, root: Path, tmp_path: Path
 ) -> None:
     """#12 item 7: an entry saved against one API root is not sent to another."""
-    from artbot.github import EtagCache, GitHubRepo
+    from artbot.github.client import EtagCache, GitHubRepo
 
     cache = EtagCache(tmp_path / "cache.json")
     GitHubRepo(f"{OWNER}/{NAME}", api_url=art.api_url, cache=cache).get_issue(TRACKING)

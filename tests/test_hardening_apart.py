@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from artbot.cli import cli
-from artbot.output import flatten
+from artbot.report.output import flatten
 from artbot.sandbox import GitHubSandbox
 from artbot.verify.apart import child_env
 from tests.test_apply import CANARY, NAME, OWNER, TRACKING, art, root  # noqa: F401

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from artbot.apply import open_issues, sync
 from artbot.catalog import load_catalog
 from artbot.errors import RemoteError
 from artbot.marker import BODY_START
+from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.status import ItemStatus
 from tests.statusdata import fixed_item, install

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from artbot.checklist import read_block
-from artbot.ownership import recorded_logins, with_identity
 from artbot.sandbox import GitHubSandbox
+from artbot.tracking.checklist import read_block
+from artbot.tracking.ownership import recorded_logins, with_identity
 from tests.shipped import ISSUE_ITEMS
 from tests.test_action import checkout, tracking  # noqa: F401
 from tests.test_apply import (  # noqa: F401

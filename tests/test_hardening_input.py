@@ -15,7 +15,13 @@ from click.testing import CliRunner
 from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.errors import BadInput, CatalogInvalid
-from artbot.marker import BODY_END, BODY_START, IssueMarker, owned_region, replace_owned_region
+from artbot.marker import (
+    BODY_END,
+    BODY_START,
+    IssueMarker,
+    owned_region,
+    replace_owned_region,
+)
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
 FINDING = "findings/07-tis.yaml"
@@ -218,6 +224,6 @@ def test_enterprise_link_path_is_relative_to_the_api_root(
     api_url: str, path: str, expected: str
 ) -> None:
     """#12 item 6: page 2 on GitHub Enterprise is not requested as /api/v3/api/v3/..."""
-    from artbot.github import relative_path
+    from artbot.github.client import relative_path
 
     assert relative_path(api_url, path) == expected

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from artbot.cli import cli
-from artbot.output import GuardedStream, redact, secret_forms
+from artbot.report.output import GuardedStream, redact, secret_forms
 from artbot.sandbox import GitHubSandbox
 from tests.test_action import checkout, tracking  # noqa: F401
 from tests.test_apply import CANARY, NAME, OWNER, TRACKING, art, root  # noqa: F401

@@ -66,7 +66,9 @@ def inside_verify(name: str) -> bool:
 def test_the_import_reader_sees_relative_and_function_level_imports() -> None:
     assert "artbot.verify.tree" in imports("artbot.verify.release")  # from .tree import ...
     assert "artbot.errors" in imports("artbot.verify.release")  # from ..errors import ...
-    assert "artbot.verify" in imports("artbot.apply")  # inside a function: from .verify import
+    assert "artbot.verify" in imports(
+        "artbot.run.commands"
+    )  # inside a function: from .verify import
     assert "artbot.verify.cli" in imports("artbot.cli")
 
 
@@ -130,13 +132,44 @@ def test_one_place_decides_the_tracking_issue() -> None:
 
 
 def test_planning_takes_no_repository() -> None:
-    """The reads happen before planning (observe, observe_sub_issues, observe_comments); the
-    functions that plan are given what was read, never the repository."""
+    """The reads happen in the run's observe step; the functions that plan are given what was
+    read, never the repository."""
     import inspect
 
-    from artbot.apply_status import verification_comments
-    from artbot.apply_subissues import plan_step
-    from artbot.plan import plan_open, plan_sync
+    from artbot.run.plan import plan_run, up_to_date
+    from artbot.run.status_comments import status_comment, verification_comments
+    from artbot.run.subissue_writes import plan_step
 
-    for planner in (plan_open, plan_sync, plan_step, verification_comments):
+    for planner in (plan_run, up_to_date, plan_step, verification_comments, status_comment):
         assert "repo" not in inspect.signature(planner).parameters, planner.__name__
+
+
+# The stages, in the order a run goes through them: a package may import those after it,
+# never one before it ("up a level").
+STAGES = ("artbot.cli", "artbot.run", "artbot.github", "artbot.tracking", "artbot.report")
+
+
+def stage(name: str) -> int | None:
+    return next((k for k, s in enumerate(STAGES) if name == s or name.startswith(s + ".")), None)
+
+
+def test_no_module_imports_a_stage_before_its_own() -> None:
+    up = sorted(
+        f"{m} -> {i}"
+        for m in MODULES
+        for i in imports(m)
+        if stage(m) is not None and stage(i) is not None and stage(i) < stage(m)  # type: ignore[operator]
+    )
+    assert up == []
+
+
+def test_no_import_cycle() -> None:
+    """No module reaches itself through its imports (function-level ones included)."""
+    assert sorted(m for m in MODULES if m in reachable(m)) == []
+
+
+def test_the_top_of_the_package_holds_few_modules() -> None:
+    top = sorted(
+        p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py")
+    )
+    assert len(top) <= 16, top  # see docs/design.md: what is left at the top, and why

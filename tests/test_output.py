@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from artbot.errors import Problem
-from artbot.output import annotation, escape_data, escape_property, problem_annotation, redact
+from artbot.report.output import (
+    annotation,
+    escape_data,
+    escape_property,
+    problem_annotation,
+    redact,
+)
 from artbot.settings import TOKEN_VARIABLES, Settings, without_tokens
 
 CANARY = "ghp_CANARY0123456789abcdefCANARY"

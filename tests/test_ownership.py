@@ -2,7 +2,8 @@
 """Hardening (#12) items 1, 4 and 7: ownership by marker *and* author, the tracking issue
 checked before the first write, bodies read fresh before they are written.
 
-The pure rules first (:mod:`artbot.ownership`), then PyGithub over HTTP against the sandbox.
+The pure rules first (:mod:`artbot.tracking.ownership`), then PyGithub over HTTP against the
+sandbox.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import pytest
 from artbot.catalog import load_catalog
 from artbot.marker import BODY_END, IssueMarker
 from artbot.models import ObservedIssue
-from artbot.ownership import ACTIONS_BOT, claim, needs_login
 from artbot.render import render_issue
 from artbot.sandbox import GitHubSandbox
+from artbot.tracking.ownership import ACTIONS_BOT, claim, needs_login
 from tests.test_apply import (  # noqa: F401
     CANARY,
     NAME,

@@ -1,4 +1,4 @@
-"""The Requests list of the tracking issue (artbot/panel.py): pure, with properties."""
+"""The Requests list of the tracking issue (artbot/tracking/requests.py): pure, with properties."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from artbot.catalog import load_catalog
-from artbot.checklist import ChecklistEntry
-from artbot.panel import (
+from artbot.render import render_checklist
+from artbot.tracking.checklist import END_MARKER as END
+from artbot.tracking.checklist import START_MARKER as START
+from artbot.tracking.checklist import ChecklistEntry
+from artbot.tracking.requests import (
     EditEvent,
     Request,
     note_in,
@@ -20,7 +23,6 @@ from artbot.panel import (
     sort_ticks,
     ticked,
 )
-from artbot.render import render_checklist
 from tests.shipped import ISSUE_ITEMS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,10 +79,59 @@ def test_the_marker_names_the_request_not_the_words() -> None:
     assert ticked("- [X] x <!-- artbot:request recheck -->\r\n") == {Request("recheck")}
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "- [x] a <!-- artbot:request file=5 -->",
+        "* [x] a <!-- artbot:request file=5 -->",
+        "+ [X] a <!-- artbot:request file=5 -->",
+        "-  [x] a <!-- artbot:request file=5 -->",
+        "\t- [x] a <!-- artbot:request file=5 -->",
+        "        - [x] a <!-- artbot:request file=5 -->",
+        "> - [x] a <!-- artbot:request file=5 -->",
+        "1. [x] a <!-- artbot:request file=5 -->",
+        "2) [x]\ta <!-- artbot:request file=5 -->",
+    ],
+)
+def test_every_form_github_renders_as_a_ticked_box_is_one_tick(line: str) -> None:
+    assert ticked(line) == {Request("file", 5)}
+    assert ticked(line.replace("[x]", "[ ]").replace("[X]", "[ ]")) == set()
+
+
+def test_an_edit_ticks_only_what_its_new_body_adds_to_the_old() -> None:
+    old = block(set(), keep={Request("recheck")})
+    new = old.replace("- [ ] File the issue for item 5", "- [x] File the issue for item 5")
+    payload = {
+        "issue": {"number": 1111, "body": f"text\n{START}\n{new}{END}\n"},
+        "sender": {"login": "octo-cat"},
+        "changes": {"body": {"from": f"text\n{START}\n{old}{END}\n"}},
+    }
+    event = EditEvent.from_payload(payload)
+    assert event.added == {Request("file", 5)}  # the re-check was ticked before this edit
+    untouched = {**payload, "changes": {"title": {"from": "old title"}}}
+    assert EditEvent.from_payload(untouched).added == frozenset()
+
+
+def test_without_an_edit_nothing_is_carried_and_every_tick_is_cleared() -> None:
+    es = entries(set())
+    now = {Request("file", 5), Request("recheck")}
+    scheduled = sort_ticks(1111, now, es)
+    assert scheduled.carry == () and set(scheduled.revert) == now
+    note = scheduled.panel_for(es, now, None, done=[]).note or ""
+    assert note == revert_note(None, sorted(now), "unattributed") and "tick it again" in note
+    assert note_in(f"x\n{note}\n") == note
+    writer = sort_ticks(1111, now, es, sender="maint", added={Request("recheck")})
+    assert writer.carry == (Request("recheck"),) and writer.revert == (Request("file", 5),)
+    unknown = sort_ticks(1111, now, es, sender="maint", may_write=False, why="unchecked")
+    assert unknown.carry == () and "did not say whether @maint" in (
+        unknown.panel_for(es, now, None, done=[]).note or ""
+    )
+
+
 def test_a_tick_that_no_longer_applies_is_dropped_and_the_rest_carried() -> None:
     es = entries({5})
     text = "- [x] a <!-- artbot:request file=5 -->\n- [x] b <!-- artbot:request file=6 -->\n"
-    asked = sort_ticks(1111, text, es)
+    asked = sort_ticks(1111, ticked(text), es, sender="maint", added=ticked(text))
     assert asked.drop == (Request("file", 5),)
     assert asked.carry == (Request("file", 6),)
     assert asked.files() == [6] and not asked.recheck
@@ -91,10 +142,10 @@ def test_an_edit_by_someone_without_write_access_reverts_every_tick() -> None:
     # earlier tick by the same person, which would otherwise pass as someone else's.
     es = entries(set())
     now = "- [x] r <!-- artbot:request recheck -->\n- [x] f <!-- artbot:request file=5 -->\n"
-    asked = sort_ticks(1111, now, es, sender="mallory", may_write=False)
+    asked = sort_ticks(1111, ticked(now), es, sender="mallory", may_write=False)
     assert asked.revert == (Request("file", 5), Request("recheck"))
     assert asked.carry == ()
-    shown = asked.panel_for(es, now, done=[])
+    shown = asked.panel_for(es, ticked(now), note_in(now), done=[])
     assert not [line for line in shown.lines if line.ticked]
     assert shown.note == revert_note("mallory", asked.revert)
     assert "@mallory" in (shown.note or "") and "write access" in (shown.note or "")
@@ -105,10 +156,12 @@ def test_the_revert_note_stays_until_a_request_is_carried_out() -> None:
     text = block(set(), note=note)
     assert note_in(text) == note
     es = entries(set())
-    assert sort_ticks(1111, text, es).panel_for(es, text, done=[]).note == note
+    kept = sort_ticks(1111, ticked(text), es).panel_for(es, ticked(text), note_in(text), done=[])
+    assert kept.note == note
     ticked_text = text.replace("- [ ] Re-check", "- [x] Re-check")
-    asked = sort_ticks(1111, ticked_text, es)
-    assert asked.panel_for(es, ticked_text, done=[Request("recheck")]).note is None
+    asked = sort_ticks(1111, ticked(ticked_text), es, sender="maint", added=ticked(ticked_text))
+    done = asked.panel_for(es, ticked(ticked_text), note_in(ticked_text), done=[Request("recheck")])
+    assert done.note is None
 
 
 @pytest.mark.parametrize(

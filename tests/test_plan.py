@@ -1,7 +1,7 @@
 """The planner: desired vs observed state, pure (no repository at all).
 
-apply through the pure fake (tests.fakes.MemoryRepo) is tested in test_apply_memory.py; end to
-end over HTTP (PyGithub against the sandbox) in test_apply.py and test_apply_subissues.py.
+The whole run (observe, plan, carry out) is tested over HTTP against the sandbox in
+test_run_line.py, test_apply.py and test_apply_subissues.py.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from artbot.apply import render_all
 from artbot.catalog import Catalog, load_catalog
 from artbot.marker import IssueMarker
 from artbot.models import ObservedIssue
-from artbot.plan import (
+from artbot.render_inputs import render_all
+from artbot.run.actions import (
     ChecklistUpToDate,
     CloseDuplicate,
     Create,
@@ -24,13 +24,14 @@ from artbot.plan import (
     EditBody,
     Exists,
     LinkPreset,
+    Plan,
     Preset,
     UpdateChecklist,
-    canonical,
-    checklist_entries,
-    plan_open,
-    plan_sync,
 )
+from artbot.run.issues import canonical, checklist_entries
+from artbot.run.observe import Snapshot
+from artbot.run.plan import Want, plan_run, up_to_date
+from artbot.tracking.block import TrackingBlock
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACKING = 1111
@@ -39,6 +40,39 @@ TRACKING = 1111
 @pytest.fixture(scope="module")
 def catalog() -> Catalog:
     return load_catalog(ROOT)
+
+
+def tracking_issue(number: int = TRACKING) -> ObservedIssue:
+    return ObservedIssue(number, "Numerics audit", "", "open", None, "", (), None)
+
+
+def plan_open(
+    findings: Any, rendered: Any, observed: Any, audit: Any, tracking: Any, views: Any = None
+) -> Plan:
+    """The plan of ``open`` for ``findings`` (the planner, as the run calls it)."""
+    want = Want(
+        "open", audit, tuple(findings), rendered, views or {}, items=tuple(f.item for f in findings)
+    )
+    snap = Snapshot(
+        tuple(observed),
+        tracking=tracking_issue(tracking) if tracking else None,
+        block=TrackingBlock(),
+    )
+    return plan_run(want, snap)
+
+
+def plan_sync(
+    findings: Any, rendered: Any, observed: Any, audit: Any, tracking: Any, views: Any = None
+) -> Plan:
+    """The plan of ``sync`` over ``findings``, with no sub-issues (as on a GitHub without)."""
+    want = Want("sync", audit, tuple(findings), rendered, views or {}, status_texts={})
+    snap = Snapshot(
+        tuple(observed),
+        tracking=tracking_issue(tracking) if tracking else None,
+        block=TrackingBlock(),
+        sub_issues=False,
+    )
+    return plan_run(want, snap)
 
 
 def ours(catalog: Catalog, item: int, number: int, **kw: Any) -> ObservedIssue:
@@ -64,7 +98,8 @@ def test_open_creates_what_is_missing_and_presets_what_has_an_issue(catalog: Cat
     assert plan.of(Preset) == [Preset(1, 1108)]
     [create] = plan.of(Create)
     assert (create.item, create.title) == (7, rendered[7].title)
-    assert plan.of(UpdateChecklist) == [UpdateChecklist(TRACKING, ())]
+    [update] = plan.of(UpdateChecklist)  # the block, written once at the end
+    assert update.issue == TRACKING and plan.actions[-1] == update
 
 
 def test_open_finds_an_existing_issue_by_marker_not_by_title(catalog: Catalog) -> None:
@@ -87,7 +122,7 @@ def test_the_lowest_number_wins_and_later_copies_are_duplicates(catalog: Catalog
     assert canonical(issues, catalog.audit)[7].number == 1200
     opened = plan_open(findings, rendered, issues, catalog.audit, None)
     assert opened.of(CloseDuplicate) == [CloseDuplicate(7, 1300, 1200)]
-    synced = plan_sync(findings, rendered, issues, catalog.audit, None, None, str)
+    synced = plan_sync(findings, rendered, issues, catalog.audit, None)
     assert synced.of(Duplicate) == [Duplicate(7, 1300, 1200)]
 
 
@@ -105,7 +140,7 @@ def test_sync_edits_only_a_body_whose_owned_region_changed(catalog: Catalog) -> 
     fresh = ours(catalog, 7, 1200)
     body = rendered[8].body.replace("<!-- artbot:body:end -->", "stale\n<!-- artbot:body:end -->")
     stale = ours(catalog, 8, 1201, body=body)
-    plan = plan_sync(findings, rendered, [fresh, stale], catalog.audit, None, None, str)
+    plan = plan_sync(findings, rendered, [fresh, stale], catalog.audit, TRACKING)
     assert plan.of(EditBody) == [EditBody(8, 1201)]
 
 
@@ -113,7 +148,7 @@ def test_sync_text_outside_the_owned_region_is_not_a_change(catalog: Catalog) ->
     findings = [catalog.get(7)]
     rendered = render_all(catalog, findings, TRACKING)
     edited = ours(catalog, 7, 1200, body=rendered[7].body + "\n\nA maintainer's note.")
-    plan = plan_sync(findings, rendered, [edited], catalog.audit, None, None, str)
+    plan = plan_sync(findings, rendered, [edited], catalog.audit, TRACKING)
     assert plan.of(EditBody) == []
 
 
@@ -126,15 +161,15 @@ def test_sync_links_preset_issues_it_cannot_see_and_checks_the_checklist(
     assert [(e.item, e.issue) for e in entries][:3] == [(1, 1108), (2, 1109), (3, 1110)]
     assert all(e.issue is None for e in entries[3:])
 
-    def block(e: Any) -> str:
-        return repr(e)
-
-    plan = plan_sync(findings, rendered, [], catalog.audit, TRACKING, block(entries), block)
+    plan = plan_sync(findings, rendered, [], catalog.audit, TRACKING)
     labels = tuple(catalog.audit.labels)
     assert plan.of(LinkPreset) == [LinkPreset(n - 1107, n, labels) for n in (1108, 1109, 1110)]
-    assert plan.of(ChecklistUpToDate) == [ChecklistUpToDate(TRACKING)]
-    changed = plan_sync(findings, rendered, [], catalog.audit, TRACKING, "old", block)
-    assert changed.of(UpdateChecklist) == [UpdateChecklist(TRACKING, entries)]
+    assert plan.of(UpdateChecklist) == [UpdateChecklist(TRACKING, entries)]
+    assert plan.block is not None and plan.block.entries == entries
+    # Rendered after planning, before any write: the block as it reads now is up to date.
+    same = up_to_date(plan, "the block", "the block")
+    assert same.of(ChecklistUpToDate) == [ChecklistUpToDate(TRACKING)]
+    assert up_to_date(plan, "old", "the block") == plan
 
 
 def test_closed_issues_read_closed_in_the_checklist_with_their_reason(catalog: Catalog) -> None:
@@ -173,7 +208,8 @@ def test_open_files_a_fixed_item_to_be_closed_and_a_partial_one_open(catalog: Ca
 
 
 def test_a_lost_close_is_redone_but_a_human_reopen_is_kept(catalog: Catalog) -> None:
-    from artbot.plan import CloseFixed, close_was_lost, filed_body
+    from artbot.run.actions import CloseFixed
+    from artbot.run.issues import close_was_lost, filed_body
     from tests.statusdata import fixed_item
 
     views = _views(catalog, i7=fixed_item)
@@ -193,7 +229,8 @@ def test_a_lost_close_is_redone_but_a_human_reopen_is_kept(catalog: Catalog) -> 
 
 
 def test_sync_comments_on_a_status_change_before_editing_the_body(catalog: Catalog) -> None:
-    from artbot.plan import StatusChange, status_comment
+    from artbot.run.actions import StatusChange
+    from artbot.run.status_comments import status_comment
     from tests.statusdata import fixed_item, partial_item
 
     before = _views(catalog, i9=partial_item)
@@ -203,12 +240,11 @@ def test_sync_comments_on_a_status_change_before_editing_the_body(catalog: Catal
     from artbot.marker import BODY_START
 
     filed = replace(issue, body=issue.body.replace(BODY_START, f"{BODY_START}\n{before[9].marker}"))
-    plan = plan_sync(
-        [catalog.get(9)], rendered, [filed], catalog.audit, None, None, lambda e: "", None, after
-    )
-    change = plan.actions[0]
-    assert change == StatusChange(9, 1200, before[9].state, after[9].state)
-    assert isinstance(plan.actions[1], EditBody)
+    plan = plan_sync([catalog.get(9)], rendered, [filed], catalog.audit, TRACKING, after)
+    steps = [a for a in plan.actions if isinstance(a, (StatusChange, EditBody))]
+    change = steps[0]
+    assert change == StatusChange(9, 1200, before[9].state, after[9].state, "")
+    assert isinstance(steps[1], EditBody)
     text = f"{after[9].marker}\nfixed"
     assert status_comment(change, [], text) is not None
     assert status_comment(change, ["hello", text], text) is None  # posted by a crashed run

@@ -42,10 +42,10 @@ def golden_text(item: int) -> str:
 def golden_checklist() -> str:
     """The tracking issue's block once items 4-11 are filed as #1112-#1119, with the
     recorded status (findings/status/) ticking what is fixed."""
-    from artbot.apply import status_views
     from artbot.models import ObservedIssue
-    from artbot.plan import checklist_entries
     from artbot.render import render_checklist
+    from artbot.run.commands import status_views
+    from artbot.run.plan import checklist_entries
 
     catalog = load_catalog(REPO)
     observed = []
@@ -230,10 +230,10 @@ def test_rendering_opens_no_file_and_starts_no_process(monkeypatch: pytest.Monke
     import os
     import subprocess
 
-    from artbot.apply import status_views
-    from artbot.plan import checklist_entries
     from artbot.render import Renderer, render_checklist, render_status_comment
     from artbot.reprorun import load_result
+    from artbot.run.commands import status_views
+    from artbot.run.plan import checklist_entries
     from artbot.status import load_status
 
     catalog = load_catalog(REPO)
@@ -273,8 +273,8 @@ def test_rendering_opens_no_file_and_starts_no_process(monkeypatch: pytest.Monke
 
 
 def test_templates_are_compiled_once_per_process() -> None:
-    from artbot.apply import render_all
     from artbot.render import _compiled
+    from artbot.run.commands import render_all
 
     catalog = load_catalog(REPO)
     render_all(catalog, catalog.findings, TRACKING)

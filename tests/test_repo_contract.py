@@ -1,61 +1,31 @@
-"""The contract of :class:`artbot.repo.Repo`, run on both of its implementations.
-
-``github``: :class:`artbot.github.GitHubRepo`, PyGithub over HTTP against the loopback sandbox
-(the adapter's contract suite); ``memory``: :class:`tests.fakes.MemoryRepo`, the pure fake the
-apply tests use. A behaviour the apply tests lean on is pinned here for both, so the fake cannot
-drift from the adapter unnoticed. Only the interface is used: no sandbox internals, no dicts.
+"""The adapter's contract: what :class:`artbot.github.client.GitHubRepo` promises the run,
+pinned over HTTP (PyGithub) against the loopback sandbox. The run is written against this class
+and tested through it; there is no in-memory fake to drift from it. Only the interface is used
+here: no sandbox internals.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 
 import pytest
 
 from artbot.errors import SubIssueRefused
-from artbot.github import EtagCache, GitHubRepo
+from artbot.github.client import EtagCache, GitHubRepo
+from artbot.github.client import GitHubRepo as Repo
 from artbot.marker import BODY_END, BODY_START, IssueMarker
-from artbot.repo import Repo
 from artbot.sandbox import GitHubSandbox
-from tests.fakes import MemoryRepo, as_repo
 
 OWNER, NAME = "OpenPipe", "ART"
 MARKED = f"text\n\n{BODY_START}\n{IssueMarker('e2a406a', 7)}\n{BODY_END}\n"
 
 
-@pytest.fixture(params=["github", "memory"])
-def repo(request: pytest.FixtureRequest) -> Repo:
-    if request.param == "memory":
-        return as_repo(MemoryRepo(full_name=f"{OWNER}/{NAME}"))
-    sandbox: GitHubSandbox = request.getfixturevalue("sandbox")
+@pytest.fixture
+def repo(sandbox: GitHubSandbox) -> Repo:
     sandbox.create_repo(OWNER, NAME)
     return GitHubRepo(
         f"{OWNER}/{NAME}", api_url=sandbox.api_url, token="ghp_contract", cache=EtagCache()
     )
-
-
-def _methods(cls: type) -> dict[str, inspect.Signature]:
-    return {
-        name: inspect.signature(value)
-        for name, value in vars(cls).items()
-        if inspect.isfunction(value) and not name.startswith("_")
-    }
-
-
-@pytest.mark.parametrize("impl", [GitHubRepo, MemoryRepo], ids=["github", "memory"])
-def test_each_implementation_has_every_method_of_the_protocol_with_its_signature(
-    impl: type,
-) -> None:
-    # mypy checks the shape statically (tests.fakes.as_repo; artbot.github.connect's callers);
-    # this also catches a parameter renamed or made keyword-only behind an ``Any``.
-    wanted = _methods(Repo)
-    have = _methods(impl)
-    assert sorted(set(wanted) - set(have)) == []
-    for name, signature in wanted.items():
-        assert have[name] == signature, (impl.__name__, name)
-    properties = [n for n, v in vars(Repo).items() if isinstance(v, property)]
-    assert sorted(properties) == ["cache", "full_name"]
 
 
 def test_a_created_issue_reads_back_with_its_marker_and_labels(repo: Repo) -> None:

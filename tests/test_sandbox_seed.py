@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from artbot.checklist import read_block
+from artbot.tracking.checklist import read_block
 
 REPO = Path(__file__).resolve().parents[1]
 ARTBOT = [sys.executable, "-m", "artbot"]
@@ -71,7 +71,7 @@ def test_seed_then_the_pasted_lines_then_open_item_5_works_as_written(tmp_path: 
         assert run.returncode == 0, run.stdout + run.stderr
         assert "item 5: filed #" in run.stdout
         # The issue is in the sandbox, linked from the tracking issue's checklist.
-        from artbot.github import GitHubRepo
+        from artbot.github.client import GitHubRepo
 
         repo = GitHubRepo("OpenPipe/ART", api_url=env["GITHUB_API_URL"], token="any")
         tracking = repo.get_issue(int(env["ARTBOT_TRACKING_ISSUE"]))
@@ -85,7 +85,7 @@ def test_seed_then_the_pasted_lines_then_open_item_5_works_as_written(tmp_path: 
 
 def test_a_persisted_sandbox_is_seeded_once(tmp_path: Path) -> None:
     from artbot.catalog import load_catalog
-    from artbot.demo import paste_lines, seed_once
+    from artbot.cli.demo import paste_lines, seed_once
     from artbot.sandbox import GitHubSandbox
 
     catalog = load_catalog(REPO)

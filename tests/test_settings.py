@@ -18,7 +18,7 @@ PACKAGE = REPO / "artbot"
 CANARY = "ghp_CANARY0123456789abcdefCANARY"
 # terminal.py sizes --help as click does ($COLUMNS) without importing settings, so that
 # `artbot --help` loads nothing of artbot's but the command definitions (tests/test_version.py).
-READS_ON_ITS_OWN = {"artbot/settings.py", "artbot/terminal.py"}
+READS_ON_ITS_OWN = {"artbot/settings.py", "artbot/cli/terminal.py"}
 
 
 @pytest.mark.parametrize("value", ["abc", "-1", "nan", "inf", "1e999"])

@@ -1,5 +1,5 @@
-"""The sub-issue planner (artbot.subissues): pure, so its rules are checked on every shape of
-list and record hypothesis can draw, against a small imitation of how GitHub carries out
+"""The sub-issue planner (artbot.tracking.subissues): pure, so its rules are checked on every
+shape of list and record hypothesis can draw, against a small imitation of how GitHub carries out
 adds, removes and moves."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from artbot.models import SubIssuesSummary
-from artbot.subissues import (
+from artbot.tracking.subissues import (
     MAX_SUB_ISSUES,
     AddSubIssue,
     MoveSubIssue,

@@ -1,4 +1,4 @@
-"""artbot.terminal: help as wide as click's own, measured without importing shutil."""
+"""artbot.cli.terminal: help as wide as click's own, measured without importing shutil."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from artbot.terminal import terminal_columns
+from artbot.cli.terminal import terminal_columns
 
 pytestmark = pytest.mark.e2e
 

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from artbot.catalog import load_catalog
-from artbot.checklist import ChecklistEntry
-from artbot.demo import run_demo
+from artbot.cli.demo import run_demo
 from artbot.render import render_checklist
 from artbot.sandbox import GitHubSandbox
+from artbot.tracking.checklist import ChecklistEntry
 from tests.shipped import ISSUE_ITEMS
 from tests.test_apply import (  # noqa: F401  (fixtures)
     NAME,

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from artbot.catalog import load_catalog
-from artbot.changes import find_change, record_changes
 from artbot.cli import cli
-from artbot.github import GitHubRepo
+from artbot.github.changes import find_change, record_changes
+from artbot.github.client import GitHubRepo
 from artbot.sandbox import GitHubSandbox
 from artbot.status import SourceLine, load_status
 

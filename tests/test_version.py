@@ -1,4 +1,4 @@
-"""``artbot --version`` (artbot.version), shell completion, and what start-up loads."""
+"""``artbot --version`` (artbot.cli.version), shell completion, and what start-up loads."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 import artbot
 from artbot.cli import cli
-from artbot.version import LIBRARIES, catalog_line, installed, version_text
+from artbot.cli.version import LIBRARIES, catalog_line, installed, version_text
 
 pytestmark = pytest.mark.e2e
 
@@ -114,17 +114,18 @@ def test_version_loads_neither_pygithub_nor_torch() -> None:
 
 def test_help_loads_only_the_command_definitions() -> None:
     # What keeps `artbot --help` within 15 % of `import click` (make bench measures it):
-    # no json, subprocess or shutil (artbot.terminal), none of artbot's other modules.
+    # no json, subprocess or shutil (artbot.cli.terminal), none of artbot's other modules.
     proc, loaded = loaded_by("--help")
 
     assert proc.returncode == 0, proc.stderr
     assert loaded == [
         "artbot",
         "artbot.cli",
-        "artbot.cli_github",
-        "artbot.cli_options",
-        "artbot.cli_sandbox",
-        "artbot.terminal",
+        "artbot.cli.context",
+        "artbot.cli.github",
+        "artbot.cli.options",
+        "artbot.cli.sandbox",
+        "artbot.cli.terminal",
         "artbot.verify",
         "artbot.verify.cli",
     ]

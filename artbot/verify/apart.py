@@ -38,7 +38,7 @@ from typing import Any
 from ..catalog import Catalog
 from ..errors import BadInput
 from ..jsonlimits import JsonTooLarge, loads_limited
-from ..output import flatten
+from ..report.output import flatten
 from ..settings import SECRET_NAME_WORDS, TOKEN_VARIABLES, environment
 from .code import CodeResult, CodeStatus, checkable
 from .confine import UNAVAILABLE, Spec, supported

@@ -329,8 +329,8 @@ def changes_cmd(ctx: click.Context, record: bool, refresh: bool, api_url: str | 
     such tag, or no single such commit: the change is recorded as not identified, saying why.
     Reads only (a token raises the rate limit; none is needed); runs no ART code.
     """
-    from ..changes import record_changes
-    from ..github import connect
+    from ..github.changes import record_changes
+    from ..github.client import connect
     from ..settings import default_cache_path
     from ..status import dump_status, load_status, status_path
 

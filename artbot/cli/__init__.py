@@ -1,0 +1,271 @@
+"""artbot's command line: parse options, call one library function, print.
+
+Heavy modules (PyGithub, torch) are imported inside the commands that need them, so
+``artbot --help``, ``validate``, ``list`` and ``render`` start instantly. artbot's own output,
+settings and errors modules, and json, are imported where used too: ``--help`` loads only click
+and the command definitions (``make bench`` measures it against importing click alone).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .context import Context
+from .options import findings_of, item_options
+from .terminal import SizedContext
+
+
+class ArtbotGroup(click.Group):
+    context_class = SizedContext  # `artbot --help` without shutil's import
+
+    def invoke(self, ctx: click.Context) -> Any:
+        # Whatever prints while a command runs is redacted and, in Actions, cannot start a
+        # workflow command (artbot.report.output.GuardedStream); --help exits before this.
+        from ..report.output import guarded
+        from ..settings import Settings
+
+        with guarded(Settings.for_errors()):
+            try:
+                return super().invoke(ctx)
+            except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+                raise
+            except Exception as exc:  # the one place expected failures become exit codes
+                from ..report.output import fail
+
+                settings = ctx.obj.settings if ctx.obj else Settings.for_errors()
+                ctx.exit(fail(exc, settings))
+
+
+# invoke_without_command: `artbot --version` needs no command; any other run still needs one.
+@click.group(
+    cls=ArtbotGroup,
+    invoke_without_command=True,
+    no_args_is_help=True,
+    subcommand_metavar="COMMAND [ARGS]...",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Repository holding findings/, templates/ and repros/.",
+)
+@click.option(
+    "--tool-repository",
+    metavar="OWNER/NAME",
+    help="Where artbot is hosted, for the issues' links to full repro scripts [default: "
+    "$GITHUB_REPOSITORY in its Actions checkout, else the git remote origin of --root].",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks (tokens redacted).")
+@click.option("--version", is_flag=True, help="Print artbot's version and exit.")
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="With --version: also Python's, PyGithub's and torch's versions and the catalog's audit.",
+)
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    root: Path,
+    tool_repository: str | None,
+    debug: bool,
+    version: bool,
+    verbose: bool,
+) -> None:
+    """artbot: file the findings of ART's numerics audit as GitHub issues, and keep them in step.
+
+    Exit codes: 0 ok, 1 remote or run failure, 2 bad input or usage.
+    """
+    if version:
+        from .version import version_text
+
+        click.echo(version_text(root, verbose=verbose))
+        ctx.exit(0)
+    if verbose:
+        raise click.UsageError("--verbose goes with --version")
+    if ctx.invoked_subcommand is None:
+        raise click.UsageError("Missing command.")
+    from ..settings import Settings
+
+    ctx.obj = Context(Settings.from_env(root=root, debug=debug, tool_repository=tool_repository))
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+@cli.command()
+@pass_ctx
+def validate(obj: Context) -> None:
+    """Check every finding record and status file; print each problem as
+    path:line: field: message."""
+    from ..errors import CatalogInvalid
+    from ..inputs import status_problems
+
+    catalog = obj.catalog()
+    problems = status_problems(catalog.root, set(catalog.items))
+    if problems:
+        raise CatalogInvalid(problems)
+    click.echo(f"ok: {len(catalog.findings)} findings, audit {catalog.audit.commit}")
+
+
+@cli.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+@pass_ctx
+def list_(obj: Context, as_json: bool) -> None:
+    """List the findings: item, title, confidence, issue."""
+    catalog = obj.catalog()
+    rows = catalog.rows()
+    if as_json:
+        import json
+
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        issue = f"#{r['issue']}" if r["issue"] else "-"
+        click.echo(f"{r['item']:>3}  {r['confidence']:<11}  {issue:<6}  {r['title']}")
+
+
+@cli.command()
+@item_options("Item to render (repeatable).", "Render every item (with --out).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write NN.md files here instead of printing.",
+)
+@click.option(
+    "--tracking-issue",
+    type=click.IntRange(min=1),
+    help="Tracking issue number for the back-link.",
+)
+@pass_ctx
+def render(
+    obj: Context, items: tuple[int, ...] | None, out: Path | None, tracking_issue: int | None
+) -> None:
+    """Render the issue title and body that `open` would file (no token needed)."""
+    from ..render_inputs import render_all
+
+    if items is None and out is None:
+        raise click.UsageError("--all needs --out DIR")
+    catalog = obj.catalog(for_render=True)
+
+    def no_capture(item: int) -> None:
+        click.echo(
+            f"item {item}: no usable capture on file, so the body has no Result or "
+            f"Environment section (run `artbot repro --item {item}`)",
+            err=True,
+        )
+
+    rendered = render_all(
+        catalog, findings_of(catalog, items), tracking_issue, no_capture=no_capture
+    )
+    for item, issue in rendered.items():
+        text = f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
+        if out is None:
+            click.echo(text, nl=False)
+        else:
+            out.mkdir(parents=True, exist_ok=True)
+            path = out / f"{item:02d}.md"
+            path.write_text(text, encoding="utf-8")
+            click.echo(f"wrote {path}")
+
+
+@cli.command()
+def schema() -> None:
+    """Print the JSON Schema of a finding record (for editors)."""
+    import json
+
+    from ..models import Finding
+
+    click.echo(json.dumps(Finding.model_json_schema(), indent=2))
+
+
+@cli.command()
+@item_options("Item whose reproduction to run (repeatable).", "Run every item's reproduction.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Seconds before a script is stopped.",
+)
+@pass_ctx
+def repro(obj: Context, items: tuple[int, ...] | None, timeout_s: float) -> None:
+    """Run reproductions and store their output for `render` (findings/results/NN.json)."""
+    from ..errors import ReproFailed
+    from ..report.output import redact
+    from ..reprorun import kept_capture, run_repro, save_result, torch_version
+
+    catalog = obj.catalog()
+    findings = findings_of(catalog, items)
+    all_ = items is None
+    torch = torch_version()
+    failed = 0
+    for n, finding in enumerate(findings, 1):
+        if all_:
+            click.echo(f"[{n}/{len(findings)}] item {finding.item}: {finding.repro} ...", err=True)
+        result = run_repro(
+            catalog.root,
+            finding.item,
+            finding.repro,
+            timeout_s=timeout_s,
+            torch=torch,
+            env=obj.settings.child_env,
+        )
+        if not all_:
+            click.echo(result.stdout, nl=False)
+        click.echo(f"item {finding.item}: {result.summary()}")
+        if result.status == "ok":
+            save_result(catalog.root, result)
+            continue
+        # A failed or timed-out run is never evidence: the capture on file stays as it was.
+        failed += 1
+        click.echo(redact(result.stderr.strip()[-2000:], obj.settings.secrets), err=True)
+        click.echo(f"item {finding.item}: {kept_capture(catalog.root, finding.item)}", err=True)
+    if failed:
+        raise ReproFailed(f"{failed} reproduction(s) did not finish cleanly")
+
+
+@cli.command(name="export-tests")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder to write the tests into (e.g. ART's tests/ folder).",
+)
+@click.pass_obj
+def export_tests_cmd(obj: Context, out: Path) -> None:
+    """Write the regression tests ART can merge (repros/regression/test_*.py) into OUT.
+
+    Each imports `art....` as ART's own tests do, asserts what the audit expects, and needs no
+    artbot: it fails on the audited code and passes where ART fixed the claim.
+    """
+    from ..export import export_tests
+
+    for path in export_tests(obj.root, out):
+        click.echo(f"wrote {path}")
+
+
+# --- verify: in artbot/verify/cli.py ------------------------------------------------------
+
+from ..verify.cli import verify  # noqa: E402
+from .github import open_, sync  # noqa: E402
+from .sandbox import demo, sandbox  # noqa: E402
+
+cli.add_command(verify)
+cli.add_command(open_)
+cli.add_command(sync)
+cli.add_command(demo)
+cli.add_command(sandbox)
+
+
+def main() -> None:
+    cli(prog_name="artbot")
+
+
+if __name__ == "__main__":
+    main()

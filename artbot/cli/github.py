@@ -1,0 +1,254 @@
+"""``artbot open`` and ``artbot sync``: the commands that talk to GitHub, and their options.
+
+Thin, as the rest of the CLI: parse, call :mod:`artbot.run.commands`, print. PyGithub is
+imported only when a command connects (:func:`connect`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from .options import findings_of, item_options, run_log
+
+if TYPE_CHECKING:
+    from .context import Context
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def github_options(f: F) -> F:
+    """Options shared by the commands that talk to GitHub."""
+    options = [
+        click.option(
+            "--repo",
+            "repo_name",
+            metavar="OWNER/NAME",
+            help="Repository to file in [default: $GITHUB_REPOSITORY, else the audited one].",
+        ),
+        click.option(
+            "--api-url",
+            metavar="URL",
+            help="GitHub API URL [default: $GITHUB_API_URL, else https://api.github.com].",
+        ),
+        click.option(
+            "--tracking-issue",
+            type=click.IntRange(min=1),
+            envvar="ARTBOT_TRACKING_ISSUE",
+            help="Tracking issue number [default: $ARTBOT_TRACKING_ISSUE, else "
+            "findings/audit.yaml].",
+        ),
+        click.option(
+            "--cache",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="ETag cache file [default: ROOT/.artbot/cache.json].",
+        ),
+        click.option(
+            "--author",
+            "authors",
+            multiple=True,
+            metavar="LOGIN",
+            envvar="ARTBOT_AUTHORS",
+            help="Also count issues written by LOGIN as artbot's (repeatable) [default: only "
+            "the identity artbot established (its creates, the tracking issue's record, the "
+            "token's login); $ARTBOT_AUTHORS].",
+        ),
+        click.option("--dry-run", is_flag=True, help="Print the plan; write nothing."),
+        click.option(
+            "--max-writes",
+            type=click.IntRange(min=1),
+            help="Stop after N writes and print what is left (the next run does it).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print the plan and results as JSON."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def identity(authors: tuple[str, ...]) -> Any:
+    """Who artbot writes as: the identity it establishes (artbot.run.identity), and ``--author``."""
+    from ..run.commands import Identity
+    from ..tracking.ownership import DEFAULT_AUTHORS
+
+    return Identity(authors=(*DEFAULT_AUTHORS, *authors))
+
+
+def connect(
+    obj: Context,
+    catalog: Any,
+    repo_name: str | None,
+    api_url: str | None,
+    cache: Path | None,
+    dry_run: bool,
+) -> Any:
+    """The GitHub adapter for this run (imports PyGithub only now)."""
+    from ..github.client import connect as connect_repo
+    from ..settings import default_cache_path
+
+    repo = connect_repo(
+        obj.settings,
+        catalog.audit.repository,
+        repo_name=repo_name,
+        api_url=api_url,
+        cache_path=cache or default_cache_path(catalog.root),
+        dry_run=dry_run,
+    )
+    return repo
+
+
+@click.command(name="open")
+@item_options("Item to file (repeatable).", "Every item without an issue.")
+@github_options
+@click.pass_obj
+def open_(
+    obj: Context,
+    items: tuple[int, ...] | None,
+    repo_name: str | None,
+    api_url: str | None,
+    tracking_issue: int | None,
+    cache: Path | None,
+    authors: tuple[str, ...],
+    dry_run: bool,
+    max_writes: int | None,
+    as_json: bool,
+) -> None:
+    """File the dedicated issue for an item (once) and link it from the tracking checklist."""
+    from ..report.output import report, save_cache
+    from ..run.commands import open_issues
+
+    catalog = obj.catalog(for_render=True)
+    selected = [f.item for f in findings_of(catalog, items)]  # unknown item: exit 2 here
+    tracking = catalog.audit.tracking(tracking_issue)
+    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
+    outcome = open_issues(
+        catalog,
+        repo,
+        selected,
+        tracking,
+        dry_run=dry_run,
+        log=run_log(obj, as_json),
+        identity=identity(authors),
+        max_writes=max_writes,
+    )
+    if dry_run and not as_json:
+        from ..run.plan import Create
+
+        for action in outcome.plan.of(Create):
+            issue = outcome.rendered[action.item]
+            click.echo(f"\n--- would file: {issue.title}\n\n{issue.body}")
+    report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
+    if not as_json:
+        # The URL of an issue filed now is in its result line; the others' are shown here.
+        now = {r.item for r in outcome.results if r.kind == "Create"}
+        for n in selected:
+            filed = outcome.issues.get(n)
+            if filed and n not in now:
+                click.echo(f"item {n}: {filed.html_url}")
+        if not tracking:
+            click.echo("note: no tracking issue configured; the checklist was not updated")
+    save_cache(repo.cache, obj.settings)
+
+
+def read_event(path: Path) -> Any:
+    """The ``issues: edited`` event artbot acts on; a malformed one is bad input (exit 2)."""
+    import json
+
+    from ..errors import BadInput
+    from ..tracking.requests import EditEvent
+
+    try:
+        return EditEvent.from_payload(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"--event {path}: {exc}") from None
+
+
+@click.command()
+@github_options
+@click.option(
+    "--verify",
+    "verify_version",
+    metavar="VERSION",
+    help="Report the check of openpipe-art VERSION (`latest`: the newest checked) that "
+    "`artbot verify --release VERSION --record` recorded in findings/status/, and carry out a "
+    "ticked re-check with it. sync runs no ART code: record the check first, without the token.",
+)
+@click.option(
+    "--replace-parent",
+    is_flag=True,
+    help="Make an item's issue a sub-issue of the tracking issue even when it has another "
+    "parent (moved from it); without this it is reported and left.",
+)
+@click.option(
+    "--event",
+    "event_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The `issues: edited` event's payload ($GITHUB_EVENT_PATH): the requests its sender "
+    "ticked are carried out only when the sender has write access, else reverted.",
+)
+@click.option(
+    "--summary",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="GITHUB_STEP_SUMMARY",
+    help="Append a markdown summary here [default: $GITHUB_STEP_SUMMARY].",
+)
+@click.pass_obj
+def sync(
+    obj: Context,
+    repo_name: str | None,
+    api_url: str | None,
+    tracking_issue: int | None,
+    cache: Path | None,
+    authors: tuple[str, ...],
+    dry_run: bool,
+    max_writes: int | None,
+    as_json: bool,
+    verify_version: str | None,
+    replace_parent: bool,
+    event_path: Path | None,
+    summary: Path | None,
+) -> None:
+    """Keep generated issues' bodies and the tracking checklist in step; carry out ticked requests.
+
+    Never reopens; closes only with close_when_fixed: true in findings/audit.yaml.
+    """
+    from ..report.output import report, save_cache
+    from ..run.commands import sync as run_sync
+
+    catalog = obj.catalog(for_render=True)
+    tracking = catalog.audit.tracking(tracking_issue)
+    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
+    event = read_event(event_path) if event_path else None
+
+    def check_release(version: str) -> tuple[str, Any]:
+        # Read from findings/status/: the process that holds the token runs no release's code.
+        from ..verify.record import recorded_check
+
+        return recorded_check(catalog.root, version)
+
+    verified = check_release(verify_version) if verify_version else None
+    outcome = run_sync(
+        catalog,
+        repo,
+        tracking,
+        dry_run=dry_run,
+        verified=verified,
+        log=run_log(obj, as_json),
+        replace_parent=replace_parent,
+        identity=identity(authors),
+        verifier=lambda: check_release("latest"),
+        event=event,
+        max_writes=max_writes,
+    )
+    report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
+    if summary:
+        from ..report.output import redact
+        from .summary import step_summary
+
+        text = step_summary(catalog, outcome, dry_run=dry_run)
+        with summary.open("a", encoding="utf-8") as fh:
+            fh.write(redact(text, obj.settings.secrets))
+    save_cache(repo.cache, obj.settings)

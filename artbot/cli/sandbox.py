@@ -1,0 +1,70 @@
+"""``artbot demo`` and ``artbot sandbox``: the GitHub sandbox, embedded or in the foreground."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from .context import Context
+
+
+@click.command()
+@click.option(
+    "--item",
+    "items",
+    type=int,
+    multiple=True,
+    help="Item to file (repeatable) [default: 7 and 9].",
+)
+@click.pass_obj
+def demo(obj: Context, items: tuple[int, ...]) -> None:
+    """Run the main job on the embedded GitHub sandbox (no token, no network)."""
+    from .demo import DEMO_ITEMS, describe, run_demo
+
+    result = run_demo(obj.catalog(for_render=True), items or DEMO_ITEMS, log=click.echo)
+    click.echo(describe(result))
+
+
+@click.command()
+@click.option("--port", type=int, default=0, show_default=True, help="Port (0: any free one).")
+@click.option(
+    "--state",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSON file that keeps the sandbox's state across restarts.",
+)
+@click.option(
+    "--repo",
+    "repos",
+    multiple=True,
+    default=["OpenPipe/ART"],
+    show_default=True,
+    help="OWNER/NAME to create if missing (repeatable).",
+)
+@click.option(
+    "--seed",
+    is_flag=True,
+    help="Seed the audited repository as the demo does (#1108-#1110 and the tracking issue) "
+    "and print the lines to paste into another shell.",
+)
+@click.pass_obj
+def sandbox(
+    obj: Context, port: int, state: Path | None, repos: tuple[str, ...], seed: bool
+) -> None:
+    """Run the loopback GitHub API sandbox in the foreground."""
+    from ..sandbox import serve
+
+    if not seed:
+        serve(port, state, repos)
+        return
+    from .demo import paste_lines, seed_once
+
+    catalog = obj.catalog(for_render=True)
+    serve(
+        port,
+        state,
+        repos,
+        ready=lambda box: click.echo(paste_lines(box.api_url, seed_once(box, catalog))),
+    )

@@ -1,0 +1,494 @@
+"""The GitHub adapter: the only module that talks to GitHub (through PyGithub).
+
+Design notes:
+- Our issues are found by their hidden marker in the label-filtered issues list, never by
+  search: the search index lags writes by seconds to minutes, so a search after a create can
+  miss the issue we just made and we would file it twice.
+- Reads are conditional (``If-None-Match`` with a saved ETag): an unchanged resource costs a
+  304, which GitHub does not count against the rate limit.
+- Every request goes through :meth:`GitHubRepo._request`, which follows a redirect (301, 302,
+  307, 308: GitHub asks clients to repeat the request verbatim at ``Location``) only within
+  the API root it was given, at most three times; any other redirect is a one-line error.
+- Every failure leaves as :class:`RemoteError` with a one-line reason. Messages are built
+  from status codes and GitHub's ``message`` only; the token never enters them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from github import Auth, Github, GithubException
+from github.GithubRetry import GithubRetry
+
+from ..errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
+from ..inputs import check_api_url, check_repository, check_token
+from ..jsonlimits import loads_limited
+from ..models import ObservedIssue
+from ..report.output import flatten
+from ..settings import DEFAULT_SECONDARY_RATE_WAIT, TOKEN_VARIABLES, Settings
+from .etagcache import EtagCache
+
+DEFAULT_API_URL = "https://api.github.com"
+REDIRECTS = (301, 302, 303, 307, 308)
+MAX_REDIRECTS = 3
+MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a page of 100 issues with 65k-character bodies fits
+
+
+# Every write is retried on a rate limit (403 secondary / 429): GitHub did nothing then.
+# urllib3's default list leaves out PATCH and POST, so without this a rate-limited checklist
+# edit ended the run.
+RETRY_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "PATCH", "POST"})
+
+
+class _Retry(GithubRetry):
+    """GithubRetry for every method, except that a POST is never sent twice blind.
+
+    A 5xx to a create may come after the issue was made, and so may a connection dropped
+    after the request went out; sending it again could file it twice. Instead the caller
+    re-lists by marker and looks (GitHub is the source of truth). Rate-limit answers
+    (403 secondary / 429) are retried for every method, POST included, after Retry-After or
+    a bounded exponential back-off.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("allowed_methods", RETRY_METHODS)
+        super().__init__(**kwargs)
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        if method == "POST" and status_code >= 500:
+            return False
+        if status_code == 429 and self.total:
+            return True  # with or without Retry-After: back off exponentially (bounded)
+        return bool(super().is_retry(method, status_code, has_retry_after))
+
+    def increment(
+        self, method: str | None = None, url: str | None = None, *args: Any, **kwargs: Any
+    ) -> Any:  # type: ignore[override]
+        error = kwargs.get("error")
+        if method == "POST" and error is not None and self._is_read_error(error):
+            raise error  # the POST may have taken effect: the caller looks before re-creating
+        return super().increment(method, url, *args, **kwargs)
+
+
+# PyGithub logs its own view of a failed request ("Request GET /user failed with 403"); artbot
+# reports every failure once, as a RemoteError, so PyGithub's records go nowhere.
+logging.getLogger("github").addHandler(logging.NullHandler())
+logging.getLogger("github").propagate = False
+
+
+def _is_loopback(api_url: str) -> bool:
+    host = urllib.parse.urlparse(api_url).hostname or ""
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
+class GitHubRepo:
+    """One repository on GitHub (or the sandbox), with the few operations artbot needs.
+
+    The run (:mod:`artbot.run`) is written against this class and no other: the tests drive
+    it over HTTP against the loopback sandbox, never a fake.
+    """
+
+    def __init__(
+        self,
+        repo: str,
+        *,
+        api_url: str | None = None,
+        token: str | None = None,
+        cache: EtagCache | None = None,
+        timeout: int = 15,
+        retries: int = 4,
+        secondary_rate_wait: float = DEFAULT_SECONDARY_RATE_WAIT,
+    ):
+        self.full_name = repo
+        self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
+        self.cache = cache or EtagCache()
+        local = _is_loopback(self.api_url)
+        self._gh = Github(
+            base_url=self.api_url,
+            auth=Auth.Token(token) if token else None,
+            timeout=timeout,
+            retry=_Retry(
+                total=retries,
+                backoff_factor=0.0 if local else 1.0,
+                secondary_rate_wait=secondary_rate_wait,
+                # A connection that was never made is safe to retry for any method; one
+                # dropped after a POST went out is not retried (see _Retry).
+                connect=retries,
+                read=retries,
+            ),
+            per_page=100,
+            lazy=True,
+            # PyGithub's pacing is right for github.com; the loopback sandbox needs none.
+            seconds_between_requests=0 if local else 0.25,
+            seconds_between_writes=0 if local else 1.0,
+        )
+        self._url = f"/repos/{repo}"
+        self.refused_login = False  # GET /user answered 403: the token is an installation's
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def _get(
+        self, url: str, params: dict[str, Any] | None = None, *, fresh: bool = False
+    ) -> tuple[Any, dict[str, Any]]:
+        """A conditional GET; returns (json, headers). A 304 returns the cached JSON.
+
+        ``fresh`` asks unconditionally: what is about to be written is decided by GitHub's
+        answer, never by a cached copy.
+        """
+        # Keyed by API root too: a cache written against the sandbox (or another GitHub
+        # Enterprise host) is never trusted against github.com.
+        query = "?" + urllib.parse.urlencode(sorted(params.items())) if params else ""
+        key = f"{self.api_url} {url}{query}"
+        saved = self.cache.entries.get(key)
+        headers = {"If-None-Match": saved["etag"]} if saved and not fresh else {}
+        data, resp_headers = self._request("GET", url, params=params, headers=headers)
+        if data is None and saved is not None:  # 304 Not Modified
+            return saved["data"], resp_headers
+        etag = resp_headers.get("etag")
+        if etag:
+            self.cache.entries[key] = {"etag": etag, "data": data}
+        return data, resp_headers
+
+    def _request(
+        self,
+        verb: str,
+        url: str,
+        *,
+        params: dict[str, Any] | None = None,
+        input: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
+        """One REST call: (json or None, headers); redirects followed within the API root."""
+        what = f"{verb} {url}"
+        for _ in range(MAX_REDIRECTS + 1):
+            with _remote(what):
+                status, resp_headers, output = self._gh.requester.requestJson(
+                    verb, url, parameters=params, headers=headers, input=input
+                )
+            if status not in REDIRECTS:
+                break
+            url, params = self._redirect(what, status, resp_headers.get("location"))
+            verb = "GET" if status == 303 else verb
+        else:
+            raise RemoteError(f"{what}: more than {MAX_REDIRECTS} redirects, not followed")
+        try:
+            data = loads_limited(output, max_bytes=MAX_ANSWER_BYTES) if output else None
+        except ValueError:  # JsonTooLarge included: nested too deep, or too large
+            raise RemoteError(f"{what}: GitHub answered {status}, not JSON artbot reads") from None
+        if status >= 400:
+            with _remote(what):
+                raise self._gh.requester.createException(
+                    status, resp_headers, data if isinstance(data, dict) else {}
+                )
+        return data, resp_headers
+
+    def _redirect(
+        self, what: str, status: int, location: str | None
+    ) -> tuple[str, dict[str, Any] | None]:
+        """Where a redirect may be followed: under the same API root, else a RemoteError
+        (the token is never sent to another host)."""
+        target = urllib.parse.urlsplit(urllib.parse.urljoin(self.api_url + "/", location or ""))
+        root = urllib.parse.urlsplit(self.api_url)
+        base = root.path.rstrip("/")
+        inside = target.path == base or target.path.startswith(base + "/")
+        same = (target.scheme, target.netloc) == (root.scheme, root.netloc)
+        if not location or not same or not inside:
+            shown = f"{target.scheme}://{target.hostname}" if location else "nowhere"
+            raise RemoteError(f"{what}: GitHub redirected ({status}) to {shown}; not followed")
+        query = dict(urllib.parse.parse_qsl(target.query)) or None
+        return relative_path(self.api_url, target.path), query
+
+    def list_issues(self, labels: list[str]) -> list[ObservedIssue]:
+        """Every issue (open and closed) carrying all ``labels``; pull requests skipped."""
+        url = f"{self._url}/issues"
+        params: dict[str, Any] | None = {
+            "state": "all",
+            "labels": ",".join(labels),
+            "sort": "created",
+            "direction": "asc",
+            "per_page": 100,
+        }
+        return [
+            ObservedIssue.from_json(d) for d in self._pages(url, params) if "pull_request" not in d
+        ]
+
+    def _pages(self, url: str, params: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
+        """Every item of a paginated list: conditional GETs, following ``rel="next"``."""
+        while True:
+            data, headers = self._get(url, params)
+            yield from data
+            next_url = _next_link(headers.get("link"))
+            if not next_url:
+                return
+            parsed = urllib.parse.urlparse(next_url)
+            url = relative_path(self.api_url, parsed.path)
+            params = dict(urllib.parse.parse_qsl(parsed.query))
+
+    def read_upstream(
+        self, repository: str, endpoint: str, params: dict[str, Any] | None = None
+    ) -> Any:
+        """``GET /repos/{repository}/{endpoint}`` of another repository (ART's compare and
+        commits endpoints, for :mod:`artbot.github.changes`); None where GitHub answers 404."""
+        try:
+            data, _ = self._get(f"/repos/{repository}/{endpoint}", params)
+        except RemoteError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return data
+
+    def get_issue(self, number: int, *, fresh: bool = False) -> ObservedIssue:
+        data, _ = self._get(f"{self._url}/issues/{number}", fresh=fresh)
+        if "pull_request" in data:
+            raise BadInput(f"#{number} is a pull request, not an issue")
+        return ObservedIssue.from_json(data)
+
+    def login(self) -> str | None:
+        """The token's own login, or None where GitHub does not say (an Actions run's
+        ``GITHUB_TOKEN`` gets 403 here) or there is no token."""
+        try:
+            data, _ = self._get("/user")
+        except RemoteError as exc:
+            # 403 is GitHub's answer to an installation token (an App's, an Actions run's).
+            self.refused_login = exc.status == 403
+            if exc.status in (401, 403, 404):
+                return None
+            raise
+        login = data.get("login") if isinstance(data, dict) else None
+        return login if isinstance(login, str) else None
+
+    def remembered_login(self) -> str | None:
+        """The login this repository's artbot issues were last seen written by (the cache)."""
+        return self.cache.identities.get(f"{self.api_url} {self.full_name}")
+
+    def remember_login(self, login: str) -> None:
+        """Keep ``login`` (learnt from a create) in the cache file now, not at the run's end."""
+        key = f"{self.api_url} {self.full_name}"
+        if self.cache.identities.get(key) != login:
+            self.cache.identities[key] = login
+            # The tracking issue records it too; the end-of-run save reports a failure.
+            with contextlib.suppress(OSError):
+                self.cache.save()
+
+    def existing_labels(self) -> set[str]:
+        data, _ = self._get(f"{self._url}/labels", {"per_page": 100})
+        return {d["name"] for d in data}
+
+    def permission(self, login: str) -> str:
+        """``login``'s permission (admin, write, read or none), asked unconditionally: it
+        decides whether a tick on the tracking issue is carried out. Not a collaborator, or
+        not a user (404): none."""
+        path = f"{self._url}/collaborators/{urllib.parse.quote(login, safe='')}/permission"
+        try:
+            data, _ = self._get(path, fresh=True)
+        except RemoteError as exc:
+            if exc.status == 404:
+                return "none"
+            raise
+        value = data.get("permission") if isinstance(data, dict) else None
+        return value if value in ("admin", "write", "read", "none") else "none"
+
+    # -- writes --------------------------------------------------------------------------
+
+    def create_label(
+        self, name: str, color: str | None = None, description: str | None = None
+    ) -> None:
+        label = {
+            "name": name,
+            "color": color or "c5def5",
+            "description": description or "filed by artbot (numerics audit)",
+        }
+        try:
+            self._request("POST", f"{self._url}/labels", input=label)
+        except RemoteError as exc:
+            if exc.status != 422:  # 422 already_exists: someone made it meanwhile
+                raise
+
+    def create_issue(self, title: str, body: str, labels: list[str]) -> ObservedIssue:
+        fields = {"title": title, "body": body, "labels": labels}
+        data, _ = self._request("POST", f"{self._url}/issues", input=fields)
+        return ObservedIssue.from_json(data)
+
+    def edit_issue(self, number: int, **fields: Any) -> ObservedIssue:
+        # The PATCH reply is the edited issue.
+        data, _ = self._request("PATCH", f"{self._url}/issues/{number}", input=fields)
+        return ObservedIssue.from_json(data)
+
+    def add_labels(self, number: int, labels: list[str]) -> None:
+        self._request("POST", f"{self._url}/issues/{number}/labels", input={"labels": labels})
+
+    def comment(self, number: int, body: str) -> None:
+        self._request("POST", f"{self._url}/issues/{number}/comments", input={"body": body})
+
+    def list_comments(self, number: int) -> list[dict[str, Any]]:
+        """Every comment on #number, oldest first, from every page (reading only the first
+        100, artbot posted its status comments again on a busy issue)."""
+        url = f"{self._url}/issues/{number}/comments"
+        return [c for c in self._pages(url, {"per_page": 100}) if isinstance(c, dict)]
+
+    # -- sub-issues (the tracking issue's native progress) ----------------------------------
+
+    def list_sub_issues(self, number: int) -> list[ObservedIssue]:
+        """#number's sub-issues in GitHub's order: one conditional request per 100."""
+        url = f"{self._url}/issues/{number}/sub_issues"
+        params: dict[str, Any] = {"per_page": 100}
+        with _sub_issues():
+            return [ObservedIssue.from_json(d) for d in self._pages(url, params)]
+
+    def add_sub_issue(self, number: int, sub_issue_id: int, *, replace_parent: bool) -> None:
+        # By id, not number (GitHub's rule); replace_parent only when asked for.
+        body: dict[str, Any] = {"sub_issue_id": sub_issue_id}
+        if replace_parent:
+            body["replace_parent"] = True
+        with _sub_issues():
+            self._request("POST", f"{self._url}/issues/{number}/sub_issues", input=body)
+
+    def remove_sub_issue(self, number: int, sub_issue_id: int) -> None:
+        body = {"sub_issue_id": sub_issue_id}
+        with _sub_issues():
+            self._request("DELETE", f"{self._url}/issues/{number}/sub_issue", input=body)
+
+    def reprioritize_sub_issue(
+        self, number: int, sub_issue_id: int, *, after_id: int | None, before_id: int | None
+    ) -> None:
+        body: dict[str, Any] = {"sub_issue_id": sub_issue_id}
+        body.update({"after_id": after_id} if after_id is not None else {"before_id": before_id})
+        with _sub_issues():
+            self._request("PATCH", f"{self._url}/issues/{number}/sub_issues/priority", input=body)
+
+    def parent_of(self, number: int) -> tuple[str, int] | None:
+        """#number's parent issue as (repository full name, number); None without one."""
+        try:
+            data, _ = self._request("GET", f"{self._url}/issues/{number}/parent")
+        except RemoteError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        owner, name = str(data.get("repository_url") or "").rstrip("/").split("/")[-2:]
+        return f"{owner}/{name}", int(data["number"])
+
+
+@contextmanager
+def _sub_issues() -> Iterator[None]:
+    """A 404 from a sub-issue endpoint means this GitHub has none (an Enterprise Server
+    without them); a 422 is a refusal (another parent, the cap of 100, ...)."""
+    try:
+        yield
+    except RemoteError as exc:
+        if exc.status == 404:
+            raise SubIssuesUnavailable(str(exc), 404) from None
+        if exc.status == 422:
+            raise SubIssueRefused(str(exc), 422) from None
+        raise
+
+
+def relative_path(api_url: str, path: str) -> str:
+    """``path`` (from a ``Link`` URL) relative to the API root, which PyGithub prepends again.
+
+    On GitHub Enterprise the root is ``http://host/api/v3``; its ``Link`` URLs hold
+    ``/api/v3/repos/...``, which must be requested as ``/repos/...`` or page 2 would be
+    ``/api/v3/api/v3/repos/...``.
+    """
+    base = urllib.parse.urlparse(api_url).path.rstrip("/")
+    if base and (path == base or path.startswith(base + "/")):
+        return path[len(base) :] or "/"
+    return path
+
+
+def _next_link(link: str | None) -> str | None:
+    """The ``rel="next"`` URL of an RFC 5988 Link header."""
+    for part in (link or "").split(","):
+        url, _, rel = part.partition(";")
+        if 'rel="next"' in rel:
+            return url.strip().strip("<>")
+    return None
+
+
+@contextmanager
+def _remote(what: str) -> Iterator[None]:
+    """Turn any client failure into a one-line :class:`RemoteError`."""
+    import requests
+
+    try:
+        yield
+    except GithubException as exc:
+        message = exc.data.get("message") if isinstance(exc.data, dict) else None
+        errors = exc.data.get("errors") if isinstance(exc.data, dict) else None
+        detail = f": {message}" if message else ""
+        if isinstance(errors, list) and errors:
+            detail += (
+                " ("
+                + "; ".join(
+                    str(e.get("message") or e.get("code")) for e in errors if isinstance(e, dict)
+                )
+                + ")"
+            )
+        # GitHub's text is remote text: one line, of bounded length.
+        detail = flatten(detail)[:500]
+        raise RemoteError(f"{what}: GitHub answered {exc.status}{detail}", exc.status) from None
+    except RuntimeError as exc:  # PyGithub refusing a 301 to another host or scheme
+        raise RemoteError(f"{what}: {_short(str(exc))}") from None
+    except requests.exceptions.RetryError as exc:
+        reason = str(exc.args[0].reason) if exc.args and hasattr(exc.args[0], "reason") else ""
+        raise RemoteError(f"{what}: gave up after retries ({_short(reason)})") from None
+    except requests.exceptions.ConnectionError as exc:
+        raise RemoteError(f"{what}: {_unreachable(str(exc))}") from None
+    except requests.exceptions.RequestException as exc:
+        raise RemoteError(f"{what}: {type(exc).__name__}: {_short(str(exc))}") from None
+
+
+def _unreachable(text: str) -> str:
+    """A connection failure in one line: where, why, and what to check."""
+    where = re.search(r"host='([^']+)', port=(\d+)", text)
+    errno = re.search(r"\[Errno -?\d+\] [^'\")]+", text)
+    if errno:
+        why = errno[0].strip()
+    elif "NameResolution" in text or "getaddrinfo" in text:
+        why = "the host name does not resolve"
+    else:
+        why = _short(text)[:200]
+    at = f" {where[1]}:{where[2]}" if where else ""
+    return f"could not connect to{at} ({why}); check --api-url (or $GITHUB_API_URL) and the network"
+
+
+def _short(text: str) -> str:
+    """The reason of a client failure, whole, on one line (bounded)."""
+    return flatten(text)[:500]
+
+
+def connect(
+    settings: Settings,
+    default_repository: str,
+    *,
+    repo_name: str | None = None,
+    api_url: str | None = None,
+    cache_path: Path,
+    dry_run: bool = False,
+) -> GitHubRepo:
+    """The adapter for one run: flags first, then the environment (``settings``), then defaults.
+
+    Without a token only a dry run may proceed (reads are anonymous).
+    """
+    if not settings.token and not dry_run:
+        names = " or ".join(TOKEN_VARIABLES)
+        raise BadInput(f"no token: set {names} (or use --dry-run)")
+    check_api_url(api_url or settings.api_url)
+    check_token(settings.token)
+    option = (
+        "--repo" if repo_name else "$GITHUB_REPOSITORY" if settings.repository else "repository"
+    )
+    name = check_repository(repo_name or settings.repository or default_repository, option)
+    return GitHubRepo(
+        name,
+        api_url=api_url or settings.api_url,
+        token=settings.token,
+        cache=EtagCache.load(cache_path),
+        secondary_rate_wait=settings.secondary_rate_wait,
+    )

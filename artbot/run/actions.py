@@ -1,0 +1,339 @@
+"""What a plan is made of: one frozen dataclass per action, each with ``describe()``, and the
+:class:`Plan` that holds them in the order they are carried out.
+
+A plan is a value that ``--dry-run`` prints, ``--json`` serialises, tests assert on, and
+:mod:`artbot.run.execute` carries out. Facts (an issue that exists, a foreign copy) sit in the
+plan beside the writes, so the plan reads as what the run found and will do; the executor
+carries out :data:`Write` and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..tracking.checklist import ChecklistEntry
+from ..tracking.ownership import Foreign
+from ..tracking.requests import (
+    Asked,
+    CarryOutRequest,
+    DropRequest,
+    PanelAction,
+    Request,
+    RevertTick,
+)
+from ..tracking.subissues import (
+    AddSubIssue,
+    MoveSubIssue,
+    NoSubIssues,
+    RemoveSubIssue,
+    SubIssueAction,
+    SubIssueHasParent,
+    SubIssueRecord,
+    SubIssueRemovedByHand,
+    SubIssuesFull,
+    SubIssuesUpToDate,
+)
+
+
+@dataclass(frozen=True)
+class Create:
+    item: int
+    title: str
+    labels: tuple[str, ...]
+    # The recorded status decides how the issue is filed (see artbot.status.view):
+    # fixed_in set -> filed, then closed as completed; partly_fixed_in -> open, scoped to
+    # what remains.
+    fixed_in: str | None = None
+    partly_fixed_in: str | None = None
+
+    def describe(self) -> str:
+        text = f"item {self.item}: create issue {self.title!r}"
+        if self.fixed_in:
+            return f"{text}, then close it as completed (fixed in {self.fixed_in})"
+        if self.partly_fixed_in:
+            return f"{text}, open, scoped to what remains (partly fixed in {self.partly_fixed_in})"
+        return text
+
+
+@dataclass(frozen=True)
+class CloseFixed:
+    """Close an issue artbot filed for a fixed item whose close did not happen (a crash)."""
+
+    item: int
+    issue: int
+    fixed_in: str
+
+    def describe(self) -> str:
+        return f"item {self.item}: close #{self.issue} as completed (fixed in {self.fixed_in})"
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """The recorded status differs from what the issue states: one comment, then the edit.
+    ``comment`` is the comment to post; None when the newest artbot status comment states it
+    already (a re-run after a crash between the comment and the body edit)."""
+
+    item: int
+    issue: int
+    before: str | None
+    after: str
+    comment: str | None = None
+
+    def describe(self) -> str:
+        was = self.before or "no status"
+        return f"item {self.item}: status of #{self.issue} changed ({was} -> {self.after})"
+
+
+@dataclass(frozen=True)
+class CloseWhenFixed:
+    """``close_when_fixed``: a status change to fixed closes the issue artbot filed."""
+
+    item: int
+    issue: int
+    fixed_in: str
+
+    def describe(self) -> str:
+        return (
+            f"item {self.item}: close #{self.issue} as completed, every claim fixed in "
+            f"{self.fixed_in} (close_when_fixed)"
+        )
+
+
+@dataclass(frozen=True)
+class Exists:
+    item: int
+    issue: int
+    state: str
+
+    def describe(self) -> str:
+        return f"item {self.item}: already filed as #{self.issue} ({self.state})"
+
+
+@dataclass(frozen=True)
+class Preset:
+    item: int
+    issue: int
+
+    def describe(self) -> str:
+        return f"item {self.item}: has its own issue #{self.issue} (never filed by artbot)"
+
+
+@dataclass(frozen=True)
+class LinkPreset:
+    """Give a pre-existing issue the audit's labels so the one labelled list call sees it."""
+
+    item: int
+    issue: int
+    labels: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"item {self.item}: label #{self.issue} with {', '.join(self.labels)}"
+
+
+@dataclass(frozen=True)
+class LabelTracking:
+    """Give the tracking issue the audit's labels and its own, once, so that the labelled
+    list returns it and a sync with nothing to do needs no request of its own for it."""
+
+    issue: int
+    labels: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"tracking issue #{self.issue}: label it {', '.join(self.labels)}"
+
+
+@dataclass(frozen=True)
+class CreateLabel:
+    """A label the issues about to be filed use that does not exist yet."""
+
+    name: str
+    color: str | None = None
+    description: str | None = None
+
+    def describe(self) -> str:
+        return f"create label {self.name!r}"
+
+
+@dataclass(frozen=True)
+class CloseCopies:
+    """After filing ``items``: read the list again and close any second issue of one of them
+    (a create retried after it had taken effect, or a concurrent run) as a duplicate of the
+    lowest number, which every run agrees on without talking to the others."""
+
+    items: tuple[int, ...]
+
+    def describe(self) -> str:
+        which = ", ".join(map(str, self.items))
+        what = "item" if len(self.items) == 1 else "items"
+        return f"{what} {which}: read the list again and close any copy filed meanwhile"
+
+
+@dataclass(frozen=True)
+class EditBody:
+    item: int
+    issue: int
+
+    def describe(self) -> str:
+        return f"item {self.item}: update the artbot part of #{self.issue}'s body"
+
+
+@dataclass(frozen=True)
+class CloseDuplicate:
+    item: int
+    issue: int
+    keep: int
+
+    def describe(self) -> str:
+        return f"item {self.item}: close #{self.issue} as a duplicate of #{self.keep}"
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """Reported by sync, which never closes anything."""
+
+    item: int
+    issue: int
+    keep: int
+
+    def describe(self) -> str:
+        return f"item {self.item}: #{self.issue} duplicates #{self.keep} (run `artbot open`)"
+
+
+@dataclass(frozen=True)
+class UpdateChecklist:
+    issue: int
+    entries: tuple[ChecklistEntry, ...]
+
+    def describe(self) -> str:
+        return f"tracking issue #{self.issue}: update the checklist"
+
+
+@dataclass(frozen=True)
+class ChecklistUpToDate:
+    issue: int
+
+    def describe(self) -> str:
+        return f"tracking issue #{self.issue}: checklist up to date"
+
+
+@dataclass(frozen=True)
+class Comment:
+    """A verification comment on a generated issue (posted once per status change)."""
+
+    item: int
+    issue: int
+    body: str
+
+    def describe(self) -> str:
+        first = self.body.splitlines()[1] if "\n" in self.body else self.body
+        return f"item {self.item}: comment on #{self.issue}: {first}"
+
+
+Action = (
+    Create
+    | CreateLabel
+    | CloseCopies
+    | CloseFixed
+    | CloseWhenFixed
+    | StatusChange
+    | Exists
+    | Preset
+    | LinkPreset
+    | LabelTracking
+    | EditBody
+    | CloseDuplicate
+    | Duplicate
+    | UpdateChecklist
+    | ChecklistUpToDate
+    | Comment
+    | SubIssueAction
+    | PanelAction
+    | Foreign
+)
+
+
+# What the executor carries out: every action that writes (or may). The rest are facts.
+Write = (
+    CreateLabel
+    | LabelTracking
+    | LinkPreset
+    | Create
+    | CloseCopies
+    | CloseFixed
+    | CloseDuplicate
+    | StatusChange
+    | CloseWhenFixed
+    | EditBody
+    | Comment
+    | AddSubIssue
+    | RemoveSubIssue
+    | MoveSubIssue
+    | UpdateChecklist
+    | ChecklistUpToDate
+)
+Fact = (
+    Exists
+    | Preset
+    | Duplicate
+    | Foreign
+    | SubIssueRemovedByHand
+    | SubIssueHasParent
+    | SubIssuesFull
+    | SubIssuesUpToDate
+    | NoSubIssues
+    | CarryOutRequest
+    | RevertTick
+    | DropRequest
+)
+FACTS = (
+    Exists,
+    Preset,
+    Duplicate,
+    Foreign,
+    SubIssueRemovedByHand,
+    SubIssueHasParent,
+    SubIssuesFull,
+    SubIssuesUpToDate,
+    NoSubIssues,
+    CarryOutRequest,
+    RevertTick,
+    DropRequest,
+)
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """How the tracking issue's block reads once the plan's writes are done: the checklist
+    lines (an item filed by this run gets its number when it is filed: ``filed``), the
+    Requests list (``asked``'s ticks, ``done`` cleared; None: every tick kept, pending), the
+    sub-issue record as planned, and artbot's identity."""
+
+    entries: tuple[ChecklistEntry, ...]
+    filed: tuple[int, ...] = ()
+    asked: Asked | None = None
+    done: tuple[Request, ...] = ()
+    record: SubIssueRecord | None = None
+    logins: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    actions: tuple[Action, ...] = field(default_factory=tuple)
+    block: BlockPlan | None = None  # the block the plan's checklist action writes
+    warnings: tuple[str, ...] = ()  # what the planner found worth saying (printed once)
+
+    def of(self, kind: type) -> list[Any]:
+        return [a for a in self.actions if isinstance(a, kind)]
+
+    def text(self) -> str:
+        return "\n".join(a.describe() for a in self.actions) or "nothing to do"
+
+    def as_json(self) -> list[dict[str, Any]]:
+        out = []
+        for a in self.actions:
+            data = asdict(a)
+            data["action"] = type(a).__name__
+            data["text"] = a.describe()
+            out.append(data)
+        return out

@@ -1,0 +1,280 @@
+"""``open`` and ``sync``: one straight line, each step once.
+
+    observe (read GitHub) -> render -> plan (pure) -> carry out (in order, each write once)
+
+:func:`artbot.run.observe.observe` reads everything into one snapshot;
+the issues and the comments are rendered from the catalog; :func:`artbot.run.plan.plan_run`
+makes the complete list of writes, including the issues a ticked request files and the one
+write of the tracking issue's block at the end; :func:`artbot.run.execute.execute` carries
+it out (the crash-safety rules are in its docstring). ``open`` is the same line with a
+narrower plan. A dry run stops after the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..catalog import Catalog
+from ..models import ObservedIssue
+from ..render import RenderedIssue, render_checklist
+from ..render_inputs import render_all
+from ..report.results import Journal, Result
+from ..tracking.block import compose
+from ..tracking.requests import panel
+from .actions import Plan
+from .execute import Execution, RenderBlock, execute
+from .identity import Identity
+from .issues import canonical
+from .observe import Ask, Snapshot, Verified, Verifier, observe, status_views
+from .plan import Want, plan_run, up_to_date
+from .status_comments import status_texts
+from .subissue_writes import SubIssueProgress
+
+if TYPE_CHECKING:
+    from ..github.client import GitHubRepo as Repo
+
+Log = Callable[[str], None]
+
+__all__ = ["Identity", "Outcome", "open_issues", "status_views", "sync"]
+
+
+@dataclass
+class Outcome:
+    """What a run did, for printing, ``--json`` and the Actions step summary."""
+
+    plan: Plan
+    done: list[str] = field(default_factory=list)  # the lines of the results done
+    issues: dict[int, ObservedIssue] = field(default_factory=dict)  # item -> canonical issue
+    observed: list[ObservedIssue] = field(default_factory=list)
+    rendered: dict[int, RenderedIssue] = field(default_factory=dict)
+    checklist: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    tracking: ObservedIssue | None = None  # the tracking issue as observe read it
+    stopped: str | None = None  # why the run stopped early (--max-writes); the plan is what is left
+    results: list[Result] = field(default_factory=list)  # what was done, skipped or failed
+
+    def journal(self, log: Log) -> Journal:
+        """The run's one log path, writing into this outcome."""
+        return Journal(log, self.done, self.warnings, self.results)
+
+
+def block_renderer(catalog: Catalog) -> RenderBlock:
+    """How the tracking issue's block is rendered: the checklist template, then the identity."""
+    templates = catalog.root / "templates"
+
+    def render(entries: Any, record: Any, requests: Any, logins: Sequence[str]) -> str:
+        return compose(
+            render_checklist(entries, catalog.audit, templates, record, requests), logins
+        )
+
+    return render
+
+
+def run(
+    catalog: Catalog,
+    repo: Repo,
+    ask: Ask,
+    *,
+    dry_run: bool = False,
+    log: Log = lambda _: None,
+    identity: Identity | None = None,
+    verified: Verified | None = None,
+    verifier: Verifier | None = None,
+    max_writes: int | None = None,
+) -> Outcome:
+    """One run: observe, render, plan, then (unless ``dry_run``) carry out."""
+    identity = identity or Identity()
+    sync = ask.command == "sync"
+    rendered: dict[int, RenderedIssue] = {}
+    if not sync:  # a body over GitHub's limit: exit 2 before any request
+        rendered = render_all(catalog, [catalog.get(i) for i in ask.items], ask.tracking)
+    views = status_views(catalog, catalog.findings)  # a bad status file: exit 2 here too
+    snap = observe(
+        repo,
+        catalog,
+        ask,
+        identity,
+        views,
+        verified=verified,
+        verifier=None if dry_run else verifier,
+    )
+    if sync:  # the tracking issue may have been found by its label
+        rendered = render_all(catalog, catalog.findings, snap.number)
+    found = canonical(snap.issues, catalog.audit)
+    notes = None
+    if sync and snap.verified is not None:
+        from ..verify import verification_notes
+
+        # An item with a recorded status is ticked and commented on from that record (one
+        # comment per status change); the whole-item verify note and comment are for the rest.
+        notes = verification_notes([r for r in snap.verified[1] if views.get(r.item) is None])
+    want = Want(
+        ask.command,
+        catalog.audit,
+        tuple(catalog.findings),
+        rendered,
+        views,
+        items=ask.items,
+        status_texts=status_texts(catalog, found, views) if sync else None,
+        notes=notes,
+        logins=identity.known(),
+        replace_parent=ask.replace_parent,
+    )
+    plan = plan_run(want, snap)
+    render_block = block_renderer(catalog)
+    now = snap.block.text if snap.block else None
+    plan = up_to_date(plan, now, _rendered(plan, snap, render_block))
+    outcome = Outcome(plan, issues=found, observed=list(snap.issues), tracking=snap.tracking)
+    outcome.rendered = {i: rendered[i] for i in ask.items if i in rendered}
+    outcome.warnings += [f.describe() for f in snap.foreign]
+    outcome.warnings += [*snap.warnings, *plan.warnings]
+    if dry_run:
+        return outcome
+    journal = outcome.journal(log)
+    ex = Execution(
+        repo,
+        catalog,
+        plan,
+        journal,
+        identity,
+        render_block,
+        rendered,
+        views,
+        list(snap.issues),
+        _progress(snap, plan, planned=sync),
+        limit=max_writes,
+        tracking_body=snap.tracking.body if snap.tracking else None,
+        block=snap.block,
+        tracking=snap.number,
+        issues=dict(found),
+    )
+    stopped = execute(ex)
+    outcome.issues = canonical(ex.observed, catalog.audit)
+    outcome.observed = ex.observed
+    outcome.checklist = ex.checklist
+    if stopped is not None:
+        outcome.plan, outcome.stopped = ex.plan, str(stopped)
+        outcome.warnings.append(f"{stopped}; the plan below is what is left for the next run")
+    elif snap.asked is not None and snap.number is not None:
+        journal.extend(Result.done(line, kind="Request") for line in _done(snap, ex))
+    return outcome
+
+
+def _rendered(plan: Plan, snap: Snapshot, render_block: RenderBlock) -> str | None:
+    """The block as the plan will write it, when that is known before any write: not when an
+    issue is filed first (its number is not known yet)."""
+    block = plan.block
+    if block is None or block.filed or snap.block is None:
+        return None
+    now = snap.block
+    if block.asked is not None:
+        requests = block.asked.panel_for(block.entries, now.ticked, now.note, done=block.done)
+    else:
+        requests = panel(block.entries, now.ticked, now.note)
+    return render_block(block.entries, block.record, requests, block.logins)
+
+
+def _progress(snap: Snapshot, plan: Plan, *, planned: bool) -> SubIssueProgress | None:
+    if snap.tracking is None or plan.block is None:
+        return None
+    listed = snap.sub_issues if isinstance(snap.sub_issues, tuple) else ()
+    record = plan.block.record
+    progress = SubIssueProgress.start(
+        snap.tracking.number,
+        plan.block.record,
+        snap.block.record if snap.block else None,
+        listed,
+        snap.issues,
+        planned=planned,
+    )
+    progress.items = {e.issue: e.item for e in plan.block.entries if e.issue is not None}
+    if planned and snap.sub_issues is None and record is not None:
+        progress.order = list(record.added)  # the list was not read: it is as recorded
+    return progress
+
+
+def _done(snap: Snapshot, ex: Execution) -> list[str]:
+    """What was done about each ticked request, for the log, ``--json`` and the summary."""
+    asked, tracking = snap.asked, snap.number
+    assert asked is not None
+    out = []
+    for r in asked.carry:
+        if r.kind == "file" and r.item in ex.filed:
+            issue = ex.filed[r.item]
+            out.append(f"request in #{tracking}: filed item {r.item} as #{issue.number}")
+        elif r.kind == "recheck" and snap.rechecked and snap.verified:
+            out.append(
+                f"request in #{tracking}: re-checked against openpipe-art {snap.verified[0]}"
+            )
+    for r in asked.revert:
+        if asked.why == "unattributed":
+            why = "no edit by someone with write access made it; tick it again to ask"
+            out.append(f"request in #{tracking}: cleared the tick on {r.text!r} ({why})")
+            continue
+        why = (
+            f"GitHub did not say whether @{asked.sender} has write access"
+            if asked.why == "unchecked"
+            else "write access is needed to ask artbot from an edit"
+        )
+        out.append(f"request in #{tracking}: reverted @{asked.sender}'s tick on {r.text!r} ({why})")
+    out += [f"request in #{tracking}: {r.text!r} no longer applies; cleared" for r in asked.drop]
+    return out
+
+
+def open_issues(
+    catalog: Catalog,
+    repo: Repo,
+    items: Sequence[int],
+    tracking_issue: int | None,
+    *,
+    dry_run: bool = False,
+    log: Log = lambda _: None,
+    identity: Identity | None = None,
+    max_writes: int | None = None,
+) -> Outcome:
+    """File the dedicated issues for ``items`` (once each) and refresh the checklist."""
+    ask = Ask("open", tracking_issue, tuple(items))
+    return run(
+        catalog, repo, ask, dry_run=dry_run, log=log, identity=identity, max_writes=max_writes
+    )
+
+
+def sync(
+    catalog: Catalog,
+    repo: Repo,
+    tracking_issue: int | None,
+    *,
+    dry_run: bool = False,
+    verified: tuple[str, Sequence[Any]] | None = None,
+    log: Log = lambda _: None,
+    replace_parent: bool = False,
+    identity: Identity | None = None,
+    verifier: Verifier | None = None,
+    event: Any = None,
+    max_writes: int | None = None,
+) -> Outcome:
+    """Bring generated issues' bodies and the checklist in step with the catalog and GitHub.
+
+    ``verified`` is (version, results of :func:`artbot.verify.verify_code`): each result
+    becomes a checklist note, and a comment on the generated issue when its status changed.
+    The items' issues become the tracking issue's sub-issues (:mod:`artbot.tracking.subissues`);
+    ``replace_parent`` moves those that have another parent. Ticked requests in the tracking
+    issue are part of the plan (:mod:`artbot.tracking.requests`): a filing request is a
+    :class:`~artbot.run.actions.Create`; ``verifier`` runs a re-check when ``verified`` is
+    None; ``event`` is the ``issues: edited`` event whose sender is checked. Otherwise never
+    creates, closes or reopens an issue.
+    """
+    ask = Ask("sync", tracking_issue, event=event, replace_parent=replace_parent)
+    return run(
+        catalog,
+        repo,
+        ask,
+        dry_run=dry_run,
+        log=log,
+        identity=identity,
+        verified=verified,
+        verifier=verifier,
+        max_writes=max_writes,
+    )

@@ -1,0 +1,269 @@
+"""The one read step of a run: everything ``open`` or ``sync`` needs from GitHub, into one
+immutable :class:`Snapshot`, before anything is planned or written.
+
+In order, and each only when the run needs it: the issues carrying the audit's labels (one
+list call: artbot never searches, the index lags writes); the tracking issue (from that list,
+else read) checked before anything else, so a wrong ``--tracking-issue`` is exit 2 before any
+question of identity; its block, parsed once (:class:`artbot.tracking.block.TrackingBlock`);
+artbot's identity (:mod:`artbot.run.identity`); which labels exist, when the run would use
+one artbot has not seen; the ticked requests, with the edit's sender's permission when a tick
+applies and a re-check's verification when one is asked for; the tracking issue's
+sub-issues, when their summary disagrees with the block's record; and the comments on the
+issues whose status comment or verification comment may be due (only artbot's own count: a
+comment carrying artbot's marker by anyone else is not artbot's word).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..catalog import Catalog
+from ..errors import BadInput, RemoteError
+from ..marker import owned_region
+from ..models import Finding, ObservedIssue
+from ..render import issue_labels
+from ..status import load_status
+from ..status.view import StatusView, stated_status, status_view
+from ..tracking.block import TrackingBlock
+from ..tracking.ownership import Foreign, check_tracking, claim, seed_title, tracking_by_label
+from ..tracking.requests import WRITE_PERMISSIONS, Asked, EditEvent, sort_ticks
+from .identity import Identity, establish
+from .issues import canonical, checklist_entries
+from .subissue_writes import Listed, observe_sub_issues, wanted_sub_issues
+
+if TYPE_CHECKING:
+    from ..github.client import GitHubRepo as Repo
+
+Warn = Callable[[str], None]
+# (version, results of verify_code), run only when a re-check is asked for and none was given.
+Verifier = Callable[[], tuple[str, Sequence[Any]]]
+Verified = tuple[str, Sequence[Any]]
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a command asks of a run: ``open`` files ``items``; ``sync`` files what a ticked
+    request asks for and keeps everything else in step."""
+
+    command: Literal["open", "sync"]
+    tracking: int | None
+    items: tuple[int, ...] = ()
+    event: EditEvent | None = None
+    replace_parent: bool = False
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What GitHub held when the run read it; planning reads this and nothing else."""
+
+    issues: tuple[ObservedIssue, ...]  # the labelled list, markers of foreign issues removed
+    foreign: tuple[Foreign, ...] = ()
+    tracking: ObservedIssue | None = None
+    block: TrackingBlock | None = None
+    labels: frozenset[str] = frozenset()  # labels known to exist
+    asked: Asked | None = None
+    sub_issues: Listed = None
+    comments: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+    verified: Verified | None = None
+    rechecked: bool = False  # the re-check request is carried out by ``verified``
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def number(self) -> int | None:
+        return self.tracking.number if self.tracking else None
+
+
+def status_views(catalog: Catalog, findings: Sequence[Finding]) -> dict[int, StatusView | None]:
+    """Each item's recorded status (``findings/status/NN.json``) as the issue states it."""
+    return {f.item: status_view(f, load_status(catalog.root, f.item)) for f in findings}
+
+
+def preflight(
+    repo: Repo, number: int, listed: Sequence[ObservedIssue], catalog: Catalog
+) -> tuple[ObservedIssue, TrackingBlock]:
+    """The tracking issue and its block, checked before anything is written (exit 2 with
+    nothing written): it exists, is an issue, is not locked, its block is well formed, and it
+    is the audit's (:func:`artbot.tracking.ownership.check_tracking`). Taken from the
+    labelled list when it is there (it carries the audit's labels), else read."""
+    tracking = next((i for i in listed if i.number == number), None)
+    try:
+        tracking = tracking or repo.get_issue(number)
+    except RemoteError as exc:
+        if exc.status in (404, 410):
+            gone = "was deleted" if exc.status == 410 else "does not exist"
+            raise BadInput(f"tracking issue #{number} {gone} in {repo.full_name}") from None
+        raise
+    if tracking.pull_request:
+        raise BadInput(f"tracking issue #{number} is a pull request, not an issue")
+    if tracking.locked:
+        raise BadInput(f"tracking issue #{number} is locked; artbot writes to no locked issue")
+    block = TrackingBlock.parse(tracking.body)  # broken markers: ChecklistError, exit 2
+    check_tracking(tracking, catalog.audit, seed_title(catalog.root), has_block=block.present)
+    return tracking, block
+
+
+def observe(
+    repo: Repo,
+    catalog: Catalog,
+    ask: Ask,
+    identity: Identity,
+    views: Mapping[int, StatusView | None],
+    *,
+    verified: Verified | None = None,
+    verifier: Verifier | None = None,
+) -> Snapshot:
+    """Read what the run needs (see the module docstring); raises before any write."""
+    audit = catalog.audit
+    listed = repo.list_issues(list(audit.labels))
+    number = ask.tracking
+    if number is None and ask.command == "sync":
+        number = tracking_by_label(listed, audit)
+    tracking, block = preflight(repo, number, listed, catalog) if number else (None, None)
+    establish(repo, audit, identity, listed, number, block.logins if block else ())
+    issues, foreign = claim(listed, audit, identity.all(), number)
+    warnings: list[str] = []
+    entries = checklist_entries(catalog.findings, issues, audit)
+    asked = None
+    if tracking is not None and block is not None and ask.command == "sync":
+        asked = _requests(repo, tracking.number, block, entries, ask.event, warnings.append)
+    rechecked = False
+    if asked is not None:
+        verified, rechecked = _run_verifier(asked, verified, verifier, warnings.append)
+    found = canonical(issues, audit)
+    files = [*ask.items, *(asked.files() if asked else ())]
+    to_file = [catalog.get(n) for n in dict.fromkeys(files) if n not in found]
+    wanted = [lbl for f in to_file if not f.issue for lbl in issue_labels(audit, f)]
+    if tracking is not None and ask.command == "sync" and audit.tracking_label:
+        wanted += [
+            lbl for lbl in (*audit.labels, audit.tracking_label) if lbl not in tracking.labels
+        ]
+    labels = _labels(repo, issues, wanted)
+    subs: Listed = None
+    if tracking is not None and ask.command == "sync":
+        subs = observe_sub_issues(
+            repo,
+            tracking,
+            wanted_sub_issues(entries),
+            block.record if block else None,
+            replace_parent=ask.replace_parent,
+        )
+    about = _commented(catalog.findings, found, views, verified) if ask.command == "sync" else []
+    # A marker counts only in a comment artbot wrote: by its identity, or by the issue's author
+    # (the issue is artbot's, so its author is one of artbot's identities).
+    ours = {a.casefold() for a in identity.all()}
+    authors = {i.number: (i.author or "").casefold() for i in found.values()}
+    comments = {
+        n: tuple(
+            c.get("body") or ""
+            for c in repo.list_comments(n)
+            if _author(c) in ours | {authors.get(n, "")} - {""}
+        )
+        for n in about
+    }
+    return Snapshot(
+        tuple(issues),
+        tuple(foreign),
+        tracking,
+        block,
+        labels,
+        asked,
+        subs,
+        comments,
+        verified,
+        rechecked,
+        tuple(warnings),
+    )
+
+
+def _labels(repo: Repo, issues: Sequence[ObservedIssue], wanted: Sequence[str]) -> frozenset[str]:
+    """The labels known to exist: those on the listed issues and those an earlier run made
+    sure of (the cache); GitHub is asked only when the run would use another."""
+    known = {lbl for i in issues for lbl in i.labels} | repo.cache.labels
+    if all(lbl in known for lbl in wanted):
+        return frozenset(known)
+    return frozenset(known | repo.existing_labels())
+
+
+def _requests(
+    repo: Repo,
+    tracking: int,
+    block: TrackingBlock,
+    entries: Sequence[Any],
+    event: EditEvent | None,
+    warn: Warn,
+) -> Asked:
+    """The ticked requests, sorted (:func:`artbot.tracking.requests.sort_ticks`): without an
+    edit event none is carried out; with one, only those the edit ticked, and the sender's
+    permission is asked only then. A lookup that fails carries nothing out (fails closed)."""
+    if event is None:
+        return sort_ticks(tracking, block.ticked, entries)
+    if event.issue != tracking:
+        warn(f"requests: the edit was to #{event.issue}, not the tracking issue #{tracking}")
+        return Asked(tracking)
+    sender, added = event.sender, event.added
+    asked = sort_ticks(tracking, block.ticked, entries, sender=sender, added=added)
+    if not asked.carry:
+        return asked  # nothing this edit ticked applies: no need to ask who edited
+    try:
+        allowed = repo.permission(sender) in WRITE_PERMISSIONS
+    except RemoteError as exc:
+        warn(f"requests: could not ask whether @{sender} may write ({exc}); nothing carried out")
+        return sort_ticks(
+            tracking, block.ticked, entries, sender=sender, may_write=False, why="unchecked"
+        )
+    return sort_ticks(
+        tracking, block.ticked, entries, sender=sender, added=added, may_write=allowed
+    )
+
+
+def _run_verifier(
+    asked: Asked, verified: Verified | None, verifier: Verifier | None, warn: Warn
+) -> tuple[Verified | None, bool]:
+    """(the verification this run uses, whether the re-check request is carried out)."""
+    if not asked.recheck:
+        return verified, False
+    if verified is not None:
+        return verified, True  # this run checks the newest release anyway
+    if verifier is None:
+        warn("requests: a re-check was asked for; this run does not verify (it stays ticked)")
+        return None, False
+    from ..errors import ArtbotError
+
+    try:
+        return verifier(), True
+    except ArtbotError as exc:
+        warn(f"requests: the re-check did not run ({exc}); it stays ticked")
+        return None, False
+    except ImportError as exc:  # the reproductions' extra (torch) is not installed
+        warn(f"requests: the re-check needs artbot[repro] ({exc.name}); it stays ticked")
+        return None, False
+
+
+def _author(comment: Mapping[str, Any]) -> str:
+    user = comment.get("user")
+    login = user.get("login") if isinstance(user, Mapping) else None
+    return login.casefold() if isinstance(login, str) else ""
+
+
+def _commented(
+    findings: Sequence[Finding],
+    found: Mapping[int, ObservedIssue],
+    views: Mapping[int, StatusView | None],
+    verified: Verified | None,
+) -> list[int]:
+    """The issues whose comments the plan needs: a recorded status their body does not state
+    yet (one status comment per change), and those a verification result is about."""
+    numbers = set()
+    for f in findings:
+        issue = found.get(f.item)
+        if issue is None or f.issue:
+            continue
+        view = views.get(f.item)
+        if view is not None and stated_status(owned_region(issue.body), f.item) != view.state:
+            numbers.add(issue.number)
+    for result in verified[1] if verified else ():
+        if views.get(result.item) is None and result.item in found:
+            numbers.add(found[result.item].number)
+    return sorted(numbers)

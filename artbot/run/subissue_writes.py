@@ -1,0 +1,341 @@
+"""The sub-issue part of ``open`` and ``sync``: the one read of the list, the plan from it, and
+each write as the executor carries it out.
+
+The decisions are :mod:`artbot.tracking.subissues`'s (pure); this module reads what they need
+and carries them out. Sub-issues sit beside the checklist, never in its way: a failed sub-issue
+write is a warning, the run goes on, and the record written to the checklist block holds
+only what is known to have happened, so the next sync reads the list and settles the rest.
+Where GitHub has no sub-issues (no ``sub_issues_summary`` on the tracking issue, or a 404
+from the endpoints: a GitHub Enterprise Server without them) artbot says so once a run and
+keeps the checklist only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import TYPE_CHECKING, Literal
+
+from ..errors import RemoteError, SubIssueRefused, SubIssuesUnavailable
+from ..models import ObservedIssue
+from ..report.results import Result
+from ..tracking.checklist import ChecklistEntry
+from ..tracking.subissues import (
+    AddSubIssue,
+    MoveSubIssue,
+    NoSubIssues,
+    RemoveSubIssue,
+    SubIssueHasParent,
+    SubIssuePlan,
+    SubIssueRecord,
+    SubIssuesUpToDate,
+    Wanted,
+    apply_moves,
+    moves,
+    needs_list,
+    parent_ref,
+    plan_sub_issues,
+)
+
+if TYPE_CHECKING:
+    from ..github.client import GitHubRepo as Repo
+
+Warn = Callable[[str], None]
+Spend = Callable[[], None]
+Done = Callable[[Result], None]
+
+
+def unavailable_warning(parent: int) -> str:
+    return (
+        f"sub-issues: this GitHub has no sub-issues (tracking issue #{parent}); "
+        "the checklist alone tracks progress"
+    )
+
+
+def wanted_sub_issues(entries: Sequence[ChecklistEntry]) -> list[Wanted]:
+    """Every item's issue, in item order: what the tracking issue's sub-issues should be."""
+    return [Wanted(e.item, e.issue) for e in entries if e.issue is not None]
+
+
+@dataclass(frozen=True)
+class SubIssueStep:
+    """The sub-issue part of a sync: planned from what was read, then carried out."""
+
+    parent: int
+    wanted: tuple[Wanted, ...]
+    plan: SubIssuePlan
+    old: SubIssueRecord | None  # the record the checklist block holds now
+    listed: tuple[ObservedIssue, ...] = ()  # the list as read (empty when it was not read)
+    available: bool = True  # False: this GitHub has no sub-issues (warn once, keep the record)
+    skipped: str | None = None  # why the list could not be read (403, 422, 5xx): the warning
+
+    @property
+    def expected(self) -> SubIssueRecord | None:
+        """The record to write once the plan is carried out as planned."""
+        return self.plan.record if self.available else self.old
+
+
+# What observing the sub-issues found: the list (None: not read, the record holds), that this
+# GitHub has none (False), or why the read failed (a str).
+Listed = tuple[ObservedIssue, ...] | Literal[False] | None | str
+
+
+def observe_sub_issues(
+    repo: Repo,
+    tracking: ObservedIssue,
+    wanted: Sequence[Wanted],
+    old: SubIssueRecord | None,
+    *,
+    replace_parent: bool = False,
+) -> Listed:
+    """The one read of the sub-issue part, made only when the tracking issue's summary
+    disagrees with the record: the list, None when it need not be read, False when this
+    GitHub has no sub-issues, or why the read failed (the sync then leaves them as they are)."""
+    if tracking.sub_issues is None:
+        return False
+    if not needs_list(tuple(wanted), old, tracking.sub_issues, replace_parent=replace_parent):
+        return None
+    parent = tracking.number
+    try:
+        return tuple(repo.list_sub_issues(parent))
+    except SubIssuesUnavailable:
+        return False
+    except RemoteError as exc:  # degrade: the rest of the sync goes on, the record is kept
+        return f"sub-issues: could not read #{parent}'s sub-issues, left as they are: {exc}"
+
+
+def plan_step(
+    tracking: ObservedIssue,
+    wanted: Sequence[Wanted],
+    old: SubIssueRecord | None,
+    listed: Listed,
+    *,
+    replace_parent: bool = False,
+) -> SubIssueStep:
+    """Plan from what :func:`observe_sub_issues` found; pure."""
+    parent, want = tracking.number, tuple(wanted)
+    keep = SubIssuePlan((NoSubIssues(parent),), old or SubIssueRecord())
+    if listed is False:
+        return SubIssueStep(parent, want, keep, old, available=False)
+    if listed is None:
+        assert old is not None
+        return SubIssueStep(parent, want, SubIssuePlan((SubIssuesUpToDate(parent),), old), old)
+    if isinstance(listed, str):  # the read failed: degrade, the rest of the sync goes on
+        return SubIssueStep(parent, want, keep, old, available=False, skipped=listed)
+    numbers = [i.number for i in listed]
+    plan = plan_sub_issues(parent, want, numbers, old, replace_parent=replace_parent)
+    return SubIssueStep(parent, want, plan, old, listed)
+
+
+@dataclass
+class SubIssueProgress:
+    """The sub-issue writes of one run as they turn out, one action at a time, and the record
+    that follows: only what is known to have happened."""
+
+    parent: int
+    base: SubIssueRecord | None  # the record as planned (what it is when nothing is written)
+    old: SubIssueRecord | None  # the record the block holds now
+    order: list[int] = field(default_factory=list)  # the list as it stands
+    ids: dict[int, int] = field(default_factory=dict)  # number -> id
+    items: dict[int, int] = field(default_factory=dict)  # number -> item
+    mine: list[int] = field(default_factory=list)
+    elsewhere: dict[int, str] = field(default_factory=dict)
+    filed: list[int] = field(default_factory=list)  # issues filed this run, added
+    touched: bool = False  # a planned write of the list was carried out (or tried)
+    moved: bool = False
+    unavailable: bool = False
+    planned: bool = False  # the plan read the list and planned the record (sync)
+
+    @classmethod
+    def start(
+        cls,
+        parent: int,
+        base: SubIssueRecord | None,
+        old: SubIssueRecord | None,
+        listed: Sequence[ObservedIssue],
+        known: Sequence[ObservedIssue],
+        *,
+        planned: bool,
+    ) -> SubIssueProgress:
+        return cls(
+            parent,
+            base,
+            old,
+            order=[i.number for i in listed],
+            ids={i.number: i.id for i in (*known, *listed) if i.id is not None},
+            mine=list(base.added) if base else [],
+            elsewhere=dict(base.elsewhere) if base else {},
+            planned=planned,
+        )
+
+    def record(self, fresh: SubIssueRecord | None) -> SubIssueRecord | None:
+        """The record to write once the run's sub-issue writes are done: the planned one as
+        it turned out (sync), or the one the block holds now (``fresh``, as re-read right
+        before the write), with the issues this run filed and added."""
+        if self.unavailable:
+            return self.old
+        record = self.base if self.planned else fresh
+        if self.touched and record is not None:
+            ours = set(self.mine)
+            record = replace(
+                record,
+                added=tuple(n for n in self.order if n in ours),
+                elsewhere=tuple(self.elsewhere.items()),
+            )
+        if self.filed:
+            record = (record or SubIssueRecord()).with_added(self.filed)
+        return record
+
+
+def add(repo: Repo, progress: SubIssueProgress, action: AddSubIssue, warn: Warn) -> Result | None:
+    """One planned add of an existing issue; None when GitHub refused it (warned about)."""
+    number = action.issue
+    assert number is not None
+    progress.touched = True
+    if _add(repo, action, number, progress.ids, warn):
+        progress.order.append(number)
+        line = f"item {action.item}: added #{number} to #{progress.parent}'s sub-issues"
+        return Result.done(line, action)
+    if number in progress.mine:
+        progress.mine.remove(number)
+    other = _other_parent(repo, number, progress.parent, warn)
+    if other is not None:
+        progress.elsewhere[number] = other
+        warn(SubIssueHasParent(action.item, number, progress.parent, other).describe())
+    return None
+
+
+def add_filed(
+    repo: Repo, progress: SubIssueProgress, item: int, issue: ObservedIssue, warn: Warn
+) -> Result | None:
+    """Make an issue this run filed a sub-issue. A new issue has no parent, so a refusal is
+    GitHub's cap or an error: warned about, and the next sync settles it."""
+    parent = progress.parent
+    if issue.sub_issues is None or issue.id is None:
+        warn(unavailable_warning(parent))  # the payload has no summary: no sub-issues here
+        return None
+    try:
+        repo.add_sub_issue(parent, issue.id, replace_parent=False)
+    except SubIssuesUnavailable:
+        warn(unavailable_warning(parent))
+        return None
+    except RemoteError as exc:
+        warn(f"item {item}: #{issue.number} not added to #{parent}'s sub-issues: {exc}")
+        return None
+    progress.filed.append(issue.number)
+    progress.ids[issue.number] = issue.id
+    line = f"item {item}: added #{issue.number} to #{parent}'s sub-issues"
+    return Result.done(line, kind="AddSubIssue", item=item, issue=issue.number)
+
+
+def place_filed(
+    repo: Repo, progress: SubIssueProgress, item: int, number: int, warn: Warn, spend: Spend
+) -> list[Result]:
+    """Move an issue this run filed and added (GitHub appends it) into item order among
+    artbot's sub-issues, when the list was read (sync); open leaves it to the next sync."""
+    if not progress.planned or number not in progress.filed:
+        return []
+    progress.items[number] = item
+    progress.order.append(number)
+    progress.mine = sorted({*progress.mine, number}, key=lambda n: progress.items.get(n, 0))
+    progress.touched = True
+    return _into_order(repo, progress, warn, spend)
+
+
+def remove(
+    repo: Repo, progress: SubIssueProgress, action: RemoveSubIssue, warn: Warn
+) -> Result | None:
+    progress.touched = True
+    if not _try(partial(repo.remove_sub_issue, progress.parent, progress.ids[action.issue]), warn):
+        return None
+    progress.order.remove(action.issue)
+    return Result.done(f"removed #{action.issue} from #{progress.parent}'s sub-issues", action)
+
+
+def move_all(repo: Repo, progress: SubIssueProgress, warn: Warn, spend: Spend) -> list[Result]:
+    """The moves, worked out again from the order the adds actually left (a refused add
+    changes it; when every add went through they are the planned ones); carried out at the
+    first planned move."""
+    if progress.moved:
+        return []
+    progress.moved = progress.touched = True
+    return _into_order(repo, progress, warn, spend)
+
+
+def _into_order(repo: Repo, progress: SubIssueProgress, warn: Warn, spend: Spend) -> list[Result]:
+    """Move artbot's sub-issues into item order with the fewest moves, each counted."""
+    out = []
+    for move in moves(progress.order, [n for n in progress.mine if n in progress.order]):
+        spend()
+        if _move(repo, progress.parent, move, progress.ids, warn):
+            progress.order = apply_moves(progress.order, [move])
+            issue, after, before = move
+            item = progress.items.get(issue, 0)
+            moved = MoveSubIssue(item, issue, progress.parent, after, before)
+            out.append(Result.done(moved.describe().replace(": move ", ": moved ", 1), moved))
+    return out
+
+
+def _add(repo: Repo, action: AddSubIssue, number: int, ids: dict[int, int], warn: Warn) -> bool:
+    """Add one; False when GitHub refused it (or it failed): the caller finds out why."""
+    try:
+        if number not in ids:  # e.g. #1108-#1110 before the first sync labels them
+            found = repo.get_issue(number).id
+            if found is None:
+                raise RemoteError(f"#{number} came back without an id")
+            ids[number] = found
+        repo.add_sub_issue(action.parent, ids[number], replace_parent=action.replace_parent)
+        return True
+    except SubIssuesUnavailable:
+        raise
+    except SubIssueRefused:
+        return False
+    except RemoteError as exc:
+        warn(f"item {action.item}: #{number} not added to #{action.parent}'s sub-issues: {exc}")
+        return False
+
+
+def _other_parent(repo: Repo, number: int, parent: int, warn: Warn) -> str | None:
+    """After a refused add: the other parent that caused it, or None (warned about)."""
+    try:
+        found = repo.parent_of(number)
+    except RemoteError as exc:
+        warn(f"#{number}: GitHub refused it as a sub-issue of #{parent}; {exc}")
+        return None
+    if found is None:
+        warn(f"#{number}: GitHub refused it as a sub-issue of #{parent} (it has no parent)")
+        return None
+    if found == (repo.full_name, parent):
+        return None  # it is there already (a concurrent run): the next sync records it
+    return parent_ref(found[0], found[1], repo.full_name)
+
+
+def _move(
+    repo: Repo,
+    parent: int,
+    move: tuple[int, int | None, int | None],
+    ids: Mapping[int, int],
+    warn: Warn,
+) -> bool:
+    issue, after, before = move
+    return _try(
+        lambda: repo.reprioritize_sub_issue(
+            parent,
+            ids[issue],
+            after_id=ids[after] if after is not None else None,
+            before_id=ids[before] if before is not None else None,
+        ),
+        warn,
+    )
+
+
+def _try(write: Callable[[], None], warn: Warn) -> bool:
+    try:
+        write()
+        return True
+    except SubIssuesUnavailable:
+        raise
+    except RemoteError as exc:
+        warn(f"sub-issues: {exc}")
+        return False

@@ -1,0 +1,228 @@
+"""Which issues are artbot's: the marker inside the owned region *and* the author; which
+issue is the tracking issue. Pure, but for reading the seed's title.
+
+Copying an issue's body keeps its hidden comments, so a marker alone proves nothing: a
+human who copies an artbot issue (or quotes one into the tracking issue) would otherwise
+have their issue adopted, rewritten or closed as a duplicate. An issue counts as artbot's
+only when its marker sits in the owned region (:meth:`artbot.marker.IssueMarker.find`)
+and it was written by the identity artbot writes as, or by one of the configured authors
+(``--author``; the action passes ``github-actions[bot]`` only when its token is the run's
+own ``GITHUB_TOKEN``). Anything else carrying a marker is *foreign*: reported, never
+written to.
+
+artbot's identity is established once and recorded in the tracking issue's checklist block
+(:func:`with_identity`): learnt from an issue it creates (the author GitHub gives it), else
+read from that record, else asked of ``GET /user`` (a GitHub App's or an Actions run's token
+gets 403 there). When it cannot be established and some marked issue was written by
+someone else, artbot refuses to go on (:class:`IdentityUnknown`) rather than guess.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..errors import ArtbotError, BadInput
+from ..marker import IssueMarker
+from ..models import Audit, ObservedIssue
+
+# The login of issues filed with an Actions run's GITHUB_TOKEN.
+ACTIONS_BOT = "github-actions[bot]"
+# Nobody is trusted by default: github-actions[bot] writes for every workflow of a repository.
+DEFAULT_AUTHORS: tuple[str, ...] = ()
+_LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?"
+_IDENTITY_RE = re.compile(rf"<!-- artbot:identity login=({_LOGIN}(?:,{_LOGIN})*) -->")
+MAX_IDENTITIES = 5
+
+
+class IdentityUnknown(ArtbotError):
+    """artbot cannot tell which identity it writes as, and it would have to."""
+
+    exit_code = 1
+
+
+def identity_line(logins: Sequence[str]) -> str:
+    return f"<!-- artbot:identity login={','.join(logins)} -->"
+
+
+def recorded_logins(block: str | None) -> tuple[str, ...]:
+    """The identities recorded in a checklist block (each proven by a create or by GitHub's
+    answer to ``GET /user``, or written there by a maintainer), oldest first."""
+    found = _IDENTITY_RE.findall(block or "")
+    return tuple(found[-1].split(",")) if found else ()
+
+
+def with_identity(block: str, logins: Sequence[str]) -> str:
+    """``block`` (a rendered checklist) with ``logins`` recorded as its last line (first
+    seen first, at most :data:`MAX_IDENTITIES`); with none, ``block`` as it is. A token that
+    changes hands (an App, then a maintainer's) adds its login: the issues each filed stay
+    artbot's, never unlinked for having another author."""
+    valid = [x for x in logins if re.fullmatch(_LOGIN, x)]
+    unique = tuple(dict.fromkeys(valid))[:MAX_IDENTITIES]
+    if not unique:
+        return block
+    kept = [ln for ln in block.splitlines() if not _IDENTITY_RE.fullmatch(ln.strip())]
+    return "\n".join([*kept, identity_line(unique)]) + "\n"
+
+
+def unplaced(
+    observed: Iterable[ObservedIssue],
+    audit: Audit,
+    authors: Sequence[str],
+    *,
+    bots_only: bool,
+    tracking_issue: int | None = None,
+) -> list[ObservedIssue]:
+    """Marked issues by none of ``authors`` that could be artbot's own while its identity is
+    unknown. ``bots_only``: GitHub refused ``GET /user`` with 403, which it does for an
+    installation token (a GitHub App's, an Actions run's), whose issues are written by a
+    ``<slug>[bot]`` login, so a person's issue is certainly not artbot's."""
+    known = {_key(a) for a in authors}
+    return [
+        i
+        for i in observed
+        if i.marker is not None
+        and i.marker.audit == audit.commit
+        and _key(i.author) not in known
+        and (not bots_only or _key(i.author).endswith("[bot]"))
+        # never a finding's issue, whoever wrote it
+        and _why_not_ours(i, {_key(i.author)}, tracking_issue, audit.tracking_label) is None
+    ]
+
+
+def unknown_identity(issues: Sequence[ObservedIssue]) -> IdentityUnknown:
+    """Why artbot stops: the marked issues whose author it cannot place."""
+    shown = [f"#{i.number} by @{i.author}" if i.author else f"#{i.number}" for i in issues]
+    listed = ", ".join(shown[:5]) + (" ..." if len(shown) > 5 else "")
+    return IdentityUnknown(
+        f"cannot tell whether {listed} {'is' if len(shown) == 1 else 'are'} artbot's: GitHub "
+        "does not say who this token is (GET /user refused it, as for a GitHub App or an "
+        "Actions token) and the tracking issue records no identity; nothing was written. "
+        "Run with --author LOGIN (the login artbot's issues are written by), or with a "
+        "--tracking-issue whose checklist artbot wrote"
+    )
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """An issue that carries artbot's marker but is not artbot's; left alone."""
+
+    item: int
+    issue: int
+    author: str | None
+    why: str
+
+    def describe(self) -> str:
+        return (
+            f"item {self.item}: #{self.issue} carries artbot's marker but {self.why}; "
+            "not artbot's, left alone"
+        )
+
+
+def _key(login: str | None) -> str:
+    return (login or "").casefold()
+
+
+def needs_login(observed: Iterable[ObservedIssue], audit: Audit, authors: Sequence[str]) -> bool:
+    """True when some marked issue was written by none of ``authors``: only then is the
+    token's own login worth a request."""
+    known = {_key(a) for a in authors}
+    return any(
+        i.marker is not None and i.marker.audit == audit.commit and _key(i.author) not in known
+        for i in observed
+    )
+
+
+def claim(
+    observed: Iterable[ObservedIssue],
+    audit: Audit,
+    authors: Sequence[str],
+    tracking_issue: int | None = None,
+) -> tuple[list[ObservedIssue], list[Foreign]]:
+    """``observed`` with the marker of every issue that is not artbot's taken away, and the
+    list of those issues. The tracking issue (by number, or by the audit's tracking label) is
+    never a finding's issue, whoever wrote it.
+    """
+    known = {_key(a) for a in authors}
+    kept: list[ObservedIssue] = []
+    foreign: list[Foreign] = []
+    for issue in observed:
+        marker = issue.marker
+        if marker is None or marker.audit != audit.commit:
+            kept.append(issue)
+            continue
+        why = _why_not_ours(issue, known, tracking_issue, audit.tracking_label)
+        if why is None:
+            kept.append(issue)
+            continue
+        foreign.append(Foreign(marker.item, issue.number, issue.author, why))
+        kept.append(replace(issue, marker=None))
+    return kept, foreign
+
+
+def _why_not_ours(
+    issue: ObservedIssue, known: set[str], tracking_issue: int | None, tracking_label: str | None
+) -> str | None:
+    if tracking_issue is not None and issue.number == tracking_issue:
+        return "is the tracking issue"
+    if tracking_label and tracking_label in issue.labels:
+        return f"carries the tracking label {tracking_label!r}"
+    if issue.pull_request:
+        return "is a pull request"
+    if _key(issue.author) not in known:
+        who = f"@{issue.author}" if issue.author else "an unknown author"
+        return f"was written by {who}"
+    return None
+
+
+def check_tracking(
+    issue: ObservedIssue, audit: Audit, seed: tuple[str, str] | None, *, has_block: bool
+) -> None:
+    """``issue`` is the audit's tracking issue, or :class:`BadInput` (exit 2) before any
+    write: a typo in ``--tracking-issue`` must not write the checklist into a finding's issue.
+
+    It is the tracking issue when it holds the checklist block or carries the tracking label
+    (artbot wrote to it before), or has the seed's title or its first line of text (its first
+    sync). Otherwise an issue carrying a finding's marker is that finding's issue, and
+    anything else is refused too.
+    """
+    number = issue.number
+    label = audit.tracking_label
+    if has_block or (label and label in issue.labels):
+        return
+    if seed and (issue.title.strip() == seed[0] or (seed[1] and seed[1] in (issue.body or ""))):
+        return
+    marker = IssueMarker.find(issue.body)
+    fix = "check --tracking-issue (or tracking_issue in findings/audit.yaml); nothing was written"
+    if marker is not None:
+        raise BadInput(f"#{number} is item {marker.item}'s issue, not the tracking issue: {fix}")
+    why = "it has no checklist block" + (f", no {label!r} label" if label else "")
+    if seed:
+        why += f" and neither the seed's title {seed[0][:80]!r} nor its text"
+    raise BadInput(f"#{number} is not the audit's tracking issue ({why}): {fix}")
+
+
+NO_TRACKING = (
+    "no tracking issue (--tracking-issue, findings/audit.yaml or the tracking label): "
+    "no issue body was changed"
+)
+
+
+def seed_title(root: Path) -> tuple[str, str] | None:
+    """The seed tracking issue (``findings/tracking-issue.md``): its title (the first line)
+    and its body's first line of text."""
+    seed = root / "findings" / "tracking-issue.md"
+    if not seed.is_file():
+        return None
+    title, _, body = seed.read_text(encoding="utf-8").partition("\n")
+    first = next((line.strip() for line in body.splitlines() if line.strip()), "")
+    return title.strip(), first
+
+
+def tracking_by_label(observed: Iterable[ObservedIssue], audit: Audit) -> int | None:
+    """The one listed issue carrying the tracking label, when exactly one does."""
+    label = audit.tracking_label
+    found = [i.number for i in observed if label and label in i.labels and not i.pull_request]
+    return found[0] if len(found) == 1 else None

@@ -1,0 +1,373 @@
+"""The tracking issue as a control panel: the "Requests" list in artbot's checklist block.
+
+Pure: block text in, requests out. artbot writes one unticked task-list line per thing a
+maintainer may ask for, each ending in a hidden marker that names the request:
+
+    - [ ] File the issue for item 5 <!-- artbot:request file=5 -->
+    - [ ] Re-check against the newest release <!-- artbot:request recheck -->
+
+Rules, so a reviewer can predict every edit:
+
+* A request is ticked when its line inside the block is a ticked task that ends in its
+  marker, in any form GitHub renders as a ticked checkbox: ``-``, ``*``, ``+`` or a number,
+  any indent (tabs too), inside a blockquote, ``[x]`` or ``[X]`` (one parser, :func:`ticked`).
+  The marker, not the words, names the request: editing the words changes nothing, and a line
+  without a marker is not a request.
+* "File the issue for item N" is offered for every item without an issue; "Re-check against
+  the newest release" always. A ticked request that no longer applies (item N has an issue
+  now) is dropped from the list, not carried out.
+* A tick counts only when the ``issues: edited`` event of the edit that made it says so: the
+  requests that edit ticked (its ``changes.body.from`` against the new body) are carried out,
+  and only when its sender has write access (GitHub's ``admin``, ``maintain`` or ``write``).
+  Every other tick is cleared, with one note in the block saying why and to tick again, so
+  nothing is lost and nothing is done on a guess: a tick by someone without write access
+  (every live tick is reverted, not only this edit's: a run GitHub dropped from the queue
+  would otherwise let an earlier tick pass as someone else's), a tick no edit of a writer made
+  (a scheduled sync, with no event, never carries one out), and every tick when GitHub does
+  not answer whether the sender may write (the lookup fails closed). The note, the newest, is
+  kept until a request is next carried out.
+* A request carried out is rendered unticked (or dropped); a re-check this run cannot do (no
+  verification available) stays ticked until a run can or clears it.
+* Every string from the body is treated as hostile: only markers of the exact form above are
+  read, item numbers are bounded, and a login is accepted only in GitHub's own login syntax.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import ChecklistError
+from .checklist import read_block
+
+RequestKind = Literal["file", "recheck"]
+# Why a tick is cleared instead of carried out (each has its note, :func:`revert_note`).
+Reason = Literal["no-write", "unchecked", "unattributed"]
+REASONS: tuple[Reason, ...] = ("no-write", "unchecked", "unattributed")
+
+_MARKER_RE = re.compile(r"<!-- artbot:request (file=([1-9][0-9]{0,5})|recheck) -->")
+# A task-list line as GitHub renders one ticked: any indent, in blockquotes, -, *, + or 1. 1)
+_TICKED_RE = re.compile(
+    r"(?:[ \t]*>)*[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+\[[xX]\](?:[ \t]+[^\n]*?)?"
+    r"[ \t]*(<!-- artbot:request (?:file=[1-9][0-9]{0,5}|recheck) -->)[ \t]*"
+)
+_LOGIN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
+NOTE_PREFIX = "_Requests: a tick by @"
+WRITE_PERMISSIONS = ("admin", "write")  # GitHub's `permission`; maintain reads as write
+
+
+@dataclass(frozen=True, order=True)
+class Request:
+    """One thing a maintainer may ask for by ticking a box."""
+
+    kind: RequestKind
+    item: int | None = None
+
+    @property
+    def key(self) -> str:
+        return f"file={self.item}" if self.kind == "file" else "recheck"
+
+    @property
+    def text(self) -> str:
+        if self.kind == "file":
+            return f"File the issue for item {self.item}"
+        return "Re-check against the newest release"
+
+    @property
+    def marker(self) -> str:
+        return f"<!-- artbot:request {self.key} -->"
+
+    @classmethod
+    def from_key(cls, key: str) -> Request:
+        if key == "recheck":
+            return cls("recheck")
+        return cls("file", int(key.removeprefix("file=")))
+
+
+@dataclass(frozen=True)
+class RequestLine:
+    """A request as the block shows it; ``hint`` says how a filing request will be filed."""
+
+    request: Request
+    ticked: bool = False
+    hint: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.request.text
+
+    @property
+    def marker(self) -> str:
+        return self.request.marker
+
+
+@dataclass(frozen=True)
+class Panel:
+    """The Requests list to render: its lines and the note on a reverted tick, if any."""
+
+    lines: tuple[RequestLine, ...] = ()
+    note: str | None = None
+
+
+def offered(entries: Iterable[Any]) -> tuple[Request, ...]:
+    """What may be asked for: filing each item without an issue, and a re-check."""
+    files = [Request("file", e.item) for e in entries if e.issue is None]
+    return (*files, Request("recheck"))
+
+
+def ticked(block: str | None) -> frozenset[Request]:
+    """The requests ticked in ``block`` (the checklist block's content)."""
+    found = set()
+    for line in (block or "").replace("\r\n", "\n").split("\n"):
+        m = _TICKED_RE.fullmatch(line)
+        if m:
+            key = _MARKER_RE.fullmatch(m[1])
+            assert key is not None
+            found.add(Request.from_key(key[1]))
+    return frozenset(found)
+
+
+_NOTE_RE = re.compile(r"_Requests: a tick (?:by @(\S+) )?on (.+?) was (?:reverted|cleared): .*_")
+_TEXT_RE = re.compile(
+    r"File the issue for item ([1-9][0-9]{0,5})|Re-check against the newest release"
+)
+
+
+def note_in(block: str | None) -> str | None:
+    """The note on cleared ticks the block carries now, only as artbot writes it: a line of
+    another shape (someone's edit inside the block) is not kept."""
+    for line in (block or "").replace("\r\n", "\n").split("\n"):
+        m = _NOTE_RE.fullmatch(line)
+        if m is None:
+            continue
+        login = valid_login(m[1]) if m[1] is not None else None
+        if m[1] is not None and login is None:
+            continue
+        requests = []
+        for name in re.findall(r'"([^"]*)"', m[2]):
+            text = _TEXT_RE.fullmatch(name)
+            if text is None:
+                break
+            requests.append(Request("file", int(text[1])) if text[1] else Request("recheck"))
+        else:
+            notes = {revert_note(login, requests, why) for why in REASONS}
+            if requests and line in notes:
+                return line
+    return None
+
+
+def revert_note(login: str | None, requests: Sequence[Request], why: Reason = "no-write") -> str:
+    """The note on ticks cleared instead of carried out, and why (see the module docstring)."""
+    names = " and ".join(f'"{r.text}"' for r in sorted(requests))
+    if why == "unattributed" or login is None:
+        return (
+            f"_Requests: a tick on {names} was cleared: artbot carries out a request only from "
+            "the edit that ticked it, made by someone with write access; tick it again to ask._"
+        )
+    if why == "unchecked":
+        return (
+            f"{NOTE_PREFIX}{login} on {names} was reverted: GitHub did not say whether "
+            f"@{login} has write access; tick it again to ask._"
+        )
+    return (
+        f"{NOTE_PREFIX}{login} on {names} was reverted: on an edit, artbot carries out "
+        "requests only from people with write access to this repository._"
+    )
+
+
+def panel(entries: Iterable[Any], keep_ticked: Iterable[Request], note: str | None) -> Panel:
+    """The Requests list given the items' issues; ``keep_ticked`` stay ticked (pending)."""
+    keep = set(keep_ticked)
+    entries = list(entries)
+    by_item = {e.item: e for e in entries}
+    return Panel(
+        tuple(RequestLine(r, r in keep, _hint(by_item.get(r.item))) for r in offered(entries)),
+        note,
+    )
+
+
+def _hint(entry: Any) -> str | None:
+    """How ``open`` will file the item, from its recorded status (artbot.status.view)."""
+    if entry is None:
+        return None
+    if entry.fixed_in:
+        return f"filed closed: fixed in {entry.fixed_in}"
+    if entry.partly_fixed_in:
+        return f"filed open about what remains: partly fixed in {entry.partly_fixed_in}"
+    return None
+
+
+def valid_login(login: Any) -> str | None:
+    """``login`` when it is a GitHub login, else None (it came from an event payload)."""
+    return login if isinstance(login, str) and _LOGIN_RE.fullmatch(login) else None
+
+
+@dataclass(frozen=True)
+class EditEvent:
+    """The parts of an ``issues: edited`` event that artbot reads: whose edit, of which issue,
+    and which requests it ticked (its ``changes.body.from`` against the issue's new body)."""
+
+    issue: int
+    sender: str
+    added: frozenset[Request] = frozenset()
+
+    @classmethod
+    def from_payload(cls, data: Mapping[str, Any]) -> EditEvent:
+        """Read a webhook payload; raises ValueError on anything malformed. An edit that did
+        not change the body (no ``changes.body``) ticked nothing."""
+        if not isinstance(data, Mapping):
+            raise ValueError("the event is not a JSON object")
+        issue = data.get("issue")
+        number = issue.get("number") if isinstance(issue, Mapping) else None
+        sender = data.get("sender")
+        login = valid_login(sender.get("login") if isinstance(sender, Mapping) else None)
+        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+            raise ValueError("the event names no issue number")
+        if login is None:
+            raise ValueError("the event names no sender login")
+        changes = data.get("changes")
+        body = changes.get("body") if isinstance(changes, Mapping) else None
+        before = body.get("from") if isinstance(body, Mapping) else None
+        after = issue.get("body") if isinstance(issue, Mapping) else None
+        if not isinstance(before, str):
+            return cls(number, login)
+        return cls(number, login, ticks_in(after) - ticks_in(before))
+
+    @classmethod
+    def of_edit(cls, issue: int, sender: str, before: str | None, after: str | None) -> EditEvent:
+        """The event GitHub sends when ``sender`` edits #issue's body from ``before`` to
+        ``after`` (the demo's and the tests' stand-in for a real one)."""
+        return cls(issue, sender, ticks_in(after) - ticks_in(before))
+
+
+def ticks_in(body: str | None) -> frozenset[Request]:
+    """The requests ticked in a body's block (none when its markers are broken)."""
+    try:
+        return ticked(read_block(body if isinstance(body, str) else None))
+    except ChecklistError:
+        return frozenset()
+
+
+# --- what a run plans to do about the requests (plan actions, pure values) -----------------
+
+
+@dataclass(frozen=True)
+class CarryOutRequest:
+    issue: int  # the tracking issue
+    request: str  # the request's key: file=5, recheck
+    text: str
+
+    def describe(self) -> str:
+        return f"tracking issue #{self.issue}: carry out the ticked request {self.text!r}"
+
+
+@dataclass(frozen=True)
+class RevertTick:
+    issue: int
+    request: str
+    text: str
+    sender: str
+    why: str = "no-write"
+
+    def describe(self) -> str:
+        if self.why == "unattributed" or not self.sender:
+            return (
+                f"tracking issue #{self.issue}: clear the tick on {self.text!r} (no edit by "
+                "someone with write access made it)"
+            )
+        because = "write access not known" if self.why == "unchecked" else "no write access"
+        text = f"tracking issue #{self.issue}: revert @{self.sender}'s tick on {self.text!r}"
+        return f"{text} ({because})"
+
+
+@dataclass(frozen=True)
+class DropRequest:
+    issue: int
+    request: str
+    text: str
+
+    def describe(self) -> str:
+        text = f"tracking issue #{self.issue}: drop the ticked request {self.text!r}"
+        return f"{text} (no longer applies)"
+
+
+PanelAction = CarryOutRequest | RevertTick | DropRequest
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The ticked requests, sorted: to carry out, to revert (the sender may not), to drop."""
+
+    tracking: int
+    carry: tuple[Request, ...] = ()
+    revert: tuple[Request, ...] = ()
+    drop: tuple[Request, ...] = ()
+    sender: str | None = None
+    why: Reason = "no-write"  # why the ``revert`` ticks are cleared
+
+    def actions(self) -> list[PanelAction]:
+        out: list[PanelAction] = [CarryOutRequest(self.tracking, r.key, r.text) for r in self.carry]
+        sender = "" if self.why == "unattributed" else self.sender or ""
+        out += [RevertTick(self.tracking, r.key, r.text, sender, self.why) for r in self.revert]
+        out += [DropRequest(self.tracking, r.key, r.text) for r in self.drop]
+        return out
+
+    def files(self) -> list[int]:
+        return [r.item for r in self.carry if r.kind == "file" and r.item is not None]
+
+    @property
+    def recheck(self) -> bool:
+        return Request("recheck") in self.carry
+
+    def panel_for(
+        self,
+        entries: Iterable[Any],
+        ticks: Iterable[Request],
+        note: str | None,
+        *,
+        done: Iterable[Request],
+    ) -> Panel:
+        """The Requests list to write over a block that holds ``ticks`` and ``note`` now,
+        once ``done`` were carried out: those, the reverted and the dropped are cleared; any
+        other tick stays (still pending)."""
+        done = set(done)
+        keep = set(ticks) - done - set(self.revert) - set(self.drop)
+        if self.revert:
+            who = None if self.why == "unattributed" else self.sender
+            note = revert_note(who, self.revert, self.why)
+        elif done & set(self.carry):
+            note = None
+        return panel(entries, keep, note)
+
+
+def sort_ticks(
+    tracking: int,
+    ticks: Iterable[Request],
+    entries: Iterable[Any],
+    *,
+    sender: str | None = None,
+    added: Iterable[Request] = (),
+    may_write: bool = True,
+    why: Reason = "no-write",
+) -> Asked:
+    """Sort ``ticks`` (:func:`ticked` of the block) by the rules in the module docstring.
+    ``sender`` is the edit's (None: no edit, a scheduled run), ``added`` the requests that
+    edit ticked, ``may_write`` whether the sender has write access (``why`` not: the reason)."""
+    now = frozenset(ticks)
+    applicable = set(offered(entries))
+    live = now & applicable
+    if sender is None or may_write:
+        carry = live & set(added) if sender is not None else set()
+        revert, why = live - carry, "unattributed"
+    else:
+        carry, revert = set(), live
+    return Asked(
+        tracking,
+        tuple(sorted(carry)),
+        tuple(sorted(revert)),
+        tuple(sorted(now - applicable)),
+        sender,
+        why,
+    )

@@ -1,0 +1,363 @@
+"""The tracking issue's native sub-issues: what should be there against what is -> actions.
+
+Pure: no I/O. GitHub shows a parent issue's progress from its sub-issues (one parent per
+issue, at most 100 sub-issues per parent). artbot makes the audit's issues (#1108-#1110 and
+every issue it filed) the tracking issue's sub-issues, in item order, each once; the
+Markdown checklist stays beside them.
+
+Rules, so a reviewer can predict every write:
+
+* artbot remembers, in one hidden line inside the checklist block (:class:`SubIssueRecord`),
+  which issues are its sub-issues (in the order GitHub lists them), which a person removed,
+  which have another parent, and how many other sub-issues people added. GitHub holds the
+  truth; the line is memory, so that a person's decision is not undone in a loop.
+* Reading is cheap: the list of sub-issues is read only when the tracking issue's
+  ``sub_issues_summary`` disagrees with the record, or the record does not account for
+  every wanted issue (:func:`needs_list`). A sync that changes nothing reads no list.
+* A wanted issue that is in the list is recorded as artbot's, whoever put it there.
+* A wanted issue missing from the list and not recorded is added, then moved into item order
+  with the fewest moves there can be (:func:`moves`; other sub-issues stay where they are).
+* An issue recorded as artbot's that is missing from the list was removed by a person: that
+  is recorded and shown in the checklist, and it is never added again (a person adding it
+  back undoes this).
+* An issue that already has another parent (GitHub answers a second parent with 422) is
+  recorded and reported, never moved, unless ``replace_parent`` is asked for.
+* An issue artbot recorded that is no longer an item's issue (a duplicate) is removed.
+* Adds that would pass GitHub's cap of 100 are left out and reported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from ..models import SubIssuesSummary
+
+MAX_SUB_ISSUES = 100  # GitHub's cap per parent issue
+_RECORD_RE = re.compile(r"<!-- artbot:sub-issues ((?:[a-z]+=\S* ?)*)-->")
+_PARENT_RE = re.compile(r"(?:[\w.-]+/[\w.-]+)?#\d+")
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """An audit item's issue, which should be a sub-issue of the tracking issue."""
+
+    item: int
+    number: int
+
+
+@dataclass(frozen=True)
+class SubIssueRecord:
+    """What artbot remembers about the tracking issue's sub-issues (a hidden line).
+
+    ``added``: artbot's sub-issues, in the order GitHub lists them. ``removed``: issues a
+    person removed from the sub-issues, left out from then on. ``elsewhere``: (issue, its
+    other parent as ``#N`` or ``owner/name#N``). ``others``: how many other sub-issues the
+    tracking issue had when the list was last read.
+    """
+
+    added: tuple[int, ...] = ()
+    removed: tuple[int, ...] = ()
+    elsewhere: tuple[tuple[int, str], ...] = ()
+    others: int = 0
+
+    @property
+    def parents(self) -> dict[int, str]:
+        return dict(self.elsewhere)
+
+    def __str__(self) -> str:
+        moved = ",".join(f"{n}:{p}" for n, p in self.elsewhere)
+        return (
+            f"<!-- artbot:sub-issues added={_numbers(self.added)} "
+            f"removed={_numbers(self.removed)} elsewhere={moved} others={self.others} -->"
+        )
+
+    @classmethod
+    def find(cls, block: str | None) -> SubIssueRecord | None:
+        """The record in a checklist block, or None (absent or not artbot's format)."""
+        found = _RECORD_RE.findall(block or "")
+        if not found:
+            return None
+        fields = dict(part.partition("=")[::2] for part in found[-1].split())
+        try:
+            elsewhere = []
+            for pair in filter(None, fields.get("elsewhere", "").split(",")):
+                number, _, parent = pair.partition(":")
+                if not _PARENT_RE.fullmatch(parent):
+                    return None
+                elsewhere.append((int(number), parent))
+            return cls(
+                _parse_numbers(fields.get("added", "")),
+                _parse_numbers(fields.get("removed", "")),
+                tuple(elsewhere),
+                int(fields.get("others", "0")),
+            )
+        except ValueError:
+            return None
+
+    def with_added(self, numbers: Sequence[int]) -> SubIssueRecord:
+        """After ``open`` added ``numbers``: GitHub appends each to the end of the list."""
+        added = (*self.added, *(n for n in numbers if n not in self.added))
+        return replace(self, added=added, removed=tuple(n for n in self.removed if n not in added))
+
+
+def _numbers(numbers: Sequence[int]) -> str:
+    return ",".join(str(n) for n in numbers)
+
+
+def _parse_numbers(text: str) -> tuple[int, ...]:
+    numbers = tuple(int(n) for n in filter(None, text.split(",")))
+    if any(n < 1 for n in numbers):
+        raise ValueError("issue numbers are positive")
+    return numbers
+
+
+def parent_ref(parent_repo: str, parent_number: int, repo: str) -> str:
+    """How a parent issue is named in the checklist: ``#N`` in the same repository."""
+    same = parent_repo.casefold() == repo.casefold()
+    return f"#{parent_number}" if same else f"{parent_repo}#{parent_number}"
+
+
+# --- actions (they fit artbot.run.plan's Plan: frozen dataclasses with describe()) ------------
+
+
+@dataclass(frozen=True)
+class AddSubIssue:
+    item: int
+    issue: int | None  # None in open's plan: the issue is not filed yet
+    parent: int
+    replace_parent: bool = False
+
+    def describe(self) -> str:
+        what = f"#{self.issue}" if self.issue else "the new issue"
+        text = f"item {self.item}: add {what} to #{self.parent}'s sub-issues"
+        return text + (" (replacing any other parent)" if self.replace_parent else "")
+
+
+@dataclass(frozen=True)
+class MoveSubIssue:
+    """Reprioritize: put ``issue`` right after ``after``, or right before ``before``."""
+
+    item: int
+    issue: int
+    parent: int
+    after: int | None = None
+    before: int | None = None
+
+    def describe(self) -> str:
+        where = f"after #{self.after}" if self.after else f"before #{self.before}"
+        return f"item {self.item}: move #{self.issue} {where} in #{self.parent}'s sub-issues"
+
+
+@dataclass(frozen=True)
+class RemoveSubIssue:
+    """artbot added ``issue``, and it is no longer an item's issue (a duplicate)."""
+
+    issue: int
+    parent: int
+
+    def describe(self) -> str:
+        return f"remove #{self.issue} from #{self.parent}'s sub-issues (no longer an item's issue)"
+
+
+@dataclass(frozen=True)
+class SubIssueRemovedByHand:
+    item: int
+    issue: int
+    parent: int
+
+    def describe(self) -> str:
+        return (
+            f"item {self.item}: #{self.issue} was removed from #{self.parent}'s sub-issues by "
+            "a person; left out from now on (noted in the checklist)"
+        )
+
+
+@dataclass(frozen=True)
+class SubIssueHasParent:
+    item: int
+    issue: int
+    parent: int
+    other: str
+
+    def describe(self) -> str:
+        return (
+            f"item {self.item}: #{self.issue} already has the parent {self.other}; not moved "
+            "(`artbot sync --replace-parent` moves it)"
+        )
+
+
+@dataclass(frozen=True)
+class SubIssuesFull:
+    parent: int
+    left_out: tuple[int, ...]
+
+    def describe(self) -> str:
+        issues = ", ".join(f"#{n}" for n in self.left_out)
+        return f"#{self.parent} has {MAX_SUB_ISSUES} sub-issues, GitHub's cap: {issues} left out"
+
+
+@dataclass(frozen=True)
+class SubIssuesUpToDate:
+    parent: int
+
+    def describe(self) -> str:
+        return f"tracking issue #{self.parent}: sub-issues up to date"
+
+
+@dataclass(frozen=True)
+class NoSubIssues:
+    parent: int
+
+    def describe(self) -> str:
+        return f"tracking issue #{self.parent}: no sub-issues (checklist only)"
+
+
+SubIssueAction = (
+    AddSubIssue
+    | MoveSubIssue
+    | RemoveSubIssue
+    | SubIssueRemovedByHand
+    | SubIssueHasParent
+    | SubIssuesFull
+    | SubIssuesUpToDate
+    | NoSubIssues
+)
+WRITES = (AddSubIssue, MoveSubIssue, RemoveSubIssue)
+
+
+@dataclass(frozen=True)
+class SubIssuePlan:
+    """The actions, and the record as it reads once they are carried out."""
+
+    actions: tuple[SubIssueAction, ...] = field(default_factory=tuple)
+    record: SubIssueRecord = field(default_factory=SubIssueRecord)
+
+
+# --- deciding ------------------------------------------------------------------------------
+
+
+def needs_list(
+    wanted: Sequence[Wanted],
+    record: SubIssueRecord | None,
+    summary: SubIssuesSummary,
+    *,
+    replace_parent: bool = False,
+) -> bool:
+    """Whether the list of sub-issues must be read: not when the tracking issue's summary
+    and the record agree and the record accounts for every wanted issue in item order."""
+    if record is None or summary.total != len(record.added) + record.others:
+        return True
+    numbers = [w.number for w in wanted]
+    mine = set(record.added)
+    if not set(numbers) <= mine | set(record.removed) | set(record.parents):
+        return True
+    if mine - set(numbers) or list(record.added) != [n for n in numbers if n in mine]:
+        return True  # something to remove, or out of item order
+    return replace_parent and bool(record.elsewhere)
+
+
+def plan_sub_issues(
+    parent: int,
+    wanted: Sequence[Wanted],
+    listed: Sequence[int],
+    record: SubIssueRecord | None,
+    *,
+    replace_parent: bool = False,
+) -> SubIssuePlan:
+    """The actions that make ``wanted`` the sub-issues of ``parent`` (``listed``: its
+    sub-issues now, in order), by the rules in the module docstring."""
+    record = record or SubIssueRecord()
+    numbers = {w.number for w in wanted}
+    present = set(listed)
+    mine, parents = set(record.added), record.parents
+    actions: list[SubIssueAction] = [
+        RemoveSubIssue(n, parent) for n in listed if n in mine and n not in numbers
+    ]
+    gone = {a.issue for a in actions if isinstance(a, RemoveSubIssue)}
+    others = [n for n in listed if n not in numbers and n not in gone]
+    room = MAX_SUB_ISSUES - (len(listed) - len(gone))
+    added: list[int] = []
+    removed: list[int] = []
+    elsewhere: dict[int, str] = {}
+    adds: list[AddSubIssue] = []
+    left_out: list[int] = []
+    for w in wanted:
+        n = w.number
+        if n in present:
+            added.append(n)
+        elif n in record.removed:
+            removed.append(n)
+        elif n in mine:
+            removed.append(n)
+            actions.append(SubIssueRemovedByHand(w.item, n, parent))
+        elif n in parents and not replace_parent:
+            elsewhere[n] = parents[n]
+        elif room <= 0:
+            left_out.append(n)
+        else:
+            room -= 1
+            adds.append(AddSubIssue(w.item, n, parent, replace_parent=replace_parent))
+            added.append(n)
+    actions += adds
+    order = [n for n in listed if n not in gone] + [a.issue for a in adds if a.issue]
+    item_of = {w.number: w.item for w in wanted}
+    for issue, after, before in moves(order, added):
+        actions.append(MoveSubIssue(item_of[issue], issue, parent, after, before))
+    if left_out:
+        actions.append(SubIssuesFull(parent, tuple(left_out)))
+    if not any(isinstance(a, WRITES) for a in actions):
+        actions.append(SubIssuesUpToDate(parent))
+    new = SubIssueRecord(tuple(added), tuple(removed), tuple(elsewhere.items()), len(others))
+    return SubIssuePlan(tuple(actions), new)
+
+
+def moves(order: Sequence[int], desired: Sequence[int]) -> list[tuple[int, int | None, int | None]]:
+    """``(issue, after, before)`` moves that put ``desired`` (each in ``order``) in that
+    relative order: the fewest there can be (everything outside one longest run already in
+    order moves), each right after its predecessor, or, for the first, before the first
+    issue that stays. Issues not in ``desired`` are not moved."""
+    rank = {n: i for i, n in enumerate(desired)}
+    keep = set(_longest_increasing([rank[n] for n in order if n in rank]))
+    if not desired:
+        return []
+    first_kept = desired[min(keep)]
+    out: list[tuple[int, int | None, int | None]] = []
+    for k, n in enumerate(desired):
+        if k in keep:
+            continue
+        out.append((n, desired[k - 1], None) if k else (n, None, first_kept))
+    return out
+
+
+def _longest_increasing(values: Sequence[int]) -> list[int]:
+    """A longest strictly increasing subsequence of ``values`` (the values themselves)."""
+    if not values:
+        return []
+    length = [1] * len(values)
+    before = [-1] * len(values)
+    for i, v in enumerate(values):
+        for j in range(i):
+            if values[j] < v and length[j] + 1 > length[i]:
+                length[i], before[i] = length[j] + 1, j
+    i = max(range(len(values)), key=lambda k: (length[k], -k))
+    out = []
+    while i >= 0:
+        out.append(values[i])
+        i = before[i]
+    return out[::-1]
+
+
+def apply_moves(
+    order: Sequence[int], planned: Sequence[tuple[int, int | None, int | None]]
+) -> list[int]:
+    """``order`` after ``planned`` moves, as GitHub carries them out (for tests and apply)."""
+    out = list(order)
+    for issue, after, before in planned:
+        out.remove(issue)
+        anchor = after if after is not None else before
+        assert anchor is not None, "a move names the issue it goes after or before"
+        at = out.index(anchor) + (1 if after is not None else 0)
+        out.insert(at, issue)
+    return out
