@@ -56,15 +56,17 @@ def sandbox(
     """Run the loopback GitHub API sandbox in the foreground."""
     from .sandbox import serve
 
+    transcript = obj.settings.sandbox_transcript
     if not seed:
-        serve(port, state, repos)
+        serve(port, state, repos, transcript=transcript)
         return
     from .demo import paste_lines, seed_once
 
-    catalog = obj.catalog(for_render=True)
+    catalog = obj.catalog()  # seeding renders no issue, so no repro link is missed
     serve(
         port,
         state,
         repos,
         ready=lambda box: click.echo(paste_lines(box.api_url, seed_once(box, catalog))),
+        transcript=transcript,
     )

@@ -26,6 +26,7 @@ from typing import Any
 from github import Auth, Github, GithubException
 from github.GithubRetry import GithubRetry
 
+from . import __version__
 from .errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
 from .etagcache import EtagCache
 from .inputs import check_api_url, check_repository, check_token
@@ -38,6 +39,10 @@ DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = (301, 302, 303, 307, 308)
 MAX_REDIRECTS = 3
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a page of 100 issues with 65k-character bodies fits
+# Sent with every request: the REST API version artbot is written against (GitHub answers an
+# unversioned request with its default version, which will not stay 2022-11-28) and GitHub's
+# JSON media type (requests would send */*).
+API_HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
 
 
 # Every write is retried on a rate limit (403 secondary / 429): GitHub did nothing then.
@@ -105,6 +110,7 @@ class GitHubRepo:
         self._gh = Github(
             base_url=self.api_url,
             auth=Auth.Token(token) if token else None,
+            user_agent=f"artbot/{__version__}",
             timeout=timeout,
             retry=_Retry(
                 total=retries,
@@ -159,6 +165,7 @@ class GitHubRepo:
     ) -> tuple[Any, dict[str, Any]]:
         """One REST call: (json or None, headers); redirects followed within the API root."""
         what = f"{verb} {url}"
+        headers = {**API_HEADERS, **(headers or {})}
         for _ in range(MAX_REDIRECTS + 1):
             with _remote(what):
                 status, resp_headers, output = self._gh.requester.requestJson(
