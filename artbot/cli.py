@@ -28,15 +28,16 @@ class Context:
         self.settings = settings
         self.root = settings.root
         self.debug = settings.debug
+        self._noted = False
 
     def catalog(self, *, for_render: bool = False):  # type: ignore[no-untyped-def]
         """The validated catalog; ``for_render``: with artbot's repository and commit (for the
-        issues' links), and a note, once, when the repository is not known."""
+        issues' links; :meth:`note_unlinked` says when the repository is not known)."""
         from .catalog import load_catalog
 
         if not for_render:
             return load_catalog(self.root)
-        from .toolsource import NO_REPOSITORY_NOTE, resolve_tool_source
+        from .toolsource import resolve_tool_source
 
         catalog = load_catalog(self.root)
         s = self.settings
@@ -47,9 +48,16 @@ class Context:
             actions_repository=s.repository if s.in_actions else None,
             workspace=s.workspace,
         )
-        if not tool.known:
-            click.echo(NO_REPOSITORY_NOTE, err=True)
         return replace(catalog, tool=tool)
+
+    def note_unlinked(self, catalog: Any) -> None:
+        """Say, once, that the issues rendered could not link artbot's scripts (its repository
+        is not known), and what was found instead: last, after a command that rendered issues
+        did its work (an error stays the one line it is)."""
+        note = catalog.tool.note()
+        if note and not self._noted:
+            self._noted = True
+            click.echo(note, err=True)
 
 
 class ArtbotGroup(click.Group):
@@ -185,6 +193,7 @@ def render(
     if items is None and out is None:
         raise click.UsageError("--all needs --out DIR")
     catalog = obj.catalog(for_render=True)
+    findings = findings_of(catalog, items)
 
     def no_capture(item: int) -> None:
         click.echo(
@@ -193,9 +202,7 @@ def render(
             err=True,
         )
 
-    rendered = render_all(
-        catalog, findings_of(catalog, items), tracking_issue, no_capture=no_capture
-    )
+    rendered = render_all(catalog, findings, tracking_issue, no_capture=no_capture)
     for item, issue in rendered.items():
         text = f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
         if out is None:
@@ -205,6 +212,7 @@ def render(
             path = out / f"{item:02d}.md"
             path.write_text(text, encoding="utf-8")
             click.echo(f"wrote {path}")
+    obj.note_unlinked(catalog)
 
 
 @cli.command()

@@ -149,6 +149,7 @@ def open_(
         if not tracking:
             click.echo("note: no tracking issue configured; the checklist was not updated")
     save_cache(repo.cache, obj.settings)
+    obj.note_unlinked(catalog)
 
 
 def read_event(path: Path) -> Any:
@@ -256,3 +257,4 @@ def sync(
         with summary.open("a", encoding="utf-8") as fh:
             fh.write(redact(text, obj.settings.secrets))
     save_cache(repo.cache, obj.settings)
+    obj.note_unlinked(catalog)

@@ -24,8 +24,10 @@ def demo(obj: Context, items: tuple[int, ...]) -> None:
     """Run the main job on the embedded GitHub sandbox (no token, no network)."""
     from .demo import DEMO_ITEMS, describe, run_demo
 
-    result = run_demo(obj.catalog(for_render=True), items or DEMO_ITEMS, log=click.echo)
+    catalog = obj.catalog(for_render=True)
+    result = run_demo(catalog, items or DEMO_ITEMS, log=click.echo)
     click.echo(describe(result))
+    obj.note_unlinked(catalog)
 
 
 @click.command()
@@ -63,10 +65,29 @@ def sandbox(
     from .demo import paste_lines, seed_once
 
     catalog = obj.catalog()  # seeding renders no issue, so no repro link is missed
+    program = how_artbot_was_run()
     serve(
         port,
         state,
         repos,
-        ready=lambda box: click.echo(paste_lines(box.api_url, seed_once(box, catalog))),
+        ready=lambda box: click.echo(paste_lines(box.api_url, seed_once(box, catalog), program)),
         transcript=transcript,
     )
+
+
+def how_artbot_was_run(argv0: str | None = None) -> str:
+    """The command to show for running artbot again from the current folder: ``artbot`` when
+    that is on PATH and is this one, else the path this one was run by (``.venv/bin/artbot``
+    from a checkout whose virtual environment is not active)."""
+    import os
+    import shutil
+    import sys
+
+    ran = Path(argv0 if argv0 is not None else sys.argv[0])
+    if ran.name != "artbot":
+        return "artbot"  # python -m artbot, or a test's runner: nothing better to show
+    found = shutil.which("artbot")
+    if found and Path(found).resolve() == ran.resolve():
+        return "artbot"
+    shown = os.path.relpath(ran.resolve(), Path.cwd().resolve())
+    return shown if not shown.startswith("..") else str(ran.resolve())

@@ -214,9 +214,17 @@ class GitHubRepo:
             "direction": "asc",
             "per_page": 100,
         }
-        return [
-            ObservedIssue.from_json(d) for d in self._pages(url, params) if "pull_request" not in d
-        ]
+        try:
+            listed = list(self._pages(url, params))
+        except RemoteError as exc:
+            if exc.status == 404:  # the first request of a run: the repository is not there
+                raise BadInput(
+                    f"repository {self.full_name} not found at {self.api_url}: check its "
+                    "spelling (--repo or $GITHUB_REPOSITORY), and for a private repository that "
+                    "the token can read it (GitHub answers 404 to a token without access)"
+                ) from None
+            raise
+        return [ObservedIssue.from_json(d) for d in listed if "pull_request" not in d]
 
     def _pages(self, url: str, params: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
         """Every item of a paginated list: conditional GETs, following ``rel="next"``."""
@@ -481,9 +489,14 @@ def connect(
     check_api_url(api_url or settings.api_url)
     check_token(settings.token)
     option = (
-        "--repo" if repo_name else "$GITHUB_REPOSITORY" if settings.repository else "repository"
+        "--repo"
+        if repo_name is not None
+        else "$GITHUB_REPOSITORY"
+        if settings.repository
+        else "repository"
     )
-    name = check_repository(repo_name or settings.repository or default_repository, option)
+    given = repo_name if repo_name is not None else settings.repository or default_repository
+    name = check_repository(given, option)  # an empty --repo is a mistake, not the default
     return GitHubRepo(
         name,
         api_url=api_url or settings.api_url,
