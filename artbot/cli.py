@@ -74,6 +74,13 @@ class ArtbotGroup(click.Group):
                 return super().invoke(ctx)
             except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
                 raise
+            except BrokenPipeError:  # the reader left early (`artbot sync --help | head`)
+                import os
+                import sys
+
+                # Python flushes stdout at exit again; let that go nowhere, quietly.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())  # type: ignore[union-attr]
+                ctx.exit(141)  # 128 + SIGPIPE, as a shell reports a process a pipe ended
             except Exception as exc:  # the one place expected failures become exit codes
                 from .output import fail
 
@@ -139,7 +146,7 @@ def cli(
 pass_ctx = click.make_pass_decorator(Context)
 
 
-@cli.command()
+@cli.command(short_help="Check every finding record and status file.")
 @pass_ctx
 def validate(obj: Context) -> None:
     """Check every finding record and status file; print each problem as
@@ -154,7 +161,7 @@ def validate(obj: Context) -> None:
     click.echo(f"ok: {len(catalog.findings)} findings, audit {catalog.audit.commit}")
 
 
-@cli.command(name="list")
+@cli.command(name="list", short_help="List the findings: item, title, confidence, issue.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 @pass_ctx
 def list_(obj: Context, as_json: bool) -> None:
@@ -171,7 +178,7 @@ def list_(obj: Context, as_json: bool) -> None:
         click.echo(f"{r['item']:>3}  {r['confidence']:<11}  {issue:<6}  {r['title']}")
 
 
-@cli.command()
+@cli.command(short_help="Print the issue `open` would file (no token needed).")
 @item_options("Item to render (repeatable).", "Render every item (with --out).")
 @click.option(
     "--out",
@@ -215,7 +222,7 @@ def render(
     obj.note_unlinked(catalog)
 
 
-@cli.command()
+@cli.command(short_help="Print the JSON Schema of a finding record.")
 def schema() -> None:
     """Print the JSON Schema of a finding record (for editors)."""
     import json
@@ -225,7 +232,7 @@ def schema() -> None:
     click.echo(json.dumps(Finding.model_json_schema(), indent=2))
 
 
-@cli.command()
+@cli.command(short_help="Run reproductions; keep their output for `render`.")
 @item_options("Item whose reproduction to run (repeatable).", "Run every item's reproduction.")
 @click.option(
     "--timeout",
@@ -272,7 +279,7 @@ def repro(obj: Context, items: tuple[int, ...] | None, timeout_s: float) -> None
         raise ReproFailed(f"{failed} reproduction(s) did not finish cleanly")
 
 
-@cli.command(name="export-tests")
+@cli.command(name="export-tests", short_help="Write the regression tests ART can merge.")
 @click.option(
     "--out",
     required=True,

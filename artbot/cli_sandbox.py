@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from .cli import Context
 
 
-@click.command()
+@click.command(short_help="The main job on a built-in GitHub sandbox (no token).")
 @click.option(
     "--item",
     "items",
@@ -30,7 +30,7 @@ def demo(obj: Context, items: tuple[int, ...]) -> None:
     obj.note_unlinked(catalog)
 
 
-@click.command()
+@click.command(short_help="Run the GitHub sandbox in the foreground.")
 @click.option("--port", type=int, default=0, show_default=True, help="Port (0: any free one).")
 @click.option(
     "--state",
@@ -89,5 +89,5 @@ def how_artbot_was_run(argv0: str | None = None) -> str:
     found = shutil.which("artbot")
     if found and Path(found).resolve() == ran.resolve():
         return "artbot"
-    shown = os.path.relpath(ran.resolve(), Path.cwd().resolve())
-    return shown if not shown.startswith("..") else str(ran.resolve())
+    shown = os.path.relpath(os.path.abspath(ran))  # links kept: .venv may be one
+    return shown if not shown.startswith("..") else os.path.abspath(ran)

@@ -114,7 +114,7 @@ def resolve_tool_source(
     if remote:
         found = f"git remote origin is {_shown(remote)}, not a repository URL such as GitHub's"
     elif sha is None:
-        found = f"{root} is not in a git checkout"
+        found = f"--root {root} is not in a git checkout"
     else:
         found = "this checkout has no git remote origin"
     if actions_repository:

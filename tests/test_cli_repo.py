@@ -125,7 +125,7 @@ def test_the_note_comes_once_last_and_only_where_issues_were_rendered(
     assert result.exit_code == 0, result.output
     assert result.stderr.count(NOT_KNOWN) == 1
     assert result.stderr.splitlines()[-1].startswith(NOT_KNOWN)
-    assert f"({root} is not in a git checkout)" in result.stderr
+    assert f"(--root {root} is not in a git checkout)" in result.stderr
     # A run that stops at an error says the error alone; a command that renders nothing, nothing.
     failed = run(sandbox, "--repo", "Other/Repo", root=root)
     assert failed.exit_code == 2 and NOT_KNOWN not in failed.stderr
