@@ -29,7 +29,7 @@ from github.GithubRetry import GithubRetry
 from . import __version__
 from .errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
 from .etagcache import EtagCache
-from .inputs import check_api_url, check_repository, check_token
+from .inputs import check_api_url, check_repository, check_token, missing_repository
 from .jsonlimits import loads_limited
 from .models import ObservedIssue
 from .output import flatten
@@ -39,9 +39,8 @@ DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = (301, 302, 303, 307, 308)
 MAX_REDIRECTS = 3
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a page of 100 issues with 65k-character bodies fits
-# Sent with every request: the REST API version artbot is written against (GitHub answers an
-# unversioned request with its default version, which will not stay 2022-11-28) and GitHub's
-# JSON media type (requests would send */*).
+# With every request: the API version artbot is written against (GitHub's default for a request
+# without one will not stay 2022-11-28), and GitHub's JSON media type (requests sends */*).
 API_HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
 
 
@@ -214,16 +213,11 @@ class GitHubRepo:
             "direction": "asc",
             "per_page": 100,
         }
-        try:
+        try:  # a run's first request: a 404 is the repository's, not the list's
             listed = list(self._pages(url, params))
         except RemoteError as exc:
-            if exc.status == 404:  # the first request of a run: the repository is not there
-                raise BadInput(
-                    f"repository {self.full_name} not found at {self.api_url}: check its "
-                    "spelling (--repo or $GITHUB_REPOSITORY), and for a private repository that "
-                    "the token can read it (GitHub answers 404 to a token without access)"
-                ) from None
-            raise
+            gone = exc.status == 404
+            raise missing_repository(self.full_name, self.api_url) if gone else exc from None
         return [ObservedIssue.from_json(d) for d in listed if "pull_request" not in d]
 
     def _pages(self, url: str, params: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
@@ -488,15 +482,11 @@ def connect(
         raise BadInput(f"no token: set {names} (or use --dry-run)")
     check_api_url(api_url or settings.api_url)
     check_token(settings.token)
-    option = (
-        "--repo"
-        if repo_name is not None
-        else "$GITHUB_REPOSITORY"
-        if settings.repository
-        else "repository"
-    )
-    given = repo_name if repo_name is not None else settings.repository or default_repository
-    name = check_repository(given, option)  # an empty --repo is a mistake, not the default
+    option, given = "--repo", repo_name or ""  # an empty --repo is a mistake, not the default
+    if repo_name is None:
+        option = "$GITHUB_REPOSITORY" if settings.repository else "repository"
+        given = settings.repository or default_repository
+    name = check_repository(given, option)
     return GitHubRepo(
         name,
         api_url=api_url or settings.api_url,

@@ -60,6 +60,15 @@ def check_repository(name: str, option: str = "--repo") -> str:
     )
 
 
+def missing_repository(name: str, api_url: str) -> BadInput:
+    """What to say when GitHub answers 404 for the repository artbot was given."""
+    return BadInput(
+        f"repository {name} not found at {api_url}: check its spelling (--repo or "
+        "$GITHUB_REPOSITORY), and for a private repository that the token can read it (GitHub "
+        "answers 404 to a token without access)"
+    )
+
+
 def status_problems(root: Path, items: set[int]) -> list[Problem]:
     """Every problem of the status files (``findings/status/NN.json``), located: not JSON, a
     byte-order mark, too large or deep, wrong fields or types, an item that is not the file's."""

@@ -125,7 +125,7 @@ class _Routes(_Shapes):
             raise _error(401, "Requires authentication", call.doc)
         if call.login.endswith("[bot]"):  # an installation token, such as GITHUB_TOKEN
             raise _error(403, "Resource not accessible by integration", call.doc)
-        return _Reply(200, self._user_json(call.login))
+        return _Reply(200, self._private_user_json(call.login))
 
     def _get_repo(self, call: _Call) -> _Reply:
         return _Reply(200, self._repo_json(self._repo(call), authenticated=call.login is not None))
