@@ -56,8 +56,10 @@ def sandbox(
     obj: Context, port: int, state: Path | None, repos: tuple[str, ...], seed: bool
 ) -> None:
     """Run the loopback GitHub API sandbox in the foreground."""
+    from .inputs import check_repository
     from .sandbox import serve
 
+    repos = tuple(check_repository(name) for name in repos)  # a URL too; a mistake is exit 2
     transcript = obj.settings.sandbox_transcript
     if not seed:
         serve(port, state, repos, transcript=transcript)

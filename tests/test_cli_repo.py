@@ -131,3 +131,9 @@ def test_the_note_comes_once_last_and_only_where_issues_were_rendered(
     assert failed.exit_code == 2 and NOT_KNOWN not in failed.stderr
     listed = CliRunner().invoke(cli, ["--root", str(root), "list"])
     assert listed.exit_code == 0 and NOT_KNOWN not in listed.stderr
+
+
+def test_sandbox_repo_is_checked_as_open_s_is() -> None:
+    result = CliRunner().invoke(cli, ["sandbox", "--repo", "bad"])
+    assert result.exit_code == 2 and result.stderr.startswith("error: --repo 'bad': not a ")
+    assert "internal error" not in result.output
