@@ -4,18 +4,30 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint bench golden clean
+.PHONY: demo sandbox test check lint bench golden clean
 
+# Set-up says what each step does as it starts (pip itself is kept quiet; torch is the long one).
+# PYTHONWARNINGS: setuptools notes at every editable install of a flat layout that a folder
+# named like a package could shadow it; artbot has no such folder.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	# torch first and pinned: pip then takes the CPU wheel and never a multi-GB CUDA build.
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[repro,dev]'
-	touch $(STAMP)
+	@echo "==> [1/4] creating $(VENV) with $(PYTHON)"
+	@$(PYTHON) -m venv $(VENV)
+	@echo "==> [2/4] upgrading pip"
+	@$(BIN)/pip install --quiet --upgrade pip
+	@# torch first and pinned: pip then takes the CPU wheel and never a multi-GB CUDA build.
+	@echo "==> [3/4] installing torch==2.13.0, CPU build (the long step: a large download)"
+	@$(BIN)/pip install --quiet torch==2.13.0
+	@echo "==> [4/4] installing artbot and its tools: pip install -e '.[repro,dev]'"
+	@PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet -e '.[repro,dev]'
+	@touch $(STAMP)
+	@echo "==> $(VENV) is ready: run artbot as $(BIN)/artbot (or 'source $(BIN)/activate' first)"
 
 demo: $(STAMP)
 	$(BIN)/artbot demo
+
+# The demo's sandbox in the foreground, seeded, printing the lines to paste into another shell.
+sandbox: $(STAMP)
+	$(BIN)/artbot sandbox --seed
 
 # What CI runs (.ci/run): lint, then every tier of the suite (fast, repro, network, e2e) on all
 # cores, one test file per worker (--dist loadfile keeps a file's session fixtures in one
@@ -25,6 +37,7 @@ demo: $(STAMP)
 # says otherwise (CI's nightly run: "nightly").
 PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
 test: lint
+	@echo "==> tests: every tier, one file per worker (pytest prints a dot per test)"
 	$(BIN)/pytest $(PYTEST_PARALLEL)
 
 # The edit loop: the fast tier only (no torch repros, no wheels, no artbot processes).
@@ -32,6 +45,7 @@ check: $(STAMP)
 	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not repro and not network and not e2e"
 
 lint: $(STAMP)
+	@echo "==> lint: ruff check, ruff format --check, then mypy on artbot/ and tests/"
 	$(BIN)/ruff check artbot repros tests
 	$(BIN)/ruff format --check artbot repros tests
 	$(BIN)/mypy

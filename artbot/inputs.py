@@ -26,6 +26,12 @@ MAX_VERSION = 64
 _OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
 _NAME = r"[A-Za-z0-9._-]{1,100}"
 _REPO = re.compile(rf"{_OWNER}/{_NAME}")
+# A repository's URL: https://host/O/N, ssh://[user@]host[:port]/O/N, user@host:O/N (scp-like
+# SSH), or github.com/O/N without a scheme; "path" is O/N with any .git and trailing slash.
+_REPOSITORY_URL = re.compile(
+    r"(?:(?:https?|ssh|git)://(?:[^@/\s]+@)?[^/\s]+/|[^@/\s]+@[^:/\s]+:|(?:www\.)?github\.com/)"
+    r"(?P<path>[^/\s]+/[^/\s]+?)(?:\.git)?/?"
+)
 MAX_STATUS_BYTES = 1024 * 1024
 
 
@@ -38,16 +44,39 @@ def check_version(version: str, option: str = "--release") -> str:
 
 
 def check_repository(name: str, option: str = "--repo") -> str:
-    """``owner/name``, else BadInput; a URL gets told what to give instead."""
-    if _REPO.fullmatch(name) and name.split("/")[1] not in (".", ".."):
-        return name
-    hint = ""
-    match = re.match(r"^(?:https?://)?(?:www\.)?github\.com/([^/\s]+/[^/\s]+?)(?:\.git)?/?$", name)
-    if match and _REPO.fullmatch(match[1]):
-        hint = f"; give the repository as {match[1]}, not a URL"
-    elif "://" in name:
-        hint = "; give OWNER/NAME, not a URL"
-    raise BadInput(f"{option} {name[:100]!r}: not OWNER/NAME{hint}")
+    """``OWNER/NAME`` from what a user may give for a repository: ``OWNER/NAME`` (with or
+    without ``.git``), its https URL, or its SSH URL (``git@github.com:OWNER/NAME.git``,
+    ``ssh://git@github.com/OWNER/NAME``); anything else is BadInput, saying what to give."""
+    text = name.strip()
+    url = _REPOSITORY_URL.fullmatch(text)
+    candidate = url["path"] if url else text
+    candidate = candidate.removesuffix("/").removesuffix(".git")
+    if _REPO.fullmatch(candidate) and candidate.split("/")[1] not in (".", ".."):
+        return candidate
+    shown = name[:100]
+    raise BadInput(
+        f"{option} {shown!r}: not a repository; give OWNER/NAME (e.g. OpenPipe/ART) or its "
+        "https or SSH URL"
+    )
+
+
+def repository_to_use(flag: str | None, environment: str | None, default: str) -> str:
+    """The repository a run files in, checked: ``--repo`` when given (an empty one is a mistake,
+    not the default), else ``$GITHUB_REPOSITORY``, else the audited repository."""
+    if flag is not None:
+        return check_repository(flag, "--repo")
+    return check_repository(
+        environment or default, "$GITHUB_REPOSITORY" if environment else "repository"
+    )
+
+
+def missing_repository(name: str, api_url: str) -> BadInput:
+    """What to say when GitHub answers 404 for the repository artbot was given."""
+    return BadInput(
+        f"repository {name} not found at {api_url}: check its spelling (--repo or "
+        "$GITHUB_REPOSITORY), and for a private repository that the token can read it (GitHub "
+        "answers 404 to a token without access)"
+    )
 
 
 def status_problems(root: Path, items: set[int]) -> list[Problem]:

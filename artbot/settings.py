@@ -21,6 +21,9 @@ DEFAULT_SECONDARY_RATE_WAIT = 60.0
 RATE_WAIT_VARIABLE = "ARTBOT_SECONDARY_RATE_WAIT"
 # Where openpipe-art release wheels are kept (artbot.verify.release).
 CACHE_VARIABLE = "ARTBOT_CACHE_DIR"
+# `artbot sandbox` appends every response it sends here (the tests check them against GitHub's
+# published schema: artbot.sandbox.transcript).
+TRANSCRIPT_VARIABLE = "ARTBOT_SANDBOX_TRANSCRIPT"
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class Settings:
     workspace: Path | None = None  # $GITHUB_WORKSPACE: the checkout of $GITHUB_REPOSITORY
     # $ARTBOT_CACHE_DIR, else ~/.cache/artbot/wheels: where release wheels are kept.
     wheel_cache: Path = field(default_factory=lambda: default_wheel_cache())
+    sandbox_transcript: Path | None = None  # $ARTBOT_SANDBOX_TRANSCRIPT
     # The environment a subprocess running repro or downloaded code gets: no token in it.
     child_env: Mapping[str, str] = field(
         default_factory=lambda: without_tokens(os.environ), compare=False, hash=False
@@ -78,6 +82,7 @@ class Settings:
             tool_repository=tool_repository,
             workspace=Path(env["GITHUB_WORKSPACE"]) if env.get("GITHUB_WORKSPACE") else None,
             wheel_cache=default_wheel_cache(env),
+            sandbox_transcript=Path(t) if (t := env.get(TRANSCRIPT_VARIABLE)) else None,
             child_env=without_tokens(env),
         )
 

@@ -8,7 +8,8 @@ from, in order:
    (the job's checkout of that repository; the action's own folder is not);
 3. the git remote ``origin`` of ``--root``, parsed to ``owner/name``.
 
-When none is known the issues name the script's path without a link (the CLI says so once).
+When none is known the issues name the script's path without a link; the CLI says so once,
+where an issue is rendered, with what it found instead (:meth:`ToolSource.note`).
 The commit is ``git rev-parse HEAD`` of ``--root``. Both are read here, before rendering, so
 :mod:`artbot.render` starts no process.
 """
@@ -19,6 +20,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .errors import BadInput
 
@@ -37,10 +39,20 @@ class ToolSource:
     repository: str | None = None
     commit: str | None = None
     origin: str = ""  # where the repository came from, for messages
+    found: str = ""  # when not known: what was looked at instead ("no git remote origin")
 
     @property
     def known(self) -> bool:
         return self.repository is not None
+
+    def note(self) -> str | None:
+        """The line to print where an issue is rendered without the links, else None."""
+        if self.known:
+            return None
+        return (
+            f"note: artbot's repository is not known ({self.found}), so the issues name each "
+            "full repro script without a link; give --tool-repository OWNER/NAME to link them"
+        )
 
 
 def check_repository(value: str, where: str) -> str:
@@ -99,11 +111,20 @@ def resolve_tool_source(
     parsed = parse_remote(remote) if remote else None
     if parsed:
         return ToolSource(parsed, commit, "git remote origin")
-    return ToolSource(None, commit, "")
+    if remote:
+        found = f"git remote origin is {_shown(remote)}, not a repository URL such as GitHub's"
+    elif sha is None:
+        found = f"--root {root} is not in a git checkout"
+    else:
+        found = "this checkout has no git remote origin"
+    if actions_repository:
+        found += "; not run in the checkout of $GITHUB_REPOSITORY"
+    return ToolSource(None, commit, "", found)
 
 
-NO_REPOSITORY_NOTE = (
-    "note: artbot's repository is not known (no --tool-repository, not run in the checkout "
-    "of $GITHUB_REPOSITORY, no git remote origin): the issues name each full repro script "
-    "without a link"
-)
+def _shown(remote: str) -> str:
+    """A remote URL as it may be printed: the user part of a URL left out (it may be a token)."""
+    parts = urlsplit(remote)
+    if parts.scheme and "@" in parts.netloc:
+        return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
+    return remote

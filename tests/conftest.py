@@ -2,6 +2,11 @@
 the openpipe-art release wheels (see tests/wheels.py: one cache folder per machine,
 ``$ARTBOT_CACHE_DIR`` or ``~/.cache/artbot/wheels``; under ``CI=true`` a missing wheel fails).
 
+Every response a sandbox sends during a test, in this process or in an ``artbot sandbox``
+process the test started, is checked against GitHub's published REST schema when the test ends
+(tests/github_schema.py), and every request artbot sent must carry the API version and GitHub's
+media type; a test that made the sandbox answer otherwise fails.
+
 Hypothesis profiles: "ci" (the default) is derandomized, so a run's examples depend only on the
 code; "nightly" (``HYPOTHESIS_PROFILE=nightly``, CI's scheduled run) draws fresh random ones.
 """
@@ -17,8 +22,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from artbot.sandbox import GitHubSandbox
+from artbot.sandbox import GitHubSandbox, SentResponse, read_transcript
+from artbot.settings import TRANSCRIPT_VARIABLE
 from tests.forkrun import ForkServer, RunScript
+from tests.github_schema import SchemaCheck
 from tests.wheels import RELEASES, ArtWheels, default_wheels
 
 # glibc hands every freed block over its mmap threshold (at most 32 MiB by default) back to the
@@ -37,6 +44,54 @@ _COMMON = settings(deadline=None, print_blob=True, suppress_health_check=[Health
 settings.register_profile("ci", _COMMON, derandomize=True, database=None, max_examples=60)
 settings.register_profile("nightly", _COMMON, derandomize=False, max_examples=300)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def _sandbox_transcript(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where ``artbot sandbox`` processes started by the tests write what they answered."""
+    path = tmp_path_factory.mktemp("sandbox-transcript") / "responses.jsonl"
+    os.environ[TRANSCRIPT_VARIABLE] = str(path)
+    yield path
+    os.environ.pop(TRANSCRIPT_VARIABLE, None)
+
+
+@pytest.fixture(scope="session")
+def _schema_check() -> SchemaCheck:
+    return SchemaCheck()
+
+
+@pytest.fixture(autouse=True)
+def _the_sandbox_answers_as_github_does(
+    _sandbox_transcript: Path, _schema_check: SchemaCheck
+) -> Iterator[None]:
+    """Every response sent while the test ran, checked against GitHub's published schema;
+    every request artbot made (its User-Agent says so) carries the API version header and
+    GitHub's JSON media type."""
+    seen: list[SentResponse] = []
+    GitHubSandbox.observers.append(seen.append)
+    start = _sandbox_transcript.stat().st_size if _sandbox_transcript.exists() else 0
+    yield
+    GitHubSandbox.observers.remove(seen.append)
+    elsewhere, _ = read_transcript(_sandbox_transcript, start)
+    sent = seen + elsewhere
+    found = _schema_check(sent) + sorted(set(_unversioned(sent)))
+    if found:
+        more = f"\n... and {len(found) - 20} more" if len(found) > 20 else ""
+        shown = "\n".join(found[:20]) + more
+        pytest.fail(f"the sandbox and GitHub's published REST API differ:\n{shown}", pytrace=False)
+
+
+def _unversioned(sent: list[SentResponse]) -> Iterator[str]:
+    """Requests artbot made (its User-Agent says so) without the API version or media type."""
+    ours = [r for r in sent if r.request_headers.get("User-Agent", "").startswith("artbot/")]
+    if not ours:
+        return
+    from artbot.github.client import API_HEADERS
+
+    for r in ours:
+        for name, value in API_HEADERS.items():
+            if r.request_headers.get(name) != value:
+                yield f"artbot sent {r.method} {r.route or r.path} without {name}: {value}"
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
-"""``--item N`` (repeatable) and ``--all``: parsed once (artbot.cli.item_options) for render,
-repro and open, so the three commands answer a bad selection alike: exit 2, nothing done."""
+"""``--item N`` (repeatable) and ``--all``: parsed once (artbot.cli_options.item_options) for
+render, repro and open, so the three commands answer a bad selection alike: one line, exit 2,
+nothing done."""
 
 from __future__ import annotations
 
@@ -22,10 +23,17 @@ def run(*args: str) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("command", ["render", "repro", "open"])
-def test_neither_or_both_is_a_usage_error(command: str) -> None:
-    for args in ((), ("--item", "7", "--all")):
-        code, out = run(command, *args)
-        assert code == 2 and "give --item N (repeatable) or --all" in out, (args, out)
+def test_neither_or_both_is_one_line_and_exit_2(command: str) -> None:
+    runner = CliRunner(env={"GH_TOKEN": None, "GITHUB_TOKEN": None})
+    for args, said in [
+        ((), "error: give --item N (repeatable) or --all"),
+        (
+            ("--item", "4", "--all"),
+            "error: --item and --all conflict: give one of them, not both",
+        ),
+    ]:
+        result = runner.invoke(cli, ["--root", str(REPO), command, *args])
+        assert (result.exit_code, result.stdout, result.stderr) == (2, "", said + "\n")
 
 
 @pytest.mark.parametrize("command", ["render", "repro"])

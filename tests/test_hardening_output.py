@@ -78,13 +78,13 @@ def test_a_hostile_error_in_the_final_error_line_is_one_line(
     art: GitHubSandbox, root: Path
 ) -> None:
     """The error that ends a run carries the remote text: flattened, escaped, redacted."""
-    art.inject_fault("GET", r"/issues$", 404, message=HOSTILE)
+    art.inject_fault("GET", r"/issues$", 410, message=HOSTILE)  # issues disabled
     code, text = run(art, root, "sync", token=CANARY + "\n")
     assert code == 1, text
     assert_no_hijack(text)
     assert CANARY not in text
     [error] = [ln for ln in text.splitlines() if ln.startswith("error: ")]
-    assert "GitHub answered 404" in error and "pwned" in error  # all of it, on one line
+    assert "GitHub answered 410" in error and "pwned" in error  # all of it, on one line
 
 
 @pytest.mark.parametrize("token", ["e", "short1", "a b c d e f g h"])

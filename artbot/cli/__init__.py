@@ -32,6 +32,13 @@ class ArtbotGroup(click.Group):
                 return super().invoke(ctx)
             except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
                 raise
+            except BrokenPipeError:  # the reader left early (`artbot sync --help | head`)
+                import os
+                import sys
+
+                # Python flushes stdout at exit again; let that go nowhere, quietly.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())  # type: ignore[union-attr]
+                ctx.exit(141)  # 128 + SIGPIPE, as a shell reports a process a pipe ended
             except Exception as exc:  # the one place expected failures become exit codes
                 from ..report.output import fail
 
@@ -97,7 +104,7 @@ def cli(
 pass_ctx = click.make_pass_decorator(Context)
 
 
-@cli.command()
+@cli.command(short_help="Check every finding record and status file.")
 @pass_ctx
 def validate(obj: Context) -> None:
     """Check every finding record and status file; print each problem as
@@ -112,7 +119,7 @@ def validate(obj: Context) -> None:
     click.echo(f"ok: {len(catalog.findings)} findings, audit {catalog.audit.commit}")
 
 
-@cli.command(name="list")
+@cli.command(name="list", short_help="List the findings: item, title, confidence, issue.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 @pass_ctx
 def list_(obj: Context, as_json: bool) -> None:
@@ -129,7 +136,7 @@ def list_(obj: Context, as_json: bool) -> None:
         click.echo(f"{r['item']:>3}  {r['confidence']:<11}  {issue:<6}  {r['title']}")
 
 
-@cli.command()
+@cli.command(short_help="Print the issue `open` would file (no token needed).")
 @item_options("Item to render (repeatable).", "Render every item (with --out).")
 @click.option(
     "--out",
@@ -151,6 +158,7 @@ def render(
     if items is None and out is None:
         raise click.UsageError("--all needs --out DIR")
     catalog = obj.catalog(for_render=True)
+    findings = findings_of(catalog, items)
 
     def no_capture(item: int) -> None:
         click.echo(
@@ -159,9 +167,7 @@ def render(
             err=True,
         )
 
-    rendered = render_all(
-        catalog, findings_of(catalog, items), tracking_issue, no_capture=no_capture
-    )
+    rendered = render_all(catalog, findings, tracking_issue, no_capture=no_capture)
     for item, issue in rendered.items():
         text = f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
         if out is None:
@@ -171,9 +177,10 @@ def render(
             path = out / f"{item:02d}.md"
             path.write_text(text, encoding="utf-8")
             click.echo(f"wrote {path}")
+    obj.note_unlinked(catalog)
 
 
-@cli.command()
+@cli.command(short_help="Print the JSON Schema of a finding record.")
 def schema() -> None:
     """Print the JSON Schema of a finding record (for editors)."""
     import json
@@ -183,7 +190,7 @@ def schema() -> None:
     click.echo(json.dumps(Finding.model_json_schema(), indent=2))
 
 
-@cli.command()
+@cli.command(short_help="Run reproductions; keep their output for `render`.")
 @item_options("Item whose reproduction to run (repeatable).", "Run every item's reproduction.")
 @click.option(
     "--timeout",
@@ -230,7 +237,7 @@ def repro(obj: Context, items: tuple[int, ...] | None, timeout_s: float) -> None
         raise ReproFailed(f"{failed} reproduction(s) did not finish cleanly")
 
 
-@cli.command(name="export-tests")
+@cli.command(name="export-tests", short_help="Write the regression tests ART can merge.")
 @click.option(
     "--out",
     required=True,

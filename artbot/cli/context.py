@@ -5,7 +5,7 @@ other (no import cycle)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,15 +20,16 @@ class Context:
         self.settings = settings
         self.root = settings.root
         self.debug = settings.debug
+        self._noted = False
 
     def catalog(self, *, for_render: bool = False):  # type: ignore[no-untyped-def]
         """The validated catalog; ``for_render``: with artbot's repository and commit (for the
-        issues' links), and a note, once, when the repository is not known."""
+        issues' links; :meth:`note_unlinked` says when the repository is not known)."""
         from ..catalog import load_catalog
 
         if not for_render:
             return load_catalog(self.root)
-        from ..toolsource import NO_REPOSITORY_NOTE, resolve_tool_source
+        from ..toolsource import resolve_tool_source
 
         catalog = load_catalog(self.root)
         s = self.settings
@@ -39,6 +40,13 @@ class Context:
             actions_repository=s.repository if s.in_actions else None,
             workspace=s.workspace,
         )
-        if not tool.known:
-            click.echo(NO_REPOSITORY_NOTE, err=True)
         return replace(catalog, tool=tool)
+
+    def note_unlinked(self, catalog: Any) -> None:
+        """Say, once, that the issues rendered could not link artbot's scripts (its repository
+        is not known), and what was found instead: last, after a command that rendered issues
+        did its work (an error stays the one line it is)."""
+        note = catalog.tool.note()
+        if note and not self._noted:
+            self._noted = True
+            click.echo(note, err=True)

@@ -76,8 +76,9 @@ def seed_once(sandbox: GitHubSandbox, catalog: Catalog) -> int:
     return last + 1
 
 
-def paste_lines(api_url: str, tracking: int) -> str:
-    """What ``artbot sandbox --seed`` prints: the three lines to paste into another shell."""
+def paste_lines(api_url: str, tracking: int, program: str = "artbot") -> str:
+    """What ``artbot sandbox --seed`` prints: the three lines to paste into another shell, and
+    what to try there, with ``program`` the command that runs artbot (``.venv/bin/artbot``)."""
     return "\n".join(
         [
             "Seeded #1108-#1110 and the tracking issue. In another shell, paste:",
@@ -86,7 +87,7 @@ def paste_lines(api_url: str, tracking: int) -> str:
             f"export GH_TOKEN={SANDBOX_TOKEN}  # any value: the sandbox takes every token",
             f"export ARTBOT_TRACKING_ISSUE={tracking}",
             "",
-            "then try: artbot open --item 5 --dry-run; artbot open --item 5; artbot sync",
+            f"then try: {program} open --item 5 --dry-run; {program} open --item 5; {program} sync",
         ]
     )
 

@@ -27,7 +27,8 @@ def github_options(f: F) -> F:
             "--repo",
             "repo_name",
             metavar="OWNER/NAME",
-            help="Repository to file in [default: $GITHUB_REPOSITORY, else the audited one].",
+            help="Repository to file in, as OWNER/NAME or its URL [default: $GITHUB_REPOSITORY, "
+            "else the audited one].",
         ),
         click.option(
             "--api-url",
@@ -56,7 +57,11 @@ def github_options(f: F) -> F:
             "the identity artbot established (its creates, the tracking issue's record, the "
             "token's login); $ARTBOT_AUTHORS].",
         ),
-        click.option("--dry-run", is_flag=True, help="Print the plan; write nothing."),
+        click.option(
+            "--dry-run",
+            is_flag=True,
+            help="Print the plan (and each new issue's text); write nothing. Needs no token.",
+        ),
         click.option(
             "--max-writes",
             type=click.IntRange(min=1),
@@ -100,7 +105,7 @@ def connect(
     return repo
 
 
-@click.command(name="open")
+@click.command(name="open", short_help="File items' issues, linked from the tracking issue.")
 @item_options("Item to file (repeatable).", "Every item without an issue.")
 @github_options
 @click.pass_obj
@@ -116,7 +121,17 @@ def open_(
     max_writes: int | None,
     as_json: bool,
 ) -> None:
-    """File the dedicated issue for an item (once) and link it from the tracking checklist."""
+    """File the dedicated issue for an item (once) and link it from the tracking checklist.
+
+    What it writes to GitHub: the issue, with artbot's labels (created if missing); an item
+    whose every claim is recorded as fixed is filed and at once closed as completed, a partly
+    fixed one is filed open about what remains; the item's line in the tracking issue's
+    checklist; and the issue as a sub-issue of the tracking issue. An item that has an issue
+    is never filed again.
+
+    --dry-run prints the plan and each new issue's text, and writes nothing. The token comes
+    from $GH_TOKEN, else $GITHUB_TOKEN (a dry run needs none).
+    """
     from ..report.output import report, save_cache
     from ..run.commands import open_issues
 
@@ -151,6 +166,7 @@ def open_(
         if not tracking:
             click.echo("note: no tracking issue configured; the checklist was not updated")
     save_cache(repo.cache, obj.settings)
+    obj.note_unlinked(catalog)
 
 
 def read_event(path: Path) -> Any:
@@ -166,7 +182,7 @@ def read_event(path: Path) -> Any:
         raise BadInput(f"--event {path}: {exc}") from None
 
 
-@click.command()
+@click.command(short_help="Keep the issues and the tracking checklist in step.")
 @github_options
 @click.option(
     "--verify",
@@ -213,7 +229,14 @@ def sync(
 ) -> None:
     """Keep generated issues' bodies and the tracking checklist in step; carry out ticked requests.
 
+    What it writes to GitHub: each generated issue's artbot region (its status table
+    included) where it changed, one comment per status change, the tracking issue's
+    checklist, and its sub-issues (every item's issue, in item order). Requests ticked in the
+    checklist are carried out: "File the issue" files as `open` does (a fixed item closed).
     Never reopens; closes only with close_when_fixed: true in findings/audit.yaml.
+
+    --dry-run prints the plan and writes nothing. The token comes from $GH_TOKEN, else
+    $GITHUB_TOKEN (a dry run needs none).
     """
     from ..report.output import report, save_cache
     from ..run.commands import sync as run_sync
@@ -252,3 +275,4 @@ def sync(
         with summary.open("a", encoding="utf-8") as fh:
             fh.write(redact(text, obj.settings.secrets))
     save_cache(repo.cache, obj.settings)
+    obj.note_unlinked(catalog)

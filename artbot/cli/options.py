@@ -19,14 +19,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def item_options(one: str, every: str) -> Callable[[F], F]:
     """``--item N`` (repeatable) and ``--all``, parsed here for every command that takes them:
-    the command gets ``items``, the numbers asked for, or None for ``--all``; neither or both is
-    a usage error (exit 2), an unknown item one for :func:`findings_of`."""
+    the command gets ``items``, the numbers asked for, or None for ``--all``. Neither, or both
+    (they conflict), is bad input (one line, exit 2); an unknown item is :func:`findings_of`'s."""
 
     def decorate(f: F) -> F:
         @functools.wraps(f)
         def command(*args: Any, item: tuple[int, ...], all_: bool, **kwargs: Any) -> Any:
             if bool(item) == all_:
-                raise click.UsageError("give --item N (repeatable) or --all")
+                from ..errors import BadInput  # one line, exit 2, like every input mistake
+
+                both = "--item and --all conflict: give one of them, not both"
+                raise BadInput(both if all_ else "give --item N (repeatable) or --all")
             return f(*args, items=None if all_ else item, **kwargs)
 
         options = click.option("--all", "all_", is_flag=True, help=every)(command)

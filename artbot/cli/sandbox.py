@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from .context import Context
 
 
-@click.command()
+@click.command(short_help="The main job on a built-in GitHub sandbox (no token).")
 @click.option(
     "--item",
     "items",
@@ -24,11 +24,13 @@ def demo(obj: Context, items: tuple[int, ...]) -> None:
     """Run the main job on the embedded GitHub sandbox (no token, no network)."""
     from .demo import DEMO_ITEMS, describe, run_demo
 
-    result = run_demo(obj.catalog(for_render=True), items or DEMO_ITEMS, log=click.echo)
+    catalog = obj.catalog(for_render=True)
+    result = run_demo(catalog, items or DEMO_ITEMS, log=click.echo)
     click.echo(describe(result))
+    obj.note_unlinked(catalog)
 
 
-@click.command()
+@click.command(short_help="Run the GitHub sandbox in the foreground.")
 @click.option("--port", type=int, default=0, show_default=True, help="Port (0: any free one).")
 @click.option(
     "--state",
@@ -54,17 +56,40 @@ def sandbox(
     obj: Context, port: int, state: Path | None, repos: tuple[str, ...], seed: bool
 ) -> None:
     """Run the loopback GitHub API sandbox in the foreground."""
+    from ..inputs import check_repository
     from ..sandbox import serve
 
+    repos = tuple(check_repository(name) for name in repos)  # a URL too; a mistake is exit 2
+    transcript = obj.settings.sandbox_transcript
     if not seed:
-        serve(port, state, repos)
+        serve(port, state, repos, transcript=transcript)
         return
     from .demo import paste_lines, seed_once
 
-    catalog = obj.catalog(for_render=True)
+    catalog = obj.catalog()  # seeding renders no issue, so no repro link is missed
+    program = how_artbot_was_run()
     serve(
         port,
         state,
         repos,
-        ready=lambda box: click.echo(paste_lines(box.api_url, seed_once(box, catalog))),
+        ready=lambda box: click.echo(paste_lines(box.api_url, seed_once(box, catalog), program)),
+        transcript=transcript,
     )
+
+
+def how_artbot_was_run(argv0: str | None = None) -> str:
+    """The command to show for running artbot again from the current folder: ``artbot`` when
+    that is on PATH and is this one, else the path this one was run by (``.venv/bin/artbot``
+    from a checkout whose virtual environment is not active)."""
+    import os
+    import shutil
+    import sys
+
+    ran = Path(argv0 if argv0 is not None else sys.argv[0])
+    if ran.name != "artbot":
+        return "artbot"  # python -m artbot, or a test's runner: nothing better to show
+    found = shutil.which("artbot")
+    if found and Path(found).resolve() == ran.resolve():
+        return "artbot"
+    shown = os.path.relpath(os.path.abspath(ran))  # links kept: .venv may be one
+    return shown if not shown.startswith("..") else os.path.abspath(ran)

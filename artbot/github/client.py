@@ -27,8 +27,9 @@ from typing import Any
 from github import Auth, Github, GithubException
 from github.GithubRetry import GithubRetry
 
+from .. import __version__
 from ..errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
-from ..inputs import check_api_url, check_repository, check_token
+from ..inputs import check_api_url, check_token, missing_repository, repository_to_use
 from ..jsonlimits import loads_limited
 from ..models import ObservedIssue
 from ..report.output import flatten
@@ -39,6 +40,8 @@ DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = (301, 302, 303, 307, 308)
 MAX_REDIRECTS = 3
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a page of 100 issues with 65k-character bodies fits
+# With every request: the API version artbot is written for, and GitHub's JSON media type.
+API_HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
 
 
 # Every write is retried on a rate limit (403 secondary / 429): GitHub did nothing then.
@@ -113,6 +116,7 @@ class GitHubRepo:
         self._gh = Github(
             base_url=self.api_url,
             auth=Auth.Token(token) if token else None,
+            user_agent=f"artbot/{__version__}",
             timeout=timeout,
             retry=_Retry(
                 total=retries,
@@ -167,6 +171,7 @@ class GitHubRepo:
     ) -> tuple[Any, dict[str, Any]]:
         """One REST call: (json or None, headers); redirects followed within the API root."""
         what = f"{verb} {url}"
+        headers = {**API_HEADERS, **(headers or {})}
         for _ in range(MAX_REDIRECTS + 1):
             with _remote(what):
                 status, resp_headers, output = self._gh.requester.requestJson(
@@ -215,9 +220,12 @@ class GitHubRepo:
             "direction": "asc",
             "per_page": 100,
         }
-        return [
-            ObservedIssue.from_json(d) for d in self._pages(url, params) if "pull_request" not in d
-        ]
+        try:  # a run's first request: a 404 is the repository's, not the list's
+            listed = list(self._pages(url, params))
+        except RemoteError as exc:
+            gone = exc.status == 404
+            raise missing_repository(self.full_name, self.api_url) if gone else exc from None
+        return [ObservedIssue.from_json(d) for d in listed if "pull_request" not in d]
 
     def _pages(self, url: str, params: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
         """Every item of a paginated list: conditional GETs, following ``rel="next"``."""
@@ -481,10 +489,7 @@ def connect(
         raise BadInput(f"no token: set {names} (or use --dry-run)")
     check_api_url(api_url or settings.api_url)
     check_token(settings.token)
-    option = (
-        "--repo" if repo_name else "$GITHUB_REPOSITORY" if settings.repository else "repository"
-    )
-    name = check_repository(repo_name or settings.repository or default_repository, option)
+    name = repository_to_use(repo_name, settings.repository, default_repository)
     return GitHubRepo(
         name,
         api_url=api_url or settings.api_url,

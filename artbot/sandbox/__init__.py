@@ -8,7 +8,9 @@ and 304s, rate-limit headers, error bodies, and the failures a client must survi
 or after a write took effect, secondary rate limits, 429s, dropped connections) on demand
 through :meth:`inject_fault`.
 
-Every request is recorded in :attr:`GitHubSandbox.requests` as method, path, query and status.
+Every request is recorded in :attr:`GitHubSandbox.requests` as method, path, query and status;
+every response goes to :attr:`GitHubSandbox.observers` (and, with ``transcript``, to a file)
+with the endpoint that served it, so a test can check it against GitHub's published schema.
 Tokens are never stored, logged or echoed: a token only selects a rate-limit bucket, through
 its hash. State lives in memory and, with ``state_file``, in a JSON file rewritten after every
 write, so ``artbot sandbox --state FILE`` keeps its issues across restarts.
@@ -18,6 +20,7 @@ JSON GitHub answers with), :mod:`.routes` (endpoints, lookups, mutations), :mod:
 sub-issue endpoints; ``sub_issues=False`` for a GitHub Enterprise Server without them),
 :mod:`.collaborators` (a login's permission on a repository, set with ``set_permission``),
 :mod:`.commits` (compare, commits and a commit's pull requests, read-only, seeded by tests),
+:mod:`.transcript` (the responses sent, as :class:`SentResponse`),
 :mod:`.server` (HTTP server, lifecycle, seeding, faults and rate limits, :func:`serve`).
 """
 
@@ -33,6 +36,7 @@ from .state import (
     RecordedRequest,
     RequestLog,
 )
+from .transcript import SentResponse, read_transcript
 
 __all__ = [
     "API_VERSION",
@@ -43,5 +47,7 @@ __all__ = [
     "GitHubSandbox",
     "RecordedRequest",
     "RequestLog",
+    "SentResponse",
+    "read_transcript",
     "serve",
 ]

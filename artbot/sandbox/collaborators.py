@@ -2,9 +2,10 @@
 
 As GitHub answers it: ``permission`` is the legacy level (``admin``, ``write``, ``read`` or
 ``none``; a ``maintain`` role reads as ``write`` and ``triage`` as ``read``), ``role_name``
-the role itself, ``user`` the collaborator. The repository's owner is ``admin`` and the
-sandbox's own login ``write``; any other login is ``read`` (a public repository) unless
-:meth:`_CollaboratorRoutes.set_permission` gave it a role. Roles are kept in memory only.
+the role itself, ``user`` the collaborator, with the role again and the ``permissions`` flags it
+grants. The repository's owner is ``admin`` and the sandbox's own login ``write``; any other
+login is ``read`` (a public repository) unless :meth:`_CollaboratorRoutes.set_permission` gave
+it a role. Roles are kept in memory only.
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .routes import _Call, _Reply, _Route, _route_pattern, _Routes
+from .routes import _Call, _Reply, _Route, _route, _Routes
 from .state import DOCS, _error
 
 ROLES = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
+# A collaborator's ``permissions`` flags, weakest first: a role grants its flag and every weaker.
+_GRANTS = ("pull", "triage", "push", "maintain", "admin")
+_FLAG = dict(admin="admin", maintain="maintain", write="push", triage="triage", read="pull")
 
 
 class _CollaboratorRoutes(_Routes):
@@ -30,7 +34,7 @@ class _CollaboratorRoutes(_Routes):
         table: list[tuple[str, str, Callable[[_Call], _Reply]]] = [
             ("GET", path, self._get_permission),
         ]
-        return routes + [_Route(m, _route_pattern(t), h, doc) for m, t, h in table]
+        return routes + [_route(m, t, h, doc) for m, t, h in table]
 
     def set_permission(self, owner: str, name: str, login: str, role: str | None) -> None:
         """Give ``login`` a role on ``owner/name`` (None: back to the default)."""
@@ -58,9 +62,9 @@ class _CollaboratorRoutes(_Routes):
                 role = "write"
             else:
                 role = "read"
-        payload: dict[str, Any] = {
-            "permission": ROLES[role],
-            "role_name": role,
-            "user": self._user_json(login),
-        }
+        # GitHub repeats the role inside ``user``, with the permissions it grants.
+        granted = _GRANTS[: _GRANTS.index(_FLAG[role]) + 1]
+        permissions = {p: p in granted for p in _GRANTS}
+        user = {**self._user_json(login), "permissions": permissions, "role_name": role}
+        payload: dict[str, Any] = {"permission": ROLES[role], "role_name": role, "user": user}
         return _Reply(200, payload)

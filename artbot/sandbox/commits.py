@@ -18,9 +18,10 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
-from .routes import _Call, _Reply, _Route, _route_pattern
-from .state import DOCS, _error
+from .routes import _Call, _Reply, _Route, _route
+from .state import DOCS, _error, _node_id
 from .subissues import _SubIssueRoutes
 
 
@@ -30,6 +31,8 @@ class _Commit:
     message: str
     files: dict[str, str]  # path -> unified diff of the change to it
     pulls: list[tuple[int, str]] = field(default_factory=list)  # (number, title)
+    parent: str | None = None
+    date: str = ""
 
 
 @dataclass
@@ -55,7 +58,7 @@ class _CommitRoutes(_SubIssueRoutes):
                 c + "list-pull-requests-associated-with-a-commit",
             ),
         ]
-        return routes + [_Route(m, _route_pattern(t), h, f"{DOCS}/{d}") for m, t, h, d in table]
+        return routes + [_route(m, t, h, f"{DOCS}/{d}") for m, t, h, d in table]
 
     # endpoints
 
@@ -69,11 +72,18 @@ class _CommitRoutes(_SubIssueRoutes):
         files: dict[str, str] = {}
         for commit in between:
             files.update(commit.files)
+        basehead, web = call.params["basehead"], self._web(call)
+        head_sha = history.commits[end].sha
+        owner = call.params["owner"]
         return _Reply(
             200,
             {
-                "url": f"{self._commits_api(call)}/../compare/{call.params['basehead']}",
-                "html_url": f"{self._web(call)}/compare/{call.params['basehead']}",
+                "url": f"{self._repo_api_of(call)}/compare/{basehead}",
+                "html_url": f"{web}/compare/{basehead}",
+                "permalink_url": f"{web}/compare/{owner}:{history.commits[start].sha}"
+                f"...{owner}:{head_sha}",
+                "diff_url": f"{web}/compare/{basehead}.diff",
+                "patch_url": f"{web}/compare/{basehead}.patch",
                 "status": "ahead" if end > start else "identical" if end == start else "behind",
                 "ahead_by": max(end - start, 0),
                 "behind_by": max(start - end, 0),
@@ -81,7 +91,7 @@ class _CommitRoutes(_SubIssueRoutes):
                 "base_commit": self._commit_json(call, history.commits[start]),
                 "merge_base_commit": self._commit_json(call, history.commits[min(start, end)]),
                 "commits": [self._commit_json(call, c) for c in between],
-                "files": [_file_json(p, d) for p, d in files.items()],
+                "files": [self._file_json(call, head_sha, p, d) for p, d in files.items()],
             },
         )
 
@@ -97,24 +107,16 @@ class _CommitRoutes(_SubIssueRoutes):
         history = self._history_of(call)
         commit = history.commits[self._index(history, call.params["ref"], call)]
         data = self._commit_json(call, commit)
-        data["files"] = [_file_json(p, d) for p, d in commit.files.items()]
+        data["files"] = [self._file_json(call, commit.sha, p, d) for p, d in commit.files.items()]
+        added = sum(f["additions"] for f in data["files"])
+        removed = sum(f["deletions"] for f in data["files"])
+        data["stats"] = {"total": added + removed, "additions": added, "deletions": removed}
         return _Reply(200, data)
 
     def _commit_pulls(self, call: _Call) -> _Reply:
         history = self._history_of(call)
         commit = history.commits[self._index(history, call.params["ref"], call)]
-        web = self._web(call)
-        pulls = [
-            {
-                "number": number,
-                "title": title,
-                "state": "closed",
-                "html_url": f"{web}/pull/{number}",
-                "url": f"{self._commits_api(call)}/../pulls/{number}",
-                "merge_commit_sha": commit.sha,
-            }
-            for number, title in commit.pulls
-        ]
+        pulls = [self._pull_json(call, commit, number, title) for number, title in commit.pulls]
         return self._paginate(call, pulls)
 
     # lookups
@@ -142,16 +144,96 @@ class _CommitRoutes(_SubIssueRoutes):
     def _web(self, call: _Call) -> str:
         return f"{self.api_url}/{call.params['owner']}/{call.params['repo']}"
 
+    def _repo_api_of(self, call: _Call) -> str:
+        return f"{self.api_url}/repos/{call.params['owner']}/{call.params['repo']}"
+
     def _commits_api(self, call: _Call) -> str:
-        return f"{self.api_url}/repos/{call.params['owner']}/{call.params['repo']}/commits"
+        return f"{self._repo_api_of(call)}/commits"
 
     def _commit_json(self, call: _Call, commit: _Commit) -> dict[str, Any]:
+        # As GitHub has it for a commit whose e-mail address is no GitHub user's: the git
+        # author and committer, no GitHub "author" or "committer", and an unsigned commit.
+        api, web, sha = self._commits_api(call), self._web(call), commit.sha
+        tree = hashlib.sha1(f"tree {sha}".encode()).hexdigest()
+        person = {"name": "ART maintainer", "email": "maintainer@example.com", "date": commit.date}
+        parents = [commit.parent] if commit.parent else []
+        unsigned = {"verified": False, "reason": "unsigned", "signature": None, "payload": None}
         return {
-            "sha": commit.sha,
-            "url": f"{self._commits_api(call)}/{commit.sha}",
-            "html_url": f"{self._web(call)}/commit/{commit.sha}",
-            "commit": {"message": commit.message},
+            "sha": sha,
+            "node_id": _node_id("C", "Commit", int(sha[:12], 16)),
+            "commit": {
+                "author": person,
+                "committer": person,
+                "message": commit.message,
+                "tree": {"sha": tree, "url": f"{self._repo_api_of(call)}/git/trees/{tree}"},
+                "url": f"{self._repo_api_of(call)}/git/commits/{sha}",
+                "comment_count": 0,
+                "verification": {**unsigned, "verified_at": None},
+            },
+            "url": f"{api}/{sha}",
+            "html_url": f"{web}/commit/{sha}",
+            "comments_url": f"{api}/{sha}/comments",
+            "author": None,
+            "committer": None,
+            "parents": [
+                {"sha": p, "url": f"{api}/{p}", "html_url": f"{web}/commit/{p}"} for p in parents
+            ],
         }
+
+    def _file_json(self, call: _Call, sha: str, path: str, patch: str) -> dict[str, Any]:
+        added = sum(1 for line in patch.splitlines() if line.startswith("+"))
+        removed = sum(1 for line in patch.splitlines() if line.startswith("-"))
+        web, quoted = self._web(call), quote(path)
+        return {
+            "sha": hashlib.sha1(f"blob {sha} {path}".encode()).hexdigest(),
+            "filename": path,
+            "status": "modified",
+            "additions": added,
+            "deletions": removed,
+            "changes": added + removed,
+            "blob_url": f"{web}/blob/{sha}/{quoted}",
+            "raw_url": f"{web}/raw/{sha}/{quoted}",
+            "contents_url": f"{self._repo_api_of(call)}/contents/{quoted}?ref={sha}",
+            "patch": patch,
+        }
+
+    def _pull_json(self, call: _Call, commit: _Commit, number: int, title: str) -> dict[str, Any]:
+        """A merged pull request as ``GET .../commits/{sha}/pulls`` lists it (PullRequestSimple)."""
+        api, web = self._repo_api_of(call), self._web(call)
+        repo = self._repo(call)
+        owner = self._user_json(repo.owner, "Organization")
+        pull, html = f"{api}/pulls/{number}", f"{web}/pull/{number}"
+        links = {
+            "self": pull, "html": html, "issue": f"{api}/issues/{number}",
+            "comments": f"{api}/issues/{number}/comments",
+            "review_comments": f"{pull}/comments",
+            "review_comment": f"{api}/pulls/comments{{/number}}",
+            "commits": f"{pull}/commits", "statuses": f"{api}/statuses/{commit.sha}",
+        }  # fmt: skip
+        repo_json = self._repo_json(repo, authenticated=False)
+        for key in ("subscribers_count", "network_count"):  # not in a pull request's repository
+            repo_json.pop(key)
+
+        def end(ref: str, sha: str) -> dict[str, Any]:
+            return {"label": f"{repo.owner}:{ref}", "ref": ref, "repo": repo_json, "sha": sha,
+                    "user": owner}  # fmt: skip
+
+        return {
+            "url": pull, "id": self._user_id(f"pull {api} {number}"),  # any stable number
+            "node_id": _node_id("PR", "PullRequest", number),
+            "html_url": html, "diff_url": f"{html}.diff", "patch_url": f"{html}.patch",
+            **{f"{k}_url": links[k] for k in ("issue", "commits", "review_comments")},
+            **{f"{k}_url": links[k] for k in ("review_comment", "comments", "statuses")},
+            "number": number, "state": "closed", "locked": False, "title": title,
+            "user": self._user_json(repo.owner), "body": None, "labels": [], "milestone": None,
+            "active_lock_reason": None, "created_at": commit.date, "updated_at": commit.date,
+            "closed_at": commit.date, "merged_at": commit.date, "merge_commit_sha": commit.sha,
+            "assignee": None, "assignees": [], "requested_reviewers": [], "requested_teams": [],
+            "head": end(f"fix-{number}", commit.sha),
+            "base": end("main", commit.parent or commit.sha),
+            "_links": {k: {"href": v} for k, v in links.items()},
+            "author_association": "MEMBER", "auto_merge": None, "draft": False,
+        }  # fmt: skip
 
     # helpers for tests, acting on state directly (unlogged)
 
@@ -172,9 +254,16 @@ class _CommitRoutes(_SubIssueRoutes):
             history = self._histories().setdefault(
                 f"{repo.owner}/{repo.name}".casefold(), _History()
             )
-            parent = history.commits[-1].sha if history.commits else ""
-            digest = hashlib.sha1(f"{parent}\n{message}\n{sorted(files.items())}".encode())
-            commit = _Commit(sha or digest.hexdigest(), message, dict(files), list(pulls or []))
+            parent = history.commits[-1].sha if history.commits else None
+            digest = hashlib.sha1(f"{parent or ''}\n{message}\n{sorted(files.items())}".encode())
+            commit = _Commit(
+                sha or digest.hexdigest(),
+                message,
+                dict(files),
+                list(pulls or []),
+                parent,
+                self._stamp(),
+            )
             history.commits.append(commit)
             return commit.sha
 
@@ -186,16 +275,3 @@ class _CommitRoutes(_SubIssueRoutes):
                 f"{repo.owner}/{repo.name}".casefold(), _History()
             )
             history.tags[tag] = sha
-
-
-def _file_json(path: str, patch: str) -> dict[str, Any]:
-    added = sum(1 for line in patch.splitlines() if line.startswith("+"))
-    removed = sum(1 for line in patch.splitlines() if line.startswith("-"))
-    return {
-        "filename": path,
-        "status": "modified",
-        "additions": added,
-        "deletions": removed,
-        "changes": added + removed,
-        "patch": patch,
-    }

@@ -1,4 +1,5 @@
-"""The sandbox's routes: the 14 endpoints artbot uses, their lookups and mutations."""
+"""The sandbox's routes: the issue, comment, label, repository, user and rate-limit endpoints,
+their lookups and mutations."""
 
 from __future__ import annotations
 
@@ -62,18 +63,23 @@ class _Outcome:
 @dataclass
 class _Route:
     method: str
+    template: str  # the endpoint's path as GitHub's REST docs write it: /repos/{owner}/{repo}
     pattern: re.Pattern[str]
     handler: Callable[[_Call], _Reply]
     doc: str
 
+    def matches(self, method: str, path: str) -> bool:
+        return method == self.method and self.pattern.fullmatch(path) is not None
 
-def _route_pattern(template: str) -> re.Pattern[str]:
+
+def _route(method: str, template: str, handler: Callable[[_Call], _Reply], doc: str) -> _Route:
     numeric = {"number", "comment_id"}
 
     def group(m: re.Match[str]) -> str:
         return f"(?P<{m[1]}>\\d+)" if m[1] in numeric else f"(?P<{m[1]}>[^/]+)"
 
-    return re.compile(re.sub(r"\{(\w+)\}", group, template) + "/?")
+    pattern = re.compile(re.sub(r"\{(\w+)\}", group, template) + "/?")
+    return _Route(method, template, pattern, handler, doc)
 
 
 class _Routes(_Shapes):
@@ -99,12 +105,13 @@ class _Routes(_Shapes):
             ("POST", issue + "/comments", self._post_comment, c + "create-an-issue-comment"),
             ("GET", comment, self._get_comment, c + "get-an-issue-comment"),
             ("PATCH", comment, self._patch_comment, c + "update-an-issue-comment"),
+            ("GET", issue + "/labels", self._list_issue_labels, lb + "list-labels-for-an-issue"),
             ("POST", issue + "/labels", self._add_issue_labels, lb + "add-labels-to-an-issue"),
             ("GET", repo + "/labels", self._list_labels, lb + "list-labels-for-a-repository"),
             ("POST", repo + "/labels", self._post_label, lb + "create-a-label"),
             ("GET", repo + "/labels/{name}", self._get_label, lb + "get-a-label"),
         ]  # fmt: skip
-        return [_Route(m, _route_pattern(t), h, f"{DOCS}/{d}") for m, t, h, d in table]
+        return [_route(m, t, h, f"{DOCS}/{d}") for m, t, h, d in table]
 
     def _get_rate_limit(self, call: _Call) -> _Reply:
         core = call.bucket.as_json()
@@ -118,7 +125,7 @@ class _Routes(_Shapes):
             raise _error(401, "Requires authentication", call.doc)
         if call.login.endswith("[bot]"):  # an installation token, such as GITHUB_TOKEN
             raise _error(403, "Resource not accessible by integration", call.doc)
-        return _Reply(200, self._user_json(call.login))
+        return _Reply(200, self._private_user_json(call.login))
 
     def _get_repo(self, call: _Call) -> _Reply:
         return _Reply(200, self._repo_json(self._repo(call), authenticated=call.login is not None))
@@ -213,6 +220,10 @@ class _Routes(_Shapes):
             comment.body = body
             comment.updated_at = self._later(comment.updated_at)
         return _Reply(200, self._comment_json(repo, comment))
+
+    def _list_issue_labels(self, call: _Call) -> _Reply:
+        repo, issue = self._repo_issue(call)
+        return self._paginate(call, self._labels_json(repo, issue.label_ids))
 
     def _add_issue_labels(self, call: _Call) -> _Reply:
         repo, issue = self._repo_issue(call)

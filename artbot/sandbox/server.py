@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .collaborators import _CollaboratorRoutes
@@ -38,6 +38,7 @@ from .state import (
     _int_param,
     _Repo,
 )
+from .transcript import SentResponse, TranscriptFile
 
 
 class _Server(ThreadingHTTPServer):
@@ -122,10 +123,13 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes):
     (returning an aware datetime) makes timestamps deterministic in tests.
     ``sub_issues=False`` imitates a GitHub Enterprise Server without sub-issues (see
     :mod:`.subissues`). ART's history, for the change behind a fix, is seeded with
-    ``seed_commit`` and ``seed_tag`` (see :mod:`.commits`).
+    ``seed_commit`` and ``seed_tag`` (see :mod:`.commits`). Every response goes to
+    :attr:`observers` and, with ``transcript``, to that file (see :mod:`.transcript`).
     """
 
     _server: _Server
+    # Called with every response any sandbox in this process sends (the tests' schema check).
+    observers: ClassVar[list[Callable[[SentResponse], None]]] = []
 
     def __init__(
         self,
@@ -137,8 +141,10 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes):
         rate_limit: int = 5000,
         clock: Callable[[], datetime] | None = None,
         sub_issues: bool = True,
+        transcript: Path | None = None,
     ) -> None:
         self._lock = threading.RLock()
+        self._transcript = TranscriptFile(transcript) if transcript is not None else None
         self._state_file = Path(state_file) if state_file is not None else None
         # What the sandbox was made with: reset() goes back to it.
         self._made_with = (login, tokens, rate_limit, clock, sub_issues)
@@ -324,6 +330,12 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes):
                 if fault is not None:
                     out = self._fault_outcome(fault, request_id, bucket, raw_path)
         self.requests.append(RecordedRequest(method, path, query, out.status))
+        if GitHubSandbox.observers or self._transcript is not None:
+            route = next((r.template for r in self._routes if r.matches(method, path)), None)
+            sent = SentResponse.of(method, path, route, out, fault is not None, headers.items())
+            for watch in (*GitHubSandbox.observers, self._transcript):
+                if watch is not None:
+                    watch(sent)
         return out
 
     def _serve(
@@ -445,11 +457,13 @@ def serve(
     *,
     out: TextIO | None = None,
     ready: Callable[[GitHubSandbox], None] | None = None,
+    transcript: Path | None = None,
 ) -> None:
     """Run a sandbox until interrupted, printing its URL; ``repos`` are created if missing,
-    then ``ready`` is called with the running sandbox (``artbot sandbox --seed`` seeds it)."""
+    then ``ready`` is called with the running sandbox (``artbot sandbox --seed`` seeds it).
+    ``transcript``: append every response to this file (:mod:`.transcript`)."""
     stream = out or sys.stdout
-    with GitHubSandbox(port=port, state_file=state_file) as sandbox:
+    with GitHubSandbox(port=port, state_file=state_file, transcript=transcript) as sandbox:
         for full_name in repos:
             owner, _, name = full_name.partition("/")
             if not owner or not name:

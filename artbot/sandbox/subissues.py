@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .routes import _Call, _object, _Reply, _Route, _route_pattern, _Routes
+from .routes import _Call, _object, _Reply, _Route, _route, _Routes
 from .state import DOCS, _error, _invalid_request, _Issue, _Repo, _validation_failed
 
 MAX_SUB_ISSUES = 100
@@ -36,7 +36,7 @@ class _SubIssueRoutes(_Routes):
             ("PATCH", subs + "/priority", self._prioritize, s + "reprioritize-sub-issue"),
             ("GET", issue + "/parent", self._get_parent, s + "get-parent-issue"),
         ]  # fmt: skip
-        return routes + [_Route(m, _route_pattern(t), h, f"{DOCS}/{d}") for m, t, h, d in table]
+        return routes + [_route(m, t, h, f"{DOCS}/{d}") for m, t, h, d in table]
 
     # endpoints
 

@@ -129,7 +129,10 @@ def _main_label(art_src: Path) -> str:
     return f"main@{proc.stdout.strip()}" if proc.returncode == 0 else art_src.name
 
 
-@click.group(invoke_without_command=True)
+@click.group(
+    invoke_without_command=True,
+    short_help="Check the findings against ART's code, claim by claim.",
+)
 @click.option(
     "--release", metavar="VERSION", help="Run both checks on openpipe-art==VERSION, or `latest`."
 )
@@ -259,7 +262,7 @@ def _record(
     return written
 
 
-@verify.command(name="anchors")
+@verify.command(name="anchors", short_help="Does every cited range still hold its anchor line?")
 @_source_options
 @click.option(
     "--record",
@@ -294,7 +297,7 @@ def anchors_cmd(
     _emit(ctx, as_json, data, lambda: anchor_table(catalog, results, tree), ok=data["ok"])
 
 
-@verify.command(name="code")
+@verify.command(name="code", short_help="Run each finding's check_art on ART's functions.")
 @_source_options
 @click.pass_context
 def code_cmd(ctx: click.Context, art_src: Path | None, release: str | None, as_json: bool) -> None:
@@ -315,7 +318,7 @@ def code_cmd(ctx: click.Context, art_src: Path | None, release: str | None, as_j
     _emit(ctx, as_json, data, lambda: code_table(results, tree), ok=data["ran"])
 
 
-@verify.command(name="changes")
+@verify.command(name="changes", short_help="Ask GitHub which commit made each recorded fix.")
 @click.option("--record", is_flag=True, help="Write the changes found into findings/status/.")
 @click.option("--refresh", is_flag=True, help="Look up changes already recorded again.")
 @click.option("--api-url", metavar="URL", help="GitHub's API root (default $GITHUB_API_URL).")
