@@ -29,7 +29,7 @@ from github.GithubRetry import GithubRetry
 from . import __version__
 from .errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
 from .etagcache import EtagCache
-from .inputs import check_api_url, check_repository, check_token, missing_repository
+from .inputs import check_api_url, check_token, missing_repository, repository_to_use
 from .jsonlimits import loads_limited
 from .models import ObservedIssue
 from .output import flatten
@@ -39,8 +39,7 @@ DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = (301, 302, 303, 307, 308)
 MAX_REDIRECTS = 3
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a page of 100 issues with 65k-character bodies fits
-# With every request: the API version artbot is written against (GitHub's default for a request
-# without one will not stay 2022-11-28), and GitHub's JSON media type (requests sends */*).
+# With every request: the API version artbot is written for, and GitHub's JSON media type.
 API_HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
 
 
@@ -482,11 +481,7 @@ def connect(
         raise BadInput(f"no token: set {names} (or use --dry-run)")
     check_api_url(api_url or settings.api_url)
     check_token(settings.token)
-    option, given = "--repo", repo_name or ""  # an empty --repo is a mistake, not the default
-    if repo_name is None:
-        option = "$GITHUB_REPOSITORY" if settings.repository else "repository"
-        given = settings.repository or default_repository
-    name = check_repository(given, option)
+    name = repository_to_use(repo_name, settings.repository, default_repository)
     return GitHubRepo(
         name,
         api_url=api_url or settings.api_url,

@@ -60,6 +60,16 @@ def check_repository(name: str, option: str = "--repo") -> str:
     )
 
 
+def repository_to_use(flag: str | None, environment: str | None, default: str) -> str:
+    """The repository a run files in, checked: ``--repo`` when given (an empty one is a mistake,
+    not the default), else ``$GITHUB_REPOSITORY``, else the audited repository."""
+    if flag is not None:
+        return check_repository(flag, "--repo")
+    return check_repository(
+        environment or default, "$GITHUB_REPOSITORY" if environment else "repository"
+    )
+
+
 def missing_repository(name: str, api_url: str) -> BadInput:
     """What to say when GitHub answers 404 for the repository artbot was given."""
     return BadInput(

@@ -15,7 +15,8 @@ from click.testing import CliRunner, Result
 from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.demo import seed
-from artbot.inputs import check_repository
+from artbot.errors import BadInput
+from artbot.inputs import check_repository, repository_to_use
 from artbot.sandbox import GitHubSandbox
 from artbot.toolsource import resolve_tool_source
 
@@ -39,6 +40,16 @@ NOT_KNOWN = "note: artbot's repository is not known"
 )
 def test_repo_takes_owner_name_its_urls_and_a_git_suffix(given: str) -> None:
     assert check_repository(given) == "OpenPipe/ART"
+
+
+def test_the_repository_comes_from_repo_then_the_environment_then_the_audit() -> None:
+    assert repository_to_use(None, None, "OpenPipe/ART") == "OpenPipe/ART"
+    assert repository_to_use(None, "me/fork", "OpenPipe/ART") == "me/fork"
+    assert repository_to_use("git@github.com:me/x.git", "me/fork", "OpenPipe/ART") == "me/x"
+    with pytest.raises(BadInput, match="^--repo '': not a repository"):
+        repository_to_use("", "me/fork", "OpenPipe/ART")  # empty is a mistake, not a default
+    with pytest.raises(BadInput, match=r"^\$GITHUB_REPOSITORY 'me': not a repository"):
+        repository_to_use(None, "me", "OpenPipe/ART")
 
 
 def run(sandbox: GitHubSandbox, *args: str, root: Path = REPO) -> Result:
