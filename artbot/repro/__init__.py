@@ -1,0 +1,1 @@
+"""The reproductions: importing a script (scripts), running one in a subprocess (run), exporting the regression tests (export)."""
