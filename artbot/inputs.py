@@ -10,7 +10,7 @@ import urllib.parse
 from pathlib import Path
 
 from .errors import BadInput, Problem
-from .jsonlimits import loads_limited
+from .records.jsonlimits import loads_limited
 from .settings import TOKEN_VARIABLES
 
 # PEP 440's own pattern (its appendix), matched in full: nothing before or after, no newline.
@@ -84,8 +84,8 @@ def status_problems(root: Path, items: set[int]) -> list[Problem]:
     byte-order mark, too large or deep, wrong fields or types, an item that is not the file's."""
     from pydantic import ValidationError
 
-    from .dating import DATING_FILE, AnchorDating
     from .status import STATUS_DIR, ItemStatus
+    from .status.dating import DATING_FILE, AnchorDating
 
     problems = []
     for path in sorted((root / STATUS_DIR).glob("*.json")):

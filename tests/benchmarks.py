@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from artbot.catalog import load_catalog
 from artbot.github.client import EtagCache, GitHubRepo
+from artbot.records.catalog import load_catalog
 from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from artbot.catalog import Catalog
-from artbot.scripts import import_script
+from artbot.records.catalog import Catalog
+from artbot.repro.scripts import import_script
 from artbot.verify.code import CodeResult, run_check
 from artbot.verify.tree import open_tree
 

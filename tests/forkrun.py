@@ -9,7 +9,7 @@ working directory, takes the run's environment, points stdin at /dev/null and st
 files, and runs the file with :func:`runpy.run_path` as ``__main__`` (``sys.argv`` and
 ``sys.path[0]`` as the interpreter sets them), or for ``python -m module ...`` the module with
 :func:`runpy.run_module`. Its :meth:`spawn` has the signature of
-:data:`artbot.reprorun.Spawn`, so :func:`artbot.reprorun.run_repro` builds the result exactly as
+:data:`artbot.repro.run.Spawn`, so :func:`artbot.repro.run.run_repro` builds the result exactly as
 for ``artbot repro`` (token-free environment, verdict parsing, status).
 """
 

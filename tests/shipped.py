@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from artbot.catalog import load_catalog
+from artbot.records.catalog import load_catalog
 
 REPO = Path(__file__).resolve().parents[1]
 _CATALOG = load_catalog(REPO)

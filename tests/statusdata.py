@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from artbot.models import Claim, Finding
+from artbot.records.models import Claim, Finding
 from artbot.status import (
     ClaimResult,
     ClaimVerdict,

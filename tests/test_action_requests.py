@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from artbot.catalog import load_catalog
 from artbot.cli.demo import tick_request
+from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.checklist import read_block
 from tests.action_harness import NAME, OWNER, REPO, direct, records, seed_as, writes

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.github.client import EtagCache, GitHubRepo
-from artbot.marker import IssueMarker
+from artbot.records.catalog import load_catalog
+from artbot.records.marker import IssueMarker
 from artbot.run.commands import Identity, open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.checklist import read_block

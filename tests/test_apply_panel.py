@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from artbot.catalog import load_catalog
 from artbot.cli.demo import tick_request
+from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox
 from artbot.status import ClaimResult, FixEvidence, ItemStatus, SourceLine
 from tests.statusdata import F, claims_of, install, partial_item, point

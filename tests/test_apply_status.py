@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from artbot.catalog import load_catalog
+from artbot.records.catalog import load_catalog
 from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.status import ItemStatus

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from artbot.catalog import load_catalog
 from artbot.github.client import EtagCache, GitHubRepo
+from artbot.records.catalog import load_catalog
 from artbot.run.commands import sync
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.subissues import SubIssueRecord

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.errors import CatalogInvalid
+from artbot.records.catalog import load_catalog
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = Path(__file__).parent / "fixtures" / "mini"
@@ -199,7 +199,7 @@ def test_the_fast_loader_reads_each_record_as_the_pure_python_one_does(path: str
     column marks as the pure-Python loader, which locates every reported problem."""
     import yaml
 
-    from artbot.catalog import _FAST_LOADER
+    from artbot.records.catalog import _FAST_LOADER
 
     text = (REPO / "findings" / path).read_text(encoding="utf-8")
     assert _FAST_LOADER is getattr(yaml, "CSafeLoader", yaml.SafeLoader)

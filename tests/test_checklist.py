@@ -56,7 +56,7 @@ LAST_DEDICATED = "• #1110: GRPO: equal-reward groups"
 
 
 def render(entries: list[ChecklistEntry], audit_commit: str = "e2a406a48") -> str:
-    """Render the checklist template the way artbot.render does."""
+    """Render the checklist template the way artbot.render.issue does."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         undefined=jinja2.StrictUndefined,

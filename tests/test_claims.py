@@ -10,10 +10,10 @@ from types import ModuleType
 
 import pytest
 
-from artbot.catalog import load_catalog
 from artbot.errors import CatalogInvalid
-from artbot.reprorun import parse_claims
-from artbot.scripts import import_script
+from artbot.records.catalog import load_catalog
+from artbot.repro.run import parse_claims
+from artbot.repro.scripts import import_script
 
 ROOT = Path(__file__).resolve().parents[1]
 REPROS = ROOT / "repros"

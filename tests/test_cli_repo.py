@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.cli.demo import seed
 from artbot.errors import BadInput
 from artbot.inputs import check_repository, repository_to_use
+from artbot.records.catalog import load_catalog
+from artbot.render.toolsource import resolve_tool_source
 from artbot.sandbox import GitHubSandbox
-from artbot.toolsource import resolve_tool_source
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "ghp_sandboxRepoTest0123456789"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from artbot.catalog import Catalog, load_catalog
+from artbot.records.catalog import Catalog, load_catalog
 from artbot.status import load_status
 from artbot.verify.code import CodeStatus, checkable
 from tests.controls import ROOT, check, claim_verdicts, controlled_copy, load_control

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from artbot.catalog import Catalog, load_catalog
-from artbot.scripts import import_script
+from artbot.records.catalog import Catalog, load_catalog
+from artbot.repro.scripts import import_script
 from artbot.status import load_status
 from artbot.verify.code import CodeStatus, checkable
 from tests.controls import CONTROLS, ROOT, check, claim_verdicts, controlled_copy

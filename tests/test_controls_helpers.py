@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from artbot.catalog import load_catalog
+from artbot.records.catalog import load_catalog
 from artbot.verify.code import checkable
 from tests.controls import ROOT, ControlDoesNotApply, controlled_copy, load_control
 

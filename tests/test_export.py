@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from artbot.cli import cli
-from artbot.export import regression_tests
+from artbot.repro.export import regression_tests
 from artbot.settings import TOKEN_VARIABLES
 from tests.controls import controlled_copy, load_control
 from tests.forkrun import ForkServer

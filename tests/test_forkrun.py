@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from artbot.reprorun import run_repro
+from artbot.repro.run import run_repro
 from artbot.settings import Settings
 from tests.forkrun import ForkServer
 

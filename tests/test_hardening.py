@@ -170,7 +170,7 @@ def test_three_syncs_keep_an_issue_whose_human_text_quotes_both_markers_the_same
     art: GitHubSandbox, root: Path
 ) -> None:
     """#12 Done when: over HTTP, through the CLI."""
-    from artbot.marker import BODY_END, BODY_START
+    from artbot.records.marker import BODY_END, BODY_START
 
     assert artbot(art, root, "open", "--item", "4").exit_code == 0
     [issue] = issues_for(art, 4)

@@ -189,8 +189,8 @@ def test_a_release_is_pinned_by_the_index_never_by_the_cache(tmp_path: Path) -> 
     refused; one that is not the index's is refused; the pinned one is unpacked afresh."""
     import hashlib
 
-    from artbot.catalog import load_catalog
     from artbot.errors import ReleaseUnavailable
+    from artbot.records.catalog import load_catalog
     from artbot.verify.release import release_tree
     from tests.test_apply import REPO
 
@@ -232,7 +232,7 @@ def test_a_recorded_digest_pins_the_release_without_asking_the_index(
     assert pin is not None and pin.sha256 == digest
     assert pin.source == "recorded in findings/status/"
     # The wheel changed in the cache: refused, whatever the cache says.
-    from artbot.catalog import load_catalog
+    from artbot.records.catalog import load_catalog
     from artbot.verify.release import release_tree
 
     _wheel(tmp_path, "import os\n")

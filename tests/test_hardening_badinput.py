@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.errors import BadInput
 from artbot.inputs import check_repository, check_version
+from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox
 from artbot.status import status_path
 from tests.statusdata import fixed_item, install
@@ -194,7 +194,7 @@ def test_the_action_confines_findings_path_to_the_workspace(
 
 
 def test_json_limits() -> None:
-    from artbot.jsonlimits import JsonTooLarge, loads_limited
+    from artbot.records.jsonlimits import JsonTooLarge, loads_limited
 
     assert loads_limited('{"a": ["[[[[", {"b": 1}]}') == {"a": ["[[[[", {"b": 1}]}
     assert loads_limited('"\\\\"') == "\\"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from artbot.catalog import load_catalog
 from artbot.errors import RemoteError
-from artbot.marker import BODY_START
+from artbot.records.catalog import load_catalog
+from artbot.records.marker import BODY_START
 from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.status import ItemStatus

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.errors import BadInput, CatalogInvalid
-from artbot.marker import (
+from artbot.records.catalog import load_catalog
+from artbot.records.marker import (
     BODY_END,
     BODY_START,
     IssueMarker,
@@ -145,7 +145,7 @@ def test_validate_rejects_text_that_would_fail_at_github(
 
 def test_rendered_body_with_a_second_region_or_marker_is_refused() -> None:
     """Embedded text (a minimal repro, captured output) quoting a marker stops the run."""
-    from artbot.render import check_markers
+    from artbot.render.issue import check_markers
 
     marker = IssueMarker("e2a406a48", 7)
     check_markers(region("ok") + "\n", marker, "x.yaml")

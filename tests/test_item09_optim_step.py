@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from artbot.scripts import import_script
+from artbot.repro.scripts import import_script
 from tests.wheels import default_wheels
 
 pytestmark = pytest.mark.network

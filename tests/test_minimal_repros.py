@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from artbot.catalog import load_catalog
 from artbot.cli import cli
+from artbot.records.catalog import load_catalog
 from tests.forkrun import ForkServer
 from tests.shipped import ISSUE_ITEMS
 

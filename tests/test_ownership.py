@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from artbot.catalog import load_catalog
-from artbot.marker import BODY_END, IssueMarker
-from artbot.models import ObservedIssue
-from artbot.render import render_issue
+from artbot.records.catalog import load_catalog
+from artbot.records.marker import BODY_END, IssueMarker
+from artbot.records.models import ObservedIssue
+from artbot.render.issue import render_issue
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.ownership import ACTIONS_BOT, claim, needs_login
 from tests.test_apply import (  # noqa: F401

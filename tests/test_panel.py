@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from artbot.catalog import load_catalog
-from artbot.render import render_checklist
+from artbot.records.catalog import load_catalog
+from artbot.render.issue import render_checklist
 from artbot.tracking.checklist import END_MARKER as END
 from artbot.tracking.checklist import START_MARKER as START
 from artbot.tracking.checklist import ChecklistEntry

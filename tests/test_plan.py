@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from artbot.catalog import Catalog, load_catalog
-from artbot.marker import IssueMarker
-from artbot.models import ObservedIssue
-from artbot.render_inputs import render_all
+from artbot.records.catalog import Catalog, load_catalog
+from artbot.records.marker import IssueMarker
+from artbot.records.models import ObservedIssue
+from artbot.render.prepare import render_all
 from artbot.run.actions import (
     ChecklistUpToDate,
     CloseDuplicate,
@@ -237,7 +237,7 @@ def test_sync_comments_on_a_status_change_before_editing_the_body(catalog: Catal
     after = _views(catalog, i9=fixed_item)
     issue = ours(catalog, 9, 1200)  # no status in its body yet
     rendered = render_all(catalog, [catalog.get(9)], TRACKING)
-    from artbot.marker import BODY_START
+    from artbot.records.marker import BODY_START
 
     filed = replace(issue, body=issue.body.replace(BODY_START, f"{BODY_START}\n{before[9].marker}"))
     plan = plan_sync([catalog.get(9)], rendered, [filed], catalog.audit, TRACKING, after)

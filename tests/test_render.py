@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.errors import BadInput
-from artbot.marker import IssueMarker, owned_region
-from artbot.render import GITHUB_BODY_LIMIT, permalink, render_issue
+from artbot.records.catalog import load_catalog
+from artbot.records.marker import IssueMarker, owned_region
+from artbot.render.issue import GITHUB_BODY_LIMIT, permalink, render_issue
 from tests.shipped import ALL_ITEMS, ISSUE_ITEMS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,8 +42,8 @@ def golden_text(item: int) -> str:
 def golden_checklist() -> str:
     """The tracking issue's block once items 4-11 are filed as #1112-#1119, with the
     recorded status (findings/status/) ticking what is fixed."""
-    from artbot.models import ObservedIssue
-    from artbot.render import render_checklist
+    from artbot.records.models import ObservedIssue
+    from artbot.render.issue import render_checklist
     from artbot.run.commands import status_views
     from artbot.run.plan import checklist_entries
 
@@ -86,7 +86,7 @@ def clauses(body: str) -> list[str]:
 def test_an_issue_says_each_thing_once_and_fits_in_two_minutes(item: int) -> None:
     """#10: at most 12,000 characters, a title of at most 90, no clause said twice (the
     summary does not repeat Actual/Effect, the status paragraph does not repeat its table)."""
-    from artbot.reprorun import load_result
+    from artbot.repro.run import load_result
     from artbot.status import load_status
 
     catalog = load_catalog(REPO)
@@ -198,7 +198,7 @@ def test_artbots_evidence_figures_are_ones_its_repro_printed() -> None:
     """Side-by-side figures (Evidence.artbot) come from the captured run, never typed in:
     each appears in findings/results/NN.json within its displayed rounding (or as a fraction
     where the record shows a percentage)."""
-    from artbot.reprorun import load_result
+    from artbot.repro.run import load_result
 
     catalog = load_catalog(REPO)
     checked = 0
@@ -230,8 +230,8 @@ def test_rendering_opens_no_file_and_starts_no_process(monkeypatch: pytest.Monke
     import os
     import subprocess
 
-    from artbot.render import Renderer, render_checklist, render_status_comment
-    from artbot.reprorun import load_result
+    from artbot.render.issue import Renderer, render_checklist, render_status_comment
+    from artbot.repro.run import load_result
     from artbot.run.commands import status_views
     from artbot.run.plan import checklist_entries
     from artbot.status import load_status
@@ -273,7 +273,7 @@ def test_rendering_opens_no_file_and_starts_no_process(monkeypatch: pytest.Monke
 
 
 def test_templates_are_compiled_once_per_process() -> None:
-    from artbot.render import _compiled
+    from artbot.render.issue import _compiled
     from artbot.run.commands import render_all
 
     catalog = load_catalog(REPO)
@@ -299,7 +299,7 @@ def test_no_body_holds_a_placeholder_link(item: int) -> None:
 def test_the_full_script_links_to_the_tool_repository_at_its_commit() -> None:
     from dataclasses import replace
 
-    from artbot.toolsource import ToolSource
+    from artbot.render.toolsource import ToolSource
 
     catalog = load_catalog(REPO)
     finding = catalog.get(7)
@@ -319,7 +319,7 @@ def test_the_full_script_links_to_the_tool_repository_at_its_commit() -> None:
 def test_the_tool_repository_comes_from_the_flag_actions_or_the_remote(tmp_path: Path) -> None:
     import subprocess
 
-    from artbot.toolsource import parse_remote, resolve_tool_source
+    from artbot.render.toolsource import parse_remote, resolve_tool_source
 
     assert parse_remote("https://github.com/a-b/art.bot.git") == "a-b/art.bot"
     assert parse_remote("git@github.com:a/b.git") == "a/b"

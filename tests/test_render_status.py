@@ -17,9 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from artbot.catalog import load_catalog
-from artbot.dating import DATING_FILE, AnchorDating
-from artbot.render import render_issue
+from artbot.records.catalog import load_catalog
+from artbot.render.issue import render_issue
 from artbot.status import (
     Change,
     ClaimResult,
@@ -31,6 +30,7 @@ from artbot.status import (
     StatusPoint,
     load_status,
 )
+from artbot.status.dating import DATING_FILE, AnchorDating
 from artbot.status.view import one_line, status_view
 from tests.shipped import ALL_ITEMS
 
@@ -215,8 +215,8 @@ def _anchors(label: str, n: int) -> dict[str, object]:
     return {"label": label, "checked_on": "2026-12-03", "at_lines": at, "moved": 0, "missing": 0}
 
 
-# A fixture in the schema of artbot/dating.py, not a measurement: 12 anchors at their lines in
-# 0.5.20, 9 of them in 0.5.21 and 3 in 0.5.23 (dating.py places that before 0.5.21).
+# A fixture in the schema of artbot/status/dating.py, not a measurement: 12 anchors at their
+# lines in 0.5.20, 9 of them in 0.5.21 and 3 in 0.5.23 (dating.py places that before 0.5.21).
 DATING = {
     "audit": "e2a406a48",
     "anchors": 14,
@@ -265,7 +265,7 @@ def test_a_record_of_another_commit_is_not_stated(catalog) -> None:  # type: ign
 
 @pytest.mark.parametrize("item", ITEMS)
 def test_a_readers_order(catalog, item: int) -> None:  # type: ignore[no-untyped-def]
-    from artbot.reprorun import load_result
+    from artbot.repro.run import load_result
 
     finding = catalog.get(item)
     body = render_issue(

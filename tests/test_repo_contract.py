@@ -13,7 +13,7 @@ import pytest
 from artbot.errors import SubIssueRefused
 from artbot.github.client import EtagCache, GitHubRepo
 from artbot.github.client import GitHubRepo as Repo
-from artbot.marker import BODY_END, BODY_START, IssueMarker
+from artbot.records.marker import BODY_END, BODY_START, IssueMarker
 from artbot.sandbox import GitHubSandbox
 
 OWNER, NAME = "OpenPipe", "ART"

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from artbot.catalog import load_catalog
 from artbot.cli import cli
-from artbot.render import render_issue
-from artbot.reprorun import load_result, run_repro, save_result
+from artbot.records.catalog import load_catalog
+from artbot.render.issue import render_issue
+from artbot.repro.run import load_result, run_repro, save_result
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = Path(__file__).parent / "fixtures" / "mini"

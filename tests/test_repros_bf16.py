@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from artbot.scripts import import_script
+from artbot.repro.scripts import import_script
 
 if TYPE_CHECKING:
     from torch import Tensor

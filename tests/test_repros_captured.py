@@ -39,7 +39,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from artbot.reprorun import ReproResult, run_repro  # noqa: E402
+from artbot.repro.run import ReproResult, run_repro  # noqa: E402
 from artbot.settings import Settings  # noqa: E402
 from tests.forkrun import ForkServer  # noqa: E402
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from artbot.scripts import import_script
+from artbot.repro.scripts import import_script
 
 pytestmark = pytest.mark.repro
 

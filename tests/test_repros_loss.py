@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from artbot.scripts import import_script
+from artbot.repro.scripts import import_script
 from tests.forkrun import RunScript
 
 pytestmark = pytest.mark.repro

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from artbot.scripts import import_script
+from artbot.repro.scripts import import_script
 from tests.forkrun import RunScript
 
 pytestmark = pytest.mark.repro

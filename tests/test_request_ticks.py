@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from artbot.catalog import load_catalog
 from artbot.cli.demo import tick_request
+from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox
 from tests.test_apply import NAME, OWNER, TRACKING, art, artbot, issues_for, root, writes  # noqa: F401
 from tests.test_apply_panel import checklist, event_file, prepared, request_line

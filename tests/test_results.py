@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from artbot.catalog import Catalog, load_catalog
 from artbot.cli.demo import run_demo
 from artbot.cli.summary import step_summary
 from artbot.github.client import EtagCache, GitHubRepo
+from artbot.records.catalog import Catalog, load_catalog
 from artbot.report.output import outcome_json
 from artbot.report.results import Journal, Result
 from artbot.run.actions import Plan, Write

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import artbot.run.commands as commands
-from artbot.catalog import Catalog, load_catalog
 from artbot.cli.demo import run_demo, tick_request
 from artbot.github.client import EtagCache, GitHubRepo
+from artbot.records.catalog import Catalog, load_catalog
 from artbot.run.actions import Create, Plan, UpdateChecklist
 from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox

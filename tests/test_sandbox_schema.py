@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.cli.demo import seed
 from artbot.github.client import API_HEADERS, GitHubRepo
+from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox, SentResponse
 from tests.github_schema import endpoint, problems, shape
 from tests.sandbox_client import API, NAME, OWNER, REPO, raw

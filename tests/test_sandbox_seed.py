@@ -12,8 +12,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_a_persisted_sandbox_is_seeded_once(tmp_path: Path) -> None:
-    from artbot.catalog import load_catalog
     from artbot.cli.demo import paste_lines, seed_once
+    from artbot.records.catalog import load_catalog
     from artbot.sandbox import GitHubSandbox
 
     catalog = load_catalog(REPO)

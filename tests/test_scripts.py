@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from artbot.scripts import helper_imports, import_script
+from artbot.repro.scripts import helper_imports, import_script
 
 
 def test_helper_imports_are_found_in_source_order_once_each() -> None:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from artbot.catalog import load_catalog
-from artbot.render import render_issue
+from artbot.records.catalog import load_catalog
+from artbot.render.issue import render_issue
 from artbot.status import ItemStatus
 from artbot.status.view import cell_text, stated_in_comments, stated_status, status_view
 from tests.statusdata import (

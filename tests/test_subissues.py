@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from hypothesis import given
 from hypothesis import strategies as st
 
-from artbot.models import SubIssuesSummary
+from artbot.records.models import SubIssuesSummary
 from artbot.tracking.subissues import (
     MAX_SUB_ISSUES,
     AddSubIssue,

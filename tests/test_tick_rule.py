@@ -12,9 +12,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from artbot.catalog import load_catalog
 from artbot.cli.demo import run_demo
-from artbot.render import render_checklist
+from artbot.records.catalog import load_catalog
+from artbot.render.issue import render_checklist
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.checklist import ChecklistEntry
 from tests.shipped import ISSUE_ITEMS

@@ -20,9 +20,9 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from artbot.catalog import Catalog, load_catalog
 from artbot.cli import cli
-from artbot.models import Location
+from artbot.records.catalog import Catalog, load_catalog
+from artbot.records.models import Location
 from artbot.verify import (
     CACHE_ENV,
     AnchorStatus,
@@ -263,7 +263,7 @@ def test_a_check_that_cannot_import_reports_the_module(tmp_path: Path) -> None:
 
 
 def test_a_check_must_report_exactly_the_records_claims(tmp_path: Path) -> None:
-    from artbot.models import Finding
+    from artbot.records.models import Finding
     from artbot.verify import CheckContractError, claim_results
 
     finding = Finding.model_validate({**load_catalog(REPO).get(7).model_dump(mode="json")})

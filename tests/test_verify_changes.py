@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from artbot.catalog import load_catalog
 from artbot.cli import cli
 from artbot.github.changes import find_change, record_changes
 from artbot.github.client import GitHubRepo
+from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox
 from artbot.status import SourceLine, load_status
 

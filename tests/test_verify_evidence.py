@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from artbot.catalog import load_catalog
-from artbot.dating import AnchorDating, ReleaseAnchors, load_dating
+from artbot.records.catalog import load_catalog
 from artbot.status import ClaimResult, ClaimVerdict, FixEvidence, Method, SourceLine, StatusPoint
+from artbot.status.dating import AnchorDating, ReleaseAnchors, load_dating
 from artbot.verify import CheckContractError, claim_results, open_tree, run_check, verify_anchors
 from artbot.verify.code import line_problem
 from artbot.verify.record import anchors_record, audit_point, keep_changes, record_status

@@ -153,7 +153,7 @@ def render(
     obj: Context, items: tuple[int, ...] | None, out: Path | None, tracking_issue: int | None
 ) -> None:
     """Render the issue title and body that `open` would file (no token needed)."""
-    from ..render_inputs import render_all
+    from ..render.prepare import render_all
 
     if items is None and out is None:
         raise click.UsageError("--all needs --out DIR")
@@ -185,7 +185,7 @@ def schema() -> None:
     """Print the JSON Schema of a finding record (for editors)."""
     import json
 
-    from ..models import Finding
+    from ..records.models import Finding
 
     click.echo(json.dumps(Finding.model_json_schema(), indent=2))
 
@@ -205,7 +205,7 @@ def repro(obj: Context, items: tuple[int, ...] | None, timeout_s: float) -> None
     """Run reproductions and store their output for `render` (findings/results/NN.json)."""
     from ..errors import ReproFailed
     from ..report.output import redact
-    from ..reprorun import kept_capture, run_repro, save_result, torch_version
+    from ..repro.run import kept_capture, run_repro, save_result, torch_version
 
     catalog = obj.catalog()
     findings = findings_of(catalog, items)
@@ -251,7 +251,7 @@ def export_tests_cmd(obj: Context, out: Path) -> None:
     Each imports `art....` as ART's own tests do, asserts what the audit expects, and needs no
     artbot: it fails on the audited code and passes where ART fixed the claim.
     """
-    from ..export import export_tests
+    from ..repro.export import export_tests
 
     for path in export_tests(obj.root, out):
         click.echo(f"wrote {path}")

@@ -25,11 +25,11 @@ class Context:
     def catalog(self, *, for_render: bool = False):  # type: ignore[no-untyped-def]
         """The validated catalog; ``for_render``: with artbot's repository and commit (for the
         issues' links; :meth:`note_unlinked` says when the repository is not known)."""
-        from ..catalog import load_catalog
+        from ..records.catalog import load_catalog
 
         if not for_render:
             return load_catalog(self.root)
-        from ..toolsource import resolve_tool_source
+        from ..render.toolsource import resolve_tool_source
 
         catalog = load_catalog(self.root)
         s = self.settings

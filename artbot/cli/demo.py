@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..catalog import Catalog
 from ..github.client import EtagCache, GitHubRepo
+from ..records.catalog import Catalog
 from ..run.commands import open_issues, sync
 from ..sandbox import GitHubSandbox
 from ..sandbox.state import ApiError

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..catalog import Catalog
-from ..render import environment
+from ..records.catalog import Catalog
+from ..render.issue import environment
 from ..run.actions import ChecklistUpToDate, EditBody, LinkPreset, StatusChange, UpdateChecklist
 from ..tracking.subissues import AddSubIssue, SubIssueRemovedByHand
 

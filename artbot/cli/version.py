@@ -33,8 +33,8 @@ def package_version() -> str:
 
 def catalog_line(root: Path) -> str:
     """Where the catalog under ``root`` comes from: the audited repository and commit."""
-    from ..catalog import load_catalog
     from ..errors import ArtbotError
+    from ..records.catalog import load_catalog
 
     if not (root / "findings").is_dir():
         return f"catalog: none in {root} (no findings/)"

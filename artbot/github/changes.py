@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import RemoteError
-from ..models import Audit
+from ..records.models import Audit
 from ..status import Change, ItemStatus, SourceLine
 
 Read = Callable[[str, dict[str, Any] | None], Any]  # endpoint under /repos/{repository}/, params

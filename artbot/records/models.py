@@ -3,7 +3,7 @@
 One YAML file in ``findings/`` is one :class:`Finding`; ``findings/audit.yaml`` is the
 :class:`Audit`. Models are strict (``extra="forbid"``) so a typo in a key is an error,
 not a silently ignored field. Cross-file checks (duplicate items, repro paths on disk,
-locations under the source root) live in :mod:`artbot.catalog`.
+locations under the source root) live in :mod:`artbot.records.catalog`.
 
 :class:`ObservedIssue` is an issue as GitHub reports it: what the planner compares the
 catalog with. It lives here, not in the GitHub adapter, so the planner loads no GitHub client.

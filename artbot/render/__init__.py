@@ -1,1 +1,2 @@
-"""The issues artbot writes: what goes into them (prepare), the Jinja rendering (issue), links to artbot's own scripts (toolsource)."""
+"""The issues artbot writes: what goes into them (``prepare``), the Jinja rendering
+(``issue``), and the links to artbot's own scripts (``toolsource``)."""

@@ -2,9 +2,10 @@
 
 Pure once built: a :class:`Renderer` reads and compiles every template when it is built, and
 everything else it shows (the repro scripts, the minimal repros, the anchor dating, artbot's
-repository and commit) was read when the catalog loaded (:func:`artbot.catalog.load_catalog`,
-:mod:`artbot.toolsource`). Rendering then opens no file and starts no process. The templates
-in ``templates/`` decide what the output looks like; this module only builds their context.
+repository and commit) was read when the catalog loaded
+(:func:`artbot.records.catalog.load_catalog`, :mod:`artbot.render.toolsource`). Rendering then
+opens no file and starts no process. The templates in ``templates/`` decide what the output looks
+like; this module only builds their context.
 """
 
 from __future__ import annotations
@@ -17,12 +18,19 @@ from typing import Any
 
 import jinja2
 
-from .catalog import Catalog, minimal_repro_path
-from .errors import BadInput
-from .marker import BODY_END, BODY_START, MARKER_PREFIX, IssueMarker, marker_lines, region_span
-from .models import TITLE_LIMIT, Audit, Finding, Location
-from .status import ItemStatus
-from .status.view import StatusView, code_span, status_view
+from ..errors import BadInput
+from ..records.catalog import Catalog, minimal_repro_path
+from ..records.marker import (
+    BODY_END,
+    BODY_START,
+    MARKER_PREFIX,
+    IssueMarker,
+    marker_lines,
+    region_span,
+)
+from ..records.models import TITLE_LIMIT, Audit, Finding, Location
+from ..status import ItemStatus
+from ..status.view import StatusView, code_span, status_view
 
 # GitHub rejects an issue body longer than this (422 "body is too long").
 GITHUB_BODY_LIMIT = 65_536
@@ -283,7 +291,7 @@ def render_checklist(
     :class:`artbot.tracking.subissues.SubIssueRecord` kept in it (None: no sub-issue line),
     ``panel`` the :class:`artbot.tracking.requests.Panel` of requests (None: every request
     offered, unticked)."""
-    from .tracking.requests import panel as requests_panel
+    from ..tracking.requests import panel as requests_panel
 
     env = environment(templates_dir)
     try:

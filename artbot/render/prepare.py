@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .catalog import Catalog
-from .models import Finding
-from .render import RenderedIssue, Renderer, usable_result
-from .reprorun import load_result
-from .status import load_status
+from ..records.catalog import Catalog
+from ..records.models import Finding
+from ..repro.run import load_result
+from ..status import load_status
+from .issue import RenderedIssue, Renderer, usable_result
 
 
 def render_all(

@@ -11,7 +11,7 @@ from, in order:
 When none is known the issues name the script's path without a link; the CLI says so once,
 where an issue is rendered, with what it found instead (:meth:`ToolSource.note`).
 The commit is ``git rev-parse HEAD`` of ``--root``. Both are read here, before rendering, so
-:mod:`artbot.render` starts no process.
+:mod:`artbot.render.issue` starts no process.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .errors import BadInput
+from ..errors import BadInput
 
 REPOSITORY_RE = re.compile(r"[A-Za-z0-9][\w.-]{0,99}/[\w.-]{1,100}")
 # https://host/owner/name(.git), ssh://git@host/owner/name(.git), git@host:owner/name(.git)

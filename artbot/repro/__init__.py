@@ -1,1 +1,2 @@
-"""The reproductions: importing a script (scripts), running one in a subprocess (run), exporting the regression tests (export)."""
+"""The reproductions: importing a script (``scripts``), running one in a subprocess (``run``),
+exporting the regression tests ART can merge (``export``)."""

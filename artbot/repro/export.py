@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import BadInput
+from ..errors import BadInput
 
 REGRESSION_DIR = Path("repros") / "regression"
 

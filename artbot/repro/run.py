@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .settings import Settings, without_tokens
+from ..settings import Settings, without_tokens
 
 DEFAULT_TIMEOUT_S = 60.0
 _VERDICT_RE = re.compile(
@@ -183,8 +183,8 @@ def load_result(root: Path, item: int) -> dict[str, Any] | None:
     path = results_path(root, item)
     if not path.is_file():
         return None
-    from .errors import BadInput
-    from .jsonlimits import loads_limited
+    from ..errors import BadInput
+    from ..records.jsonlimits import loads_limited
 
     try:
         data = loads_limited(path.read_bytes().decode("utf-8"))

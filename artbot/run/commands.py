@@ -16,10 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..catalog import Catalog
-from ..models import ObservedIssue
-from ..render import RenderedIssue, render_checklist
-from ..render_inputs import render_all
+from ..records.catalog import Catalog
+from ..records.models import ObservedIssue
+from ..render.issue import RenderedIssue, render_checklist
+from ..render.prepare import render_all
 from ..report.results import Journal, Result
 from ..tracking.block import compose
 from ..tracking.requests import panel

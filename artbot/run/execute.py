@@ -48,11 +48,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, assert_never
 
-from ..catalog import Catalog
 from ..errors import ArtbotError, RemoteError, SubIssuesUnavailable
-from ..marker import replace_owned_region
-from ..models import ObservedIssue
-from ..render import RenderedIssue
+from ..records.catalog import Catalog
+from ..records.marker import replace_owned_region
+from ..records.models import ObservedIssue
+from ..render.issue import RenderedIssue
 from ..report.results import Journal, Result
 from ..status.view import StatusView
 from ..tracking.block import TrackingBlock, apply

@@ -14,7 +14,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..models import Audit, ObservedIssue
+from ..records.models import Audit, ObservedIssue
 from ..tracking.ownership import (
     DEFAULT_AUTHORS,
     needs_login,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..models import Audit, Finding, ObservedIssue
+from ..records.models import Audit, Finding, ObservedIssue
 from ..status.view import FILED_CLOSED, StatusView
 from ..tracking.checklist import ChecklistEntry
 from .actions import Action, LinkPreset

@@ -19,11 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..catalog import Catalog
 from ..errors import BadInput, RemoteError
-from ..marker import owned_region
-from ..models import Finding, ObservedIssue
-from ..render import issue_labels
+from ..records.catalog import Catalog
+from ..records.marker import owned_region
+from ..records.models import Finding, ObservedIssue
+from ..render.issue import issue_labels
 from ..status import load_status
 from ..status.view import StatusView, stated_status, status_view
 from ..tracking.block import TrackingBlock

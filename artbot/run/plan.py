@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from ..marker import owned_region
-from ..models import Audit, Finding, ObservedIssue
-from ..render import RenderedIssue
+from ..records.marker import owned_region
+from ..records.models import Audit, Finding, ObservedIssue
+from ..render.issue import RenderedIssue
 from ..status.view import StatusView, stated_status
 from ..tracking.ownership import NO_TRACKING
 from ..tracking.requests import Request

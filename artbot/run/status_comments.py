@@ -18,11 +18,11 @@ from typing import Any
 
 import jinja2
 
-from ..catalog import Catalog
 from ..errors import BadInput
-from ..marker import owned_region
-from ..models import ObservedIssue
-from ..render import environment, render_status_comment
+from ..records.catalog import Catalog
+from ..records.marker import owned_region
+from ..records.models import ObservedIssue
+from ..render.issue import environment, render_status_comment
 from ..status import ItemStatus, load_status
 from ..status.view import StatusView, stated_in_comments, stated_status
 from .actions import Comment, StatusChange

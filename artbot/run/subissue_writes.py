@@ -18,7 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import RemoteError, SubIssueRefused, SubIssuesUnavailable
-from ..models import ObservedIssue
+from ..records.models import ObservedIssue
 from ..report.results import Result
 from ..tracking.checklist import ChecklistEntry
 from ..tracking.subissues import (

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .status import StatusError
+from . import StatusError
 
 DATING_FILE = Path("findings") / "status" / "anchors.json"
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from ..models import Claim, Finding
+from ..records.models import Claim, Finding
 from . import (
     Change,
     ClaimResult,

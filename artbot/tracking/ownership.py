@@ -4,7 +4,7 @@ issue is the tracking issue. Pure, but for reading the seed's title.
 Copying an issue's body keeps its hidden comments, so a marker alone proves nothing: a
 human who copies an artbot issue (or quotes one into the tracking issue) would otherwise
 have their issue adopted, rewritten or closed as a duplicate. An issue counts as artbot's
-only when its marker sits in the owned region (:meth:`artbot.marker.IssueMarker.find`)
+only when its marker sits in the owned region (:meth:`artbot.records.marker.IssueMarker.find`)
 and it was written by the identity artbot writes as, or by one of the configured authors
 (``--author``; the action passes ``github-actions[bot]`` only when its token is the run's
 own ``GITHUB_TOKEN``). Anything else carrying a marker is *foreign*: reported, never
@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import ArtbotError, BadInput
-from ..marker import IssueMarker
-from ..models import Audit, ObservedIssue
+from ..records.marker import IssueMarker
+from ..records.models import Audit, ObservedIssue
 
 # The login of issues filed with an Actions run's GITHUB_TOKEN.
 ACTIONS_BOT = "github-actions[bot]"

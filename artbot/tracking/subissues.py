@@ -32,7 +32,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ..models import SubIssuesSummary
+from ..records.models import SubIssuesSummary
 
 MAX_SUB_ISSUES = 100  # GitHub's cap per parent issue
 _RECORD_RE = re.compile(r"<!-- artbot:sub-issues ((?:[a-z]+=\S* ?)*)-->")

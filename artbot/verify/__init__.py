@@ -44,7 +44,7 @@ _EXPORTS = {
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 _ELSEWHERE = {
     "ReleaseUnavailable": "artbot.errors",
-    "VerifyMarker": "artbot.marker",
+    "VerifyMarker": "artbot.records.marker",
 }
 
 __all__ = sorted([*_WHERE, *_ELSEWHERE])

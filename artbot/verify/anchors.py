@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ..catalog import Catalog
-from ..models import Location
+from ..records.catalog import Catalog
+from ..records.models import Location
 from .tree import ArtTree
 
 

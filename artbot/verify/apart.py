@@ -35,9 +35,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from ..catalog import Catalog
 from ..errors import BadInput
-from ..jsonlimits import JsonTooLarge, loads_limited
+from ..records.catalog import Catalog
+from ..records.jsonlimits import JsonTooLarge, loads_limited
 from ..report.output import flatten
 from ..settings import SECRET_NAME_WORDS, TOKEN_VARIABLES, environment
 from .code import CodeResult, CodeStatus, checkable
@@ -339,7 +339,7 @@ def _tree_from_json(data: dict[str, Any]) -> ArtTree:
 
 def _child() -> int:
     """In the child: read the spec on stdin, run the checks, write the results file."""
-    from ..catalog import load_catalog
+    from ..records.catalog import load_catalog
     from .code import code_json, verify_code
 
     spec = json.loads(sys.stdin.read())

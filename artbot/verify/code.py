@@ -40,9 +40,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..catalog import Catalog
-from ..models import Finding
-from ..scripts import import_script
+from ..records.catalog import Catalog
+from ..records.models import Finding
+from ..repro.scripts import import_script
 from ..status import ClaimResult, ClaimVerdict, FixEvidence, Method, SourceLine, Verdict, derive
 from .isolation import NotLoadedError
 from .tree import ArtTree

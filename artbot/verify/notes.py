@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..inputs import check_version
-from ..marker import VerifyMarker
+from ..records.marker import VerifyMarker
 from .code import CodeResult, CodeStatus
 from .tree import DISTRIBUTION
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Literal
 
 from .. import __version__
-from ..dating import DATING_FILE, AnchorDating, ReleaseAnchors, dump_dating, load_dating
-from ..models import Audit, Finding
-from ..reprorun import load_result
+from ..records.models import Audit, Finding
+from ..repro.run import load_result
 from ..status import ClaimResult, ClaimVerdict, ItemStatus, Method, StatusPoint
+from ..status.dating import DATING_FILE, AnchorDating, ReleaseAnchors, dump_dating, load_dating
 from .anchors import AnchorResult, AnchorStatus
 from .code import CodeResult, CodeStatus
 
@@ -163,7 +163,7 @@ def anchors_record(
     root: Path, audit: Audit, label: str, anchors: Sequence[AnchorResult], today: str | None = None
 ) -> Path:
     """Record how many of the audit's anchors sit at the audit's lines in release ``label``
-    (``findings/status/anchors.json``, :mod:`artbot.dating`); returns the file written."""
+    (``findings/status/anchors.json``, :mod:`artbot.status.dating`); returns the file written."""
     with_anchor = [
         a for a in anchors if a.status is not AnchorStatus.no_anchor and a.audit_lines
     ]  # lines artbot located itself in a release would date the audit to that release

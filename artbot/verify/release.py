@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..errors import ReleaseUnavailable
 from ..inputs import check_version
-from ..models import Audit
+from ..records.models import Audit
 from ..settings import CACHE_VARIABLE, default_wheel_cache
 from .tree import DISTRIBUTION, WHEEL_PREFIX, ArtTree, open_tree
 

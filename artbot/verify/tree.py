@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import BadInput
-from ..models import Audit
+from ..records.models import Audit
 from .isolation import ArtModules
 
 
