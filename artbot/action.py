@@ -20,7 +20,7 @@ from typing import Any, get_args
 
 import click
 
-from .records.jsonlimits import loads_limited
+from .jsonlimits import loads_limited
 from .report.output import annotation, command, guarded, redact
 from .run import actions as plan_module
 from .settings import Settings

@@ -10,7 +10,7 @@ import urllib.parse
 from pathlib import Path
 
 from .errors import BadInput, Problem
-from .records.jsonlimits import loads_limited
+from .jsonlimits import loads_limited
 from .settings import TOKEN_VARIABLES
 
 # PEP 440's own pattern (its appendix), matched in full: nothing before or after, no newline.

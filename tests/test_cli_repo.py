@@ -17,7 +17,7 @@ from artbot.cli.demo import seed
 from artbot.errors import BadInput
 from artbot.inputs import check_repository, repository_to_use
 from artbot.records.catalog import load_catalog
-from artbot.render.toolsource import resolve_tool_source
+from artbot.records.toolsource import resolve_tool_source
 from artbot.sandbox import GitHubSandbox
 
 REPO = Path(__file__).resolve().parents[1]

@@ -155,7 +155,7 @@ def test_the_childs_results_are_validated_and_made_inert(tmp_path: Path) -> None
     # Recorded as plain text: one line, no mention; shown as inert markdown: no image, no HTML.
     assert "\n" not in detail and "@team" not in detail and "@\u2060team" in detail
     assert "@OpenPipe" not in seven.detail
-    from artbot.status.view import cell_text
+    from artbot.render.status_view import cell_text
 
     shown = cell_text(detail)
     assert "![" not in shown and "<b>" not in shown and "&lt;b&gt;" in shown

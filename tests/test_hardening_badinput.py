@@ -194,7 +194,7 @@ def test_the_action_confines_findings_path_to_the_workspace(
 
 
 def test_json_limits() -> None:
-    from artbot.records.jsonlimits import JsonTooLarge, loads_limited
+    from artbot.jsonlimits import JsonTooLarge, loads_limited
 
     assert loads_limited('{"a": ["[[[[", {"b": 1}]}') == {"a": ["[[[[", {"b": 1}]}
     assert loads_limited('"\\\\"') == "\\"

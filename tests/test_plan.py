@@ -184,7 +184,7 @@ def test_closed_issues_read_closed_in_the_checklist_with_their_reason(catalog: C
 
 
 def _views(catalog: Catalog, **by_item: Any) -> dict[int, Any]:
-    from artbot.status.view import status_view
+    from artbot.render.status_view import status_view
     from tests.statusdata import with_claims
 
     out = {}

@@ -299,7 +299,7 @@ def test_no_body_holds_a_placeholder_link(item: int) -> None:
 def test_the_full_script_links_to_the_tool_repository_at_its_commit() -> None:
     from dataclasses import replace
 
-    from artbot.render.toolsource import ToolSource
+    from artbot.records.toolsource import ToolSource
 
     catalog = load_catalog(REPO)
     finding = catalog.get(7)
@@ -319,7 +319,7 @@ def test_the_full_script_links_to_the_tool_repository_at_its_commit() -> None:
 def test_the_tool_repository_comes_from_the_flag_actions_or_the_remote(tmp_path: Path) -> None:
     import subprocess
 
-    from artbot.render.toolsource import parse_remote, resolve_tool_source
+    from artbot.records.toolsource import parse_remote, resolve_tool_source
 
     assert parse_remote("https://github.com/a-b/art.bot.git") == "a-b/art.bot"
     assert parse_remote("git@github.com:a/b.git") == "a/b"

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from artbot.records.catalog import load_catalog
 from artbot.render.issue import render_issue
+from artbot.render.status_view import one_line, status_view
 from artbot.status import (
     Change,
     ClaimResult,
@@ -31,7 +32,6 @@ from artbot.status import (
     load_status,
 )
 from artbot.status.dating import DATING_FILE, AnchorDating
-from artbot.status.view import one_line, status_view
 from tests.shipped import ALL_ITEMS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -321,7 +321,7 @@ def test_the_minimal_repro_is_folded_with_its_command_in_view(catalog, item: int
 
 @given(st.text(alphabet=st.sampled_from("a`|\\ \n"), max_size=40))
 def test_a_code_span_in_a_cell_never_ends_the_cell(text: str) -> None:
-    from artbot.status.view import code_span
+    from artbot.render.status_view import code_span
 
     span = code_span(text)
     assert "\n" not in span

@@ -105,9 +105,9 @@ def test_a_status_marker_in_someone_elses_comment_is_not_artbots_word(
 ) -> None:
     """#31.4: a drive-by comment carrying artbot's status marker for the new status does not
     stop artbot's own status comment."""
+    from artbot.render.status_view import status_view
     from artbot.run.commands import open_issues, sync
     from artbot.status import ItemStatus
-    from artbot.status.view import status_view
     from tests.statusdata import fixed_item, install
     from tests.test_apply import _repo
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from artbot.records.catalog import load_catalog
 from artbot.render.issue import render_issue
+from artbot.render.status_view import cell_text, stated_in_comments, stated_status, status_view
 from artbot.status import ItemStatus
-from artbot.status.view import cell_text, stated_in_comments, stated_status, status_view
 from tests.statusdata import (
     F,
     N,

@@ -406,9 +406,9 @@ def uses_of_tool(text: str) -> str:
 
 def hosting_repository() -> str | None:
     """Where this checkout is hosted, as artbot finds its own repository for the issues'
-    links (artbot.render.toolsource): $GITHUB_REPOSITORY in Actions, else the git remote origin;
+    links (artbot.records.toolsource): $GITHUB_REPOSITORY in Actions, else the git remote origin;
     None when neither is known (a copy without a remote)."""
-    from artbot.render.toolsource import resolve_tool_source
+    from artbot.records.toolsource import resolve_tool_source
 
     workspace = os.environ.get("GITHUB_WORKSPACE")
     return resolve_tool_source(

@@ -29,7 +29,7 @@ class Context:
 
         if not for_render:
             return load_catalog(self.root)
-        from ..render.toolsource import resolve_tool_source
+        from ..records.toolsource import resolve_tool_source
 
         catalog = load_catalog(self.root)
         s = self.settings

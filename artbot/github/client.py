@@ -30,7 +30,7 @@ from github.GithubRetry import GithubRetry
 from .. import __version__
 from ..errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
 from ..inputs import check_api_url, check_token, missing_repository, repository_to_use
-from ..records.jsonlimits import loads_limited
+from ..jsonlimits import loads_limited
 from ..records.models import ObservedIssue
 from ..report.output import flatten
 from ..settings import DEFAULT_SECONDARY_RATE_WAIT, TOKEN_VARIABLES, Settings

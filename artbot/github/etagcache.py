@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..records.jsonlimits import loads_limited
+from ..jsonlimits import loads_limited
 
 
 @dataclass

@@ -16,11 +16,11 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import BadInput, CatalogInvalid, Problem
-from ..render.toolsource import ToolSource
+from ..jsonlimits import loads_limited
 from ..repro.scripts import helper_imports
 from ..status.dating import AnchorDating, load_dating
-from .jsonlimits import loads_limited
 from .models import Audit, Finding
+from .toolsource import ToolSource
 
 AUDIT_FILE = "audit.yaml"
 # A record is a few hundred nodes; these bounds stop a hostile file (a "billion laughs" of
@@ -47,7 +47,7 @@ class Catalog:
     # (repros/minimal/itemNN.py), read at load time so that rendering touches no files.
     sources: dict[str, str] = field(default_factory=dict)
     # artbot's repository and commit, for links to full scripts (resolved by the CLI before
-    # rendering: artbot.render.toolsource); unknown by default, so the issues name paths unlinked.
+    # rendering: artbot.records.toolsource); unknown by default, so the issues name paths unlinked.
     tool: ToolSource = field(default_factory=ToolSource)
     # Where the audit commit lies among the releases, from its anchors (findings/status/
     # anchors.json, written by `artbot verify --record`); None until a release was recorded.

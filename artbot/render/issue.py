@@ -3,7 +3,7 @@
 Pure once built: a :class:`Renderer` reads and compiles every template when it is built, and
 everything else it shows (the repro scripts, the minimal repros, the anchor dating, artbot's
 repository and commit) was read when the catalog loaded
-(:func:`artbot.records.catalog.load_catalog`, :mod:`artbot.render.toolsource`). Rendering then
+(:func:`artbot.records.catalog.load_catalog`, :mod:`artbot.records.toolsource`). Rendering then
 opens no file and starts no process. The templates in ``templates/`` decide what the output looks
 like; this module only builds their context.
 """
@@ -30,7 +30,7 @@ from ..records.marker import (
 )
 from ..records.models import TITLE_LIMIT, Audit, Finding, Location
 from ..status import ItemStatus
-from ..status.view import StatusView, code_span, status_view
+from .status_view import StatusView, code_span, status_view
 
 # GitHub rejects an issue body longer than this (422 "body is too long").
 GITHUB_BODY_LIMIT = 65_536

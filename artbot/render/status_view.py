@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..records.models import Claim, Finding
-from . import (
+from ..status import (
     Change,
     ClaimResult,
     ClaimVerdict,

@@ -184,7 +184,7 @@ def load_result(root: Path, item: int) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     from ..errors import BadInput
-    from ..records.jsonlimits import loads_limited
+    from ..jsonlimits import loads_limited
 
     try:
         data = loads_limited(path.read_bytes().decode("utf-8"))

@@ -41,7 +41,7 @@ class Create:
     item: int
     title: str
     labels: tuple[str, ...]
-    # The recorded status decides how the issue is filed (see artbot.status.view):
+    # The recorded status decides how the issue is filed (see artbot.render.status_view):
     # fixed_in set -> filed, then closed as completed; partly_fixed_in -> open, scoped to
     # what remains.
     fixed_in: str | None = None

@@ -53,8 +53,8 @@ from ..records.catalog import Catalog
 from ..records.marker import replace_owned_region
 from ..records.models import ObservedIssue
 from ..render.issue import RenderedIssue
+from ..render.status_view import StatusView
 from ..report.results import Journal, Result
-from ..status.view import StatusView
 from ..tracking.block import TrackingBlock, apply
 from ..tracking.checklist import ChecklistEntry
 from ..tracking.ownership import claim

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..records.models import Audit, Finding, ObservedIssue
-from ..status.view import FILED_CLOSED, StatusView
+from ..render.status_view import FILED_CLOSED, StatusView
 from ..tracking.checklist import ChecklistEntry
 from .actions import Action, LinkPreset
 

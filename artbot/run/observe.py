@@ -24,8 +24,8 @@ from ..records.catalog import Catalog
 from ..records.marker import owned_region
 from ..records.models import Finding, ObservedIssue
 from ..render.issue import issue_labels
+from ..render.status_view import StatusView, stated_status, status_view
 from ..status import load_status
-from ..status.view import StatusView, stated_status, status_view
 from ..tracking.block import TrackingBlock
 from ..tracking.ownership import Foreign, check_tracking, claim, seed_title, tracking_by_label
 from ..tracking.requests import WRITE_PERMISSIONS, Asked, EditEvent, sort_ticks

@@ -20,7 +20,7 @@ from typing import Literal
 from ..records.marker import owned_region
 from ..records.models import Audit, Finding, ObservedIssue
 from ..render.issue import RenderedIssue
-from ..status.view import StatusView, stated_status
+from ..render.status_view import StatusView, stated_status
 from ..tracking.ownership import NO_TRACKING
 from ..tracking.requests import Request
 from ..tracking.subissues import AddSubIssue, NoSubIssues

@@ -23,8 +23,8 @@ from ..records.catalog import Catalog
 from ..records.marker import owned_region
 from ..records.models import ObservedIssue
 from ..render.issue import environment, render_status_comment
+from ..render.status_view import StatusView, stated_in_comments, stated_status
 from ..status import ItemStatus, load_status
-from ..status.view import StatusView, stated_in_comments, stated_status
 from .actions import Comment, StatusChange
 from .issues import closes
 

@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import BadInput
-from ..records.jsonlimits import loads_limited
+from ..jsonlimits import loads_limited
 
 STATUS_DIR = Path("findings") / "status"
 

@@ -189,7 +189,7 @@ def panel(entries: Iterable[Any], keep_ticked: Iterable[Request], note: str | No
 
 
 def _hint(entry: Any) -> str | None:
-    """How ``open`` will file the item, from its recorded status (artbot.status.view)."""
+    """How ``open`` will file the item, from its recorded status (artbot.render.status_view)."""
     if entry is None:
         return None
     if entry.fixed_in:

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
+from ..jsonlimits import JsonTooLarge, loads_limited
 from ..records.catalog import Catalog
-from ..records.jsonlimits import JsonTooLarge, loads_limited
 from ..report.output import flatten
 from ..settings import SECRET_NAME_WORDS, TOKEN_VARIABLES, environment
 from .code import CodeResult, CodeStatus, checkable
@@ -257,7 +257,7 @@ def _not_dumpable() -> None:
 def inert(text: str) -> str:
     """Text from the child as it is recorded: one line, bounded, no mention (a word joiner
     after ``@``). It stays plain text; the renderer makes it inert markdown where it is shown
-    (:func:`artbot.status.view.cell_text`: no link, image or HTML)."""
+    (:func:`artbot.render.status_view.cell_text`: no link, image or HTML)."""
     return flatten(text)[:MAX_TEXT].replace("@", "@\u2060")
 
 
