@@ -52,6 +52,8 @@ class Catalog:
     # Where the audit commit lies among the releases, from its anchors (findings/status/
     # anchors.json, written by `artbot verify --record`); None until a release was recorded.
     dating: AnchorDating | None = None
+    # item -> its regression test for ART's own suite (repros/regression/test_itemNN_*.py).
+    regression: dict[int, str] = field(default_factory=dict)
 
     def get(self, item: int) -> Finding:
         for f in self.findings:
@@ -133,7 +135,21 @@ def load_catalog(root: Path, *, tool: ToolSource | None = None) -> Catalog:
         },
         dating=load_dating(root),
         tool=tool or ToolSource(),
+        regression=regression_tests_by_item(root),
     )
+
+
+REGRESSION_DIR = "repros/regression"
+
+
+def regression_tests_by_item(root: Path) -> dict[int, str]:
+    """item -> the path of its regression test, ``repros/regression/test_itemNN_slug.py``."""
+    found: dict[int, str] = {}
+    for path in sorted((root / REGRESSION_DIR).glob("test_item*_*.py")):
+        digits = path.name.removeprefix("test_item").split("_", 1)[0]
+        if digits.isdigit():
+            found.setdefault(int(digits), f"{REGRESSION_DIR}/{path.name}")
+    return found
 
 
 def minimal_repro_path(item: int) -> str:
@@ -389,6 +405,17 @@ def _cross_checks(
                 )
             )
         problems += _claim_checks(root, rel, finding, node)
+        if finding.follows is not None and not any(
+            f.item == finding.follows and not f.is_follow_up for _, f, _ in loaded
+        ):
+            problems.append(
+                Problem(
+                    rel,
+                    _line_for(node, ("follows",), ""),
+                    "follows",
+                    f"no audit item {finding.follows} in the catalog for this follow-up to follow",
+                )
+            )
         if audit is not None and audit.label_definitions:  # none at all: default colours
             for i, label in enumerate(finding.labels):
                 if label not in audit.label_definitions:

@@ -13,6 +13,7 @@ isolation, as ``artbot verify`` does.
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -84,7 +85,9 @@ def outcomes(stdout: str) -> dict[str, str]:
 
 
 FIXED_IN_0_5_21 = ("item07", "item08", "item10")
-STILL_PRESENT = ("item06",)
+# Still present in 0.5.23: item 6, and artbot's follow-ups 401, 801 and 1001 (present in 0.5.20
+# too: 801's sentinel gives an inf loss there, 1001's group +0.8165, 401's logits BF16 as well).
+STILL_PRESENT = ("item06", "item401", "item801", "item1001")
 
 
 def expected(version: str) -> dict[str, str]:
@@ -98,7 +101,18 @@ def test_export_writes_tests_that_import_art_and_never_artbot(tmp_path: Path) ->
     assert {t.name.split("_")[1] for t in tests} == {*FIXED_IN_0_5_21, *STILL_PRESENT}
     for test in tests:
         text = test.read_text()
-        assert "from art." in text and "artbot" not in text, test
+        imported = {
+            name.split(".")[0]
+            for node in ast.walk(ast.parse(text))
+            for name in (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+        }
+        assert "art" in imported and "artbot" not in imported, test
         if test.name.split("_")[1] in STILL_PRESENT:
             assert "strict=True" in text and "raises=AssertionError" in text, test
 
