@@ -61,7 +61,7 @@ from .ownership import (
     tracking_by_label,
     with_identity,
 )
-from .panel import EditEvent
+from .panel import EditEvent, declined
 from .plan import (
     ChecklistUpToDate,
     CloseDuplicate,
@@ -177,6 +177,8 @@ def open_issues(
     views = status_views(catalog, catalog.findings)
     observed, foreign = observe(repo, catalog, identity, tracking_issue)
     tracking = preflight(repo, tracking_issue, observed, catalog) if tracking_issue else None
+    findings, rendered = _not_declined(findings, rendered, tracking, log)
+    rendered = _linking_follows(catalog, findings, rendered, observed, tracking_issue)
     plan = plan_open(findings, rendered, observed, catalog.audit, tracking_issue, views)
     if tracking_issue:
         adds = [AddSubIssue(c.item, None, tracking_issue) for c in plan.of(Create)]
@@ -238,6 +240,39 @@ def open_issues(
         )
         journal.add(result)
     return outcome
+
+
+def _not_declined(
+    findings: list[Finding],
+    rendered: dict[int, RenderedIssue],
+    tracking: ObservedIssue | None,
+    log: Log,
+) -> tuple[list[Finding], dict[int, RenderedIssue]]:
+    """``findings`` without the follow-ups a maintainer declined in the tracking issue (their
+    decline box ticked: artbot.panel.declined), which are never filed."""
+    no = declined(read_block(tracking.body)) if tracking is not None else frozenset()
+    for f in findings:
+        if f.item in no:
+            log(f"item {f.item}: declined in the tracking issue; not filed")
+    kept = [f for f in findings if f.item not in no]
+    return kept, {i: r for i, r in rendered.items() if i not in no}
+
+
+def _linking_follows(
+    catalog: Catalog,
+    findings: Sequence[Finding],
+    rendered: dict[int, RenderedIssue],
+    observed: Sequence[ObservedIssue],
+    tracking_issue: int | None,
+) -> dict[int, RenderedIssue]:
+    """Follow-ups rendered again with the issue numbers GitHub holds for the items they follow,
+    so their first line links that issue (the first rendering, before any request, had none)."""
+    follow_ups = [f for f in findings if f.follows is not None]
+    if not follow_ups:
+        return rendered
+    numbers = {item: issue.number for item, issue in canonical(observed, catalog.audit).items()}
+    again = render_all(catalog, follow_ups, tracking_issue, issues=numbers)
+    return {**rendered, **again}
 
 
 def _before_checklist(plan: Plan, actions: Sequence[Any]) -> Plan:
@@ -314,7 +349,8 @@ def sync(
     # (rendered without a tracking issue, each would lose its back-link).
     tracking_issue = tracking_issue or tracking_by_label(observed, catalog.audit)
     keep_bodies = tracking_issue is None
-    rendered = render_all(catalog, catalog.findings, tracking_issue)
+    numbers = {item: i.number for item, i in canonical(observed, catalog.audit).items()}
+    rendered = render_all(catalog, catalog.findings, tracking_issue, issues=numbers)
     tracking = preflight(repo, tracking_issue, observed, catalog) if tracking_issue else None
     step = requests_first(
         repo,

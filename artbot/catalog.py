@@ -54,6 +54,9 @@ class Catalog:
     dating: AnchorDating | None = None
     # item -> its regression test for ART's own suite (repros/regression/test_itemNN_*.py).
     regression: dict[int, str] = field(default_factory=dict)
+    # What artbot's run of each regression test on the newest release reported
+    # (repros/regression/outcomes.json: {"release": ..., "outcomes": {file name: summary}}).
+    regression_outcomes: dict[str, Any] = field(default_factory=dict)
 
     def get(self, item: int) -> Finding:
         for f in self.findings:
@@ -136,10 +139,24 @@ def load_catalog(root: Path, *, tool: ToolSource | None = None) -> Catalog:
         dating=load_dating(root),
         tool=tool or ToolSource(),
         regression=regression_tests_by_item(root),
+        regression_outcomes=_regression_outcomes(root),
     )
 
 
 REGRESSION_DIR = "repros/regression"
+
+
+REGRESSION_OUTCOMES = f"{REGRESSION_DIR}/outcomes.json"
+
+
+def _regression_outcomes(root: Path) -> dict[str, Any]:
+    """repros/regression/outcomes.json, or {} when absent or unreadable (nothing is said)."""
+    path = root / REGRESSION_OUTCOMES
+    try:
+        data = loads_limited(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def regression_tests_by_item(root: Path) -> dict[int, str]:

@@ -185,6 +185,8 @@ def follow_up_of(item: int) -> int | None:
     """The audit item a follow-up number belongs to (801 -> 8), None for an audit number."""
     parent, n = divmod(item, 100)
     return parent if parent >= 1 and n >= 1 else None
+
+
 ClaimId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", max_length=60)]
 
 

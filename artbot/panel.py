@@ -12,8 +12,11 @@ Rules, so a reviewer can predict every edit:
   that ends in its marker. The marker, not the words, names the request: editing the words
   changes nothing, and a line without a marker is not a request.
 * "File the issue for item N" is offered for every item without an issue; "Re-check against
-  the newest release" always. A ticked request that no longer applies (item N has an issue
-  now) is dropped from the list, not carried out.
+  the newest release" always; "Decline follow-up N" for each of artbot's own follow-ups
+  without an issue. A decline is a standing answer, not a one-off request: its tick is never
+  carried out or cleared, and while it stands the follow-up is not offered for filing and
+  ``open`` never files it (untick it to take the answer back). A ticked request that no
+  longer applies (item N has an issue now) is dropped from the list, not carried out.
 * A ticked request is carried out once, then rendered unticked (or dropped); until then it
   stays ticked, so a run that cannot carry it out (no verification available) writes nothing.
 * On the ``issues: edited`` path the ticks count only when the event's sender has write
@@ -33,12 +36,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-RequestKind = Literal["file", "recheck"]
+RequestKind = Literal["file", "recheck", "decline"]
 
-_MARKER_RE = re.compile(r"<!-- artbot:request (file=([1-9][0-9]{0,5})|recheck) -->")
+_MARKER_RE = re.compile(r"<!-- artbot:request ((?:file|decline)=([1-9][0-9]{0,5})|recheck) -->")
 _TICKED_RE = re.compile(
-    r"[ \t]{0,3}[-*+][ \t]+\[[xX]\][ \t]+[^\n]*?(<!-- artbot:request (?:file=[1-9][0-9]{0,5}|"
-    r"recheck) -->)[ \t]*"
+    r"[ \t]{0,3}[-*+][ \t]+\[[xX]\][ \t]+[^\n]*?(<!-- artbot:request "
+    r"(?:(?:file|decline)=[1-9][0-9]{0,5}|recheck) -->)[ \t]*"
 )
 _LOGIN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
 NOTE_PREFIX = "_Requests: a tick by @"
@@ -54,12 +57,14 @@ class Request:
 
     @property
     def key(self) -> str:
-        return f"file={self.item}" if self.kind == "file" else "recheck"
+        return "recheck" if self.kind == "recheck" else f"{self.kind}={self.item}"
 
     @property
     def text(self) -> str:
         if self.kind == "file":
             return f"File the issue for item {self.item}"
+        if self.kind == "decline":
+            return f"Decline artbot's follow-up {self.item} (never file it)"
         return "Re-check against the newest release"
 
     @property
@@ -70,7 +75,8 @@ class Request:
     def from_key(cls, key: str) -> Request:
         if key == "recheck":
             return cls("recheck")
-        return cls("file", int(key.removeprefix("file=")))
+        kind, _, item = key.partition("=")
+        return cls("decline" if kind == "decline" else "file", int(item))
 
 
 @dataclass(frozen=True)
@@ -98,10 +104,22 @@ class Panel:
     note: str | None = None
 
 
-def offered(entries: Iterable[Any]) -> tuple[Request, ...]:
-    """What may be asked for: filing each item without an issue, and a re-check."""
-    files = [Request("file", e.item) for e in entries if e.issue is None]
-    return (*files, Request("recheck"))
+def offered(entries: Iterable[Any], declined: Iterable[int] = ()) -> tuple[Request, ...]:
+    """What may be asked for: filing each item without an issue (but a declined follow-up),
+    a re-check, and declining each follow-up without an issue."""
+    entries, no = list(entries), set(declined)
+    files = [Request("file", e.item) for e in entries if e.issue is None and e.item not in no]
+    declines = [
+        Request("decline", e.item)
+        for e in entries
+        if e.issue is None and getattr(e, "follows", None) is not None
+    ]
+    return (*files, Request("recheck"), *declines)
+
+
+def declined(block: str | None) -> frozenset[int]:
+    """The follow-ups a maintainer declined: their decline box is ticked in ``block``."""
+    return frozenset(r.item for r in ticked(block) if r.kind == "decline" and r.item)
 
 
 def ticked(block: str | None) -> frozenset[Request]:
@@ -156,8 +174,12 @@ def panel(entries: Iterable[Any], keep_ticked: Iterable[Request], note: str | No
     keep = set(keep_ticked)
     entries = list(entries)
     by_item = {e.item: e for e in entries}
+    no = {r.item for r in keep if r.kind == "decline" and r.item is not None}
     return Panel(
-        tuple(RequestLine(r, r in keep, _hint(by_item.get(r.item))) for r in offered(entries)),
+        tuple(
+            RequestLine(r, r in keep, _hint(by_item.get(r.item)) if r.kind == "file" else None)
+            for r in offered(entries, no)
+        ),
         note,
     )
 
@@ -292,12 +314,15 @@ def sort_ticks(
     """Sort the ticks in ``block``. On the edit path, ``may_write`` is whether the edit's
     ``sender`` has write access; without it every tick is reverted."""
     now = ticked(block)
-    applicable = set(offered(entries))
+    entries = list(entries)
+    applicable = set(offered(entries, declined(block)))
     live = now & applicable
     revert = set() if may_write else live
+    # A decline is a standing answer: never carried out (and so never cleared).
+    standing = {r for r in live if r.kind == "decline"}
     return Asked(
         tracking,
-        tuple(sorted(live - revert)),
+        tuple(sorted(live - revert - standing)),
         tuple(sorted(revert)),
         tuple(sorted(now - applicable)),
         sender,

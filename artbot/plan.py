@@ -275,16 +275,23 @@ def checklist_entries(
         entries.append(
             ChecklistEntry(
                 item=f.item,
-                title=f.title,
+                # The issue's own title once artbot filed it (sync keeps it the rendered one).
+                title=issue.title if issue is not None and not f.issue and issue.title else f.title,
+                follows=f.follows,
                 issue=number,
                 state=_state(issue) if issue else ("open" if number else None),
                 state_reason=issue.state_reason if issue and issue.state == "closed" else None,
                 note=(notes or {}).get(f.item),
                 filed=f.issue is None and issue is not None,
-                **_fixed((views or {}).get(f.item)),
+                **(_fixed((views or {}).get(f.item)) or _found_in(f)),
             )
         )
     return tuple(entries)
+
+
+def _found_in(finding: Finding) -> dict[str, str | None]:
+    """A follow-up with no recorded status is present in the release artbot found it in."""
+    return {"present_in": finding.checked_release} if finding.checked_release else {}
 
 
 def _fixed(view: StatusView | None) -> dict[str, str | None]:
@@ -293,7 +300,9 @@ def _fixed(view: StatusView | None) -> dict[str, str | None]:
     if view.fixed_in:
         return {"fixed_in": view.fixed_in}
     firsts = sorted((r.fixed_in for r in view.fixed if r.fixed_in), key=lambda v: _version_key(v))
-    return {"partly_fixed_in": firsts[0]} if firsts else {}
+    if firsts:
+        return {"partly_fixed_in": firsts[0]}
+    return {"present_in": view.newest} if view.remaining and view.newest else {}
 
 
 def _version_key(version: str) -> tuple[Any, ...]:
@@ -341,7 +350,8 @@ def plan_open(
                 actions.append(CloseFixed(f.item, issue.number, view.fixed_in))
         else:
             r = rendered[f.item]
-            actions.append(Create(f.item, r.title, r.labels, **_fixed(view)))
+            filed_as = {k: v for k, v in _fixed(view).items() if k != "present_in"}
+            actions.append(Create(f.item, r.title, r.labels, **filed_as))
     items = {f.item for f in findings}
     actions += [
         CloseDuplicate(i.marker.item, i.number, keep)

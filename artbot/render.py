@@ -128,9 +128,11 @@ class Renderer:
         repro_result: Mapping[str, Any] | None = None,
         status: ItemStatus | None = None,
         commit: str | None = None,
+        follows: int | None = None,
     ) -> RenderedIssue:
         """Title and body of the dedicated issue for ``finding``; ``commit`` overrides the
-        tool commit the links point at (tests).
+        tool commit the links point at (tests). ``follows``: for a follow-up, the issue number
+        of the audit item it follows, when known (its first line links it).
 
         Raises :class:`BadInput` when the body would exceed GitHub's limit, so nothing is sent.
         """
@@ -147,6 +149,8 @@ class Renderer:
             # Where the finding stands in ART (findings/status/NN.json); None when not recorded.
             "status": view,
             "verify_line": verify_line(view),
+            "follows": follows,
+            "regression": self._regression(finding, view, commit),
             "dating": dating_sentence(catalog),
             "marker": str(marker),
             "body_start": BODY_START,
@@ -170,6 +174,29 @@ class Renderer:
             )
         check_markers(body, marker, where)
         return RenderedIssue(finding.item, title, body, issue_labels(audit, finding), marker)
+
+    def _regression(
+        self, finding: Finding, view: StatusView | None, commit: str | None
+    ) -> dict[str, Any] | None:
+        """The item's regression test for ART's suite, if it has one: path, link, and what
+        artbot's run of it on the newest release reported (repros/regression/outcomes.json)."""
+        catalog = self.catalog
+        path = catalog.regression.get(finding.item)
+        if path is None:
+            return None
+        name = path.rsplit("/", 1)[-1]
+        repository = catalog.audit.tool_repository or catalog.tool.repository
+        sha = commit or catalog.tool.commit or "main"
+        web = catalog.audit.web_url.rstrip("/")
+        outcomes = catalog.regression_outcomes
+        return {
+            "path": path,
+            "name": name,
+            "url": f"{web}/{repository}/blob/{sha}/{path}" if repository else None,
+            "open": not (view is not None and view.fixed_in),
+            "release": outcomes.get("release"),
+            "outcome": (outcomes.get("outcomes") or {}).get(name),
+        }
 
     def _repro(
         self, finding: Finding, result: Mapping[str, Any] | None, commit: str | None
@@ -232,6 +259,7 @@ def render_issue(
     templates_dir: Path | None = None,
     status: ItemStatus | None = None,
     commit: str | None = None,
+    follows: int | None = None,
 ) -> RenderedIssue:
     """:meth:`Renderer.issue` with a renderer for ``catalog`` (templates compiled once per
     process): for one-off callers and tests."""
@@ -241,6 +269,7 @@ def render_issue(
         repro_result=repro_result,
         status=status,
         commit=commit,
+        follows=follows,
     )
 
 

@@ -14,6 +14,7 @@ isolation, as ``artbot verify`` does.
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -84,6 +85,28 @@ def outcomes(stdout: str) -> dict[str, str]:
     }
 
 
+def summaries(stdout: str) -> dict[str, str]:
+    """test file -> its pytest summary as the issue quotes it, e.g. ``2 passed`` or
+    ``1 xfailed``, from the ``-rA`` lines (outcomes counted per file, in pytest's order)."""
+    words = {"PASSED": "passed", "FAILED": "failed", "ERROR": "error", "XFAIL": "xfailed"}
+    words["XPASS"] = "xpassed"
+    counts: dict[str, dict[str, int]] = {}
+    for line in stdout.splitlines():
+        word = line.split(" ", 1)[0]
+        if word in words and len(line.split()) > 1:
+            name = line.split()[1].split("::")[0].rsplit("/", 1)[-1]
+            kinds = counts.setdefault(name, {})
+            kinds[words[word]] = kinds.get(words[word], 0) + 1
+    order = ("failed", "passed", "xfailed", "xpassed", "error")
+    return {
+        name: ", ".join(f"{kinds[k]} {k}" for k in order if k in kinds)
+        for name, kinds in sorted(counts.items())
+    }
+
+
+NEWEST = "0.5.23"
+OUTCOMES = REPO / "repros" / "regression" / "outcomes.json"
+
 FIXED_IN_0_5_21 = ("item07", "item08", "item10")
 # Still present in 0.5.23: item 6, and artbot's follow-ups 401, 801 and 1001 (present in 0.5.20
 # too: 801's sentinel gives an inf loss there, 1001's group +0.8165, 401's logits BF16 as well).
@@ -123,6 +146,12 @@ def test_regression_tests_on_each_release(server: ForkServer, tmp_path: Path, ve
     done = run_exported(server, tmp_path, version)
     assert outcomes(done.stdout) == expected(version), done.stdout[-3000:]
     assert done.returncode == (1 if version == "0.5.20" else 0), done.stdout[-3000:]
+    if version == NEWEST:
+        # What each issue quotes as its test's result on the newest release.
+        fresh = {"release": NEWEST, "outcomes": summaries(done.stdout)}
+        if os.environ.get("ARTBOT_WRITE_OUTCOMES") == "1":
+            OUTCOMES.write_text(json.dumps(fresh, indent=2) + "\n", encoding="utf-8")
+        assert json.loads(OUTCOMES.read_text(encoding="utf-8")) == fresh
 
 
 @pytest.mark.network

@@ -5,7 +5,7 @@ art.tinker_native.data.compute_advantages.
 Follow-up 1001 (artbot's, after item 10's fix): the equal-reward guard is an absolute 1e-12, so
 rewards equal up to float noise get a full-scale advantage, #1110's symptom on tinker_native.
 
-ART in openpipe-art 0.5.23, tinker_native/data.py#L32-L46 (compute_advantages), roughly:
+ART in openpipe-art 0.5.23, tinker_native/data.py#L37-L38 and #L39-L45 (compute_advantages):
     if all(abs(reward - rewards[0]) <= 1e-12 for reward in rewards[1:]):
         return [0.0] * len(rewards)
     rewards_tensor = torch.tensor(rewards, dtype=torch.float32)

@@ -4,7 +4,7 @@ That check: check_art in repros/item401_unsloth_bf16_logits.py, on ART's _calcul
 Follow-up 401 (artbot's, after #1109's fix): ART's default Unsloth backend makes its logits in
 BF16 and upcasts them afterwards, so item 4's rounding applies there too.
 
-ART in openpipe-art 0.5.23, unsloth/train.py#L659-L666 (_calculate_logprobs), roughly:
+ART in openpipe-art 0.5.23, unsloth/train.py#L659 and #L665 (_calculate_logprobs), roughly:
     lm_head_t = lm_head_t.to(hidden_states.dtype)                      # BF16 in training
     chunk_logits = torch.matmul(chunk_hs, lm_head_t).float()           # L665
     chunk_log_probs = torch.log_softmax(chunk_logits, dim=-1)

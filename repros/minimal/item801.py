@@ -4,7 +4,7 @@ That check: check_art in repros/item801_ppo_sentinel_loss.py, on ART's art.loss.
 Follow-up 801 (artbot's, after item 8's fix): a finite sentinel old logprob such as -9999 is not
 replaced, so the +-20 clamp turns it into a ratio of exp(20) that dominates the PPO loss.
 
-ART in openpipe-art 0.5.23, loss.py#L291-L302 (ART's own code: art.loss.loss_fn), roughly:
+ART in openpipe-art 0.5.23, loss.py#L291-L295 and #L301-L302 (art.loss.loss_fn), roughly:
     old_logprobs = torch.where(~torch.isfinite(old_logprobs), new_logprobs.detach(), old_logprobs)
     prob_ratio = torch.exp(logprob_diff.clamp(-log_ratio_bound, log_ratio_bound))  # bound 20
     policy_loss = -torch.min(prob_ratio * A, torch.clip(prob_ratio, 1 - eps, 1 + eps_high) * A)
