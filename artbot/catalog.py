@@ -57,6 +57,10 @@ class Catalog:
     # What artbot's run of each regression test on the newest release reported
     # (repros/regression/outcomes.json: {"release": ..., "outcomes": {file name: summary}}).
     regression_outcomes: dict[str, Any] = field(default_factory=dict)
+    # What each minimal repro prints, as captured (repros/minimal/outputs.json: {"torch": its
+    # version, "outputs": {name: stdout}}),
+    # so the issue quotes the figures the pasted script prints.
+    minimal_outputs: dict[str, Any] = field(default_factory=dict)
 
     def get(self, item: int) -> Finding:
         for f in self.findings:
@@ -139,7 +143,8 @@ def load_catalog(root: Path, *, tool: ToolSource | None = None) -> Catalog:
         dating=load_dating(root),
         tool=tool or ToolSource(),
         regression=regression_tests_by_item(root),
-        regression_outcomes=_regression_outcomes(root),
+        regression_outcomes=_json_or_empty(root / REGRESSION_OUTCOMES),
+        minimal_outputs=_json_or_empty(root / MINIMAL_OUTPUTS),
     )
 
 
@@ -147,11 +152,12 @@ REGRESSION_DIR = "repros/regression"
 
 
 REGRESSION_OUTCOMES = f"{REGRESSION_DIR}/outcomes.json"
+MINIMAL_OUTPUTS = "repros/minimal/outputs.json"
 
 
-def _regression_outcomes(root: Path) -> dict[str, Any]:
-    """repros/regression/outcomes.json, or {} when absent or unreadable (nothing is said)."""
-    path = root / REGRESSION_OUTCOMES
+def _json_or_empty(path: Path) -> dict[str, Any]:
+    """A captured-output file (repros/regression/outcomes.json, repros/minimal/outputs.json),
+    or {} when absent or unreadable: the issue then says nothing of it."""
     try:
         data = loads_limited(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -22,7 +22,7 @@ from .errors import BadInput
 from .marker import BODY_END, BODY_START, MARKER_PREFIX, IssueMarker, marker_lines, region_span
 from .models import TITLE_LIMIT, Audit, Finding, Location
 from .status import ItemStatus
-from .status.view import StatusView, code_span, status_view
+from .status.view import StatusView, code_span, history_link, status_view
 
 # GitHub rejects an issue body longer than this (422 "body is too long").
 GITHUB_BODY_LIMIT = 65_536
@@ -138,7 +138,8 @@ class Renderer:
         """
         catalog, audit = self.catalog, self.catalog.audit
         marker = IssueMarker(audit.commit, finding.item)
-        view = status_view(finding, status, audit.web_url)
+        history = history_link(audit.web_url, audit.repository, audit.source_root)
+        view = status_view(finding, status, audit.web_url, history)
         context = {
             "audit": audit,
             "finding": finding,
@@ -150,6 +151,8 @@ class Renderer:
             "status": view,
             "verify_line": verify_line(view),
             "follows": follows,
+            # artbot's own follow-ups to this audit item, each filed as its own issue.
+            "follow_ups": [f for f in catalog.findings if f.follows == finding.item],
             "regression": self._regression(finding, view, commit),
             "dating": dating_sentence(catalog),
             "marker": str(marker),
@@ -217,9 +220,19 @@ class Renderer:
             "minimal": self.catalog.sources.get(minimal_path),
             "minimal_path": minimal_path,
             "minimal_name": minimal_path.rsplit("/", 1)[-1],
+            "minimal_output": _text_or_none(
+                (self.catalog.minimal_outputs.get("outputs") or {}).get(
+                    minimal_path.rsplit("/", 1)[-1]
+                )
+            ),
+            "minimal_torch": _text_or_none(self.catalog.minimal_outputs.get("torch")),
             "result": usable,
             "claim_lines": summary_lines(usable),
         }
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def dating_sentence(catalog: Catalog) -> str | None:

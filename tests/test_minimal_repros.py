@@ -97,6 +97,27 @@ def test_verdict(
     assert all(len(line) <= 120 for line in lines), context
 
 
+OUTPUTS = MINIMAL_DIR / "outputs.json"
+
+
+def test_the_captured_outputs_are_what_each_script_prints(
+    runs: dict[tuple[str, bool], subprocess.CompletedProcess[str]],
+) -> None:
+    """repros/minimal/outputs.json holds each script's output as it is (the issue quotes it
+    under the script); ARTBOT_WRITE_OUTPUTS=1 writes it from this run."""
+    import json
+
+    import torch
+
+    fresh = {
+        "torch": torch.__version__,
+        "outputs": {script.name: runs[(script.name, False)].stdout for script in SCRIPTS},
+    }
+    if os.environ.get("ARTBOT_WRITE_OUTPUTS") == "1":
+        OUTPUTS.write_text(json.dumps(fresh, indent=2) + "\n", encoding="utf-8")
+    assert json.loads(OUTPUTS.read_text(encoding="utf-8")) == fresh
+
+
 def _imported_roots(tree: ast.Module) -> set[str]:
     roots: set[str] = set()
     for node in ast.walk(tree):

@@ -403,3 +403,22 @@ def test_validate_rejects_the_placeholder(tmp_path: Path, path: str, old: str, n
     result = CliRunner().invoke(cli, ["--root", str(tmp_path), "validate"])
     assert result.exit_code == 2, result.output
     assert path in result.output and "'OWNER/'" in result.output
+
+
+@pytest.mark.parametrize("item", ALL_ITEMS)
+def test_prose_holds_no_bare_dunder(item: int) -> None:
+    """``__init__`` outside code renders as bold "init" on GitHub: prose names it in a code span."""
+    from artbot.reprorun import load_result
+    from artbot.status import load_status
+
+    catalog = load_catalog(REPO)
+    body = render_issue(
+        catalog,
+        catalog.get(item),
+        tracking_issue=TRACKING,
+        repro_result=load_result(REPO, item),
+        status=load_status(REPO, item),
+    ).body
+    prose = re.sub(r"```.*?```", "", body, flags=re.S)
+    prose = re.sub(r"`[^`\n]*`", "", prose)
+    assert not re.search(r"(?<![\\\w])__\w+__", prose), re.search(r".{40}__\w+__.{40}", prose)

@@ -107,7 +107,8 @@ def test_a_fixed_verdict_shows_its_method_lines_fix_and_change(catalog) -> None:
     # The Fixed-in cell gives the lines of the fix in the release that fixed it, not the newest.
     assert cells[3] == (
         "0.5.21<br>fix at `art/loss.py:387–395`, look for `if a \\| b:`"
-        "<br>change not identified: openpipe-art has no tags to compare"
+        "<br>change: not named by artbot; see [the history of `src/art/loss.py`]"
+        "(https://github.com/OpenPipe/ART/commits/main/src/art/loss.py)"
     )
     assert "; the fixing lines are in the table below Where." in body
 
@@ -357,14 +358,21 @@ def test_a_recorded_line_cannot_forge_a_marker(catalog) -> None:  # type: ignore
     assert "artbot:finding audit=e2a406a48 item=9" in body
 
 
-def test_a_fix_without_a_recorded_change_says_it_was_not_looked_up(catalog) -> None:  # type: ignore[no-untyped-def]
+def test_a_fix_without_an_identified_change_links_the_files_history(catalog) -> None:  # type: ignore[no-untyped-def]
+    """Not an internal state ("not looked up", "GitHub could not be reached"): something a
+    reader can follow, the fixing file's history on ART's main branch."""
     finding = catalog.get(7)
     cid = finding.claims[0].id
     fix = FixEvidence(lines=[SourceLine(path="art/loss.py", line=388)])
     fixed = ClaimResult(verdict=ClaimVerdict("fixed"), method=Method.ran, fix=fix)
     status = ItemStatus(item=7, points=[_point("release", "0.5.21", {cid: fixed})])
     row = table_row(render_issue(catalog, finding, status=status).body, finding.claims[0].text[:40])
-    assert row.endswith("| 0.5.21<br>fix at `art/loss.py:388`<br>change not looked up |")
+    history = "https://github.com/OpenPipe/ART/commits/main/src/art/loss.py"
+    assert row.endswith(
+        "| 0.5.21<br>fix at `art/loss.py:388`<br>change: not named by artbot; see "
+        f"[the history of `src/art/loss.py`]({history}) |"
+    )
+    assert "change not looked up" not in row and "could not be reached" not in row
 
 
 def test_an_audit_column_that_was_read_is_named_so(catalog) -> None:  # type: ignore[no-untyped-def]
