@@ -315,7 +315,8 @@ def status_view(
         bad = [cid for cid in p.claims if not _CLAIM_RE.fullmatch(cid) or len(cid) > 60]
         if bad:
             raise StatusError(f"item {status.item}: {bad[0]!r} is not a claim id (kebab-case)")
-    columns = _columns(status)
+    # A follow-up (origin: artbot) was found in a release: there is no audit text to model.
+    columns = [c for c in _columns(status) if not (finding.is_follow_up and c[0].source == "audit")]
     releases = status.releases()
     newest_point = releases[-1] if releases else None
     rows = []
