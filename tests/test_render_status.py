@@ -102,10 +102,11 @@ def test_a_fixed_verdict_shows_its_method_lines_fix_and_change(catalog) -> None:
     body = render_issue(catalog, finding, status=fixed_with_evidence(cid, missing)).body
     row = table_row(body, finding.claims[0].text[:40])
     cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
-    assert cells[1] == "reproduced (modelled)"
-    assert cells[2] == "fixed (ran): max \\|TIS factor - 1\\| = 0<br>at `art/loss.py:390–398`"
+    # Three columns: the audit point sits under the claim's words.
+    assert cells[0].endswith("<br>_artbot's model of `e2a406a48`:_ reproduced (modelled)")
+    assert cells[1] == "fixed (ran): max \\|TIS factor - 1\\| = 0<br>at `art/loss.py:390–398`"
     # The Fixed-in cell gives the lines of the fix in the release that fixed it, not the newest.
-    assert cells[3] == (
+    assert cells[2] == (
         "0.5.21<br>fix at `art/loss.py:387–395`, look for `if a \\| b:`"
         "<br>change: not named by artbot; see [the history of `src/art/loss.py`]"
         "(https://github.com/OpenPipe/ART/commits/main/src/art/loss.py)"
@@ -131,10 +132,12 @@ def test_columns_are_named_for_what_was_run_or_read(catalog, item: int) -> None:
     finding = catalog.get(item)
     body = render_issue(catalog, finding, status=load_status(REPO, item)).body
     assert "Audit `e2a406a48`" not in body
-    [head] = [ln for ln in body.splitlines() if ln.startswith("| The audit's claim")]
+    lines = body.splitlines()
+    [at] = [n for n, ln in enumerate(lines) if ln.startswith("| The audit's claim")]
     level = finding.confidence.level.value
-    assert f"(its confidence: “{level}”" in head
-    assert head.index(f"“{level}”") < head.index("artbot's model of `e2a406a48`")
+    assert f"(its confidence: “{level}”" in lines[at] and lines[at].count(" | ") <= 3
+    rows = lines[at + 2 : at + 2 + len(finding.claims)]
+    assert all("<br>_artbot's model of `e2a406a48`:_ " in row for row in rows)
 
 
 @pytest.mark.parametrize("item", ITEMS)
@@ -381,5 +384,5 @@ def test_an_audit_column_that_was_read_is_named_so(catalog) -> None:  # type: ig
     read = ClaimResult(verdict=ClaimVerdict("reproduced"), method=Method.read)
     status = ItemStatus(item=7, points=[_point("audit", "e2a406a48", {cid: read})])
     body = render_issue(catalog, finding, status=status).body
-    assert "| `e2a406a48`, checked by artbot (read) |" in body
+    assert "<br>_`e2a406a48`, checked by artbot (read):_ reproduced (read) |" in body
     assert "artbot's model of" not in body
