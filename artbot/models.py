@@ -240,6 +240,11 @@ class Finding(_Strict):
         "audit's figures, and why (synthetic data, another model). Never the audit's own words.",
     )
     labels: list[NonEmpty] = Field(default_factory=list, description="Labels beyond the audit's.")
+    no_regression_test: NonEmpty | None = Field(
+        default=None,
+        description="Why no regression test for ART's suite ships (its code does not run on a "
+        "CPU, or the expected behaviour is an open question): the issue says so.",
+    )
     issue: int | None = Field(
         default=None, ge=1, description="Existing issue number; artbot never files such an item."
     )

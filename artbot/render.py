@@ -186,13 +186,14 @@ class Renderer:
         catalog = self.catalog
         path = catalog.regression.get(finding.item)
         if path is None:
-            return None
+            return {"missing": finding.no_regression_test} if finding.no_regression_test else None
         name = path.rsplit("/", 1)[-1]
         repository = catalog.audit.tool_repository or catalog.tool.repository
         sha = commit or catalog.tool.commit or "main"
         web = catalog.audit.web_url.rstrip("/")
         outcomes = catalog.regression_outcomes
         return {
+            "missing": None,
             "path": path,
             "name": name,
             "url": f"{web}/{repository}/blob/{sha}/{path}" if repository else None,

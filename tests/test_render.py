@@ -422,3 +422,25 @@ def test_prose_holds_no_bare_dunder(item: int) -> None:
     prose = re.sub(r"```.*?```", "", body, flags=re.S)
     prose = re.sub(r"`[^`\n]*`", "", prose)
     assert not re.search(r"(?<![\\\w])__\w+__", prose), re.search(r".{40}__\w+__.{40}", prose)
+
+
+@pytest.mark.parametrize("item", ISSUE_ITEMS)
+def test_every_issue_names_its_regression_test_and_the_command(item: int) -> None:
+    """A test for ART's suite with the one command that runs it and what it reported on the
+    newest release, or, where none can run on a CPU, why not."""
+    import json
+
+    catalog = load_catalog(REPO)
+    finding = catalog.get(item)
+    body = render_issue(catalog, finding, tracking_issue=TRACKING).body
+    section = body.split("### Regression test\n", 1)[1].split("\n### ", 1)[0]
+    path = catalog.regression.get(item)
+    if path is None:
+        assert finding.no_regression_test, f"item {item}: a regression test, or why none"
+        assert section.strip().startswith("None for ART's suite yet: ")
+        return
+    name = path.rsplit("/", 1)[-1]
+    assert f"```sh\npytest tests/{name}\n```" in section
+    outcomes = json.loads((REPO / "repros" / "regression" / "outcomes.json").read_text())
+    reported = f"On openpipe-art {outcomes['release']} artbot's run of it reported "
+    assert f"{reported}`{outcomes['outcomes'][name]}`." in section
