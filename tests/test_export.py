@@ -198,3 +198,47 @@ def test_the_strict_xfail_of_item_6_flips_when_adam_params_gets_an_eps(
     got = outcomes(done.stdout)
     assert got["test_item06_adam_params_eps.py"] == "failed", done.stdout[-3000:]
     assert "XPASS(strict)" in done.stdout
+
+
+# Each follow-up's suggested fix as an edit of the release (files under art/, regex, replacement),
+# applied to a linked copy of 0.5.23: the follow-up's strict xfail must then fail as an XPASS.
+FOLLOW_UP_FIXES = {
+    "test_item401_unsloth_fp32_logits.py": [
+        (
+            "unsloth/train.py",
+            r"torch\.matmul\(chunk_hs, lm_head_t\)\.float\(\)",
+            "torch.matmul(chunk_hs.float(), lm_head_t.float())",
+        )
+    ],
+    "test_item801_ppo_sentinel_old_logprob.py": [
+        (
+            "loss.py",
+            r"~torch\.isfinite\(old_logprobs\),",
+            "~torch.isfinite(old_logprobs) | (new_logprobs.detach() - old_logprobs >= 20),",
+        )
+    ],
+    "test_item1001_near_equal_rewards.py": [
+        (
+            "tinker_native/data.py",
+            r"torch\.tensor\(rewards, dtype=torch\.float32\)",
+            "torch.tensor(rewards, dtype=torch.float64)",
+        )
+    ],
+}
+
+
+@pytest.mark.network
+def test_each_follow_ups_strict_xfail_flips_with_its_suggested_fix(
+    server: ForkServer, tmp_path: Path
+) -> None:
+    catalog = load_catalog(REPO)
+    follow_ups = {catalog.regression[f.item] for f in catalog.findings if f.is_follow_up}
+    assert set(FOLLOW_UP_FIXES) == {p.rsplit("/", 1)[-1] for p in follow_ups}
+    release = art_package("0.5.23").parent
+    edits = [edit for fix in FOLLOW_UP_FIXES.values() for edit in fix]
+    fixed = controlled_copy(release, tmp_path / "fixed", edits) / "art"
+    done = run_exported(server, tmp_path, "0.5.23-follow-ups-fixed", fixed)
+    got = outcomes(done.stdout)
+    for name in FOLLOW_UP_FIXES:
+        assert got[name] == "failed", done.stdout[-3000:]  # XPASS(strict): the mark must go
+    assert done.stdout.count("XPASS(strict)") >= len(FOLLOW_UP_FIXES)
