@@ -129,10 +129,12 @@ class Renderer:
         status: ItemStatus | None = None,
         commit: str | None = None,
         follows: int | None = None,
+        issues: Mapping[int, int] | None = None,
     ) -> RenderedIssue:
         """Title and body of the dedicated issue for ``finding``; ``commit`` overrides the
         tool commit the links point at (tests). ``follows``: for a follow-up, the issue number
-        of the audit item it follows, when known (its first line links it).
+        of the audit item it follows, when known (its first line links it); ``issues`` (item
+        -> issue number) links an audit item's follow-ups that are filed.
 
         Raises :class:`BadInput` when the body would exceed GitHub's limit, so nothing is sent.
         """
@@ -152,7 +154,11 @@ class Renderer:
             "verify_line": verify_line(view),
             "follows": follows,
             # artbot's own follow-ups to this audit item, each filed as its own issue.
-            "follow_ups": [f for f in catalog.findings if f.follows == finding.item],
+            "follow_ups": [
+                (f, (issues or {}).get(f.item))
+                for f in catalog.findings
+                if f.follows == finding.item
+            ],
             "regression": self._regression(finding, view, commit),
             "dating": dating_sentence(catalog),
             "marker": str(marker),

@@ -41,5 +41,6 @@ def render_all(
             repro_result=captured,
             status=load_status(catalog.root, f.item),
             follows=known.get(f.follows) if f.follows else None,
+            issues=known,
         )
     return out

@@ -136,6 +136,12 @@ def test_open_files_a_follow_up_linking_its_items_issue(
     block = read_block(art.get_issue(OWNER, NAME, TRACKING)["body"]) or ""
     audit_part, _, own = block.partition("**Found by artbot while checking the fixes**")
     assert f"#{follow_up['number']}" in own and f"#{follow_up['number']}" not in audit_part
+    # The next sync names the filed follow-up in item 8's own issue, as artbot's.
+    done = artbot(art, root, "sync")
+    assert done.exit_code == 0, done.output
+    body = art.get_issue(OWNER, NAME, eight["number"])["body"]
+    named = f"filed apart as artbot's follow-up 801, #{follow_up['number']})"
+    assert f"**Left behind, found by artbot** (not the audit; {named}" in body
 
 
 def test_a_declined_follow_up_is_never_filed(
