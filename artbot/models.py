@@ -263,12 +263,21 @@ class Finding(_Strict):
         default=None,
         description="For a follow-up: the openpipe-art release in which artbot found it.",
     )
+    found_checking: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_AUDIT_ITEM,
+        description="For a follow-up found while checking another item's fix than the one it "
+        "follows (401: item 4 on the Unsloth backend, found checking #1109, item 2): that item.",
+    )
 
     @model_validator(mode="after")
     def _follow_up_is_numbered_after_its_item(self) -> Finding:
         if self.origin == "audit":
-            if self.follows is not None or self.checked_release is not None:
-                raise ValueError("follows and checked_release are for origin: artbot only")
+            if (self.follows, self.checked_release, self.found_checking) != (None, None, None):
+                raise ValueError(
+                    "follows, checked_release and found_checking are for origin: artbot only"
+                )
             if self.item > MAX_AUDIT_ITEM:
                 raise ValueError(
                     f"an audit item is numbered 1-{MAX_AUDIT_ITEM}; a larger number is a "

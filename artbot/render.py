@@ -153,6 +153,12 @@ class Renderer:
             "status": view,
             "verify_line": verify_line(view),
             "follows": follows,
+            # The item whose fix artbot was checking, and its issue when known.
+            "checking": _checking(
+                finding,
+                follows,
+                {f.item: f.issue for f in catalog.findings if f.issue} | {**(issues or {})},
+            ),
             # artbot's own follow-ups to this audit item, each filed as its own issue.
             "follow_ups": [
                 (f, (issues or {}).get(f.item))
@@ -238,6 +244,15 @@ class Renderer:
         }
 
 
+def _checking(
+    finding: Finding, follows: int | None, issues: Mapping[int, int] | None
+) -> tuple[int, int | None] | None:
+    if finding.follows is None:
+        return None
+    item = finding.found_checking or finding.follows
+    return item, follows if item == finding.follows else (issues or {}).get(item)
+
+
 def _text_or_none(value: Any) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
@@ -280,6 +295,7 @@ def render_issue(
     status: ItemStatus | None = None,
     commit: str | None = None,
     follows: int | None = None,
+    issues: Mapping[int, int] | None = None,
 ) -> RenderedIssue:
     """:meth:`Renderer.issue` with a renderer for ``catalog`` (templates compiled once per
     process): for one-off callers and tests."""
@@ -290,6 +306,7 @@ def render_issue(
         status=status,
         commit=commit,
         follows=follows,
+        issues=issues,
     )
 
 

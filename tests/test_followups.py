@@ -71,16 +71,21 @@ def test_a_follow_up_of_an_item_not_in_the_catalog_is_refused(tmp_path: Path) ->
 def test_the_first_line_says_artbot_found_it_and_links_the_items_issue(item: int) -> None:
     catalog = load_catalog(REPO)
     finding = catalog.get(item)
-    body = render_issue(catalog, finding, tracking_issue=TRACKING, follows=1116).body
+    issues = {f.item: f.issue for f in catalog.findings if f.issue}
+    body = render_issue(catalog, finding, tracking_issue=TRACKING, follows=1116, issues=issues).body
     first = body.split("\n")[2]
-    assert first.startswith(
-        f"**artbot found this while checking the fix for item {finding.follows} (#1116)**"
-    )
+    if finding.found_checking is None:  # found while checking the fix of the item it follows
+        checked = f"item {finding.follows} (#1116)"
+    else:  # 401: item 4 on the Unsloth backend, found while checking #1109's fix (item 2)
+        checked = f"item {finding.found_checking} (#{issues[finding.found_checking]})"
+        assert f"; it extends item {finding.follows} (#1116)." in first
+    assert first.startswith(f"**artbot found this while checking the fix for {checked}**")
     assert "not one of the audit's items" in first
     assert f"follow-up {item} to item {finding.follows}" in body
     # Without the followed item's issue number, the line points at the tracking issue.
     body = render_issue(catalog, finding, tracking_issue=TRACKING).body
     assert f"item {finding.follows} of the audit tracked in #{TRACKING}" in body.split("\n")[2]
+    assert finding.found_checking in (None, *AUDIT_ITEMS)
 
 
 def entries() -> list[ChecklistEntry]:
