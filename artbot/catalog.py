@@ -19,6 +19,12 @@ from .dating import AnchorDating, load_dating
 from .errors import BadInput, CatalogInvalid, Problem
 from .jsonlimits import loads_limited
 from .models import Audit, Finding
+from .repro_files import (
+    MINIMAL_OUTPUTS,
+    REGRESSION_OUTCOMES,
+    json_or_empty,
+    regression_tests_by_item,
+)
 from .scripts import helper_imports
 from .toolsource import ToolSource
 
@@ -143,36 +149,9 @@ def load_catalog(root: Path, *, tool: ToolSource | None = None) -> Catalog:
         dating=load_dating(root),
         tool=tool or ToolSource(),
         regression=regression_tests_by_item(root),
-        regression_outcomes=_json_or_empty(root / REGRESSION_OUTCOMES),
-        minimal_outputs=_json_or_empty(root / MINIMAL_OUTPUTS),
+        regression_outcomes=json_or_empty(root / REGRESSION_OUTCOMES),
+        minimal_outputs=json_or_empty(root / MINIMAL_OUTPUTS),
     )
-
-
-REGRESSION_DIR = "repros/regression"
-
-
-REGRESSION_OUTCOMES = f"{REGRESSION_DIR}/outcomes.json"
-MINIMAL_OUTPUTS = "repros/minimal/outputs.json"
-
-
-def _json_or_empty(path: Path) -> dict[str, Any]:
-    """A captured-output file (repros/regression/outcomes.json, repros/minimal/outputs.json),
-    or {} when absent or unreadable: the issue then says nothing of it."""
-    try:
-        data = loads_limited(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def regression_tests_by_item(root: Path) -> dict[int, str]:
-    """item -> the path of its regression test, ``repros/regression/test_itemNN_slug.py``."""
-    found: dict[int, str] = {}
-    for path in sorted((root / REGRESSION_DIR).glob("test_item*_*.py")):
-        digits = path.name.removeprefix("test_item").split("_", 1)[0]
-        if digits.isdigit():
-            found.setdefault(int(digits), f"{REGRESSION_DIR}/{path.name}")
-    return found
 
 
 def minimal_repro_path(item: int) -> str:
