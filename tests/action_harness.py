@@ -280,10 +280,12 @@ def seed_as(sandbox: GitHubSandbox, number: int, title: str, body: str) -> int:
 
 
 def records() -> list[dict[str, Any]]:
-    return [
+    found = [
         yaml.safe_load(p.read_text(encoding="utf-8"))
-        for p in sorted((REPO / "findings").glob("[0-9][0-9]-*.yaml"))
+        for p in (REPO / "findings").glob("*.yaml")
+        if p.name != "audit.yaml"  # the audit's items and artbot's own follow-ups
     ]
+    return sorted(found, key=lambda r: r["item"])
 
 
 def titles() -> dict[int, str]:

@@ -83,7 +83,7 @@ def test_open_files_a_partial_item_open_about_what_remains(art: GitHubSandbox, r
     assert result.exit_code == 0, result.output + result.stderr
     [issue] = issues_for(art, 9)
     assert issue["title"] == remaining.symptom
-    assert "optimizer" in issue["title"].lower()
+    assert "adam step" in issue["title"].lower()  # item 9's open claim, asked as a question
     lead = first_paragraph(issue["body"])
     assert lead.startswith("**Partly fixed.**") and "fixed in 0.5.21" in lead
     assert "Still present in openpipe-art 0.5.23" in lead
@@ -239,19 +239,22 @@ def test_demo_shows_a_fixed_item_closed_and_a_partial_item_open(root: Path) -> N
     setup_status(root, 7, fixed_item)
     setup_status(root, 9, partial_item)
     result = run_demo(load_catalog(root), log=lambda _: None)
-    # 7 and 9 filed by `open`, 5 by the request the demo ticks in the tracking issue.
-    seven, nine, five = result.issues
+    # 7, 9 and artbot's follow-up 801 filed by `open`, 5 by the request the demo ticks.
+    seven, nine, follow_up, five = result.issues
     assert (five.item, five.state) == (5, "open")
+    assert (follow_up.item, follow_up.state) == (801, "open")
+    own = result.checklist.split("**Found by artbot while checking the fixes**")[1]
+    assert line_of(own, 801).startswith("- [ ] 801.")
     assert (seven.item, seven.state, seven.state_reason) == (7, "closed", "completed")
-    assert (nine.item, nine.state) == (9, "open") and "optimizer" in nine.title.lower()
+    assert (nine.item, nine.state) == (9, "open") and "adam step" in nine.title.lower()
     assert line_of(result.checklist, 7).startswith("- [x] 7.")
     assert f"— #{seven.number}" in line_of(result.checklist, 7)
     assert line_of(result.checklist, 9).endswith("— partly fixed in 0.5.21")
     assert result.requests["sync (no change)"] <= 2
-    # The tracking issue's sub-issues: #1108-#1110 and the three new issues, in item order.
-    numbers = [1108, 1109, 1110, five.number, seven.number, nine.number]
+    # The tracking issue's sub-issues: #1108-#1110 and the four new issues, in item order.
+    numbers = [1108, 1109, 1110, five.number, seven.number, nine.number, follow_up.number]
     assert [n for n, _, _ in result.sub_issues] == numbers
-    assert result.progress == {"total": 6, "completed": 1, "percent_completed": 16}
+    assert result.progress == {"total": 7, "completed": 1, "percent_completed": 14}
     from artbot.cli.demo import describe
 
     assert f"#{seven.number} (closed) {seven.title}" in describe(result)

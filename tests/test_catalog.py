@@ -35,9 +35,20 @@ def test_shipped_catalog_validates() -> None:
     catalog = load_catalog(REPO)
     # One record per findings/NN-*.yaml file, in item order.
     numbers = sorted(int(p.name[:2]) for p in (REPO / "findings").glob("[0-9][0-9]-*.yaml"))
-    assert catalog.items == numbers
+    assert [f.item for f in catalog.findings if not f.is_follow_up] == numbers
+    # artbot's own follow-ups, one per findings/followup-NNNN-*.yaml, numbered 100 x item + n.
+    follow_ups = sorted(
+        int(p.name.split("-")[1]) for p in (REPO / "findings").glob("followup-*.yaml")
+    )
+    assert [f.item for f in catalog.findings if f.is_follow_up] == follow_ups
+    assert all(
+        f.follows == f.item // 100 and f.origin == "artbot"
+        for f in catalog.findings
+        if f.is_follow_up
+    )
     assert {f.item: f.issue for f in catalog.findings if f.issue} == {1: 1108, 2: 1109, 3: 1110}
     assert all(f.issue is None for f in catalog.findings if f.item >= 4)
+    assert catalog.items == sorted(catalog.items)
     assert all(f.expected.strip() for f in catalog.findings)
     assert catalog.audit.commit == "e2a406a48"
 

@@ -106,6 +106,8 @@ def test_an_edit_that_matches_nothing_fails_loudly(tmp_path: Path) -> None:
 
 def test_every_control_names_whose_fix_it_applies() -> None:
     for finding in checkable(load_catalog(ROOT)):
+        if finding.is_follow_up:
+            continue  # artbot's own follow-ups: their checks are proven on the releases alone
         item = finding.item
         control = load_control(item)
         assert control is not None and control.doc, item

@@ -50,9 +50,9 @@ def golden_checklist() -> str:
     catalog = load_catalog(REPO)
     observed = []
     for n, item in enumerate(GOLDEN_ITEMS, start=1112):
-        body = render_issue(catalog, catalog.get(item), tracking_issue=TRACKING).body
-        marker = IssueMarker.find(body)
-        observed.append(ObservedIssue(n, "t", body, "open", None, "", (), marker))
+        issue = render_issue(catalog, catalog.get(item), tracking_issue=TRACKING)
+        marker = IssueMarker.find(issue.body)
+        observed.append(ObservedIssue(n, issue.title, issue.body, "open", None, "", (), marker))
     views = status_views(catalog, catalog.findings)
     entries = checklist_entries(catalog.findings, observed, catalog.audit, None, views)
     return render_checklist(entries, catalog.audit, REPO / "templates")
@@ -110,7 +110,11 @@ def test_every_field_that_is_artbots_says_so(item: int) -> None:
     body = render_issue(catalog, finding, tracking_issue=TRACKING).body
     assert body.count("artbot's addition") == len(finding.additions)
     assert "Added by artbot's reproduction" in body or not finding.reproduction_notes
-    assert "(the audit's)" in body  # the suggested fix and the confidence are quoted
+    if finding.is_follow_up:  # artbot's own: nothing in it is the audit's
+        assert "(artbot's)" in body and "(the audit's)" not in body
+        assert body.split("\n")[2].startswith("**artbot found this while checking the fix")
+    else:
+        assert "(the audit's)" in body  # the suggested fix and the confidence are quoted
 
 
 @pytest.mark.parametrize("item", GOLDEN_ITEMS)
@@ -180,7 +184,7 @@ def test_render_cli(tmp_path: Path) -> None:
         cli, ["--root", str(REPO), "render", "--all", "--out", str(tmp_path)]
     )
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{i:02d}.md" for i in ALL_ITEMS]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{i:02d}.md" for i in ALL_ITEMS)
 
 
 def test_list_json() -> None:
@@ -399,3 +403,44 @@ def test_validate_rejects_the_placeholder(tmp_path: Path, path: str, old: str, n
     result = CliRunner().invoke(cli, ["--root", str(tmp_path), "validate"])
     assert result.exit_code == 2, result.output
     assert path in result.output and "'OWNER/'" in result.output
+
+
+@pytest.mark.parametrize("item", ALL_ITEMS)
+def test_prose_holds_no_bare_dunder(item: int) -> None:
+    """``__init__`` outside code renders as bold "init" on GitHub: prose names it in a code span."""
+    from artbot.repro.run import load_result
+    from artbot.status import load_status
+
+    catalog = load_catalog(REPO)
+    body = render_issue(
+        catalog,
+        catalog.get(item),
+        tracking_issue=TRACKING,
+        repro_result=load_result(REPO, item),
+        status=load_status(REPO, item),
+    ).body
+    prose = re.sub(r"```.*?```", "", body, flags=re.S)
+    prose = re.sub(r"`[^`\n]*`", "", prose)
+    assert not re.search(r"(?<![\\\w])__\w+__", prose), re.search(r".{40}__\w+__.{40}", prose)
+
+
+@pytest.mark.parametrize("item", ISSUE_ITEMS)
+def test_every_issue_names_its_regression_test_and_the_command(item: int) -> None:
+    """A test for ART's suite with the one command that runs it and what it reported on the
+    newest release, or, where none can run on a CPU, why not."""
+    import json
+
+    catalog = load_catalog(REPO)
+    finding = catalog.get(item)
+    body = render_issue(catalog, finding, tracking_issue=TRACKING).body
+    section = body.split("### Regression test\n", 1)[1].split("\n### ", 1)[0]
+    path = catalog.regression.get(item)
+    if path is None:
+        assert finding.no_regression_test, f"item {item}: a regression test, or why none"
+        assert section.strip().startswith("None for ART's suite yet: ")
+        return
+    name = path.rsplit("/", 1)[-1]
+    assert f"```sh\npytest tests/{name}\n```" in section
+    outcomes = json.loads((REPO / "repros" / "regression" / "outcomes.json").read_text())
+    reported = f"On openpipe-art {outcomes['release']} artbot's run of it reported "
+    assert f"{reported}`{outcomes['outcomes'][name]}`." in section

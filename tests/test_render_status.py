@@ -32,10 +32,10 @@ from artbot.status import (
     load_status,
 )
 from artbot.status.dating import DATING_FILE, AnchorDating
-from tests.shipped import ALL_ITEMS
+from tests.shipped import AUDIT_ITEMS
 
 REPO = Path(__file__).resolve().parents[1]
-ITEMS = ALL_ITEMS
+ITEMS = AUDIT_ITEMS  # the follow-ups have no recorded status (tests/test_render_followups.py)
 
 
 @pytest.fixture(scope="module")
@@ -102,12 +102,14 @@ def test_a_fixed_verdict_shows_its_method_lines_fix_and_change(catalog) -> None:
     body = render_issue(catalog, finding, status=fixed_with_evidence(cid, missing)).body
     row = table_row(body, finding.claims[0].text[:40])
     cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
-    assert cells[1] == "reproduced (modelled)"
-    assert cells[2] == "fixed (ran): max \\|TIS factor - 1\\| = 0<br>at `art/loss.py:390–398`"
+    # Three columns: the audit point sits under the claim's words.
+    assert cells[0].endswith("<br>_artbot's model of `e2a406a48`:_ reproduced (modelled)")
+    assert cells[1] == "fixed (ran): max \\|TIS factor - 1\\| = 0<br>at `art/loss.py:390–398`"
     # The Fixed-in cell gives the lines of the fix in the release that fixed it, not the newest.
-    assert cells[3] == (
+    assert cells[2] == (
         "0.5.21<br>fix at `art/loss.py:387–395`, look for `if a \\| b:`"
-        "<br>change not identified: openpipe-art has no tags to compare"
+        "<br>change: not named by artbot; see [the history of `src/art/loss.py`]"
+        "(https://github.com/OpenPipe/ART/commits/main/src/art/loss.py)"
     )
     assert "; the fixing lines are in the table below Where." in body
 
@@ -130,10 +132,12 @@ def test_columns_are_named_for_what_was_run_or_read(catalog, item: int) -> None:
     finding = catalog.get(item)
     body = render_issue(catalog, finding, status=load_status(REPO, item)).body
     assert "Audit `e2a406a48`" not in body
-    [head] = [ln for ln in body.splitlines() if ln.startswith("| The audit's claim")]
+    lines = body.splitlines()
+    [at] = [n for n, ln in enumerate(lines) if ln.startswith("| The audit's claim")]
     level = finding.confidence.level.value
-    assert f"(its confidence: “{level}”" in head
-    assert head.index(f"“{level}”") < head.index("artbot's model of `e2a406a48`")
+    assert f"(its confidence: “{level}”" in lines[at] and lines[at].count(" | ") <= 3
+    rows = lines[at + 2 : at + 2 + len(finding.claims)]
+    assert all("<br>_artbot's model of `e2a406a48`:_ " in row for row in rows)
 
 
 @pytest.mark.parametrize("item", ITEMS)
@@ -357,14 +361,21 @@ def test_a_recorded_line_cannot_forge_a_marker(catalog) -> None:  # type: ignore
     assert "artbot:finding audit=e2a406a48 item=9" in body
 
 
-def test_a_fix_without_a_recorded_change_says_it_was_not_looked_up(catalog) -> None:  # type: ignore[no-untyped-def]
+def test_a_fix_without_an_identified_change_links_the_files_history(catalog) -> None:  # type: ignore[no-untyped-def]
+    """Not an internal state ("not looked up", "GitHub could not be reached"): something a
+    reader can follow, the fixing file's history on ART's main branch."""
     finding = catalog.get(7)
     cid = finding.claims[0].id
     fix = FixEvidence(lines=[SourceLine(path="art/loss.py", line=388)])
     fixed = ClaimResult(verdict=ClaimVerdict("fixed"), method=Method.ran, fix=fix)
     status = ItemStatus(item=7, points=[_point("release", "0.5.21", {cid: fixed})])
     row = table_row(render_issue(catalog, finding, status=status).body, finding.claims[0].text[:40])
-    assert row.endswith("| 0.5.21<br>fix at `art/loss.py:388`<br>change not looked up |")
+    history = "https://github.com/OpenPipe/ART/commits/main/src/art/loss.py"
+    assert row.endswith(
+        "| 0.5.21<br>fix at `art/loss.py:388`<br>change: not named by artbot; see "
+        f"[the history of `src/art/loss.py`]({history}) |"
+    )
+    assert "change not looked up" not in row and "could not be reached" not in row
 
 
 def test_an_audit_column_that_was_read_is_named_so(catalog) -> None:  # type: ignore[no-untyped-def]
@@ -373,5 +384,5 @@ def test_an_audit_column_that_was_read_is_named_so(catalog) -> None:  # type: ig
     read = ClaimResult(verdict=ClaimVerdict("reproduced"), method=Method.read)
     status = ItemStatus(item=7, points=[_point("audit", "e2a406a48", {cid: read})])
     body = render_issue(catalog, finding, status=status).body
-    assert "| `e2a406a48`, checked by artbot (read) |" in body
+    assert "<br>_`e2a406a48`, checked by artbot (read):_ reproduced (read) |" in body
     assert "artbot's model of" not in body

@@ -226,13 +226,13 @@ def test_the_recorded_dating_is_what_the_releases_measure_now(tmp_path: Path) ->
     assert measured.place() == ("0.5.20", "0.5.21")
     # lines artbot located itself in 0.5.20 (items 1-3) are not the audit's and date nothing
     located = {
-        f"{f.item}:{loc.path}"
+        f"{f.item}:{loc.path}:{loc.start}-{loc.end}"
         for f in catalog.findings
         for loc in f.locations
         if loc.located_in is not None
     }
     assert located, "items 1-3 carry ranges artbot located in a release"
-    counted = [a.rsplit(":", 1)[0] for r in measured.releases for a in r.at_lines]
+    counted = [a for r in measured.releases for a in r.at_lines]
     assert not located & set(counted)
     audit_anchors = [loc for f in catalog.findings for loc in f.locations if loc.anchor]
     assert measured.anchors == sum(loc.located_in is None for loc in audit_anchors)

@@ -1,7 +1,8 @@
 """The main job, end to end, on the embedded GitHub sandbox: no token, no network.
 
 Seeds a sandbox repository like ART's (the three dedicated issues #1108-#1110 and the
-tracking issue with the audit's own text), then runs ``open --item 7 --item 9`` and ``sync``
+tracking issue with the audit's own text), then runs ``open --item 7 --item 9 --item 801``
+(801: artbot's own follow-up to item 8, listed apart from the audit's items) and ``sync``
 through the same code paths as against GitHub, ticks "File the issue for item 5" in the
 tracking issue's Requests as a maintainer would on the web and syncs on that edit's event, as
 the requests workflow does (which files it), and shows what a maintainer would see: the new
@@ -92,7 +93,7 @@ def paste_lines(api_url: str, tracking: int, program: str = "artbot") -> str:
     )
 
 
-DEMO_ITEMS = (7, 9)
+DEMO_ITEMS = (7, 9, 801)  # 801: artbot's own follow-up to item 8, filed and listed apart
 TICKED_ITEM = 5  # the request the demo ticks, as a maintainer would
 
 

@@ -17,6 +17,12 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import BadInput, CatalogInvalid, Problem
 from ..jsonlimits import loads_limited
+from ..repro.files import (
+    MINIMAL_OUTPUTS,
+    REGRESSION_OUTCOMES,
+    json_or_empty,
+    regression_tests_by_item,
+)
 from ..repro.scripts import helper_imports
 from ..status.dating import AnchorDating, load_dating
 from .models import Audit, Finding
@@ -52,6 +58,15 @@ class Catalog:
     # Where the audit commit lies among the releases, from its anchors (findings/status/
     # anchors.json, written by `artbot verify --record`); None until a release was recorded.
     dating: AnchorDating | None = None
+    # item -> its regression test for ART's own suite (repros/regression/test_itemNN_*.py).
+    regression: dict[int, str] = field(default_factory=dict)
+    # What artbot's run of each regression test on the newest release reported
+    # (repros/regression/outcomes.json: {"release": ..., "outcomes": {file name: summary}}).
+    regression_outcomes: dict[str, Any] = field(default_factory=dict)
+    # What each minimal repro prints, as captured (repros/minimal/outputs.json: {"torch": its
+    # version, "outputs": {name: stdout}}),
+    # so the issue quotes the figures the pasted script prints.
+    minimal_outputs: dict[str, Any] = field(default_factory=dict)
 
     def get(self, item: int) -> Finding:
         for f in self.findings:
@@ -133,6 +148,9 @@ def load_catalog(root: Path, *, tool: ToolSource | None = None) -> Catalog:
         },
         dating=load_dating(root),
         tool=tool or ToolSource(),
+        regression=regression_tests_by_item(root),
+        regression_outcomes=json_or_empty(root / REGRESSION_OUTCOMES),
+        minimal_outputs=json_or_empty(root / MINIMAL_OUTPUTS),
     )
 
 
@@ -389,6 +407,17 @@ def _cross_checks(
                 )
             )
         problems += _claim_checks(root, rel, finding, node)
+        if finding.follows is not None and not any(
+            f.item == finding.follows and not f.is_follow_up for _, f, _ in loaded
+        ):
+            problems.append(
+                Problem(
+                    rel,
+                    _line_for(node, ("follows",), ""),
+                    "follows",
+                    f"no audit item {finding.follows} in the catalog for this follow-up to follow",
+                )
+            )
         if audit is not None and audit.label_definitions:  # none at all: default colours
             for i, label in enumerate(finding.labels):
                 if label not in audit.label_definitions:

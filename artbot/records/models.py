@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from .marker import MARKER_PREFIX, IssueMarker
 
@@ -168,6 +175,18 @@ class Fix(_Strict):
 
 
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=90)]
+# The audit's items are numbered 1-99; artbot's follow-up n (1-99) of item N is 100 * N + n, so
+# follow-up 801 is the first that artbot found while checking item 8's fix: stable, and never
+# among the audit's numbers.
+MAX_AUDIT_ITEM = 99
+
+
+def follow_up_of(item: int) -> int | None:
+    """The audit item a follow-up number belongs to (801 -> 8), None for an audit number."""
+    parent, n = divmod(item, 100)
+    return parent if parent >= 1 and n >= 1 else None
+
+
 ClaimId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", max_length=60)]
 
 
@@ -221,9 +240,64 @@ class Finding(_Strict):
         "audit's figures, and why (synthetic data, another model). Never the audit's own words.",
     )
     labels: list[NonEmpty] = Field(default_factory=list, description="Labels beyond the audit's.")
+    no_regression_test: NonEmpty | None = Field(
+        default=None,
+        description="Why no regression test for ART's suite ships (its code does not run on a "
+        "CPU, or the expected behaviour is an open question): the issue says so.",
+    )
     issue: int | None = Field(
         default=None, ge=1, description="Existing issue number; artbot never files such an item."
     )
+    origin: Literal["audit", "artbot"] = Field(
+        default="audit",
+        description="audit: one of the audit's items, in its words. artbot: a follow-up artbot "
+        "found itself while checking the fix of the item in `follows`; its text is artbot's.",
+    )
+    follows: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_AUDIT_ITEM,
+        description="For a follow-up: the audit item whose fix artbot was checking.",
+    )
+    checked_release: NonEmpty | None = Field(
+        default=None,
+        description="For a follow-up: the openpipe-art release in which artbot found it.",
+    )
+    found_checking: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_AUDIT_ITEM,
+        description="For a follow-up found while checking another item's fix than the one it "
+        "follows (401: item 4 on the Unsloth backend, found checking #1109, item 2): that item.",
+    )
+
+    @model_validator(mode="after")
+    def _follow_up_is_numbered_after_its_item(self) -> Finding:
+        if self.origin == "audit":
+            if (self.follows, self.checked_release, self.found_checking) != (None, None, None):
+                raise ValueError(
+                    "follows, checked_release and found_checking are for origin: artbot only"
+                )
+            if self.item > MAX_AUDIT_ITEM:
+                raise ValueError(
+                    f"an audit item is numbered 1-{MAX_AUDIT_ITEM}; a larger number is a "
+                    "follow-up's (origin: artbot)"
+                )
+            return self
+        if self.follows is None or self.checked_release is None:
+            raise ValueError("a follow-up (origin: artbot) names follows and checked_release")
+        if not follow_up_of(self.item) == self.follows:
+            raise ValueError(
+                f"a follow-up of item {self.follows} is numbered {self.follows * 100 + 1}-"
+                f"{self.follows * 100 + 99} (100 x the item + its own number), not {self.item}"
+            )
+        if self.issue is not None:
+            raise ValueError("a follow-up is artbot's own: it has no preset issue")
+        return self
+
+    @property
+    def is_follow_up(self) -> bool:
+        return self.origin == "artbot"
 
     @field_validator("title", mode="before")
     @classmethod

@@ -30,7 +30,7 @@ from ..records.marker import (
 )
 from ..records.models import TITLE_LIMIT, Audit, Finding, Location
 from ..status import ItemStatus
-from .status_view import StatusView, code_span, status_view
+from .status_view import StatusView, code_span, history_link, status_view
 
 # GitHub rejects an issue body longer than this (422 "body is too long").
 GITHUB_BODY_LIMIT = 65_536
@@ -136,15 +136,20 @@ class Renderer:
         repro_result: Mapping[str, Any] | None = None,
         status: ItemStatus | None = None,
         commit: str | None = None,
+        follows: int | None = None,
+        issues: Mapping[int, int] | None = None,
     ) -> RenderedIssue:
         """Title and body of the dedicated issue for ``finding``; ``commit`` overrides the
-        tool commit the links point at (tests).
+        tool commit the links point at (tests). ``follows``: for a follow-up, the issue number
+        of the audit item it follows, when known (its first line links it); ``issues`` (item
+        -> issue number) links an audit item's follow-ups that are filed.
 
         Raises :class:`BadInput` when the body would exceed GitHub's limit, so nothing is sent.
         """
         catalog, audit = self.catalog, self.catalog.audit
         marker = IssueMarker(audit.commit, finding.item)
-        view = status_view(finding, status, audit.web_url)
+        history = history_link(audit.web_url, audit.repository, audit.source_root)
+        view = status_view(finding, status, audit.web_url, history)
         context = {
             "audit": audit,
             "finding": finding,
@@ -155,6 +160,20 @@ class Renderer:
             # Where the finding stands in ART (findings/status/NN.json); None when not recorded.
             "status": view,
             "verify_line": verify_line(view),
+            "follows": follows,
+            # The item whose fix artbot was checking, and its issue when known.
+            "checking": _checking(
+                finding,
+                follows,
+                {f.item: f.issue for f in catalog.findings if f.issue} | {**(issues or {})},
+            ),
+            # artbot's own follow-ups to this audit item, each filed as its own issue.
+            "follow_ups": [
+                (f, (issues or {}).get(f.item))
+                for f in catalog.findings
+                if f.follows == finding.item
+            ],
+            "regression": self._regression(finding, view, commit),
             "dating": dating_sentence(catalog),
             "marker": str(marker),
             "body_start": BODY_START,
@@ -179,6 +198,30 @@ class Renderer:
         check_markers(body, marker, where)
         return RenderedIssue(finding.item, title, body, issue_labels(audit, finding), marker)
 
+    def _regression(
+        self, finding: Finding, view: StatusView | None, commit: str | None
+    ) -> dict[str, Any] | None:
+        """The item's regression test for ART's suite, if it has one: path, link, and what
+        artbot's run of it on the newest release reported (repros/regression/outcomes.json)."""
+        catalog = self.catalog
+        path = catalog.regression.get(finding.item)
+        if path is None:
+            return {"missing": finding.no_regression_test} if finding.no_regression_test else None
+        name = path.rsplit("/", 1)[-1]
+        repository = catalog.audit.tool_repository or catalog.tool.repository
+        sha = commit or catalog.tool.commit or "main"
+        web = catalog.audit.web_url.rstrip("/")
+        outcomes = catalog.regression_outcomes
+        return {
+            "missing": None,
+            "path": path,
+            "name": name,
+            "url": f"{web}/{repository}/blob/{sha}/{path}" if repository else None,
+            "open": not (view is not None and view.fixed_in),
+            "release": outcomes.get("release"),
+            "outcome": (outcomes.get("outcomes") or {}).get(name),
+        }
+
     def _repro(
         self, finding: Finding, result: Mapping[str, Any] | None, commit: str | None
     ) -> dict[str, Any]:
@@ -198,9 +241,28 @@ class Renderer:
             "minimal": self.catalog.sources.get(minimal_path),
             "minimal_path": minimal_path,
             "minimal_name": minimal_path.rsplit("/", 1)[-1],
+            "minimal_output": _text_or_none(
+                (self.catalog.minimal_outputs.get("outputs") or {}).get(
+                    minimal_path.rsplit("/", 1)[-1]
+                )
+            ),
+            "minimal_torch": _text_or_none(self.catalog.minimal_outputs.get("torch")),
             "result": usable,
             "claim_lines": summary_lines(usable),
         }
+
+
+def _checking(
+    finding: Finding, follows: int | None, issues: Mapping[int, int] | None
+) -> tuple[int, int | None] | None:
+    if finding.follows is None:
+        return None
+    item = finding.found_checking or finding.follows
+    return item, follows if item == finding.follows else (issues or {}).get(item)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def dating_sentence(catalog: Catalog) -> str | None:
@@ -240,6 +302,8 @@ def render_issue(
     templates_dir: Path | None = None,
     status: ItemStatus | None = None,
     commit: str | None = None,
+    follows: int | None = None,
+    issues: Mapping[int, int] | None = None,
 ) -> RenderedIssue:
     """:meth:`Renderer.issue` with a renderer for ``catalog`` (templates compiled once per
     process): for one-off callers and tests."""
@@ -249,6 +313,8 @@ def render_issue(
         repro_result=repro_result,
         status=status,
         commit=commit,
+        follows=follows,
+        issues=issues,
     )
 
 

@@ -6,7 +6,7 @@ limit stops the run with exit 2 before anything is sent."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..records.catalog import Catalog
 from ..records.models import Finding
@@ -21,9 +21,14 @@ def render_all(
     tracking_issue: int | None,
     *,
     no_capture: Callable[[int], None] | None = None,
+    issues: Mapping[int, int] | None = None,
 ) -> dict[int, RenderedIssue]:
     """Each finding's issue, in order; ``no_capture`` hears of each item whose body has no
-    Result section because no usable capture is on file."""
+    Result section because no usable capture is on file. ``issues`` (item -> issue number, as
+    GitHub holds them) lets a follow-up's first line link the issue of the item it follows;
+    the item's preset ``issue:`` is used when it has one."""
+    preset = {f.item: f.issue for f in catalog.findings if f.issue}
+    known = {**preset, **(issues or {})}
     renderer = Renderer(catalog)
     out = {}
     for f in findings:
@@ -35,5 +40,7 @@ def render_all(
             tracking_issue=tracking_issue,
             repro_result=captured,
             status=load_status(catalog.root, f.item),
+            follows=known.get(f.follows) if f.follows else None,
+            issues=known,
         )
     return out

@@ -18,7 +18,7 @@ from a repro's output cannot break the table or inject markdown structure.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -203,8 +203,9 @@ _INERT = str.maketrans(
 def cell_text(text: str, limit: int = _DETAIL_MAX) -> str:
     """:func:`one_line` as inert markdown: every ``|`` escaped so it cannot end a table cell,
     no link or image (``[``/``]`` escaped), no HTML (``<``/``>`` as entities) and no mention (a
-    word joiner after ``@``). Status text can come from a release's code or from GitHub."""
-    return one_line(text, limit).translate(_INERT)
+    word joiner after ``@``), no bold from a dunder (``__init__`` would show as bold "init":
+    its underscores escaped). Status text can come from a release's code or from GitHub."""
+    return one_line(text, limit).translate(_INERT).replace("__", "\\_\\_")
 
 
 _NOT_CHECKED_RE = re.compile(r"^not checked\s*\((.*)\)$", re.S)
@@ -227,17 +228,43 @@ def _cell(result: ClaimResult | None) -> str:
     return "<br>".join([head, *(f"at {source_ref(line)}" for line in result.at)])
 
 
-def _fix_cell(release: str | None, result: ClaimResult | None, web_url: str) -> str:
-    """The Fixed-in cell: the release, and at that release the fixing lines and the change."""
+def _fix_cell(
+    release: str | None,
+    result: ClaimResult | None,
+    web_url: str,
+    history: Callable[[str], str] | None = None,
+) -> str:
+    """The Fixed-in cell: the release, and at that release the fixing lines and the change.
+    ``history(path)`` links a fixing file's commit history: where no change was identified,
+    that is what a reader can follow instead."""
     if release is None:
         return "—"
     fix = result.fix if result is not None else None
     if fix is None:
         return release
     parts = [release, *(f"fix at {source_ref(line)}" for line in fix.lines)]
-    # Say what was not asked too: a record without a change never looked one up.
-    parts.append(change_text(fix.change, web_url) if fix.change else "change not looked up")
+    if fix.change is not None and fix.change.identified:
+        parts.append(change_text(fix.change, web_url))
+    elif history is not None and fix.lines:
+        paths = dict.fromkeys(line.path for line in fix.lines)
+        parts.append("change: not named by artbot; see " + ", ".join(map(history, paths)))
+    else:
+        # Say what was not asked too: a record without a change never looked one up.
+        parts.append(change_text(fix.change, web_url) if fix.change else "change not looked up")
     return "<br>".join(parts)
+
+
+def history_link(web_url: str, repository: str, source_root: str) -> Callable[[str], str]:
+    """``art/x.py`` (a release's path) -> a link to the history of ``src/art/x.py`` on the
+    main branch of ``repository``: the fixing commit is in it, after the audit commit."""
+    base = f"{web_url.rstrip('/')}/{repository}/commits/main/"
+    root = source_root.rstrip("/").rsplit("/", 1)[0]  # "src/art" -> "src"
+
+    def link(path: str) -> str:
+        full = f"{root}/{path}" if root and root != source_root.rstrip("/") else path
+        return f"[the history of `{full}`]({base}{full})"
+
+    return link
 
 
 def _methods(point: StatusPoint | None) -> tuple[str, ...]:
@@ -271,10 +298,14 @@ def _columns(status: ItemStatus) -> list[tuple[Column, StatusPoint]]:
 
 
 def status_view(
-    finding: Finding, status: ItemStatus | None, web_url: str = "https://github.com"
+    finding: Finding,
+    status: ItemStatus | None,
+    web_url: str = "https://github.com",
+    history: Callable[[str], str] | None = None,
 ) -> StatusView | None:
     """The status an issue states for ``finding``, or None when nothing was recorded.
-    ``web_url``: the only site a recorded change's link may point at."""
+    ``web_url``: the only site a recorded change's link may point at; ``history`` (see
+    :func:`history_link`) links a fixing file's history where no change was identified."""
     if status is None:
         return None
     if status.item != finding.item:
@@ -285,7 +316,8 @@ def status_view(
         bad = [cid for cid in p.claims if not _CLAIM_RE.fullmatch(cid) or len(cid) > 60]
         if bad:
             raise StatusError(f"item {status.item}: {bad[0]!r} is not a claim id (kebab-case)")
-    columns = _columns(status)
+    # A follow-up (origin: artbot) was found in a release: there is no audit text to model.
+    columns = [c for c in _columns(status) if not (finding.is_follow_up and c[0].source == "audit")]
     releases = status.releases()
     newest_point = releases[-1] if releases else None
     rows = []
@@ -302,7 +334,7 @@ def status_view(
                 sentence=one_line(text, _CLAIM_MAX),
                 cells=tuple(_cell(point.claims.get(cid)) for _, point in columns),
                 fixed_in=fixed_in,
-                fix=_fix_cell(fixed_in, at_fix, web_url),
+                fix=_fix_cell(fixed_in, at_fix, web_url, history),
                 has_fix=at_fix is not None and at_fix.fix is not None,
             )
         )

@@ -100,9 +100,14 @@ def run(
         verified=verified,
         verifier=None if dry_run else verifier,
     )
-    if sync:  # the tracking issue may have been found by its label
-        rendered = render_all(catalog, catalog.findings, snap.number)
     found = canonical(snap.issues, catalog.audit)
+    # A follow-up's first line links the issue of the item it follows, as GitHub holds it.
+    numbers = {item: issue.number for item, issue in found.items()}
+    if sync:  # the tracking issue may have been found by its label
+        rendered = render_all(catalog, catalog.findings, snap.number, issues=numbers)
+    else:  # the first rendering (before any request) could not know those numbers
+        follow_ups = [catalog.get(i) for i in ask.items if catalog.get(i).follows is not None]
+        rendered |= render_all(catalog, follow_ups, ask.tracking, issues=numbers)
     notes = None
     if sync and snap.verified is not None:
         from ..verify import verification_notes
@@ -170,9 +175,11 @@ def _rendered(plan: Plan, snap: Snapshot, render_block: RenderBlock) -> str | No
         return None
     now = snap.block
     if block.asked is not None:
-        requests = block.asked.panel_for(block.entries, now.ticked, now.note, done=block.done)
+        requests = block.asked.panel_for(
+            block.entries, now.ticked, now.note, done=block.done, declined=now.declined
+        )
     else:
-        requests = panel(block.entries, now.ticked, now.note)
+        requests = panel(block.entries, now.ticked, now.note, now.declined)
     return render_block(block.entries, block.record, requests, block.logins)
 
 
@@ -204,6 +211,8 @@ def _done(snap: Snapshot, ex: Execution) -> list[str]:
         if r.kind == "file" and r.item in ex.filed:
             issue = ex.filed[r.item]
             out.append(f"request in #{tracking}: filed item {r.item} as #{issue.number}")
+        elif r.kind == "decline":
+            out.append(f"request in #{tracking}: declined follow-up {r.item}; it is never filed")
         elif r.kind == "recheck" and snap.rechecked and snap.verified:
             out.append(
                 f"request in #{tracking}: re-checked against openpipe-art {snap.verified[0]}"

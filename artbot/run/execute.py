@@ -347,9 +347,11 @@ def _write_block(ex: Execution, number: int) -> Result:
     now = ex.block if same and ex.block is not None else TrackingBlock.parse(fresh.body)
     entries = with_filed(planned.entries, ex.filed)
     if planned.asked is not None:
-        requests = planned.asked.panel_for(entries, now.ticked, now.note, done=planned.done)
+        requests = planned.asked.panel_for(
+            entries, now.ticked, now.note, done=planned.done, declined=now.declined
+        )
     else:
-        requests = panel(entries, now.ticked, now.note)
+        requests = panel(entries, now.ticked, now.note, now.declined)
     record = ex.progress.record(now.record) if ex.progress else now.record
     logins = now.with_logins((*planned.logins, *ex.identity.known()))
     ex.checklist = ex.render_block(entries, record, requests, logins)

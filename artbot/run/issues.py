@@ -62,25 +62,41 @@ def checklist_entries(
         entries.append(
             ChecklistEntry(
                 item=f.item,
-                title=f.title,
+                # The issue's own title once artbot filed it (sync keeps it the rendered one).
+                title=issue.title if issue is not None and not f.issue and issue.title else f.title,
+                follows=f.follows,
                 issue=number,
                 state=_state(issue) if issue else ("open" if number else None),
                 state_reason=issue.state_reason if issue and issue.state == "closed" else None,
                 note=(notes or {}).get(f.item),
                 filed=f.issue is None and issue is not None,
-                **fixed_fields((views or {}).get(f.item)),
+                **(fixed_fields((views or {}).get(f.item)) or _found_in(f)),
             )
         )
     return tuple(entries)
 
 
+def _found_in(finding: Finding) -> dict[str, str | None]:
+    """A follow-up with no recorded status is present in the release artbot found it in."""
+    return {"present_in": finding.checked_release} if finding.checked_release else {}
+
+
 def fixed_fields(view: StatusView | None) -> dict[str, str | None]:
+    """The checklist line's release fields from the recorded status: fixed in, partly fixed
+    in, or (no claim fixed) still present in the newest release checked."""
     if view is None:
         return {}
     if view.fixed_in:
         return {"fixed_in": view.fixed_in}
     firsts = sorted((r.fixed_in for r in view.fixed if r.fixed_in), key=lambda v: _version_key(v))
-    return {"partly_fixed_in": firsts[0]} if firsts else {}
+    if firsts:
+        return {"partly_fixed_in": firsts[0]}
+    return {"present_in": view.newest} if view.remaining and view.newest else {}
+
+
+def filed_as(view: StatusView | None) -> dict[str, str | None]:
+    """What ``Create`` records of the status: fixed or partly fixed in (not 'present in')."""
+    return {k: v for k, v in fixed_fields(view).items() if k != "present_in"}
 
 
 def _version_key(version: str) -> tuple[Any, ...]:
@@ -133,6 +149,7 @@ def with_filed(
         replace(
             e,
             issue=filed[e.item].number,
+            title=filed[e.item].title or e.title,  # as a re-run reads it
             state=_state(filed[e.item]),
             state_reason=filed[e.item].state_reason if filed[e.item].state == "closed" else None,
             filed=True,

@@ -198,12 +198,13 @@ def _requests(
     edit event none is carried out; with one, only those the edit ticked, and the sender's
     permission is asked only then. A lookup that fails carries nothing out (fails closed)."""
     if event is None:
-        return sort_ticks(tracking, block.ticked, entries)
+        return sort_ticks(tracking, block.ticked, entries, declined=block.declined)
     if event.issue != tracking:
         warn(f"requests: the edit was to #{event.issue}, not the tracking issue #{tracking}")
         return Asked(tracking)
     sender, added = event.sender, event.added
-    asked = sort_ticks(tracking, block.ticked, entries, sender=sender, added=added)
+    no = block.declined
+    asked = sort_ticks(tracking, block.ticked, entries, sender=sender, added=added, declined=no)
     if not asked.carry:
         return asked  # nothing this edit ticked applies: no need to ask who edited
     try:
@@ -211,10 +212,16 @@ def _requests(
     except RemoteError as exc:
         warn(f"requests: could not ask whether @{sender} may write ({exc}); nothing carried out")
         return sort_ticks(
-            tracking, block.ticked, entries, sender=sender, may_write=False, why="unchecked"
+            tracking,
+            block.ticked,
+            entries,
+            sender=sender,
+            may_write=False,
+            why="unchecked",
+            declined=no,
         )
     return sort_ticks(
-        tracking, block.ticked, entries, sender=sender, added=added, may_write=allowed
+        tracking, block.ticked, entries, sender=sender, added=added, may_write=allowed, declined=no
     )
 
 

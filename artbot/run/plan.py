@@ -48,7 +48,7 @@ from .issues import (
     close_was_lost,
     closes,
     duplicates,
-    fixed_fields,
+    filed_as,
     preset_links,
 )
 from .observe import Snapshot
@@ -102,6 +102,10 @@ def plan_run(want: Want, snap: Snapshot) -> Plan:
     # Filing: the items open was asked for, or a ticked request asks for.
     asked = snap.asked
     files = want.items if not sync else tuple(asked.files() if asked else ())
+    # A follow-up a maintainer declined (its decline honoured in the block) is never filed.
+    no = snap.block.declined if snap.block else frozenset()
+    warnings += [f"item {i}: declined in the tracking issue; not filed" for i in files if i in no]
+    files = tuple(i for i in files if i not in no)
     creates: list[Create] = []
     filing: list[Action] = []
     for item in files:
@@ -115,7 +119,7 @@ def plan_run(want: Want, snap: Snapshot) -> Plan:
                 filing.append(CloseFixed(item, issue.number, view.fixed_in))
         else:
             r = want.rendered[item]
-            creates.append(Create(item, r.title, r.labels, **fixed_fields(view)))
+            creates.append(Create(item, r.title, r.labels, **filed_as(view)))
     actions += [*new_labels([lbl for c in creates for lbl in c.labels]), *filing, *creates]
     if not sync:
         actions += [
@@ -175,6 +179,7 @@ def plan_run(want: Want, snap: Snapshot) -> Plan:
     if tracking is not None:
         done: list[Request] = [Request("file", c.item) for c in creates]
         done += [Request("recheck")] if snap.rechecked else []
+        done += [Request("decline", n) for n in (asked.declines() if asked else ())]
         logins = snap.block.with_logins(want.logins) if snap.block else want.logins
         block = BlockPlan(
             entries,

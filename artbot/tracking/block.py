@@ -5,8 +5,8 @@ things, each with its own line format:
 
 * the checklist lines, one per audit item (written from GitHub and the catalog, never read
   back: what they say is derived, so a line a person edits is simply rewritten);
-* the Requests list (:mod:`artbot.tracking.requests`): which requests are ticked, and the
-  note on a reverted tick;
+* the Requests list (:mod:`artbot.tracking.requests`): which requests are ticked, which
+  follow-ups' declines were honoured (standing answers), and the note on a reverted tick;
 * the sub-issue record (:class:`~artbot.tracking.subissues.SubIssueRecord`);
 * artbot's identity, the logins it writes as (:mod:`artbot.tracking.ownership`).
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from .checklist import ChecklistEntry, apply_block, read_block
 from .ownership import recorded_logins, with_identity
-from .requests import Request, note_in, ticked
+from .requests import Request, declined, note_in, ticked
 from .subissues import SubIssueRecord
 
 
@@ -32,13 +32,15 @@ class TrackingBlock:
     """artbot's block in the tracking issue.
 
     Read from a body (:meth:`parse`): ``text`` is the block as it stands (None when the body
-    has none), and ``ticked``, ``note``, ``record`` and ``logins`` what it holds. Built for a
+    has none), and ``ticked``, ``declined`` (honoured declines), ``note``, ``record`` and
+    ``logins`` what it holds. Built for a
     write: ``entries`` are the checklist lines to render; ``text`` is then what rendering gave.
     """
 
     text: str | None = None
     entries: tuple[ChecklistEntry, ...] = ()
     ticked: frozenset[Request] = frozenset()
+    declined: frozenset[int] = frozenset()
     note: str | None = None
     record: SubIssueRecord | None = None
     logins: tuple[str, ...] = field(default=())
@@ -51,6 +53,7 @@ class TrackingBlock:
         return cls(
             text=text,
             ticked=ticked(text),
+            declined=declined(text),
             note=note_in(text),
             record=SubIssueRecord.find(text),
             logins=recorded_logins(text),

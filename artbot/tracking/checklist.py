@@ -67,6 +67,10 @@ class ChecklistEntry:
     fixed_in: str | None = None
     partly_fixed_in: str | None = None
     filed: bool = False  # the issue is one artbot filed (found by marker), not a preset one
+    # The newest release checked, while the item is still present there (no claim fixed).
+    present_in: str | None = None
+    # For artbot's own follow-up (not an audit item): the audit item it follows. Listed apart.
+    follows: int | None = None
 
     def __post_init__(self) -> None:
         # A newline in a title or note would end the task-list line and break the list.
@@ -76,7 +80,7 @@ class ChecklistEntry:
             raise ValueError(f"item {self.item}: title must be one non-empty line")
         if self.note is not None and (not self.note.strip() or _has_newline(self.note)):
             raise ValueError(f"item {self.item}: note must be one non-empty line")
-        for version in (self.fixed_in, self.partly_fixed_in):
+        for version in (self.fixed_in, self.partly_fixed_in, self.present_in):
             if version is not None and not _VERSION_RE.fullmatch(version):
                 raise ValueError(f"item {self.item}: {version!r} is not a version number")
         if self.issue is not None and self.issue < 1:

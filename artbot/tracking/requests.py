@@ -14,8 +14,18 @@ Rules, so a reviewer can predict every edit:
   The marker, not the words, names the request: editing the words changes nothing, and a line
   without a marker is not a request.
 * "File the issue for item N" is offered for every item without an issue; "Re-check against
-  the newest release" always. A ticked request that no longer applies (item N has an issue
+  the newest release" always; "Decline artbot's follow-up N" for each of artbot's own
+  follow-ups without an issue. A ticked request that no longer applies (item N has an issue
   now) is dropped from the list, not carried out.
+* A decline is a standing answer, not a one-off request. Its tick counts by the same rule as
+  any other (below): only from a writer's edit that ticked it. Carried out, it is rendered as
+  a ticked "Declined" line with its own marker (``<!-- artbot:declined N -->``, the record
+  that the answer was honoured), and from then on every run keeps it ticked, scheduled syncs
+  included: it is never cleared, while it stands the follow-up is not offered for filing and
+  ``open`` never files it. Unticking it takes the answer back. A decline tick no writer's
+  edit made is cleared like any other. An honoured line an edit writes itself counts as that
+  edit's tick, not as the record; and a tick by someone without write access reverts the
+  honoured declines too (an edit of theirs could have written the record).
 * A tick counts only when the ``issues: edited`` event of the edit that made it says so: the
   requests that edit ticked (its ``changes.body.from`` against the new body) are carried out,
   and only when its sender has write access (GitHub's ``admin``, ``maintain`` or ``write``).
@@ -42,16 +52,21 @@ from typing import Any, Literal
 from ..errors import ChecklistError
 from .checklist import read_block
 
-RequestKind = Literal["file", "recheck"]
+RequestKind = Literal["file", "recheck", "decline"]
 # Why a tick is cleared instead of carried out (each has its note, :func:`revert_note`).
 Reason = Literal["no-write", "unchecked", "unattributed"]
 REASONS: tuple[Reason, ...] = ("no-write", "unchecked", "unattributed")
 
-_MARKER_RE = re.compile(r"<!-- artbot:request (file=([1-9][0-9]{0,5})|recheck) -->")
+_MARKER_RE = re.compile(r"<!-- artbot:request ((?:file|decline)=([1-9][0-9]{0,5})|recheck) -->")
 # A task-list line as GitHub renders one ticked: any indent, in blockquotes, -, *, + or 1. 1)
 _TICKED_RE = re.compile(
     r"(?:[ \t]*>)*[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+\[[xX]\](?:[ \t]+[^\n]*?)?"
-    r"[ \t]*(<!-- artbot:request (?:file=[1-9][0-9]{0,5}|recheck) -->)[ \t]*"
+    r"[ \t]*(<!-- artbot:request (?:(?:file|decline)=[1-9][0-9]{0,5}|recheck) -->)[ \t]*"
+)
+# An honoured decline, as artbot renders it (ticked, in any form GitHub renders as ticked).
+_HONOURED_RE = re.compile(
+    r"(?:[ \t]*>)*[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+\[[xX]\](?:[ \t]+[^\n]*?)?"
+    r"[ \t]*<!-- artbot:declined ([1-9][0-9]{0,5}) -->[ \t]*"
 )
 _LOGIN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
 NOTE_PREFIX = "_Requests: a tick by @"
@@ -67,12 +82,14 @@ class Request:
 
     @property
     def key(self) -> str:
-        return f"file={self.item}" if self.kind == "file" else "recheck"
+        return "recheck" if self.kind == "recheck" else f"{self.kind}={self.item}"
 
     @property
     def text(self) -> str:
         if self.kind == "file":
             return f"File the issue for item {self.item}"
+        if self.kind == "decline":
+            return f"Decline artbot's follow-up {self.item} (never file it)"
         return "Re-check against the newest release"
 
     @property
@@ -83,23 +100,33 @@ class Request:
     def from_key(cls, key: str) -> Request:
         if key == "recheck":
             return cls("recheck")
-        return cls("file", int(key.removeprefix("file=")))
+        kind, _, item = key.partition("=")
+        return cls("decline" if kind == "decline" else "file", int(item))
 
 
 @dataclass(frozen=True)
 class RequestLine:
-    """A request as the block shows it; ``hint`` says how a filing request will be filed."""
+    """A request as the block shows it; ``hint`` says how a filing request will be filed.
+    ``standing``: an honoured decline, shown ticked with its own marker."""
 
     request: Request
     ticked: bool = False
     hint: str | None = None
+    standing: bool = False
 
     @property
     def text(self) -> str:
+        if self.standing:
+            return (
+                f"Declined: artbot's follow-up {self.request.item} is never filed "
+                "(untick to take the answer back)"
+            )
         return self.request.text
 
     @property
     def marker(self) -> str:
+        if self.standing:
+            return f"<!-- artbot:declined {self.request.item} -->"
         return self.request.marker
 
 
@@ -111,10 +138,28 @@ class Panel:
     note: str | None = None
 
 
-def offered(entries: Iterable[Any]) -> tuple[Request, ...]:
-    """What may be asked for: filing each item without an issue, and a re-check."""
-    files = [Request("file", e.item) for e in entries if e.issue is None]
-    return (*files, Request("recheck"))
+def offered(entries: Iterable[Any], declined: Iterable[int] = ()) -> tuple[Request, ...]:
+    """What may be asked for: filing each item without an issue (but a declined follow-up),
+    a re-check, and declining each follow-up without an issue not declined already."""
+    entries, no = list(entries), set(declined)
+    files = [Request("file", e.item) for e in entries if e.issue is None and e.item not in no]
+    declines = [Request("decline", e.item) for e in _open_follow_ups(entries) if e.item not in no]
+    return (*files, Request("recheck"), *declines)
+
+
+def _open_follow_ups(entries: Iterable[Any]) -> list[Any]:
+    return [e for e in entries if e.issue is None and getattr(e, "follows", None) is not None]
+
+
+def declined(block: str | None) -> frozenset[int]:
+    """The follow-ups whose decline artbot honoured: their "Declined" line is ticked in
+    ``block`` (the request's own tick is not enough: see the module docstring)."""
+    found = set()
+    for line in (block or "").replace("\r\n", "\n").split("\n"):
+        m = _HONOURED_RE.fullmatch(line)
+        if m:
+            found.add(int(m[1]))
+    return frozenset(found)
 
 
 def ticked(block: str | None) -> frozenset[Request]:
@@ -132,6 +177,7 @@ def ticked(block: str | None) -> frozenset[Request]:
 _NOTE_RE = re.compile(r"_Requests: a tick (?:by @(\S+) )?on (.+?) was (?:reverted|cleared): .*_")
 _TEXT_RE = re.compile(
     r"File the issue for item ([1-9][0-9]{0,5})|Re-check against the newest release"
+    r"|Decline artbot's follow-up ([1-9][0-9]{0,5}) \(never file it\)"
 )
 
 
@@ -150,7 +196,12 @@ def note_in(block: str | None) -> str | None:
             text = _TEXT_RE.fullmatch(name)
             if text is None:
                 break
-            requests.append(Request("file", int(text[1])) if text[1] else Request("recheck"))
+            if text[1]:
+                requests.append(Request("file", int(text[1])))
+            elif text[2]:
+                requests.append(Request("decline", int(text[2])))
+            else:
+                requests.append(Request("recheck"))
         else:
             notes = {revert_note(login, requests, why) for why in REASONS}
             if requests and line in notes:
@@ -177,15 +228,24 @@ def revert_note(login: str | None, requests: Sequence[Request], why: Reason = "n
     )
 
 
-def panel(entries: Iterable[Any], keep_ticked: Iterable[Request], note: str | None) -> Panel:
-    """The Requests list given the items' issues; ``keep_ticked`` stay ticked (pending)."""
+def panel(
+    entries: Iterable[Any],
+    keep_ticked: Iterable[Request],
+    note: str | None,
+    declined: Iterable[int] = (),
+) -> Panel:
+    """The Requests list given the items' issues; ``keep_ticked`` stay ticked (pending), and
+    the follow-ups in ``declined`` (without an issue) show their honoured decline."""
     keep = set(keep_ticked)
     entries = list(entries)
     by_item = {e.item: e for e in entries}
-    return Panel(
-        tuple(RequestLine(r, r in keep, _hint(by_item.get(r.item))) for r in offered(entries)),
-        note,
-    )
+    no = {e.item for e in _open_follow_ups(entries)} & set(declined)
+    lines = [
+        RequestLine(r, r in keep, _hint(by_item.get(r.item)) if r.kind == "file" else None)
+        for r in offered(entries, no)
+    ]
+    lines += [RequestLine(Request("decline", n), True, standing=True) for n in sorted(no)]
+    return Panel(tuple(lines), note)
 
 
 def _hint(entry: Any) -> str | None:
@@ -243,11 +303,13 @@ class EditEvent:
 
 
 def ticks_in(body: str | None) -> frozenset[Request]:
-    """The requests ticked in a body's block (none when its markers are broken)."""
+    """The requests ticked in a body's block (none when its markers are broken), an honoured
+    decline's line counted as its decline's tick (so an edit that writes one is seen)."""
     try:
-        return ticked(read_block(body if isinstance(body, str) else None))
+        block = read_block(body if isinstance(body, str) else None)
     except ChecklistError:
         return frozenset()
+    return ticked(block) | {Request("decline", n) for n in declined(block)}
 
 
 # --- what a run plans to do about the requests (plan actions, pure values) -----------------
@@ -306,6 +368,7 @@ class Asked:
     drop: tuple[Request, ...] = ()
     sender: str | None = None
     why: Reason = "no-write"  # why the ``revert`` ticks are cleared
+    standing: tuple[int, ...] = ()  # honoured declines that stay (see the module docstring)
 
     def actions(self) -> list[PanelAction]:
         out: list[PanelAction] = [CarryOutRequest(self.tracking, r.key, r.text) for r in self.carry]
@@ -316,6 +379,9 @@ class Asked:
 
     def files(self) -> list[int]:
         return [r.item for r in self.carry if r.kind == "file" and r.item is not None]
+
+    def declines(self) -> list[int]:
+        return [r.item for r in self.carry if r.kind == "decline" and r.item is not None]
 
     @property
     def recheck(self) -> bool:
@@ -328,18 +394,23 @@ class Asked:
         note: str | None,
         *,
         done: Iterable[Request],
+        declined: Iterable[int] = (),
     ) -> Panel:
-        """The Requests list to write over a block that holds ``ticks`` and ``note`` now,
-        once ``done`` were carried out: those, the reverted and the dropped are cleared; any
-        other tick stays (still pending)."""
+        """The Requests list to write over a block that holds ``ticks``, ``note`` and the
+        honoured ``declined`` now, once ``done`` were carried out: those, the reverted and the
+        dropped are cleared; any other tick stays (still pending). A decline carried out is
+        honoured from now on; an honoured one stays, unless this run reverts it."""
         done = set(done)
         keep = set(ticks) - done - set(self.revert) - set(self.drop)
+        reverted = {r.item for r in self.revert if r.kind == "decline"}
+        honoured = (set(declined) | set(self.declines())) - reverted
+        keep -= {Request("decline", n) for n in honoured}
         if self.revert:
             who = None if self.why == "unattributed" else self.sender
             note = revert_note(who, self.revert, self.why)
         elif done & set(self.carry):
             note = None
-        return panel(entries, keep, note)
+        return panel(entries, keep, note, honoured)
 
 
 def sort_ticks(
@@ -351,23 +422,38 @@ def sort_ticks(
     added: Iterable[Request] = (),
     may_write: bool = True,
     why: Reason = "no-write",
+    declined: Iterable[int] = (),
 ) -> Asked:
     """Sort ``ticks`` (:func:`ticked` of the block) by the rules in the module docstring.
     ``sender`` is the edit's (None: no edit, a scheduled run), ``added`` the requests that
-    edit ticked, ``may_write`` whether the sender has write access (``why`` not: the reason)."""
-    now = frozenset(ticks)
-    applicable = set(offered(entries))
+    edit ticked, ``may_write`` whether the sender has write access (``why`` not: the reason),
+    ``declined`` the follow-ups whose decline the block records as honoured."""
+    entries = list(entries)
+    # An honoured decline's line this very edit wrote counts as that edit's tick, not as a
+    # record artbot wrote: it stands only if the edit's sender may write.
+    fresh = {r.item for r in added if r.kind == "decline"} & set(declined)
+    now = frozenset(ticks) | {Request("decline", n) for n in fresh}
+    honoured = (set(declined) - fresh) & {e.item for e in _open_follow_ups(entries)}
+    applicable = set(offered(entries, honoured))
     live = now & applicable
     if sender is None or may_write:
         carry = live & set(added) if sender is not None else set()
         revert, why = live - carry, "unattributed"
+        standing = honoured  # a standing answer: no later run clears it
     else:
-        carry, revert = set(), live
+        # An edit by someone without write access: every live tick is reverted, and the
+        # honoured declines too (that edit could have written their record itself).
+        carry, revert = set(), live | {Request("decline", n) for n in honoured}
+        standing = set()
+    # Filing a follow-up and declining it in the same edit: the decline wins.
+    no = {r.item for r in carry if r.kind == "decline"}
+    lost = {r for r in carry if r.kind == "file" and r.item in no}
     return Asked(
         tracking,
-        tuple(sorted(carry)),
+        tuple(sorted(carry - lost)),
         tuple(sorted(revert)),
-        tuple(sorted(now - applicable)),
+        tuple(sorted((now - applicable) | lost)),
         sender,
         why,
+        tuple(sorted(standing)),
     )

@@ -1,0 +1,36 @@
+"""The files beside a finding's record that rendering reads: its regression test for ART's
+suite (``repros/regression/test_itemNN_*.py``), what those tests reported on the newest release
+(``repros/regression/outcomes.json``) and what each minimal repro prints
+(``repros/minimal/outputs.json``). The captures are written by the tests that prove them
+(tests/test_export.py, tests/test_minimal_repros.py), never by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..jsonlimits import loads_limited
+
+REGRESSION_DIR = "repros/regression"
+REGRESSION_OUTCOMES = f"{REGRESSION_DIR}/outcomes.json"
+MINIMAL_OUTPUTS = "repros/minimal/outputs.json"
+
+
+def json_or_empty(path: Path) -> dict[str, Any]:
+    """A captured-output file (repros/regression/outcomes.json, repros/minimal/outputs.json),
+    or {} when absent or unreadable: the issue then says nothing of it."""
+    try:
+        data = loads_limited(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def regression_tests_by_item(root: Path) -> dict[int, str]:
+    """item -> the path of its regression test, ``repros/regression/test_itemNN_slug.py``."""
+    found: dict[int, str] = {}
+    for path in sorted((root / REGRESSION_DIR).glob("test_item*_*.py")):
+        digits = path.name.removeprefix("test_item").split("_", 1)[0]
+        if digits.isdigit():
+            found.setdefault(int(digits), f"{REGRESSION_DIR}/{path.name}")
+    return found

@@ -1,0 +1,131 @@
+"""Follow-up 1001 (artbot's own, found while checking the fix for audit item 10): tinker_native's
+equal-reward guard is an absolute 1e-12, so a group equal up to float noise still gets a
+full-scale advantage.
+
+Models ``compute_advantages`` of ART's ``art/tinker_native/data.py`` as released in openpipe-art
+0.5.21 and 0.5.23 (lines 32-46): line 37 returns zeros when every reward lies within an absolute
+1e-12 of the first; otherwise the rewards become an FP32 tensor, are centred on its mean and
+divided by ``std(unbiased=False)`` when that std is above 1e-8 (lines 39-45).
+
+What is measured: the advantages of reward groups that are equal up to float noise, such as
+[0.22, 0.22, 0.22 + 2e-12]: 2e-12 apart, outside the 1e-12 guard, yet one and the same FP32
+value. In FP32 their mean is an ulp off 0.22, so every member is centred to +1.5e-8, the
+population std of the tensor is 1.5e-8 (above 1e-8), and each member gets an advantage of +1.0:
+the symptom of #1110 (item 3: an equal-reward group turned into a full-scale advantage signal) on
+another backend. The finding holds when any member of such a group gets |advantage| > 1e-6.
+The suggested fix, applied beside it: the same arithmetic in float64 (the other backends' GRPO
+advantage in preprocessing/tokenize.py works in Python floats), so noise of 2e-12 gives a std far
+below 1e-8 and zeros.
+
+Assumptions: ``normalize_advantages=True`` (the default). ``check_art`` runs ART's own
+``compute_advantages`` on the same groups.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+GROUPS = ([0.22, 0.22, 0.22 + 2e-12], [0.15] * 7 + [0.15 + 5e-12])
+CONTROLS = ([0.22, 0.22, 0.22], [0.0, 0.0, 1.0])
+TOLERANCE = 1e-6
+
+
+def make_compute_advantages(dtype: torch.dtype) -> Callable[..., list[float]]:
+    """0.5.21's ``compute_advantages`` (FP32), or the same arithmetic in ``dtype``."""
+
+    def compute_advantages(rewards: list[float], normalize_advantages: bool = True) -> list[float]:
+        if not rewards:
+            return []
+        if all(abs(reward - rewards[0]) <= 1e-12 for reward in rewards[1:]):
+            return [0.0] * len(rewards)
+        rewards_tensor = torch.tensor(rewards, dtype=dtype)
+        centered = rewards_tensor - rewards_tensor.mean()
+        if not normalize_advantages:
+            return centered.tolist()
+        std_reward = rewards_tensor.std(unbiased=False)
+        if std_reward > 1e-8:
+            return (centered / std_reward).tolist()
+        return [0.0] * len(rewards)
+
+    return compute_advantages
+
+
+released = make_compute_advantages(torch.float32)
+suggested = make_compute_advantages(torch.float64)
+
+
+def measure(impl: Callable[..., list[float]] | None = None) -> dict[str, list[float]]:
+    impl = impl or released
+    return {str(g): impl(list(g)) for g in (*GROUPS, *CONTROLS)}
+
+
+def noise_gets_advantage(measured: dict[str, list[float]]) -> bool:
+    return any(abs(a) > TOLERANCE for g in GROUPS for a in measured[str(g)])
+
+
+def build_report() -> _common.Report:
+    """Follow-up 1001: near-equal reward groups on tinker_native."""
+    as_released, fixed = measure(), measure(suggested)
+    report = _common.Report(
+        item="1001",
+        title="tinker_native gives a group equal up to float noise a full-scale advantage",
+        models="art/tinker_native/data.py compute_advantages as released in 0.5.21 and 0.5.23 "
+        "(L32-L46; the 1e-12 guard at L37); follows audit item 10",
+        setting={
+            "normalize_advantages": True,
+            "fix": "the same arithmetic in float64",
+        },
+    )
+    for group in (*GROUPS, *CONTROLS):
+        key = str(group)
+        report.measure(
+            f"rewards {key}: advantages",
+            [round(a, 4) for a in as_released[key]],
+            fixed=[round(a, 4) for a in fixed[key]],
+        )
+    report.note(
+        "The near-equal groups are one FP32 value each; their FP32 mean is an ulp off, which "
+        "the population std (above the 1e-8 floor) scales to +1 for every member."
+    )
+    report.claim("near-equal-group-full-advantage", noise_gets_advantage(as_released))
+    return report
+
+
+def check_art(art: Any) -> dict[str, Any]:
+    """This measurement with ART's own ``compute_advantages`` from ``art``."""
+    import _evidence
+
+    measured = measure(art.load("tinker_native/data.py").compute_advantages)
+    first = str(GROUPS[0])
+    detail = f"rewards {first} get advantages {[round(a, 4) for a in measured[first]]}"
+    at = [
+        _evidence.lines(
+            art,
+            "tinker_native/data.py",
+            "if all(abs(reward - rewards[0]) <= 1e-12 for reward in rewards[1:]):",
+        ),
+        _evidence.function(art, "tinker_native/data.py", "compute_advantages"),
+    ]
+    claim = _evidence.claim(noise_gets_advantage(measured), detail, method="ran", at=at)
+    return {
+        "claims": {"near-equal-group-full-advantage": claim},
+        "detail": detail,
+        "ran": [f"{art.name}/tinker_native/data.py:compute_advantages"],
+        "scope": None,
+    }
+
+
+def main() -> int:
+    return _common.run(build_report)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
