@@ -3,7 +3,7 @@ a BF16 spacing of the base rounds away in the forward pass. The audit suggests p
 it; this test holds the behaviour its suggested comparison asks for: the delta added in FP32,
 so that ``output - base`` is the LoRA's own output.
 
-Present in openpipe-art 0.5.20, 0.5.21 and 0.5.23 (nearly all of a delta 1e-3 of the base is
+Present in openpipe-art 0.5.20, 0.5.21 and 0.5.23 (76% of a delta 1.1e-3 of the base is
 lost), so the test is a strict xfail; it fails as an unexpected pass if the add is made in FP32.
 CPU only: ART's attention output projection wrapper (``SelfAttentionLinearProjLoRA``) around a
 frozen BF16 stand-in for Transformer Engine's layer.
@@ -117,7 +117,8 @@ def test_a_small_lora_delta_survives_the_add() -> None:
     base = BF16RowLinear(FEATURES, gen)
     wrapper = wrapper_cls("model.layers.0.self_attn.o_proj", base, RANK, 32.0, provider)
     with torch.no_grad():  # B early in training: a delta about 1e-3 of the base output
-        b_t = wrapper.lora.B_T
+        a_t, b_t = wrapper.lora.A_T, wrapper.lora.B_T  # drawn here, not by torch's global RNG
+        a_t.copy_(torch.randn(a_t.shape, generator=gen) / FEATURES**0.5)
         b_t.copy_(1e-4 * torch.randn(b_t.shape, generator=gen))
         x = torch.randn(TOKENS, FEATURES, generator=gen).bfloat16()
         out, _bias = wrapper(x)
