@@ -25,14 +25,18 @@ import torch
 
 
 class _Unavailable:
+    """A name whose import failed here: harmless in an annotation, an error on any use."""
+
     def __init__(self, name: str, why: BaseException) -> None:
         self._name, self._why = name, why
 
     def __getattr__(self, attr: str) -> object:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
         raise RuntimeError(f"ART's code used {self._name}, not importable here: {self._why!r}")
 
     def __call__(self, *args: object, **kwargs: object) -> object:
-        return self.__getattr__("__call__")
+        return self.__getattr__("called")
 
     def __or__(self, other: object) -> object:  # ``X | None`` in an annotation
         return self
@@ -51,6 +55,7 @@ class _OneProcess:
 
 
 def art_lora(*names: str) -> tuple[object, ...]:
+    """The top-level definitions ``names`` of ART's ``megatron/lora.py``, run as said above."""
     spec = importlib.util.find_spec("art.megatron.lora")
     assert spec is not None and spec.origin is not None
     tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"), spec.origin)
