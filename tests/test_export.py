@@ -1,8 +1,9 @@
 """The regression tests artbot exports for ART's own suite, each proven on 0.5.20, 0.5.21 and
 0.5.23 to pass or xfail as the finding's recorded status says: those of items 7, 8 and 10 fail
-on 0.5.20 and pass from 0.5.21, which fixed them; item 6's and the follow-ups' (401, 801, 1001),
-still present, are strict xfails on all three, and item 6's fails (XPASS, strict) on a copy of
-0.5.23 with the fix applied, so it flips when ART fixes it. What each reported on the newest
+on 0.5.20 and pass from 0.5.21, which fixed them; those of items 4, 5, 6 and 11 and of the
+follow-ups (401, 801, 1001), still present, are strict xfails on all three, and each fails
+(XPASS, strict) on a copy of 0.5.23 with its suggested fix applied, so it flips when ART fixes
+it. What each reported on the newest
 release is the one recorded in repros/regression/outcomes.json, which the issues quote.
 
 They run in a child process with pytest against an unpacked wheel, without the token variables
@@ -148,7 +149,8 @@ def test_export_writes_tests_that_import_art_and_never_artbot(tmp_path: Path) ->
     tests = regression_tests(REPO)
     releases = fixed_in()
     assert {t.name for t in tests} == set(releases)
-    # What the recorded status says today: 7, 8 and 10 fixed in 0.5.21; 6 and the follow-ups open.
+    # What the recorded status says today: 7, 8 and 10 fixed in 0.5.21; 4, 5, 6, 11 and the
+    # follow-ups open.
     assert {n.split("_")[1] for n, r in releases.items() if r} == {"item07", "item08", "item10"}
     for test in tests:
         text = test.read_text()
@@ -163,9 +165,22 @@ def test_export_writes_tests_that_import_art_and_never_artbot(tmp_path: Path) ->
                 else []
             )
         }
+        # Items 4, 5 and 11 find ART's module file with importlib.util.find_spec("art....") and
+        # run what they need from it (the modules import Megatron-Core): that is ART too.
+        imported |= {
+            node.args[0].value.split(".")[0]
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "find_spec"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        }
         assert "art" in imported and "artbot" not in imported, test
         if releases[test.name] is None:  # open: a strict xfail, so it flips with the fix
             assert "strict=True" in text and "raises=AssertionError" in text, test
+    assert {"item04", "item05", "item11"} <= {t.name.split("_")[1] for t in tests}
 
 
 @pytest.mark.network
@@ -242,3 +257,59 @@ def test_each_follow_ups_strict_xfail_flips_with_its_suggested_fix(
     for name in FOLLOW_UP_FIXES:
         assert got[name] == "failed", done.stdout[-3000:]  # XPASS(strict): the mark must go
     assert done.stdout.count("XPASS(strict)") >= len(FOLLOW_UP_FIXES)
+
+
+# The audit's open items whose code runs on CPU here, each with its suggested fix as an edit of
+# the release (as repros/controls/itemNN.py makes it), applied together to a linked copy of
+# 0.5.23: each test's strict xfail must then fail as an XPASS.
+OPEN_AUDIT_FIXES = {
+    # Item 4, "an FP32-output GEMM for the head chunk": FP32 rows and weight (the one passed,
+    # else the layer's own) into the output layer.
+    "test_item04_lm_head_fp32_logits.py": [
+        (
+            "trainer_rank/_impl.py",
+            r"^(\s*logits, _ = output_layer\(\n\s*)hidden\.unsqueeze\(1\),\n(\s*)"
+            r"weight=output_weight,",
+            r"\g<1>hidden.float().unsqueeze(1),\n"
+            r"\g<2>weight=(output_layer.weight if output_weight is None else output_weight)"
+            r".float(),",
+        )
+    ],
+    # Item 5, "keep FP32 LoRA leaves": A_T and B_T made in FP32, cast to the input's dtype for
+    # the (BF16) GEMMs, so each backward call's gradient is summed into an FP32 .grad.
+    "test_item05_lora_grad_accumulation.py": [
+        (
+            "megatron/lora.py",
+            r"^(\s*self\.[AB]_T = torch\.nn\.Parameter\(torch\.zeros\([ab]_shape, )dtype=dtype,",
+            r"\g<1>dtype=torch.float32,",
+        ),
+        (
+            "megatron/lora.py",
+            r"^(\s*)out = \(x @ a_t\) @ b_t$",
+            r"\g<1>out = (x @ a_t.to(x.dtype)) @ b_t.to(x.dtype)",
+        ),
+    ],
+    # Item 11, the audit's suggested comparison made a fix: every base + delta added in FP32.
+    "test_item11_lora_delta_add.py": [
+        (
+            "megatron/lora.py",
+            r"^(\s*)return (\w+) \+ (\w+), (\w+)$",
+            r"\g<1>return \g<2>.float() + \g<3>.float(), \g<4>",
+        )
+    ],
+}
+
+
+@pytest.mark.network
+def test_each_open_audit_items_strict_xfail_flips_with_its_suggested_fix(
+    server: ForkServer, tmp_path: Path
+) -> None:
+    assert all(fixed_in()[name] is None for name in OPEN_AUDIT_FIXES)  # open on every release
+    release = art_package("0.5.23").parent
+    edits = [edit for fix in OPEN_AUDIT_FIXES.values() for edit in fix]
+    fixed = controlled_copy(release, tmp_path / "fixed", edits) / "art"
+    done = run_exported(server, tmp_path, "0.5.23-open-items-fixed", fixed)
+    got = outcomes(done.stdout)
+    for name in OPEN_AUDIT_FIXES:
+        assert got[name] == "failed", done.stdout[-3000:]  # XPASS(strict): the mark must go
+    assert done.stdout.count("XPASS(strict)") >= len(OPEN_AUDIT_FIXES) + 1  # item 4: two cases

@@ -1,0 +1,82 @@
+"""Audit item 4: TrainerRank's LM head (``TrainerRank._local_logits_from_hidden_rows``) gives
+Megatron's output layer the BF16 hidden rows and weight, so the GEMM returns the logits rounded
+to BF16 before the FP32 log-softmax. The fix the audit proposes, an FP32-output GEMM for the head
+chunk, gives logits that carry FP32 precision: this test asserts that.
+
+Still present in openpipe-art 0.5.20, 0.5.21 and 0.5.23 (the logits' relative error is 1.7e-3,
+BF16's), so the test is a strict xfail; it fails as an unexpected pass once fixed.
+CPU only: the method is read from ART's source and run around a stand-in for Megatron's output
+layer that returns the product of what it is given rounded once to the operands' dtype, as a GPU
+GEMM with FP32 accumulation stores it, and refuses operands of two dtypes, as ``F.linear`` does.
+"""
+
+import ast
+import importlib.util
+import re
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+
+def art_impl(*names: str) -> tuple[object, ...]:
+    """``trainer_rank/_impl.py``'s definitions ``names`` (``Class.method`` for a method, compiled
+    as a function), run from the file's text in one namespace with ``torch``. Each is cut at its
+    indentation and parsed alone: the test needs neither the class (its defaults name much of
+    the module) nor the Python 3.12 the rest of the file is written for."""
+    spec = importlib.util.find_spec("art.trainer_rank._impl")
+    assert spec is not None and spec.origin is not None
+    lines = Path(spec.origin).read_text(encoding="utf-8").splitlines()
+    namespace: dict[str, object] = {"torch": torch}
+    for name in names:
+        cls, _, func = name.rpartition(".")
+        indent = "    " if cls else ""
+        start = 0
+        if cls:
+            start = next(i for i, line in enumerate(lines) if re.match(rf"class {cls}\b", line))
+        head = re.compile(rf"{indent}def {func}\(")
+        first = next(i for i in range(start, len(lines)) if head.match(lines[i]))
+        block_end = re.compile(rf" {{0,{len(indent)}}}(?:async def |def |class |@|[A-Za-z_])")
+        last = next(
+            (i for i in range(first + 1, len(lines)) if block_end.match(lines[i])), len(lines)
+        )
+        node = ast.parse(textwrap.dedent("\n".join(lines[first:last]))).body[0]
+        ast.increment_lineno(node, first)
+        exec(compile(ast.Module([node], []), spec.origin, "exec"), namespace)
+    return tuple(namespace[name.rpartition(".")[2]] for name in names)
+
+
+class GemmOutputLayer:
+    """Megatron's output layer on one rank: the rows times the weight (the one passed, else its
+    own), computed in float64 and rounded once to the operands' dtype."""
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        self.weight = weight
+        self.sequence_parallel = False
+
+    def __call__(
+        self, x: torch.Tensor, weight: torch.Tensor | None = None, **_: object
+    ) -> tuple[torch.Tensor, None]:
+        weight = self.weight if weight is None else weight
+        if x.dtype != weight.dtype:
+            raise TypeError(f"the GEMM was given {x.dtype} rows and a {weight.dtype} weight")
+        return (x.double() @ weight.double().T).to(x.dtype), None
+
+
+ROWS, HIDDEN, VOCAB = 64, 256, 512
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="audit item 4 is open")
+@pytest.mark.parametrize("tied", [True, False], ids=["weight passed", "layer's own weight"])
+def test_head_logits_carry_fp32_precision(tied: bool) -> None:
+    method, _ = art_impl("TrainerRank._local_logits_from_hidden_rows", "_batch_seq_logits")
+    gen = torch.Generator().manual_seed(0)
+    hidden = (3.0 * torch.randn(ROWS, HIDDEN, generator=gen)).bfloat16()  # logits up to ~50
+    weight = (torch.randn(VOCAB, HIDDEN, generator=gen) / HIDDEN**0.5).bfloat16()
+    model = SimpleNamespace(output_layer=GemmOutputLayer(weight), _scale_logits=lambda x: x)
+    logits = method(SimpleNamespace(), model, hidden, output_weight=weight if tied else None)
+    exact = hidden.double() @ weight.double().T
+    error = float((logits.double().reshape(exact.shape) - exact).norm() / exact.norm())
+    assert error <= 1e-5, f"{logits.dtype} logits: relative error {error:.1e}"
