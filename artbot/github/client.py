@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,9 +31,9 @@ from ..errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailabl
 from ..inputs import check_api_url, check_token, missing_repository, repository_to_use
 from ..jsonlimits import loads_limited
 from ..records.models import ObservedIssue
-from ..report.output import flatten
 from ..settings import DEFAULT_SECONDARY_RATE_WAIT, TOKEN_VARIABLES, Settings
 from .etagcache import EtagCache
+from .failures import remote as _remote
 
 DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -417,58 +416,6 @@ def _next_link(link: str | None) -> str | None:
         if 'rel="next"' in rel:
             return url.strip().strip("<>")
     return None
-
-
-@contextmanager
-def _remote(what: str) -> Iterator[None]:
-    """Turn any client failure into a one-line :class:`RemoteError`."""
-    import requests
-
-    try:
-        yield
-    except GithubException as exc:
-        message = exc.data.get("message") if isinstance(exc.data, dict) else None
-        errors = exc.data.get("errors") if isinstance(exc.data, dict) else None
-        detail = f": {message}" if message else ""
-        if isinstance(errors, list) and errors:
-            detail += (
-                " ("
-                + "; ".join(
-                    str(e.get("message") or e.get("code")) for e in errors if isinstance(e, dict)
-                )
-                + ")"
-            )
-        # GitHub's text is remote text: one line, of bounded length.
-        detail = flatten(detail)[:500]
-        raise RemoteError(f"{what}: GitHub answered {exc.status}{detail}", exc.status) from None
-    except RuntimeError as exc:  # PyGithub refusing a 301 to another host or scheme
-        raise RemoteError(f"{what}: {_short(str(exc))}") from None
-    except requests.exceptions.RetryError as exc:
-        reason = str(exc.args[0].reason) if exc.args and hasattr(exc.args[0], "reason") else ""
-        raise RemoteError(f"{what}: gave up after retries ({_short(reason)})") from None
-    except requests.exceptions.ConnectionError as exc:
-        raise RemoteError(f"{what}: {_unreachable(str(exc))}") from None
-    except requests.exceptions.RequestException as exc:
-        raise RemoteError(f"{what}: {type(exc).__name__}: {_short(str(exc))}") from None
-
-
-def _unreachable(text: str) -> str:
-    """A connection failure in one line: where, why, and what to check."""
-    where = re.search(r"host='([^']+)', port=(\d+)", text)
-    errno = re.search(r"\[Errno -?\d+\] [^'\")]+", text)
-    if errno:
-        why = errno[0].strip()
-    elif "NameResolution" in text or "getaddrinfo" in text:
-        why = "the host name does not resolve"
-    else:
-        why = _short(text)[:200]
-    at = f" {where[1]}:{where[2]}" if where else ""
-    return f"could not connect to{at} ({why}); check --api-url (or $GITHUB_API_URL) and the network"
-
-
-def _short(text: str) -> str:
-    """The reason of a client failure, whole, on one line (bounded)."""
-    return flatten(text)[:500]
 
 
 def connect(
