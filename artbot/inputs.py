@@ -1,6 +1,6 @@
 """Checks of what a user hands artbot, each a :class:`BadInput` (exit 2) naming the file or
 the option and the field: status files, release versions, repository names, the API URL and
-the token's shape. Pure, but for
+the token's shape, the logins of ``--author``. Pure, but for
 reading the status files."""
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ MAX_VERSION = 64
 _OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
 _NAME = r"[A-Za-z0-9._-]{1,100}"
 _REPO = re.compile(rf"{_OWNER}/{_NAME}")
+# A GitHub login: up to 39 letters, digits and hyphens, not starting with a hyphen; an App's
+# bot account is its slug followed by "[bot]".
+_LOGIN = re.compile(rf"{_OWNER}(?:\[bot\])?")
 # A repository's URL: https://host/O/N, ssh://[user@]host[:port]/O/N, user@host:O/N (scp-like
 # SSH), or github.com/O/N without a scheme; "path" is O/N with any .git and trailing slash.
 _REPOSITORY_URL = re.compile(
@@ -41,6 +44,19 @@ def check_version(version: str, option: str = "--release") -> str:
         shown = version[:40] + ("..." if len(version) > 40 else "")
         raise BadInput(f"{option} {shown!r}: not a version number (PEP 440, e.g. 0.5.21)")
     return version
+
+
+def check_logins(logins: tuple[str, ...], option: str = "--author") -> tuple[str, ...]:
+    """``logins`` when each is a GitHub login (``name`` or ``name[bot]``), else BadInput
+    naming ``option`` and the first bad one (an empty item included)."""
+    for login in logins:
+        if not _LOGIN.fullmatch(login):
+            shown = login[:60] + ("..." if len(login) > 60 else "")
+            raise BadInput(
+                f"{option} {shown!r}: not a GitHub login (up to 39 letters, digits and "
+                "hyphens, not starting with a hyphen; an App's bot: name[bot])"
+            )
+    return logins
 
 
 def check_repository(name: str, option: str = "--repo") -> str:

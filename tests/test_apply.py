@@ -49,13 +49,21 @@ def art(sandbox: GitHubSandbox) -> GitHubSandbox:
     return sandbox
 
 
-def artbot(sandbox: GitHubSandbox, root: Path, *args: str, token: str = CANARY) -> Result:
+def artbot(
+    sandbox: GitHubSandbox,
+    root: Path,
+    *args: str,
+    token: str = CANARY,
+    env: dict[str, str | None] | None = None,
+) -> Result:
     env = {
         "GH_TOKEN": token,
         "GITHUB_TOKEN": None,
         "GITHUB_ACTIONS": None,
         "GITHUB_REPOSITORY": None,
         "ARTBOT_SECONDARY_RATE_WAIT": "1",
+        "ARTBOT_AUTHORS": None,
+        **(env or {}),
     }
     return CliRunner(env=env).invoke(
         cli,

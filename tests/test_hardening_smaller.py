@@ -46,3 +46,37 @@ def test_a_rate_limit_403_is_still_waited_out(art: GitHubSandbox, root: Path) ->
     assert result.exit_code == 0, result.output
     assert len(issues_for(art, 4)) == 1
     assert "issues: write" not in result.output
+
+
+BAD_LOGINS = ["has space", "-leading", "x" * 40, "", "a,b", "name[bot", "emoji🙂"]
+
+
+@pytest.mark.parametrize("login", BAD_LOGINS)
+def test_an_invalid_author_is_exit_2_naming_the_option(
+    art: GitHubSandbox, root: Path, login: str
+) -> None:
+    for command in (("sync",), ("open", "--item", "4")):
+        result = artbot(art, root, *command, "--author", login)
+        assert result.exit_code == 2, result.output
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
+        assert len(errors) == 1 and "--author" in errors[0], result.stderr
+        assert repr(login[:60]) in errors[0]
+    assert art.requests.snapshot() == []
+
+
+@pytest.mark.parametrize("value", ["good -bad", "ok,also-ok", "x" * 40])
+def test_an_invalid_artbot_authors_is_exit_2_naming_the_variable(
+    art: GitHubSandbox, root: Path, value: str
+) -> None:
+    result = artbot(art, root, "sync", env={"ARTBOT_AUTHORS": value})
+    assert result.exit_code == 2, result.output
+    assert "$ARTBOT_AUTHORS" in result.stderr and "not a GitHub login" in result.stderr
+    assert art.requests.snapshot() == []
+
+
+def test_valid_authors_are_accepted(art: GitHubSandbox, root: Path) -> None:
+    value = f"maintainer some-app[bot] {'x' * 39} A1-b"
+    result = artbot(art, root, "sync", env={"ARTBOT_AUTHORS": value})
+    assert result.exit_code == 0, result.output
+    result = artbot(art, root, "sync", "--author", "github-actions[bot]")
+    assert result.exit_code == 0, result.output

@@ -76,9 +76,13 @@ def github_options(f: F) -> F:
 
 def identity(authors: tuple[str, ...]) -> Any:
     """Who artbot writes as: the identity it establishes (artbot.run.identity), and ``--author``."""
+    from ..inputs import check_logins
     from ..run.commands import Identity
     from ..tracking.ownership import DEFAULT_AUTHORS
 
+    source = click.get_current_context().get_parameter_source("authors")
+    from_env = source is not None and source.name == "ENVIRONMENT"
+    check_logins(authors, "$ARTBOT_AUTHORS" if from_env else "--author")
     return Identity(authors=(*DEFAULT_AUTHORS, *authors))
 
 

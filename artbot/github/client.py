@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from github import Auth, Github, GithubException
+from github import Auth, Github
 from github.GithubRetry import GithubRetry
 
 from .. import __version__
