@@ -159,6 +159,8 @@ def test_preset_items_are_never_filed(art: GitHubSandbox, root: Path) -> None:
 def test_killed_between_create_and_checklist_then_rerun_converges(
     art: GitHubSandbox, root: Path
 ) -> None:
+    # The identity is recorded before a tracking issue's first create (#31): file one first.
+    assert artbot(art, root, "open", "--item", "4").exit_code == 0
     # The checklist write fails for good (as if the process died there), after the create.
     art.inject_fault("PATCH", rf"/issues/{TRACKING}$", "drop", times=50)
     first = artbot(art, root, "open", "--item", "7")

@@ -13,6 +13,10 @@ sub-issue writes, which sit beside the checklist and never in its way. Stopping 
 by a failure, ``--max-writes`` or a crash, is safe, because every write path survives it and
 the next run's observe and plan pick up what is left:
 
+- before the first create on a tracking issue that records no identity, a token GitHub will
+  not name (``GET /user`` refused) learns its login from a reaction and records it in the block
+  (:func:`record_identity_first`), so an issue created right before a crash is placed by the next
+  run without ``--author`` (``tests/test_hardening_smaller.py``);
 - issues are found by marker before anything is created, so a rerun never files twice; a
   create that fails is looked for before it counts as failed (a 502 after the write, a
   dropped connection: GitHub is the source of truth), and a POST is never sent twice blind;
@@ -45,7 +49,7 @@ the next run's observe and plan pick up what is left:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, assert_never
 
 from ..errors import ArtbotError, RemoteError, SubIssuesUnavailable
@@ -55,9 +59,9 @@ from ..records.models import ObservedIssue
 from ..render.issue import RenderedIssue
 from ..render.status_view import StatusView
 from ..report.results import Journal, Result
-from ..tracking.block import TrackingBlock, apply
-from ..tracking.checklist import ChecklistEntry
-from ..tracking.ownership import claim
+from ..tracking.block import TrackingBlock, apply, compose
+from ..tracking.checklist import ChecklistEntry, read_block
+from ..tracking.ownership import claim, recorded_logins
 from ..tracking.requests import Panel, panel
 from ..tracking.subissues import AddSubIssue, MoveSubIssue, RemoveSubIssue, SubIssueRecord
 from .actions import (
@@ -251,8 +255,8 @@ def _create(ex: Execution, action: Create) -> list[Result]:
     repo, audit, item = ex.repo, ex.catalog.audit, action.item
     issue = ex.rendered[item]
     body = filed_body(issue.body, ex.views.get(item))
+    out = record_identity_first(ex)
     ex.spend()
-    out = []
     try:
         created = repo.create_issue(issue.title, body, list(issue.labels))
     except RemoteError:
@@ -283,6 +287,38 @@ def _create(ex: Execution, action: Create) -> list[Result]:
         out.append(Result.done(line, kind="CloseFixed", item=item, issue=created.number))
     ex.issues[item] = ex.filed[item] = created
     return out
+
+
+def record_identity_first(ex: Execution) -> list[Result]:
+    """Before the first create on a tracking issue that records no identity: learn who the
+    token writes as (this run's ``GET /user`` if it asked, else the user of a reaction on the
+    tracking issue: ``GET /user`` refuses an installation token) and record it in the block,
+    so that a crash right after the create leaves an issue the next run can place without
+    ``--author``. Once per tracking issue: the record is there from then on."""
+    if ex.tracking is None or (ex.block is not None and ex.block.logins):
+        return []
+    login = ex.identity.login
+    if not login:
+        ex.spend()
+        ex.spend()
+        login = ex.repo.login_by_reaction(ex.tracking)
+        if not login:
+            return []
+        learn(ex.repo, ex.identity, login)
+    fresh = ex.repo.get_issue(ex.tracking, fresh=True)
+    same = ex.block is not None and fresh.body == ex.tracking_body
+    text = read_block(fresh.body)  # only the identity is read here; the block is parsed once
+    if login in recorded_logins(text):
+        return []
+    ex.spend()
+    record = compose(text or "", (*recorded_logins(text), login))
+    body = apply(fresh.body, record)
+    ex.repo.edit_issue(ex.tracking, body=body)
+    if same and ex.block is not None:  # the last write starts from this body, not re-read
+        ex.tracking_body = body
+        ex.block = replace(ex.block, text=read_block(body), logins=recorded_logins(record))
+    about = {"kind": "RecordIdentity", "issue": ex.tracking}
+    return [Result.done(f"recorded artbot's identity (@{login}) in #{ex.tracking}", **about)]
 
 
 def _close_copies(ex: Execution, action: CloseCopies) -> list[Result]:
