@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .routes import _Call, _Reply, _route, _Route, _Routes
+from .routes import _Call, _Reply, _Route, _route, _Routes
 from .state import DOCS, _error, _node_id
 
 CONTENTS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
