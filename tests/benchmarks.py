@@ -272,7 +272,7 @@ def main() -> int:
 
         rows.append(
             (
-                "open --item 4 (first run: creates labels)",
+                "open --item 4 (first run: creates labels, records the identity)",
                 measure(sb, lambda: open_issues(catalog, repo, [4], TRACKING)),
                 "",
             )
