@@ -110,6 +110,8 @@ def test_killed_between_create_and_close_then_rerun_converges(
     art: GitHubSandbox, root: Path
 ) -> None:
     setup_status(root, 7, fixed_item)
+    # The identity is recorded before a tracking issue's first create (#31): file one first.
+    assert artbot(art, root, "open", "--item", "4").exit_code == 0
     # Every PATCH fails for good after the create, as if the process died there.
     art.inject_fault("PATCH", r"/issues/\d+$", "drop", times=50)
     first = artbot(art, root, "open", "--item", "7")
