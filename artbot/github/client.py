@@ -271,17 +271,22 @@ class GitHubRepo:
         login = data.get("login") if isinstance(data, dict) else None
         return login if isinstance(login, str) else None
 
-    def login_by_reaction(self, number: int) -> str | None:
-        """Who this token writes as, where ``GET /user`` does not say (an installation token):
-        the author of a reaction it adds to #number, deleted again at once. Two writes."""
-        url = f"{self._url}/issues/{number}/reactions"
-        data, _ = self._request("POST", url, input={"content": "eyes"})
+    def react(self, number: int) -> tuple[str | None, int | None]:
+        """Add a reaction to #number: (who added it, its id). Where ``GET /user`` does not say
+        who the token is (an installation token), its author does; :meth:`unreact` removes it."""
+        data, _ = self._request(
+            "POST", f"{self._url}/issues/{number}/reactions", input={"content": "eyes"}
+        )
         user = data.get("user") if isinstance(data, dict) else None
         login = user.get("login") if isinstance(user, dict) else None
         reaction = data.get("id") if isinstance(data, dict) else None
-        if isinstance(reaction, int):
-            self._request("DELETE", f"{url}/{reaction}")
-        return login if isinstance(login, str) else None
+        return (
+            login if isinstance(login, str) else None,
+            reaction if isinstance(reaction, int) else None,
+        )
+
+    def unreact(self, number: int, reaction: int) -> None:
+        self._request("DELETE", f"{self._url}/issues/{number}/reactions/{reaction}")
 
     def remembered_login(self) -> str | None:
         """The login this repository's artbot issues were last seen written by (the cache)."""

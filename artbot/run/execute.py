@@ -300,8 +300,10 @@ def record_identity_first(ex: Execution) -> list[Result]:
     login = ex.identity.login
     if not login:
         ex.spend()
-        ex.spend()
-        login = ex.repo.login_by_reaction(ex.tracking)
+        login, reaction = ex.repo.react(ex.tracking)
+        if reaction is not None:
+            ex.spend()  # stopped here, the reaction stays: the next run's is the same one
+            ex.repo.unreact(ex.tracking, reaction)
         if not login:
             return []
         learn(ex.repo, ex.identity, login)
