@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from artbot.sandbox import GitHubSandbox
 from artbot.tracking.ownership import recorded_logins
 from tests.shipped import ISSUE_ITEMS
 from tests.test_apply import (  # noqa: F401
+    CANARY,
     NAME,
     OWNER,
     TRACKING,
@@ -49,6 +53,36 @@ def test_a_token_without_permission_is_one_line_with_a_hint(art: GitHubSandbox, 
     assert f"403: {message}" in line
     assert "issues: write" in line and "repo scope" in line
     assert issues_for(art, 4) == []
+
+
+def test_pygithub_has_no_handler_of_its_own_left() -> None:
+    """PyGithub puts a stderr handler on its logger ("Request POST ... failed with 403"); once
+    the adapter is loaded, no stream handler is left and nothing propagates (the process-level
+    check is the e2e test below)."""
+    import logging
+
+    import artbot.github.client  # noqa: F401
+
+    pygithub = logging.getLogger("github")
+    assert not pygithub.propagate
+    assert not [h for h in pygithub.handlers if type(h) is logging.StreamHandler], pygithub.handlers
+
+
+@pytest.mark.e2e
+def test_a_403_from_an_artbot_process_is_one_line(art: GitHubSandbox, root: Path) -> None:
+    """As a user sees it: the artbot process's stderr holds the error line and nothing else."""
+    art.inject_fault("POST", r"/issues$", 403, message="Resource not accessible by integration")
+    env = {k: v for k, v in os.environ.items() if k not in ("ARTBOT_AUTHORS", "GITHUB_TOKEN")}
+    command = [sys.executable, "-m", "artbot", "--root", str(root), "open", "--item", "4"]
+    command += ["--api-url", art.api_url, "--repo", f"{OWNER}/{NAME}"]
+    command += ["--tracking-issue", str(TRACKING)]
+    done = subprocess.run(
+        command, env={**env, "GH_TOKEN": CANARY}, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("error: POST ") and "403: Resource not accessible" in line
+    assert "issues: write" in line and CANARY not in done.stderr + done.stdout
 
 
 def test_a_rate_limit_403_is_still_waited_out(art: GitHubSandbox, root: Path) -> None:

@@ -79,9 +79,10 @@ class _Retry(GithubRetry):
         return super().increment(method, url, *args, **kwargs)
 
 
-# PyGithub logs its own view of a failed request ("Request GET /user failed with 403"); artbot
-# reports every failure once, as a RemoteError, so PyGithub's records go nowhere.
-logging.getLogger("github").addHandler(logging.NullHandler())
+# PyGithub logs its own view of a failed request ("Request GET /user failed with 403") through
+# a handler of its own on stderr; artbot reports every failure once, as a RemoteError, so
+# PyGithub's records go nowhere (its handler is replaced, nothing propagates).
+logging.getLogger("github").handlers = [logging.NullHandler()]
 logging.getLogger("github").propagate = False
 
 

@@ -19,8 +19,8 @@ from ..report.output import flatten
 HINTS = {
     401: "the token is invalid or expired: set a valid GH_TOKEN (or GITHUB_TOKEN)",
     403: (
-        "the token lacks the permission (a fine-grained token or an App needs issues: write, "
-        "a classic token the repo scope), or the resource is protected"
+        "the token lacks the permission: issues: write (a fine-grained token or an App) or the "
+        "repo scope (a classic token); or the resource is protected"
     ),
 }
 
