@@ -12,7 +12,10 @@ What is measured: the advantages of reward groups that are equal up to float noi
 value. In FP32 their mean is an ulp off 0.22, so every member is centred to +1.5e-8, the
 population std of the tensor is 1.5e-8 (above 1e-8), and each member gets an advantage of +1.0:
 the symptom of #1110 (item 3: an equal-reward group turned into a full-scale advantage signal) on
-another backend. The finding holds when any member of such a group gets |advantage| > 1e-6.
+another backend. The finding holds when any member of such a group, or of one near 1.5e6 whose
+members are 2.3e-10 apart (the same per-step rewards summed in another order), gets
+|advantage| > 1e-6; or when rewards that really differ ([0, 0, 1], and 1 apart near 1.5e6)
+get none (a function that zeroes every group tells noise from signal no better).
 The suggested fix, applied beside it: the same arithmetic in float64 (the other backends' GRPO
 advantage in preprocessing/tokenize.py works in Python floats), so noise of 2e-12 gives a std far
 below 1e-8 and zeros.
@@ -23,6 +26,7 @@ Assumptions: ``normalize_advantages=True`` (the default). ``check_art`` runs ART
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +38,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
 
 GROUPS = ([0.22, 0.22, 0.22 + 2e-12], [0.15] * 7 + [0.15 + 5e-12])
+# Rewards equal by construction at scale (item 3's kind of noise): the same four per-step
+# rewards summed forwards twice and backwards once, 2.3e-10 apart near 1.5e6. The check also
+# runs them, so an absolute tolerance widened just past the groups above (1e-11) is no fix.
+STEPS_AT_1E6 = (144771.2, 421714.2, 464600.2, 460536.1)
+AT_SCALE = ([sum(STEPS_AT_1E6), sum(STEPS_AT_1E6), sum(reversed(STEPS_AT_1E6))],)
+# Rewards that really differ, at both scales: a fix must keep their advantages (a function that
+# zeroes every group, or rewards that overflow FP16, would otherwise pass for one).
+DISTINCT = ([0.0, 0.0, 1.0], [sum(STEPS_AT_1E6)] * 2 + [sum(STEPS_AT_1E6) + 1.0])
 CONTROLS = ([0.22, 0.22, 0.22], [0.0, 0.0, 1.0])
 TOLERANCE = 1e-6
 
@@ -64,11 +76,29 @@ suggested = make_compute_advantages(torch.float64)
 
 def measure(impl: Callable[..., list[float]] | None = None) -> dict[str, list[float]]:
     impl = impl or released
-    return {str(g): impl(list(g)) for g in (*GROUPS, *CONTROLS)}
+    return {str(g): impl(list(g)) for g in (*GROUPS, *AT_SCALE, *CONTROLS, *DISTINCT)}
+
+
+def noisy_groups(measured: dict[str, list[float]]) -> list[str]:
+    """The groups equal up to float noise in which some member gets |advantage| > 1e-6 (or
+    one that is not a number); then the distinct groups in which no member gets a finite
+    |advantage| above it: noise and signal are not told apart either way."""
+    noisy = [
+        str(g)
+        for g in (*GROUPS, *AT_SCALE)
+        if any(not abs(a) <= TOLERANCE for a in measured[str(g)])
+    ]
+    lost = [
+        str(g)
+        for g in DISTINCT
+        if str(g) in measured
+        and not any(math.isfinite(a) and abs(a) > TOLERANCE for a in measured[str(g)])
+    ]
+    return noisy + lost
 
 
 def noise_gets_advantage(measured: dict[str, list[float]]) -> bool:
-    return any(abs(a) > TOLERANCE for g in GROUPS for a in measured[str(g)])
+    return bool(noisy_groups(measured))
 
 
 def build_report() -> _common.Report:
@@ -106,6 +136,10 @@ def check_art(art: Any) -> dict[str, Any]:
     measured = measure(art.load("tinker_native/data.py").compute_advantages)
     first = str(GROUPS[0])
     detail = f"rewards {first} get advantages {[round(a, 4) for a in measured[first]]}"
+    noisy = noisy_groups(measured)
+    if noisy and first not in noisy:
+        differ = ", which differ," if noisy[0] in {str(g) for g in DISTINCT} else ""
+        detail += f"; rewards {noisy[0]}{differ} get {[round(a, 4) for a in measured[noisy[0]]]}"
     at = [
         _evidence.lines(
             art,

@@ -13,8 +13,10 @@ What is measured: one sequence of three trainable tokens, new logprobs [-1.2, -0
 logprobs equal to them except token 1's, which is -9999 (or -inf); PPO, A = -1, mean reduction.
 The loss, the gradient reaching token 1's logprob, and the same step with every old logprob
 finite (loss 1.0). The finding holds when the sentinel step's loss is more than twice the
-all-finite step's (item 8's own test of a sane loss). The suggested fix, applied beside it:
-an old logprob whose log-ratio reaches the bound is treated as missing, as a NaN one is.
+all-finite step's (item 8's own test of a sane loss), or when the sentinel token gets no
+gradient where the all-finite step gives it one (the clamp, not the fix, bounded the loss).
+The suggested fix, applied beside it: an old logprob whose log-ratio reaches the bound is
+treated as missing, as a NaN one is.
 
 Assumptions: token-level importance sampling, no TIS, KL or Kimi tau; ART's PPO epsilons
 0.2 / 0.2; weights 1. The model of loss_fn is ``_art_loss.py`` (shared with items 7 and 8) with
@@ -82,9 +84,18 @@ def measure(impl: Callable[..., Any] | None = None, inputs_type: Any = None) -> 
 
 
 def dominated(measured: dict[str, Any]) -> bool:
-    """The -9999 step's loss is not within twice the all-finite step's, or is not finite."""
-    loss, control = measured["-9999"]["loss"], measured["all finite"]["loss"]
-    return not math.isfinite(loss) or abs(loss) > SANE_FACTOR * abs(control)
+    """The -9999 step's loss is not within twice the all-finite step's, or is not finite; or
+    the sentinel still sets its token's term: that token gets no gradient (the clamp's) where
+    the all-finite step gives it one. A bound tightened to 1 brings the loss within twice
+    (1.57) while the sentinel's clamped ratio is still its token's term; the suggested fix
+    treats the token as sampled under the current policy, so its gradient is the all-finite
+    step's."""
+    bad, control = measured["-9999"], measured["all finite"]
+    loss, grad = bad["loss"], bad["grad_bad_token"]
+    if not (math.isfinite(loss) and math.isfinite(grad)):
+        return True
+    dropped = grad == 0.0 and control["grad_bad_token"] != 0.0
+    return abs(loss) > SANE_FACTOR * abs(control["loss"]) or dropped
 
 
 def build_report() -> _common.Report:

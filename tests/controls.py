@@ -13,6 +13,9 @@ API, for any test (the integrator may move it to conftest; nothing here is a fix
 - ``check(catalog, root, item, label) -> CodeResult``: the item's ``check_art`` run on the
   tree at ``root`` (``artbot.verify.code.run_check``), labelled ``label``.
 - ``claim_verdicts(result) -> {claim: "reproduced" | "fixed" | "not checked"}``.
+- ``recorded(catalog, item, version) -> {claim: verdict} | None``: the verdicts recorded for
+  ``version`` in ``findings/status/NN.json`` (None: that release is not recorded); for an
+  artbot follow-up, which has no status record, every claim reproduced.
 
 Typical use (what tests/test_controls.py does)::
 
@@ -32,6 +35,7 @@ from typing import Any
 
 from artbot.records.catalog import Catalog
 from artbot.repro.scripts import import_script
+from artbot.status import load_status
 from artbot.verify.code import CodeResult, run_check
 from artbot.verify.tree import open_tree
 
@@ -119,6 +123,19 @@ def check(catalog: Catalog, root: Path, item: int, label: str) -> CodeResult:
 
 def claim_verdicts(result: CodeResult) -> dict[str, str]:
     return {cid: claim.verdict.value for cid, claim in result.claims.items()}
+
+
+def recorded(catalog: Catalog, item: int, version: str) -> dict[str, str] | None:
+    """The verdicts recorded for ``version`` (None: that release is not recorded). An artbot
+    follow-up has no status record: its finding reports it reproduced on each release the
+    tests read (0.5.20's values among its evidence), so every claim is expected reproduced."""
+    status = load_status(ROOT, item)
+    if status is None:
+        finding = next(f for f in catalog.findings if f.item == item)
+        assert finding.is_follow_up, f"findings/status/{item:02d}.json missing"
+        return {claim.id: "reproduced" for claim in finding.claims}
+    point = next((p for p in status.releases() if p.label == version), None)
+    return None if point is None else {cid: c.verdict.value for cid, c in point.claims.items()}
 
 
 def repro(item: int) -> Any:

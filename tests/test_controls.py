@@ -11,28 +11,20 @@ from pathlib import Path
 import pytest
 
 from artbot.records.catalog import Catalog, load_catalog
-from artbot.status import load_status
 from artbot.verify.code import CodeStatus, checkable
 from tests.controls import ROOT, check, claim_verdicts, controlled_copy, load_control
+from tests.controls import recorded as recorded_verdicts
 from tests.wheels import ArtWheels
 
-# Every item whose repro defines check_art: a new check without a control fails here by name.
-# artbot's follow-ups have no control (a fake fix) yet: their checks are proven on the releases.
-ITEMS = tuple(f.item for f in checkable(load_catalog(ROOT)) if not f.is_follow_up)
+# Every item whose repro defines check_art, artbot's follow-ups included: a new check without
+# a control fails here by name.
+ITEMS = tuple(f.item for f in checkable(load_catalog(ROOT)))
 RELEASES = ("0.5.20", "0.5.21", "0.5.23")
 
 
 @pytest.fixture(scope="module")
 def catalog() -> Catalog:
     return load_catalog(ROOT)
-
-
-def _recorded(item: int, version: str) -> dict[str, str] | None:
-    """The verdicts recorded for ``version`` (None: that release is not recorded)."""
-    status = load_status(ROOT, item)
-    assert status is not None, f"findings/status/{item:02d}.json missing"
-    point = next((p for p in status.releases() if p.label == version), None)
-    return None if point is None else {cid: c.verdict.value for cid, c in point.claims.items()}
 
 
 @pytest.mark.repro
@@ -49,7 +41,7 @@ def test_check_gives_the_recorded_verdict_and_flips_on_its_control(
     shipped = check(catalog, release, item, f"openpipe-art {version}")
     assert shipped.status is not CodeStatus.could_not_run, shipped.detail
     as_shipped = claim_verdicts(shipped)
-    recorded = _recorded(item, version)
+    recorded = recorded_verdicts(catalog, item, version)
     assert recorded is None or as_shipped == recorded, shipped.detail
 
     control = load_control(item)
