@@ -291,3 +291,19 @@ def test_where_namespaces_are_not_allowed_verify_refuses_before_running_anything
     assert "ART's code cannot be confined here (unshare" in proc.stderr
     assert "env -u GH_TOKEN artbot verify" in proc.stderr
     assert not marker.exists() and CANARY not in proc.stdout + proc.stderr
+
+
+def test_the_confined_view_shows_artbots_own_package(tmp_path: Path) -> None:
+    """An editable install finds artbot through an import hook, not ``sys.path``: a checkout
+    under a folder the child sees emptied (``/tmp``, the home folder) must still be shown, or
+    ``python -m artbot.verify.apart`` cannot start (seen on a fresh clone under /tmp)."""
+    from types import SimpleNamespace
+
+    import artbot
+    from artbot.verify.apart import _view
+
+    catalog = SimpleNamespace(root=tmp_path / "catalog")
+    tree = SimpleNamespace(package_dir=tmp_path / "art" / "art")
+    spec = _view(catalog, tree, {}, str(tmp_path / "scratch"))  # type: ignore[arg-type]
+    package = str(Path(artbot.__file__).resolve().parent)
+    assert package in spec.keep

@@ -238,7 +238,14 @@ def _view(catalog: Catalog, tree: ArtTree, env: Mapping[str, str], scratch: str)
     python = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
     python.add(os.path.dirname(os.path.realpath(sys.executable)))
     paths = {p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p)}
-    keep = {str(Path(catalog.root).resolve()), str(tree.package_dir.resolve().parent)}
+    # artbot's own package too: an editable install maps it to its checkout through an import
+    # hook, not sys.path, and that checkout may sit under a folder the child sees emptied (/tmp).
+    artbot_package = str(Path(__file__).resolve().parents[1])
+    keep = {
+        str(Path(catalog.root).resolve()),
+        str(tree.package_dir.resolve().parent),
+        artbot_package,
+    }
     homes = {env.get("HOME", ""), os.path.expanduser("~")}
     return Spec(scratch, tuple(sorted(keep | python | paths)), tuple(sorted(h for h in homes if h)))
 
