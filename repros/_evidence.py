@@ -103,11 +103,17 @@ def claim(
     method: str,
     at: list[dict[str, Any] | None] | None = None,
     fix: list[dict[str, Any] | None] | None = None,
+    domain: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One claim's result for ``check_art``: ``verdict`` True (reproduced), False (fixed) or
     None (not checked). ``fix`` is kept only for a fixed verdict, and only when every fixing
-    line was found (a fix shown in part would mislead)."""
+    line was found (a fix shown in part would mislead). ``domain`` is what the claim's property
+    was searched over, in the shape of ``artbot.status.Domain`` (``covers``, ``inputs``,
+    ``budget_s``, ``seconds``, ``seed``, ``counterexample``: ``{"inputs": {...}, "measured":
+    ..., "bound": ...}`` or None)."""
     out: dict[str, Any] = {"verdict": verdict, "detail": detail, "method": method}
+    if domain is not None:
+        out["domain"] = domain
     found = [a for a in at or () if a is not None]
     if found:
         out["at"] = found

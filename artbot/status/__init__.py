@@ -91,6 +91,28 @@ class FixEvidence(_Strict):
     change: Change | None = None
 
 
+class Counterexample(_Strict):
+    """The first input found on which a claim's property fails, shrunk: what was fed to ART's
+    code (``inputs``: names to short values), what was measured, and the bound it broke."""
+
+    inputs: dict[str, str | int | float | bool] = Field(max_length=16)
+    measured: float | str
+    bound: float | str
+
+
+class Domain(_Strict):
+    """What a claim's property was searched over: the declared input domain (``covers``: shapes,
+    dtypes, grad modes, scales, sentinels, group sizes), how many inputs were tried, the budget
+    and time it took, and the first counterexample when one was found (a reproduced verdict)."""
+
+    covers: str = Field(max_length=400)
+    inputs: int = Field(ge=1)
+    budget_s: float = Field(gt=0)
+    seconds: float = Field(ge=0)
+    seed: int | None = None
+    counterexample: Counterexample | None = None
+
+
 class ClaimResult(_Strict):
     verdict: ClaimVerdict
     detail: str = Field(default="", description="What was measured; for not checked, why not.")
@@ -99,6 +121,9 @@ class ClaimResult(_Strict):
         default_factory=list, description="Where in the checked code the claim's code was found"
     )
     fix: FixEvidence | None = Field(default=None, description="Only for a fixed verdict")
+    domain: Domain | None = Field(
+        default=None, description="The input domain the property was searched over"
+    )
 
 
 class StatusPoint(_Strict):

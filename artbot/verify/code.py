@@ -43,7 +43,16 @@ from typing import Any
 from ..records.catalog import Catalog
 from ..records.models import Finding
 from ..repro.scripts import import_script
-from ..status import ClaimResult, ClaimVerdict, FixEvidence, Method, SourceLine, Verdict, derive
+from ..status import (
+    ClaimResult,
+    ClaimVerdict,
+    Domain,
+    FixEvidence,
+    Method,
+    SourceLine,
+    Verdict,
+    derive,
+)
 from .isolation import NotLoadedError
 from .tree import ArtTree
 
@@ -147,7 +156,7 @@ def claim_results(
 
 
 SourceReader = Callable[[str], str | None]
-_CLAIM_KEYS = {"verdict", "detail", "method", "at", "fix"}
+_CLAIM_KEYS = {"verdict", "detail", "method", "at", "fix", "domain"}
 
 
 def _claim(cid: str, value: Any, default_method: Any, source: SourceReader | None) -> ClaimResult:
@@ -177,6 +186,7 @@ def _claim(cid: str, value: Any, default_method: Any, source: SourceReader | Non
             method=Method(method) if method is not None and hit is not None else None,
             at=value.get("at") or [],
             fix=FixEvidence.model_validate(fix) if fix is not None else None,
+            domain=Domain.model_validate(value["domain"]) if value.get("domain") else None,
         )
     except ValueError as exc:  # pydantic's ValidationError, or an unknown method
         raise CheckContractError(f"claim {cid}: {exc}") from exc
@@ -315,6 +325,8 @@ def code_table(results: Sequence[CodeResult], tree: ArtTree) -> str:
             why = f" ({claim.detail})" if claim.detail else ""
             how = f" [{claim.method.value}]" if claim.method else ""
             out.append(f"  claim {cid}: {claim.verdict.value}{how}{why}")
+            if claim.domain is not None:
+                out.append(f"    {domain_line(claim.domain)}")
             for label, lines in (("at", claim.at), ("fix", claim.fix.lines if claim.fix else [])):
                 for line in lines:
                     span = (
@@ -333,6 +345,19 @@ def code_table(results: Sequence[CodeResult], tree: ArtTree) -> str:
         if r.not_loaded:
             out.append(f"  named but not loaded: {len(r.not_loaded)} (package __init__ names)")
     return "\n".join(out)
+
+
+def domain_line(domain: Domain) -> str:
+    """``over 300 inputs (shapes ..., dtypes ...; 1.2 s of 2 s)``, then the counterexample."""
+    line = (
+        f"over {domain.inputs} inputs ({domain.covers}; "
+        f"{domain.seconds:.1f} s of a {domain.budget_s:g} s budget)"
+    )
+    if domain.counterexample is not None:
+        ce = domain.counterexample
+        given = ", ".join(f"{k}={v}" for k, v in ce.inputs.items())
+        line += f"; counterexample: {given}: measured {ce.measured}, bound {ce.bound}"
+    return line
 
 
 def code_json(results: Sequence[CodeResult], tree: ArtTree) -> dict[str, Any]:
