@@ -57,9 +57,8 @@ class ArtbotGroup(click.Group):
 @click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    show_default=True,
-    help="Repository holding findings/, templates/ and repros/.",
+    help="Repository holding findings/, templates/ and repros/ [default: the current folder "
+    "when it has findings/, else the audit's own records, shipped with artbot].",
 )
 @click.option(
     "--tool-repository",
@@ -77,7 +76,7 @@ class ArtbotGroup(click.Group):
 @click.pass_context
 def cli(
     ctx: click.Context,
-    root: Path,
+    root: Path | None,
     tool_repository: str | None,
     debug: bool,
     version: bool,
@@ -87,6 +86,9 @@ def cli(
 
     Exit codes: 0 ok, 1 remote or run failure, 2 bad input or usage.
     """
+    from ..records.root import find_root
+
+    root = find_root(root)
     if version:
         from .version import version_text
 
@@ -244,17 +246,22 @@ def repro(obj: Context, items: tuple[int, ...] | None, timeout_s: float) -> None
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder to write the tests into (e.g. ART's tests/ folder).",
 )
+@click.option("--force", is_flag=True, help="Replace files of the same name that differ.")
 @click.pass_obj
-def export_tests_cmd(obj: Context, out: Path) -> None:
+def export_tests_cmd(obj: Context, out: Path, force: bool) -> None:
     """Write the regression tests ART can merge (repros/regression/test_*.py) into OUT.
 
     Each imports `art....` as ART's own tests do, asserts what the audit expects, and needs no
-    artbot: it fails on the audited code and passes where ART fixed the claim.
+    artbot. A claim ART fixed passes; an open one is a strict xfail, so it fails (XPASS) the day
+    ART fixes it. A file of the same name that differs is not replaced without --force.
     """
     from ..repro.export import export_tests
 
-    for path in export_tests(obj.root, out):
-        click.echo(f"wrote {path}")
+    exported = export_tests(obj.root, out, force=force)
+    for done in exported:
+        click.echo(f"{'wrote' if done.written else 'unchanged'} {done.path}")
+    if not any(done.written for done in exported):
+        click.echo(f"nothing written: the {len(exported)} tests in {out} are already these")
 
 
 # --- verify: in artbot/verify/cli.py ------------------------------------------------------
