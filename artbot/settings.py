@@ -19,6 +19,9 @@ SECRET_NAME_WORDS = ("TOKEN", "SECRET", "PASSWORD")
 # GitHub asks clients to wait at least a minute after a secondary rate limit without Retry-After.
 DEFAULT_SECONDARY_RATE_WAIT = 60.0
 RATE_WAIT_VARIABLE = "ARTBOT_SECONDARY_RATE_WAIT"
+# How long artbot waits for GitHub to connect, and then to answer, before a time-out (each try).
+DEFAULT_GITHUB_TIMEOUT = 15
+TIMEOUT_VARIABLE = "ARTBOT_GITHUB_TIMEOUT"
 # Where openpipe-art release wheels are kept (artbot.verify.release).
 CACHE_VARIABLE = "ARTBOT_CACHE_DIR"
 # `artbot sandbox` appends every response it sends here (the tests check them against GitHub's
@@ -38,6 +41,7 @@ class Settings:
     api_url: str | None = None  # $GITHUB_API_URL
     in_actions: bool = False  # $GITHUB_ACTIONS == "true": print workflow annotations
     secondary_rate_wait: float = DEFAULT_SECONDARY_RATE_WAIT  # $ARTBOT_SECONDARY_RATE_WAIT
+    github_timeout: int = DEFAULT_GITHUB_TIMEOUT  # $ARTBOT_GITHUB_TIMEOUT
     # Where artbot's own files are hosted (repro links): --tool-repository, else see toolsource.
     tool_repository: str | None = None
     workspace: Path | None = None  # $GITHUB_WORKSPACE: the checkout of $GITHUB_REPOSITORY
@@ -79,6 +83,10 @@ class Settings:
             api_url=env.get("GITHUB_API_URL") or None,
             in_actions=env.get("GITHUB_ACTIONS") == "true",
             secondary_rate_wait=_seconds(env, RATE_WAIT_VARIABLE, DEFAULT_SECONDARY_RATE_WAIT),
+            # PyGithub takes whole seconds: a fraction is rounded up.
+            github_timeout=math.ceil(
+                _seconds(env, TIMEOUT_VARIABLE, DEFAULT_GITHUB_TIMEOUT, positive=True)
+            ),
             tool_repository=tool_repository,
             workspace=Path(env["GITHUB_WORKSPACE"]) if env.get("GITHUB_WORKSPACE") else None,
             wheel_cache=default_wheel_cache(env),
@@ -103,8 +111,9 @@ class Settings:
         )
 
 
-def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
-    """``$name`` as a number of seconds (unset or empty: ``default``); else exit 2, named."""
+def _seconds(env: Mapping[str, str], name: str, default: float, *, positive: bool = False) -> float:
+    """``$name`` as a number of seconds (unset or empty: ``default``; 0 too, unless
+    ``positive``); else exit 2, named."""
     raw = env.get(name, "").strip()
     if not raw:
         return default
@@ -112,10 +121,11 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < 0:
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
         from .errors import BadInput
 
-        raise BadInput(f"${name}: not a number of seconds (0 or more): {raw[:40]!r}")
+        least = "more than 0" if positive else "0 or more"
+        raise BadInput(f"${name}: not a number of seconds ({least}): {raw[:40]!r}")
     return value
 
 

@@ -172,17 +172,23 @@ def test_record_changes_leaves_claims_without_fix_lines_alone(sandbox: GitHubSan
     assert len(sandbox.requests) == 0
 
 
-@pytest.mark.parametrize(
-    ("status", "note"), [(None, "could not be reached"), (502, "answered 502")]
-)
-def test_a_github_that_cannot_answer_leaves_the_change_not_identified(
-    status: int | None, note: str
-) -> None:
+def test_a_github_that_answers_an_error_leaves_the_change_not_identified() -> None:
     from artbot.errors import RemoteError
 
     def read(endpoint: str, params: object) -> object:
-        raise RemoteError("GET x: token-free message", status)
+        raise RemoteError("GET x: token-free message", 502)
 
     change = find_change(read, load_catalog(REPO).audit, "0.5.21", line(TIS_LINE))
     assert not change.identified
-    assert change.note == f"GitHub {note} when artbot asked"
+    assert change.note == "GitHub answered 502 when artbot asked"
+
+
+def test_a_github_not_reached_is_no_finding_about_the_change() -> None:
+    """#40: GitHub unreachable was recorded as the change's note in every status file."""
+    from artbot.errors import RemoteError
+
+    def read(endpoint: str, params: object) -> object:
+        raise RemoteError("GET x: could not connect to api.github.com:443")
+
+    with pytest.raises(RemoteError, match="could not connect"):
+        find_change(read, load_catalog(REPO).audit, "0.5.21", line(TIS_LINE))

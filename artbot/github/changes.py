@@ -11,7 +11,8 @@ read (:meth:`artbot.github.client.GitHubRepo.read_upstream`):
 
 Anything else is a :class:`~artbot.status.Change` with ``identified=False`` and a note that
 says why (no such tag upstream, no commit in between touches the file, several add the
-line, GitHub unreachable...); those are asked again on the next run. What GitHub returns is
+line, GitHub answering an error...); those are asked again on the next run. GitHub not
+reached fails the lookup: nothing is recorded. What GitHub returns is
 untrusted: shas must be hex, URLs must be on the audit's web host under its repository, titles
 are cut to one plain line. :func:`record_changes` applies the results to the status records;
 the I/O is the adapter's, this module is pure given ``read``.
@@ -40,12 +41,15 @@ def repo_path(audit: Audit, line: SourceLine) -> str:
 
 def find_change(read: Read, audit: Audit, version: str, line: SourceLine) -> Change:
     """The change between the audit commit and release ``version`` that added ``line``; not
-    identified, saying why, when GitHub has no answer (or cannot be reached)."""
+    identified, saying why, when GitHub answered with an error. GitHub not reached (no
+    connection, a time-out, no answer after the retries) is no finding about the change: that
+    :class:`RemoteError` propagates, the command fails, and nothing is recorded."""
     try:
         return _find(read, audit, version, line)
     except RemoteError as exc:  # the message may hold what GitHub said; the status does not
-        why = f"GitHub answered {exc.status}" if exc.status else "GitHub could not be reached"
-        return Change(identified=False, note=f"{why} when artbot asked")
+        if not exc.status:
+            raise
+        return Change(identified=False, note=f"GitHub answered {exc.status} when artbot asked")
 
 
 def _find(read: Read, audit: Audit, version: str, line: SourceLine) -> Change:

@@ -18,22 +18,27 @@ from __future__ import annotations
 import contextlib
 import logging
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from github import Auth, Github
-from github.GithubRetry import GithubRetry
 
 from .. import __version__
 from ..errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
 from ..inputs import check_api_url, check_token, missing_repository, repository_to_use
 from ..jsonlimits import loads_limited
 from ..records.models import ObservedIssue
-from ..settings import DEFAULT_SECONDARY_RATE_WAIT, TOKEN_VARIABLES, Settings
+from ..settings import (
+    DEFAULT_GITHUB_TIMEOUT,
+    DEFAULT_SECONDARY_RATE_WAIT,
+    TOKEN_VARIABLES,
+    Settings,
+)
 from .etagcache import EtagCache
 from .failures import remote as _remote
+from .retry import Retry
 
 DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -41,42 +46,6 @@ MAX_REDIRECTS = 3
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a page of 100 issues with 65k-character bodies fits
 # With every request: the API version artbot is written for, and GitHub's JSON media type.
 API_HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
-
-
-# Every write is retried on a rate limit (403 secondary / 429): GitHub did nothing then.
-# urllib3's default list leaves out PATCH and POST, so without this a rate-limited checklist
-# edit ended the run.
-RETRY_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "PATCH", "POST"})
-
-
-class _Retry(GithubRetry):
-    """GithubRetry for every method, except that a POST is never sent twice blind.
-
-    A 5xx to a create may come after the issue was made, and so may a connection dropped
-    after the request went out; sending it again could file it twice. Instead the caller
-    re-lists by marker and looks (GitHub is the source of truth). Rate-limit answers
-    (403 secondary / 429) are retried for every method, POST included, after Retry-After or
-    a bounded exponential back-off.
-    """
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("allowed_methods", RETRY_METHODS)
-        super().__init__(**kwargs)
-
-    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
-        if method == "POST" and status_code >= 500:
-            return False
-        if status_code == 429 and self.total:
-            return True  # with or without Retry-After: back off exponentially (bounded)
-        return bool(super().is_retry(method, status_code, has_retry_after))
-
-    def increment(
-        self, method: str | None = None, url: str | None = None, *args: Any, **kwargs: Any
-    ) -> Any:  # type: ignore[override]
-        error = kwargs.get("error")
-        if method == "POST" and error is not None and self._is_read_error(error):
-            raise error  # the POST may have taken effect: the caller looks before re-creating
-        return super().increment(method, url, *args, **kwargs)
 
 
 # PyGithub logs its own view of a failed request ("Request GET /user failed with 403") through
@@ -105,11 +74,13 @@ class GitHubRepo:
         api_url: str | None = None,
         token: str | None = None,
         cache: EtagCache | None = None,
-        timeout: int = 15,
+        timeout: int = DEFAULT_GITHUB_TIMEOUT,
         retries: int = 4,
         secondary_rate_wait: float = DEFAULT_SECONDARY_RATE_WAIT,
+        say: Callable[[str], None] | None = None,
     ):
         self.full_name = repo
+        self.timeout = timeout
         self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
         self.cache = cache or EtagCache()
         local = _is_loopback(self.api_url)
@@ -118,14 +89,17 @@ class GitHubRepo:
             auth=Auth.Token(token) if token else None,
             user_agent=f"artbot/{__version__}",
             timeout=timeout,
-            retry=_Retry(
+            retry=Retry(
+                say=say,
+                timeout=timeout,
                 total=retries,
                 backoff_factor=0.0 if local else 1.0,
                 secondary_rate_wait=secondary_rate_wait,
                 # A connection that was never made is safe to retry for any method; one
-                # dropped after a POST went out is not retried (see _Retry).
+                # dropped after a POST went out is not retried (see artbot.github.retry).
                 connect=retries,
-                read=retries,
+                # A read time-out costs the whole timeout each time: asked three times at most.
+                read=min(retries, 2),
             ),
             per_page=100,
             lazy=True,
@@ -173,7 +147,7 @@ class GitHubRepo:
         what = f"{verb} {url}"
         headers = {**API_HEADERS, **(headers or {})}
         for _ in range(MAX_REDIRECTS + 1):
-            with _remote(what):
+            with _remote(what, timeout=self.timeout):
                 status, resp_headers, output = self._gh.requester.requestJson(
                     verb, url, parameters=params, headers=headers, input=input
                 )
@@ -461,4 +435,5 @@ def connect(
         token=settings.token,
         cache=EtagCache.load(cache_path),
         secondary_rate_wait=settings.secondary_rate_wait,
+        timeout=settings.github_timeout,
     )

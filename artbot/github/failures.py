@@ -26,8 +26,9 @@ HINTS = {
 
 
 @contextmanager
-def remote(what: str) -> Iterator[None]:
-    """Turn any client failure into a one-line :class:`RemoteError`."""
+def remote(what: str, *, timeout: float | None = None) -> Iterator[None]:
+    """Turn any client failure into a one-line :class:`RemoteError`; ``timeout``, the client's
+    seconds, names a time-out's length."""
     import requests
 
     try:
@@ -45,15 +46,20 @@ def remote(what: str) -> Iterator[None]:
                 + ")"
             )
         # GitHub's text is remote text: one line, of bounded length.
-        detail = flatten(detail)[:500] + _hint(exc)
+        detail = _words(flatten(detail), 500) + _hint(exc)
         raise RemoteError(f"{what}: GitHub answered {exc.status}{detail}", exc.status) from None
     except RuntimeError as exc:  # PyGithub refusing a 301 to another host or scheme
         raise RemoteError(f"{what}: {_short(str(exc))}") from None
+    except requests.exceptions.Timeout as exc:  # ConnectTimeout, ReadTimeout
+        raise RemoteError(f"{what}: {_timed_out(str(exc), timeout)}") from None
     except requests.exceptions.RetryError as exc:
         reason = str(exc.args[0].reason) if exc.args and hasattr(exc.args[0], "reason") else ""
         raise RemoteError(f"{what}: gave up after retries ({_short(reason)})") from None
     except requests.exceptions.ConnectionError as exc:
-        raise RemoteError(f"{what}: {_unreachable(str(exc))}") from None
+        text = str(exc)
+        if "ReadTimeout" in text or "Read timed out" in text or "ConnectTimeout" in text:
+            raise RemoteError(f"{what}: {_timed_out(text, timeout)}") from None
+        raise RemoteError(f"{what}: {_unreachable(text)}") from None
     except requests.exceptions.RequestException as exc:
         raise RemoteError(f"{what}: {type(exc).__name__}: {_short(str(exc))}") from None
 
@@ -67,14 +73,37 @@ def _unreachable(text: str) -> str:
     elif "NameResolution" in text or "getaddrinfo" in text:
         why = "the host name does not resolve"
     else:
-        why = _short(text)[:200]
+        why = _words(_short(text), 200)
     at = f" {where[1]}:{where[2]}" if where else ""
     return f"could not connect to{at} ({why}); check --api-url (or $GITHUB_API_URL) and the network"
 
 
+def _timed_out(text: str, timeout: float | None) -> str:
+    """A time-out in one line: which (no connection, or no answer), how long, what to do."""
+    where = re.search(r"host='([^']+)', port=(\d+)", text)
+    at = f" {where[1]}:{where[2]}" if where else ""
+    within = f" within {timeout:g} s" if timeout else ""
+    if "ConnectTimeout" in text or "connect timeout" in text.lower():
+        what = f"no connection to{at}{within}"
+    else:
+        what = f"{at.strip() or 'GitHub'} accepted the connection but sent no answer{within}"
+    return (
+        f"timed out: {what}; check --api-url (or $GITHUB_API_URL) and the network, or give it "
+        "longer ($ARTBOT_GITHUB_TIMEOUT)"
+    )
+
+
+def _words(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, cut between words (marked …), never inside one."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:(") + "…"
+
+
 def _short(text: str) -> str:
-    """The reason of a client failure, whole, on one line (bounded)."""
-    return flatten(text)[:500]
+    """The reason of a client failure on one line, bounded, cut between words."""
+    return _words(flatten(text), 500)
 
 
 def _hint(exc: GithubException) -> str:

@@ -351,6 +351,7 @@ def changes_cmd(ctx: click.Context, record: bool, refresh: bool, api_url: str | 
     def read(endpoint: str, params: dict[str, Any] | None) -> Any:
         return repo.read_upstream(catalog.audit.repository, endpoint, params)
 
+    changed = []  # recorded once every lookup is done: a failed run records nothing
     for finding in catalog.findings:
         status = load_status(catalog.root, finding.item)
         if status is None:
@@ -359,7 +360,7 @@ def changes_cmd(ctx: click.Context, record: bool, refresh: bool, api_url: str | 
         for line in lines:
             click.echo(line)
         if record and updated != status:
-            status_path(catalog.root, finding.item).write_text(
-                dump_status(updated), encoding="utf-8"
-            )
+            changed.append((status_path(catalog.root, finding.item), updated))
+    for path, updated in changed:
+        path.write_text(dump_status(updated), encoding="utf-8")
     repo.cache.save()
