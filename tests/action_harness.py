@@ -157,9 +157,12 @@ class ActionRun:
     outputs: dict[str, str] = field(default_factory=dict)  # the action's, per action.yml
 
 
-def runner_env(workspace: Path, sandbox_api: str) -> dict[str, str]:
+def runner_env(
+    workspace: Path, sandbox_api: str, action_path: Path | None = None
+) -> dict[str, str]:
     """What a hosted runner sets for every step (a clean environment: a developer's own
-    GH_TOKEN must not win over the step's token)."""
+    GH_TOKEN must not win over the step's token); ``action_path``: where the action was
+    downloaded, for a workflow that uses it by name and tag (else `uses: ./`)."""
     temp = workspace.parent / "runner-temp"
     temp.mkdir(exist_ok=True)
     return {
@@ -171,7 +174,7 @@ def runner_env(workspace: Path, sandbox_api: str) -> dict[str, str]:
         "GITHUB_REPOSITORY": f"{OWNER}/{NAME}",
         "GITHUB_API_URL": sandbox_api,
         "GITHUB_WORKSPACE": str(workspace),
-        "GITHUB_ACTION_PATH": str(workspace),  # `uses: ./`
+        "GITHUB_ACTION_PATH": str(action_path or workspace),  # else `uses: ./`
         "RUNNER_TEMP": str(temp),
         "GITHUB_STEP_SUMMARY": str(workspace.parent / "step-summary.md"),
     }
@@ -213,8 +216,24 @@ def run_uses(
     the one the install step creates."""
     spec = step(load(workflow), step_id)
     assert spec["uses"] == "./"
+    return run_action(spec, workspace, sandbox, context, venv=venv, extra_env=extra_env)
+
+
+def run_action(
+    spec: Mapping[str, Any],
+    workspace: Path,
+    sandbox: GitHubSandbox,
+    context: Mapping[str, str],
+    *,
+    action_path: Path | None = None,
+    venv: Path = BIN.parent,
+    extra_env: Mapping[str, str] | None = None,
+) -> ActionRun:
+    """Run the action as the workflow step ``spec`` calls it (`uses: ./`, or, with
+    ``action_path``, by name from another repository); ``venv`` stands in for the one the
+    install step creates."""
     inputs = action_inputs(spec.get("with") or {}, context)
-    env = {**runner_env(workspace, sandbox.api_url), **(extra_env or {})}
+    env = {**runner_env(workspace, sandbox.api_url, action_path), **(extra_env or {})}
     (Path(env["RUNNER_TEMP"]) / "artbot-venv").symlink_to(venv, target_is_directory=True)
     steps = load_action()["runs"]["steps"]
     # The steps up to the install (key, cache, install) are what the linked venv stands for.
