@@ -62,3 +62,43 @@ def test_fetch_raises_pips_failure_as_one_line(tmp_path: Path) -> None:
     with pytest.raises(ReleaseUnavailable) as raised:
         fetch_release("9.9.9", tmp_path, run=fake_pip)
     assert str(raised.value) == pip_failure("9.9.9", text)
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        # pip 23.2.1, as `python3 -m venv` installs it with Python 3.11
+        "ERROR: Can not use any platform or abi specific options unless installing via '--target'",
+        # pip 23.3 to 24.1 (measured): Requires-Python checked against the running Python
+        "ERROR: Package 'openpipe-art' requires a different Python: 3.11.7 not in '>=3.12'",
+    ],
+)
+def test_an_old_pip_is_named_with_the_pip_artbot_needs_in_one_line(refusal: str) -> None:
+    """#40.4: a fresh venv's pip refused the index-digest query; the error did not say why."""
+    import sys
+    from importlib import metadata
+
+    from artbot.verify.release import PIP_NEEDED, index_pin
+
+    def run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        assert command[:4] == [sys.executable, "-m", "pip", "install"]
+        return subprocess.CompletedProcess(command, 1, "", f"WARNING: x\n{refusal}\n")
+
+    with pytest.raises(ReleaseUnavailable) as caught:
+        index_pin("0.5.21", run=run)
+    line = str(caught.value)
+    assert "\n" not in line
+    assert line.startswith(f"pip {metadata.version('pip')} (of {sys.executable}) cannot ask")
+    assert line.endswith(
+        f"artbot needs pip {PIP_NEEDED} or newer (python -m pip install 'pip>=24.2')"
+    )
+
+
+def test_artbot_declares_the_pip_it_needs() -> None:
+    import tomllib
+
+    from artbot.verify.release import PIP_NEEDED
+
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    dependencies = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
+    assert f"pip>={PIP_NEEDED}" in dependencies

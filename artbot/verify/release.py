@@ -37,6 +37,11 @@ from .tree import DISTRIBUTION, WHEEL_PREFIX, ArtTree, open_tree
 
 # ART needs Python 3.12; the wheel is pure Python, so the tag only has to satisfy pip.
 WHEEL_PYTHON = "3.12"
+# The first pip that answers `pip install --dry-run --python-version 3.12` from Python 3.11, as
+# measured: 23.2.1 (what `python3 -m venv` installs with 3.11) wants --target; 23.3 to 24.1
+# check Requires-Python against the running Python. pyproject.toml declares it.
+PIP_NEEDED = "24.2"
+_OLD_PIP = ("unless installing via '--target'", "requires a different Python")
 CACHE_ENV = CACHE_VARIABLE
 
 
@@ -89,6 +94,22 @@ def pip_failure(version: str, output: str) -> str:
     errors = [ln.strip() for ln in output.splitlines() if ln.strip().startswith("ERROR:")]
     last = errors[-1] if errors else (output.strip().splitlines() or ["no output"])[-1]
     return f"pip could not download {DISTRIBUTION}=={version}: {last[:300]}"
+
+
+def old_pip(version: str) -> str:
+    """One line: the pip found cannot ask the index for a 3.12 wheel's digest; which it is,
+    and the one artbot needs."""
+    from importlib import metadata
+
+    try:
+        found = f"pip {metadata.version('pip')}"
+    except metadata.PackageNotFoundError:
+        found = "the pip"
+    return (
+        f"{found} (of {sys.executable}) cannot ask the index for {DISTRIBUTION}=={version}'s "
+        f"digest for Python {WHEEL_PYTHON}: artbot needs pip {PIP_NEEDED} or newer "
+        f"(python -m pip install 'pip>={PIP_NEEDED}')"
+    )
 
 
 def fetch_release(
@@ -152,7 +173,10 @@ def index_pin(version: str, *, run: Runner = subprocess.run) -> Pin:
     ]  # fmt: skip
     proc = run(command, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise ReleaseUnavailable(pip_failure(version, f"{proc.stdout or ''}\n{proc.stderr or ''}"))
+        output = f"{proc.stdout or ''}\n{proc.stderr or ''}"
+        if any(words in output for words in _OLD_PIP):
+            raise ReleaseUnavailable(old_pip(version))
+        raise ReleaseUnavailable(pip_failure(version, output))
     try:
         [entry] = json.loads(proc.stdout)["install"]
         info = entry["download_info"]
