@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
-# Where the token comes from, in order: GH_TOKEN wins over GITHUB_TOKEN, as with the gh CLI.
+# Where the token comes from, in order: GH_TOKEN wins over GITHUB_TOKEN, as with the gh CLI;
+# without either, the gh CLI's own (`gh auth token`) for github.com (Settings.with_gh_token).
 TOKEN_VARIABLES = ("GH_TOKEN", "GITHUB_TOKEN")
+GITHUB_API = "https://api.github.com"
 # Names of variables whose values are redacted from output wherever they appear.
 SECRET_NAME_WORDS = ("TOKEN", "SECRET", "PASSWORD")
 # GitHub asks clients to wait at least a minute after a secondary rate limit without Retry-After.
@@ -48,6 +51,8 @@ class Settings:
     # $ARTBOT_CACHE_DIR, else ~/.cache/artbot/wheels: where release wheels are kept.
     wheel_cache: Path = field(default_factory=lambda: default_wheel_cache())
     sandbox_transcript: Path | None = None  # $ARTBOT_SANDBOX_TRANSCRIPT
+    search_path: str | None = None  # $PATH, where `gh` is looked for
+    token_source: str | None = None  # where the token came from, when not the environment
     # The environment a subprocess running repro or downloaded code gets: no token in it.
     child_env: Mapping[str, str] = field(
         default_factory=lambda: without_tokens(os.environ), compare=False, hash=False
@@ -91,7 +96,39 @@ class Settings:
             workspace=Path(env["GITHUB_WORKSPACE"]) if env.get("GITHUB_WORKSPACE") else None,
             wheel_cache=default_wheel_cache(env),
             sandbox_transcript=Path(t) if (t := env.get(TRANSCRIPT_VARIABLE)) else None,
+            search_path=env.get("PATH"),
             child_env=without_tokens(env),
+        )
+
+    def with_gh_token(self, api_url: str | None, run: Callable[..., Any] | None = None) -> Settings:
+        """These settings with the gh CLI's token (``gh auth token``) when neither token variable
+        is set, gh is installed and signed in, and the API is github.com's (a token of
+        github.com is never sent to another host, nor to the sandbox); else unchanged. Never
+        in Actions, where the workflow gives the token. Said by the caller (``token_source``)."""
+        if self.token or self.in_actions or (api_url or self.api_url or GITHUB_API) != GITHUB_API:
+            return self
+        import shutil
+        import subprocess
+
+        gh = shutil.which("gh", path=self.search_path)
+        if gh is None:
+            return self
+        try:
+            proc = (run or subprocess.run)(
+                [gh, "auth", "token", "--hostname", "github.com"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+                env=dict(self.child_env),
+            )
+        except (OSError, subprocess.SubprocessError):
+            return self
+        token = (proc.stdout or "").strip()
+        if proc.returncode != 0 or not token or any(ch.isspace() for ch in token):
+            return self  # not signed in (gh says so on its stderr, which is not shown)
+        return replace(
+            self, token=token, secrets=(*self.secrets, token), token_source="`gh auth token`"
         )
 
     @classmethod

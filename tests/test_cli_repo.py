@@ -58,14 +58,15 @@ def run(sandbox: GitHubSandbox, *args: str, root: Path = REPO) -> Result:
     return CliRunner(env=env).invoke(cli, [*base, *args])
 
 
-def test_an_ssh_url_files_in_that_repository(sandbox: GitHubSandbox) -> None:
+@pytest.mark.parametrize("flag", ["--repo", "-R"])  # -R, as gh has it (#40)
+def test_an_ssh_url_files_in_that_repository(sandbox: GitHubSandbox, flag: str) -> None:
     tracking = seed(sandbox, load_catalog(REPO))
     result = run(
         sandbox,
         "--dry-run",
         "--tracking-issue",
         str(tracking),
-        "--repo",
+        flag,
         "git@github.com:OpenPipe/ART.git",
     )
     assert result.exit_code == 0, result.output

@@ -24,9 +24,15 @@ def test_a_persisted_sandbox_is_seeded_once(tmp_path: Path) -> None:
         assert seed_once(again, catalog) == number
         owner, name = catalog.audit.repository.split("/")
         assert again.get_issue(owner, name, number)["title"].startswith("Tracking:")
-        lines = paste_lines(again.api_url, number).splitlines()
+        lines = paste_lines(again.api_url, number, seeded=False).splitlines()
     assert f"export GITHUB_API_URL={again.api_url}" in lines
     assert f"export ARTBOT_TRACKING_ISSUE={number}" in lines
+    # #40: a restart that seeded nothing does not say it seeded.
+    assert lines[0] == (
+        f"Nothing seeded: the sandbox's state holds the tracking issue #{number} already. "
+        "In another shell, paste:"
+    )
+    assert paste_lines("http://x", number).startswith("Seeded #1108-#1110 and the tracking issue.")
 
 
 def test_the_lines_to_paste_run_artbot_as_it_was_run(

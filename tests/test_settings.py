@@ -82,3 +82,75 @@ def test_no_other_module_reads_the_environment() -> None:
         if (lines := _reads_environment(p))
     }
     assert set(found) == READS_ON_ITS_OWN, found
+
+
+# -- the gh CLI's token (#40) ----------------------------------------------------------------
+
+GH_SCRIPT = """#!/bin/sh
+echo "$@" >> "{calls}"
+{body}
+"""
+
+
+def fake_gh(folder: Path, body: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    calls = folder / "calls.txt"
+    gh = folder / "gh"
+    gh.write_text(GH_SCRIPT.format(calls=calls, body=body), encoding="utf-8")
+    gh.chmod(0o755)
+    return calls
+
+
+SIGNED_IN = "echo gho_fromtheghcli0123456789abcdefABCDEF"
+
+
+def test_without_a_token_variable_the_gh_clis_token_is_used_for_github_com(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from artbot.cli.context import Context
+    from artbot.report.output import guarded
+
+    calls = fake_gh(tmp_path / "bin", SIGNED_IN)
+    settings = Settings.from_env({"PATH": str(tmp_path / "bin")})
+    assert settings.token is None
+    context = Context(settings)
+    with guarded(settings):
+        context.use_gh_token(None)
+        print("echo: gho_fromtheghcli0123456789abcdefABCDEF")
+    token = "gho_fromtheghcli0123456789abcdefABCDEF"
+    assert context.settings.token == token and token in context.settings.secrets
+    assert calls.read_text(encoding="utf-8").split() == [
+        "auth",
+        "token",
+        "--hostname",
+        "github.com",
+    ]
+    out, err = capsys.readouterr()
+    assert err == "token: from `gh auth token` (neither GH_TOKEN nor GITHUB_TOKEN is set)\n"
+    assert token not in out + err and "***" in out  # redacted from then on
+    assert "gho_" not in repr(context.settings)
+
+
+@pytest.mark.parametrize(
+    ("env", "api_url", "body"),
+    [
+        ({"GH_TOKEN": "ghp_set0123456789"}, None, SIGNED_IN),  # a token variable wins
+        ({"GITHUB_TOKEN": "ghs_set0123456789"}, None, SIGNED_IN),
+        ({}, "http://127.0.0.1:9", SIGNED_IN),  # github.com's token never goes elsewhere
+        ({"GITHUB_API_URL": "https://ghe.example/api/v3"}, None, SIGNED_IN),
+        ({"GITHUB_ACTIONS": "true"}, None, SIGNED_IN),  # the workflow gives the token
+        ({}, None, "echo 'You are not logged into any GitHub hosts.' >&2; exit 1"),
+        ({}, None, "echo 'two words'"),
+    ],
+)
+def test_the_gh_clis_token_is_not_taken(
+    tmp_path: Path, env: dict[str, str], api_url: str | None, body: str
+) -> None:
+    fake_gh(tmp_path / "bin", body)
+    settings = Settings.from_env({"PATH": str(tmp_path / "bin"), **env})
+    assert settings.with_gh_token(api_url).token_source is None
+
+
+def test_without_gh_installed_nothing_is_taken(tmp_path: Path) -> None:
+    settings = Settings.from_env({"PATH": str(tmp_path)})
+    assert settings.with_gh_token(None) is settings

@@ -42,6 +42,22 @@ class Context:
         )
         return replace(catalog, tool=tool)
 
+    def use_gh_token(self, api_url: str | None) -> None:
+        """Take the gh CLI's token when neither GH_TOKEN nor GITHUB_TOKEN is set (see
+        :meth:`Settings.with_gh_token`), redact it from every output from now on, and say so on
+        stderr (never the token)."""
+        settings = self.settings.with_gh_token(api_url)
+        if settings.token_source is None or settings is self.settings:
+            return
+        self.settings = settings
+        from ..report.output import also_redact
+
+        also_redact(settings.secrets)
+        click.echo(
+            f"token: from {settings.token_source} (neither GH_TOKEN nor GITHUB_TOKEN is set)",
+            err=True,
+        )
+
     def note_unlinked(self, catalog: Any) -> None:
         """Say, once, that the issues rendered could not link artbot's scripts (its repository
         is not known), and what was found instead: last, after a command that rendered issues

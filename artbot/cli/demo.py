@@ -66,23 +66,34 @@ def seed(sandbox: GitHubSandbox, catalog: Catalog) -> int:
     return sandbox.seed_issue(owner, name, title.strip(), body.lstrip("\n"), number=last + 1)
 
 
-def seed_once(sandbox: GitHubSandbox, catalog: Catalog) -> int:
-    """:func:`seed`, unless a persisted sandbox (``--state``) holds the tracking issue already."""
+def seeded_already(sandbox: GitHubSandbox, catalog: Catalog) -> int | None:
+    """The tracking issue's number when a persisted sandbox (``--state``) holds it already."""
     owner, name = catalog.audit.repository.split("/")
     last = max((f.issue or 0) for f in catalog.findings)
     try:
         sandbox.get_issue(owner, name, last + 1)
     except (ApiError, KeyError):  # no such issue (404), or no repository yet: not seeded
-        return seed(sandbox, catalog)
+        return None
     return last + 1
 
 
-def paste_lines(api_url: str, tracking: int, program: str = "artbot") -> str:
+def seed_once(sandbox: GitHubSandbox, catalog: Catalog) -> int:
+    """:func:`seed`, unless a persisted sandbox (``--state``) holds the tracking issue already."""
+    return seeded_already(sandbox, catalog) or seed(sandbox, catalog)
+
+
+def paste_lines(api_url: str, tracking: int, program: str = "artbot", seeded: bool = True) -> str:
     """What ``artbot sandbox --seed`` prints: the three lines to paste into another shell, and
-    what to try there, with ``program`` the command that runs artbot (``.venv/bin/artbot``)."""
+    what to try there, with ``program`` the command that runs artbot (``.venv/bin/artbot``);
+    ``seeded``: this start seeded the sandbox (else its state held the issues already)."""
+    done = (
+        "Seeded #1108-#1110 and the tracking issue."
+        if seeded
+        else f"Nothing seeded: the sandbox's state holds the tracking issue #{tracking} already."
+    )
     return "\n".join(
         [
-            "Seeded #1108-#1110 and the tracking issue. In another shell, paste:",
+            f"{done} In another shell, paste:",
             "",
             f"export GITHUB_API_URL={api_url}",
             f"export GH_TOKEN={SANDBOX_TOKEN}  # any value: the sandbox takes every token",
@@ -183,19 +194,9 @@ def run_demo(
 
 
 def describe(result: DemoResult) -> str:
-    """What a maintainer would see: each new issue, then the tracking checklist."""
-    out = []
-    for issue in result.issues:
-        state = issue.state + (f", {issue.state_reason}" if issue.state == "closed" else "")
-        out.append(f"\n=== item {issue.item}: issue #{issue.number} ({state}): {issue.title}\n")
-        if not issue.status_recorded:
-            out.append(
-                f"(no status recorded for item {issue.item}: filed as the audit describes it; "
-                "`artbot verify --release latest --record` records one)\n"
-            )
-        out.append(issue.body)
-    out.append(f"=== the checklist in tracking issue #{result.tracking_issue}\n")
-    out.append(result.checklist)
+    """What a maintainer would see first: the tracking checklist, its sub-issues, the issues
+    filed (their bodies are :func:`bodies`, shown after this or written to files)."""
+    out = [f"\n=== the checklist in tracking issue #{result.tracking_issue}\n", result.checklist]
     if result.progress is not None:
         done, total = result.progress["completed"], result.progress["total"]
         out.append(
@@ -204,5 +205,29 @@ def describe(result: DemoResult) -> str:
         )
         out += [f"#{n} ({state}) {title}" for n, state, title in result.sub_issues]
         out.append("")
+    out.append("=== the issues filed")
+    for issue in result.issues:
+        out.append(f"item {issue.item}: issue #{issue.number} ({_state(issue)}): {issue.title}")
+        if not issue.status_recorded:
+            out.append(
+                f"  (no status recorded for item {issue.item}: filed as the audit describes it; "
+                "`artbot verify --release latest --record` records one)"
+            )
+    out.append("")
     out.append("=== requests made: " + ", ".join(f"{k}: {v}" for k, v in result.requests.items()))
     return "\n".join(out)
+
+
+def bodies(result: DemoResult) -> str:
+    """The issues filed, each under its own heading, as GitHub shows them."""
+    out = []
+    for issue in result.issues:
+        out.append(
+            f"\n=== item {issue.item}: issue #{issue.number} ({_state(issue)}): {issue.title}\n"
+        )
+        out.append(issue.body)
+    return "\n".join(out)
+
+
+def _state(issue: DemoIssue) -> str:
+    return issue.state + (f", {issue.state_reason}" if issue.state == "closed" else "")

@@ -24,6 +24,7 @@ def github_options(f: F) -> F:
     """Options shared by the commands that talk to GitHub."""
     options = [
         click.option(
+            "-R",
             "--repo",
             "repo_name",
             metavar="OWNER/NAME",
@@ -98,6 +99,7 @@ def connect(
     from ..github.client import connect as connect_repo
     from ..settings import default_cache_path
 
+    obj.use_gh_token(api_url)
     repo = connect_repo(
         obj.settings,
         catalog.audit.repository,

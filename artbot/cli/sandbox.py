@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,16 +17,36 @@ if TYPE_CHECKING:
     "items",
     type=int,
     multiple=True,
-    help="Item to file (repeatable) [default: 7 and 9].",
+    help="Item to file (repeatable) [default: 7, 9 and 801; item 5 is then filed too, by the "
+    "request the demo ticks].",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write the new issues' bodies here (NN.md) instead of printing them after the result.",
 )
 @click.pass_obj
-def demo(obj: Context, items: tuple[int, ...]) -> None:
-    """Run the main job on the embedded GitHub sandbox (no token, no network)."""
-    from .demo import DEMO_ITEMS, describe, run_demo
+def demo(obj: Context, items: tuple[int, ...], out: Path | None) -> None:
+    """Run the main job on the embedded GitHub sandbox (no token, no network).
+
+    Files items 7, 9 and 801 (artbot's follow-up to item 8) with `open`, syncs, ticks "File the
+    issue for item 5" in the tracking issue as a maintainer would and syncs on that edit (which
+    files it). Prints the result first (the tracking issue's checklist, its sub-issues, the
+    issues filed), then the issues' bodies, or writes those into --out.
+    """
+    from .demo import DEMO_ITEMS, bodies, describe, run_demo
 
     catalog = obj.catalog(for_render=True)
     result = run_demo(catalog, items or DEMO_ITEMS, log=click.echo)
     click.echo(describe(result))
+    if out is None:
+        click.echo(bodies(result))
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        for issue in result.issues:
+            path = out / f"{issue.item:02d}.md"
+            path.write_text(f"# {issue.title}\n\n{issue.body}", encoding="utf-8")
+            click.echo(f"wrote {path}: issue #{issue.number}'s body")
     obj.note_unlinked(catalog)
 
 
@@ -38,6 +58,7 @@ def demo(obj: Context, items: tuple[int, ...]) -> None:
     help="JSON file that keeps the sandbox's state across restarts.",
 )
 @click.option(
+    "-R",
     "--repo",
     "repos",
     multiple=True,
@@ -64,17 +85,17 @@ def sandbox(
     if not seed:
         serve(port, state, repos, transcript=transcript)
         return
-    from .demo import paste_lines, seed_once
+    from .demo import paste_lines, seed, seeded_already
 
     catalog = obj.catalog()  # seeding renders no issue, so no repro link is missed
     program = how_artbot_was_run()
-    serve(
-        port,
-        state,
-        repos,
-        ready=lambda box: click.echo(paste_lines(box.api_url, seed_once(box, catalog), program)),
-        transcript=transcript,
-    )
+
+    def ready(box: Any) -> None:
+        held = seeded_already(box, catalog)  # a restart with --state: seeded before
+        number = held or seed(box, catalog)
+        click.echo(paste_lines(box.api_url, number, program, seeded=held is None))
+
+    serve(port, state, repos, ready=ready, transcript=transcript)
 
 
 def how_artbot_was_run(argv0: str | None = None) -> str:

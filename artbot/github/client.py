@@ -425,7 +425,7 @@ def connect(
     """
     if not settings.token and not dry_run:
         names = " or ".join(TOKEN_VARIABLES)
-        raise BadInput(f"no token: set {names} (or use --dry-run)")
+        raise BadInput(f"no token: set {names}, or sign in to the gh CLI (or use --dry-run)")
     check_api_url(api_url or settings.api_url)
     check_token(settings.token)
     name = repository_to_use(repo_name, settings.repository, default_repository)

@@ -135,6 +135,14 @@ def guarded(settings: Settings) -> Iterator[None]:
         sys.stdout, sys.stderr = saved
 
 
+def also_redact(secrets: Sequence[str]) -> None:
+    """Redact ``secrets`` too from whatever the guarded streams print from now on (a token
+    found after the streams were guarded: the gh CLI's)."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, GuardedStream):
+            stream.secrets = tuple(dict.fromkeys((*stream.secrets, *secrets)))
+
+
 def command(line: str) -> None:
     """Print a workflow command artbot gives (an annotation), past the guard's escaping."""
     stream = sys.stdout
