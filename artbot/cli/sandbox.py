@@ -85,14 +85,15 @@ def sandbox(
     if not seed:
         serve(port, state, repos, transcript=transcript)
         return
-    from .demo import paste_lines, seed, seeded_already
+    from .demo import paste_lines, seeded_already
+    from .demo import seed as seed_sandbox
 
     catalog = obj.catalog()  # seeding renders no issue, so no repro link is missed
     program = how_artbot_was_run()
 
     def ready(box: Any) -> None:
         held = seeded_already(box, catalog)  # a restart with --state: seeded before
-        number = held or seed(box, catalog)
+        number = held or seed_sandbox(box, catalog)
         click.echo(paste_lines(box.api_url, number, program, seeded=held is None))
 
     serve(port, state, repos, ready=ready, transcript=transcript)
