@@ -7,6 +7,7 @@ the same name without --force, and says so when it writes nothing."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -49,9 +50,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield target
 
 
-def artbot_in(folder: Path, site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def artbot_in(
+    folder: Path, site: Path, *args: str, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("GH_TOKEN", "GITHUB_TOKEN")}
     env |= {"PYTHONPATH": str(site), "PYTHONDONTWRITEBYTECODE": "1", "GITHUB_ACTIONS": ""}
+    env |= env_extra or {}
     return subprocess.run(
         [sys.executable, "-m", "artbot", *args],
         cwd=folder,
@@ -144,3 +148,34 @@ def test_the_root_is_the_current_folder_with_findings_else_the_shipped_records(
     (tmp_path / "findings").mkdir()
     assert find_root(None, tmp_path) == tmp_path
     assert find_root(tmp_path / "other", tmp_path) == tmp_path / "other"
+
+
+def test_an_installed_artbot_verifies_from_another_folder(
+    installed: Path, tmp_path: Path, wheel_cache: Path
+) -> None:
+    """verify's anchors against a cached release: the records and repros that ship with the
+    package, read from a folder that has none."""
+    from artbot.verify import CACHE_ENV
+
+    checked = artbot_in(
+        tmp_path,
+        installed,
+        "verify",
+        "anchors",
+        "--release",
+        "0.5.21",
+        env_extra={CACHE_ENV: str(wheel_cache)},
+    )
+    # Exit 1: some cited ranges moved at 0.5.21 (as from the checkout: the same records).
+    here = artbot_in(
+        REPO,
+        installed,
+        "verify",
+        "anchors",
+        "--release",
+        "0.5.21",
+        env_extra={CACHE_ENV: str(wheel_cache)},
+    )
+    assert (checked.returncode, checked.stdout) == (here.returncode, here.stdout), checked.stderr
+    assert re.match(r"\d+ locations: \d+ ok", checked.stdout.rstrip().splitlines()[-1])
+    assert list(tmp_path.iterdir()) == []
