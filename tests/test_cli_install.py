@@ -140,6 +140,26 @@ def test_export_tests_from_records_without_tests_says_nothing_was_written(tmp_pa
     assert result.stderr.strip().endswith("no regression tests (test_*.py); nothing written")
 
 
+def test_the_etag_cache_of_the_installed_records_is_kept_where_artbot_runs(
+    installed: Path, tmp_path: Path
+) -> None:
+    probe = (
+        "from pathlib import Path; from artbot.records.root import find_root; "
+        "from artbot.settings import default_cache_path; print(default_cache_path(find_root(None)))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.stdout.strip() == ".artbot/cache.json", proc.stderr
+
+
 def test_the_root_is_the_current_folder_with_findings_else_the_shipped_records(
     tmp_path: Path,
 ) -> None:

@@ -46,7 +46,8 @@ def github_options(f: F) -> F:
         click.option(
             "--cache",
             type=click.Path(dir_okay=False, path_type=Path),
-            help="ETag cache file [default: ROOT/.artbot/cache.json].",
+            help="ETag cache file [default: ROOT/.artbot/cache.json; for the records installed "
+            "with artbot, ./.artbot/cache.json].",
         ),
         click.option(
             "--author",

@@ -25,6 +25,12 @@ def packaged_root() -> Path | None:
     return None
 
 
+def is_installed_records(root: Path) -> bool:
+    """``root`` is the records inside the installed package (``artbot/_audit``)."""
+    package = Path(__file__).resolve().parents[1]
+    return root.resolve() == package / PACKAGED
+
+
 def find_root(given: Path | None, cwd: Path | None = None) -> Path:
     """``given`` when given (``--root``); else the current folder when it holds ``findings/``;
     else the records artbot ships; else the current folder (whose missing findings/ is then
