@@ -270,6 +270,8 @@ class _Run:
         if done.timed_out:
             return f"the check process ran over {self.timeout_s:.0f} s (the wall clock){printed}"
         code, signum = done.returncode, None
+        if "failed" in self.ended:
+            return f"the check process could not start: {flatten(str(self.ended['failed']))[:300]}"
         if self.ended:
             code = self.ended.get("exit") if isinstance(self.ended.get("exit"), int) else None
             signum = self.ended.get("signal") if isinstance(self.ended.get("signal"), int) else None
@@ -319,7 +321,7 @@ def _view(catalog: Catalog, tree: ArtTree, scratch: str) -> Spec:
     packages = {str(base / name) for name in {tree.package_dir.name, *tree.packages}}
     # An editable install maps artbot to its checkout through an import hook, not sys.path.
     artbot_package = str(Path(__file__).resolve().parents[1])
-    keep = python | records | packages | {artbot_package}
+    keep = python | records | packages | {artbot_package, sys.executable, sys.prefix}
     return Spec(scratch, tuple(sorted(p for p in keep if os.path.exists(p))))
 
 

@@ -273,6 +273,8 @@ def set_up_view(spec: Spec, pid_cap: int = 0) -> int | None:
     _read_only_everywhere(scratch)  # binds of read-only mounts are read-only
     wanted = {os.path.realpath(p) for p in (*spec.keep, *SYSTEM) if os.path.exists(p)}
     links = {p: os.readlink(p) for p in SYSTEM if os.path.islink(p)}
+    for path in spec.keep:  # a kept path reached through links (a venv's python) works as given
+        links.update(_links_on(path))
     kept, shown = [], []
     for path in sorted(wanted - {scratch}):
         if not any(_inside(path, done) for done in shown):
@@ -285,8 +287,9 @@ def set_up_view(spec: Spec, pid_cap: int = 0) -> int | None:
     for path, fd in kept:
         _bind(path, fd, NEW_ROOT + path)
         os.close(fd)
-    for link, target in links.items():
+    for link, target in sorted(links.items()):
         if not os.path.lexists(NEW_ROOT + link):
+            os.makedirs(os.path.dirname(NEW_ROOT + link), exist_ok=True)
             os.symlink(target, NEW_ROOT + link)
     for name, data in etc.items():
         os.makedirs(os.path.dirname(NEW_ROOT + name), exist_ok=True)
@@ -305,6 +308,18 @@ def set_up_view(spec: Spec, pid_cap: int = 0) -> int | None:
     _pivot(NEW_ROOT)
     os.chdir(scratch)
     return capped
+
+
+def _links_on(path: str) -> dict[str, str]:
+    """Each symbolic link on the way to ``path`` (absolute), and what it points to."""
+    found: dict[str, str] = {}
+    parts = Path(path).parts
+    for n in range(2, len(parts) + 1):
+        here = os.path.join(*parts[:n])
+        if os.path.islink(here):
+            found[here] = os.readlink(here)
+            found.update(_links_on(os.path.join(os.path.dirname(here), found[here])))
+    return found
 
 
 def _cap_pids(proc: str, cap: int) -> int | None:
