@@ -157,6 +157,9 @@ def verify_code_apart(
     dumpable_off = not_dumpable()
     tokens = tokens_in(base)
     in_actions = base.get("GITHUB_ACTIONS") == "true"
+    strict = bool(tokens or in_actions)  # every protection, or nothing runs
+    if strict and not dumpable_off and sys.platform.startswith("linux"):
+        raise CannotConfine(refusal(NOT_DUMPABLE, tokens, in_actions))
     with tempfile.TemporaryDirectory(prefix="artbot-verify-") as scratch:
         out = Path(scratch) / "results.json"
         spec = {"root": str(Path(catalog.root).resolve()), "tree": _tree_json(tree)}
@@ -165,10 +168,10 @@ def verify_code_apart(
         cenv = child_env(base, secrets)
         run = _Run(json.dumps(spec), timeout_s, scratch, limits)
         view = _view(catalog, tree, scratch)
+        view = replace(view, require_process_cap=strict)
         failed = run.confined(child, {**cenv, "HOME": scratch, "TMPDIR": scratch}, view)
-        missing = _missing(failed, run, dumpable_off)
-        if missing and (tokens or in_actions):
-            raise CannotConfine(refusal("; ".join(missing), tokens, in_actions))
+        if failed is not None and strict:
+            raise CannotConfine(refusal(failed, tokens, in_actions))
         if failed is not None:
             say(f"verify: ART's code runs unconfined ({failed}); no token is set")
             run.plain(child, cenv)
@@ -189,17 +192,7 @@ def verify_code_apart(
         return _all_failed(wanted, tree, why)
 
 
-def _missing(failed: str | None, run: _Run, dumpable_off: bool) -> list[str]:
-    """The protections the check did not get (empty: all of them)."""
-    missing = [] if failed is None else [failed]
-    if failed is None and run.processes is None:
-        missing.append(
-            "no cap on its processes: the kernel exempts root from RLIMIT_NPROC and has no "
-            "pid_max per PID namespace before Linux 6.14; run verify as another user"
-        )
-    if not dumpable_off and sys.platform.startswith("linux"):
-        missing.append("artbot's process could not be made non-dumpable")
-    return missing
+NOT_DUMPABLE = "artbot's process could not be made non-dumpable (prctl PR_SET_DUMPABLE)"
 
 
 def protections(run: _Run, limits: Limits, dumpable_off: bool) -> str:

@@ -89,6 +89,10 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime")
 NEW_ROOT = "/tmp"  # a fresh tmpfs is mounted over it in the child's mount namespace
 MNT_DETACH = 2
+NO_PROCESS_CAP = (
+    "no cap on its processes: the kernel exempts root from RLIMIT_NPROC and has no pid_max "
+    "per PID namespace before Linux 6.14; run verify as a user other than root"
+)
 
 
 @dataclass(frozen=True)
@@ -101,16 +105,18 @@ class Spec:
     keep: tuple[str, ...] = ()
     limits: dict[str, int] = field(default_factory=dict)
     report_fd: int = -1
+    require_process_cap: bool = False  # no cap on its processes: COMMAND is not run
 
     def to_json(self) -> str:
         data = {"scratch": self.scratch, "keep": self.keep, "limits": self.limits}
-        return json.dumps({**data, "fd": self.report_fd})
+        return json.dumps({**data, "fd": self.report_fd, "strict": self.require_process_cap})
 
     @classmethod
     def from_json(cls, text: str) -> Spec:
         data = json.loads(text)
         limits = {str(k): int(v) for k, v in dict(data.get("limits") or {}).items()}
-        return cls(str(data["scratch"]), tuple(data["keep"]), limits, int(data["fd"]))
+        keep, strict = tuple(data["keep"]), bool(data.get("strict"))
+        return cls(str(data["scratch"]), keep, limits, int(data["fd"]), strict)
 
 
 def command(spec: Spec, argv: Sequence[str], python: str = sys.executable) -> list[str]:
@@ -401,6 +407,8 @@ def main(argv: Sequence[str]) -> int:
                     processes = f"RLIMIT_NPROC {limits.processes}"
                 elif pid_max is not None:
                     processes = f"pid_max {pid_max} of its PID namespace"
+            if processes is None and spec.require_process_cap:
+                raise SetupFailed(NO_PROCESS_CAP)
             _drop_capabilities()
             _report(fd, ready={"processes": processes})
             if fd >= 0:  # closed by a successful exec: COMMAND never holds it
