@@ -25,9 +25,11 @@ from artbot.verify.code import CodeResult, CodeStatus
 from artbot.verify.limits import GB, MB, Limits
 from artbot.verify.sanitize import REFUSED, shown
 from artbot.verify.tree import open_tree
-from tests.test_hardening_confine import CANARY, REPO, catalog, place  # noqa: F401
+from tests import test_hardening_confine as confine_tests
+from tests.test_hardening_confine import CANARY, REPO, catalog
 
 pytestmark = [pytest.mark.e2e, pytest.mark.repro]
+place = confine_tests.place  # the fixture: a folder every user can read
 EXTRAHEADER = "AUTHORIZATION: basic Z2hwX2V4dHJhaGVhZGVyY3JlZGVudGlhbDAxMjM0"
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO)}
 
@@ -67,7 +69,7 @@ raise RuntimeError("seen " + json.dumps({{"seen": seen, "home": home}}, sort_key
 """
 
 
-def test_the_confined_check_sees_no_git_config_home_or_wheel_cache(place: Path) -> None:  # noqa: F811
+def test_the_confined_check_sees_no_git_config_home_or_wheel_cache(place: Path) -> None:
     checkout = place / "art-src"
     (checkout / ".git").mkdir(parents=True)
     (checkout / ".git" / "config").write_text(f'[http]\n\textraheader = "{EXTRAHEADER}"\n')
@@ -105,14 +107,13 @@ raise RuntimeError("found: " + {EXTRAHEADER!r})
 """
 
 
-def test_credentials_in_the_checks_text_reach_no_record_and_no_issue(place: Path) -> None:  # noqa: F811
+def test_credentials_in_the_checks_text_reach_no_record_and_no_issue(place: Path) -> None:
     """What the check prints is never kept; what it says in an error is refused when it looks
     like a credential: neither the status file ``--record`` writes nor the rendered issue
     holds it."""
     root = catalog(place)
     tree = tree_with(place, LEAK)
-    env = {**ENV, "HOME": str(place), "GH_TOKEN": None}
-    env.pop("GH_TOKEN")
+    env = {**ENV, "HOME": str(place)}
     command = [sys.executable, "-m", "artbot", "--root", str(root)]
     verify = subprocess.run(
         [*command, "verify", "--art-src", str(tree), "--record"], env=env, capture_output=True,
@@ -188,7 +189,7 @@ finally:
 """
 
 
-def test_a_child_printing_512_mb_leaves_artbot_under_1_gb(place: Path) -> None:  # noqa: F811
+def test_a_child_printing_512_mb_leaves_artbot_under_1_gb(place: Path) -> None:
     root = catalog(place)
     tree = tree_with(place, FLOOD)
     args = ["--root", str(root), "verify", "code", "--art-src", str(tree), "--json"]
@@ -224,7 +225,7 @@ def _process_cap_binds() -> bool:
     return os.geteuid() != 0 or release >= (6, 14)
 
 
-def test_a_fork_bomb_stops_at_the_process_cap(place: Path) -> None:  # noqa: F811
+def test_a_fork_bomb_stops_at_the_process_cap(place: Path) -> None:
     if not _process_cap_binds():
         pytest.skip("root on a kernel before 6.14: nothing caps the processes (verify refuses)")
     [result], said = run_apart(place, tree_with(place, FORK_BOMB), Limits(processes=40), 60)
@@ -235,21 +236,24 @@ def test_a_fork_bomb_stops_at_the_process_cap(place: Path) -> None:  # noqa: F81
     assert "processes (" in said
 
 
-def test_memory_cpu_and_file_caps_are_named_when_hit(place: Path) -> None:  # noqa: F811
+CAPS = {
+    "memory": ("x = bytearray(3 * 2**30)\n", "the check used more than 2 GB of memory"),
+    "file": ("open('big', 'wb').write(b'x' * 2_000_000)\n", "the check wrote a file over 1 MB"),
+    "cpu": ("while True:\n    pass\n", "the check used more than 2 s of CPU time"),
+}
+
+
+@pytest.mark.parametrize("cap", sorted(CAPS))
+def test_memory_file_and_cpu_caps_are_named_when_hit(place: Path, cap: str) -> None:
+    code, named = CAPS[cap]
     small = Limits(memory_bytes=2 * GB, file_bytes=1 * MB, cpu_s=2)
-    cases = {
-        "x = bytearray(3 * 2**30)\n": "the check used more than 2 GB of memory",
-        "open('big', 'wb').write(b'x' * 2_000_000)\n": "the check wrote a file over 1 MB",
-        "while True:\n    pass\n": "the check used more than 2 s of CPU time",
-    }
-    for code, named in cases.items():
-        [result], said = run_apart(place, tree_with(place, code), small, 60)
-        confined_here(said)
-        assert result.status is CodeStatus.could_not_run
-        assert result.detail.startswith(named), result.detail
+    [result], said = run_apart(place, tree_with(place, code), small, 60)
+    confined_here(said)
+    assert result.status is CodeStatus.could_not_run
+    assert result.detail.startswith(named), result.detail
 
 
-def test_rlimits_apply_unconfined_too(place: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_rlimits_apply_unconfined_too(place: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("artbot.verify.apart.supported", lambda: "user namespaces are off")
     [result], said = run_apart(
         place, tree_with(place, "x = bytearray(3 * 2**30)\n"), Limits(memory_bytes=2 * GB), 60

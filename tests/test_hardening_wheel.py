@@ -54,7 +54,7 @@ def _typed(name: str, kind: int) -> zipfile.ZipInfo:
     return info
 
 
-BAD = {
+BAD: dict[str, tuple[zipfile.ZipInfo | str, bytes]] = {
     "dot-dot": ("../evil.py", b"x"),
     "dot-dot-inside": ("art/../../evil.py", b"x"),
     "absolute": ("/tmp/evil.py", b"x"),

@@ -9,17 +9,23 @@ directory, and reads back one JSON file.
 
 A clean environment is not enough: any process can read the environment of every other process
 of its user, the shell that holds the token included, and write wherever that user may. So the
-child runs confined (:mod:`.confine`: its own user, PID, mount and network namespaces, a
-read-only file system but its scratch folder, no capabilities), and artbot's own process is
-made non-dumpable. Where confinement cannot be set up (not Linux, or user namespaces not
-allowed), the check runs unconfined only while no token is in the environment; with one, it
-refuses (:class:`CannotConfine`, exit 2) and says how to run it. Either way ``verify`` says
-which isolation it got.
+child runs confined (:mod:`.confine`: its own user, PID, mount and network namespaces, a root
+holding only the tree's packages, the records, artbot's package and Python, read-only, and its
+scratch folder; no capabilities), capped (:mod:`.limits`: memory, file size, CPU time,
+processes, besides the wall clock), and artbot's own process is made non-dumpable first.
+Where a protection is missing (not Linux, user namespaces not allowed, no process cap as root
+on an older kernel, not non-dumpable), the check runs only while no token is in the
+environment (and not in a GitHub Actions job), unconfined but capped; with one, it refuses
+(:class:`CannotConfine`, exit 2) before anything runs and says how to fix it. Either way
+``verify`` says which protections it had.
 
-What comes back is untrusted text too: the wheel's code runs in the child, so it can write that
-file. It is parsed with size and depth limits and validated field by field into
-:class:`CodeResult` objects (unknown items dropped, missing ones "could not run"); the child's
-stdout and stderr are never echoed, only a short, flattened tail in a "could not run" detail.
+What comes back is untrusted too: the wheel's code runs in the child, so it can write that file
+and rewrite any text of the check's. It is parsed with size and depth limits and validated field
+by field into :class:`CodeResult` objects (unknown items dropped, missing ones "could not
+run"); every text in it goes through one sanitizer (:mod:`.sanitize`: capped, one line, refused
+when it looks like a credential). The child's stdout and stderr are read in chunks, counted and
+dropped, never kept, echoed or recorded: a check that fails says so from how it ended (the cap
+it ran into, named; its exit status or signal).
 """
 
 from __future__ import annotations
@@ -262,14 +268,16 @@ class _Run:
         printed = f"; it printed {dropped} bytes, not shown" if dropped else ""
         if done.timed_out:
             return f"the check process ran over {self.timeout_s:.0f} s (the wall clock){printed}"
-        code, signum = done.returncode, None
+        code: int | None = done.returncode
+        signum: int | None = None
         if "failed" in self.ended:
             return f"the check process could not start: {flatten(str(self.ended['failed']))[:300]}"
         if self.ended:
             code = self.ended.get("exit") if isinstance(self.ended.get("exit"), int) else None
             signum = self.ended.get("signal") if isinstance(self.ended.get("signal"), int) else None
         elif code is not None and code < 0:
-            code, signum = None, -code
+            signum = -code
+            code = None
         cpu = self.ended.get("cpu_s")
         named = limits_named(limits, code, signum, cpu if isinstance(cpu, float) else None)
         if named:

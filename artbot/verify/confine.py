@@ -11,18 +11,27 @@ install, root or not):
 - a user namespace (the caller's uid mapped to 0, nothing else), a PID namespace with its own,
   read-only ``/proc`` (no other process can be seen, let alone read), a network namespace (no
   network, no abstract socket), an IPC namespace;
-- a mount namespace in which every mount is read-only except the scratch folder, and ``/tmp``,
-  ``/var/tmp``, ``/run``, ``/dev/shm`` and the home folder are empty (no socket of an agent, no
-  stored credential), apart from the folders the check needs, shown read-only; ``/dev`` holds
-  only null, zero, full, random and urandom;
+- a mount namespace whose root is a new, read-only tmpfs holding only what the check needs
+  (``Spec.keep``: the tree's packages, the records and repros, artbot's package, Python's
+  installation; and the system's libraries, :data:`SYSTEM`), each bound read-only, plus the
+  scratch folder (read-write), a ``/proc`` of its own, a ``/dev`` with only null, zero, full,
+  random and urandom, and of ``/etc`` only the loader's cache and the time zone; the old root is
+  detached (``pivot_root``). So no home folder, no checkout's ``.git``, no wheel cache, no
+  socket of an agent: none of them exists there;
+- the caps of :mod:`.limits` (address space, file size, CPU time, processes: RLIMIT_NPROC,
+  which the kernel does not apply to root, so as root ``pid_max`` of the PID namespace where
+  the kernel has one per namespace, 6.14+);
 - then every capability is dropped (bounding set, ambient, inheritable, permitted, effective;
   ``no_new_privs``; the root securebits locked), so nothing can be mounted, unmounted or
   remounted, and a new session is started (no controlling terminal).
 
-When any step fails, COMMAND is not run: the step and the reason are written to the
-descriptor ``report_fd`` (inherited from the caller, closed before COMMAND starts, so COMMAND
-cannot forge a failure) and the process exits :data:`UNAVAILABLE`. The caller decides what
-then (``artbot verify`` refuses while a token is in its environment; see :mod:`.apart`).
+When any step fails (or no cap on processes took, with ``require_process_cap``), COMMAND is not
+run: the step and the reason are written to the descriptor ``report_fd`` (inherited from the
+caller, closed before COMMAND starts, so COMMAND cannot forge a report) and the process exits
+:data:`UNAVAILABLE`. The caller decides what then (``artbot verify`` refuses while a token is in
+its environment; see :mod:`.apart`). Each report is one JSON line: ``failed``, ``ready`` (the
+process cap that took) before COMMAND starts, and ``exit`` (its status, signal and CPU time)
+from this process once COMMAND has ended.
 """
 
 from __future__ import annotations
@@ -281,7 +290,8 @@ def set_up_view(spec: Spec, pid_cap: int = 0) -> int | None:
     links = {p: os.readlink(p) for p in SYSTEM if os.path.islink(p)}
     for path in spec.keep:  # a kept path reached through links (a venv's python) works as given
         links.update(_links_on(path))
-    kept, shown = [], []
+    kept: list[tuple[str, int]] = []
+    shown: list[str] = []
     for path in sorted(wanted - {scratch}):
         if not any(_inside(path, done) for done in shown):
             kept.append((path, _open_path(path)))
