@@ -179,7 +179,8 @@ def verify_code_apart(
         if failed is not None and strict:
             raise CannotConfine(refusal(failed, tokens, in_actions))
         if failed is not None:
-            say(f"verify: ART's code runs unconfined ({failed}); no token is set")
+            caps = limits.words().replace(f", {limits.processes} processes", "")
+            say(f"verify: ART's code runs unconfined ({failed}); no token is set; capped: {caps}")
             run.plain(child, cenv)
         else:
             say(f"verify: ART's code ran {protections(run, limits, dumpable_off)}")

@@ -161,8 +161,12 @@ def verify(
     it, and records the result per claim in findings/status/ (rendering then stays offline).
     Wheels are kept in $ARTBOT_CACHE_DIR (default ~/.cache/artbot/wheels), each checked against
     the sha256 recorded in findings/status/, else the index's, and unpacked afresh. ART's code
-    runs confined (own namespaces, read-only but a scratch folder); where it cannot be, verify
-    refuses while a token is set (exit 2).
+    runs confined (own namespaces; a read-only root holding only the tree's packages, artbot and
+    Python, and a scratch folder) and capped (4 GB of memory, 64 MB a file, 300 s of CPU, 256
+    processes; each named when hit); its output is never kept and its text is sanitized.
+    verify says which protections it had; where one is missing it refuses while a token is set
+    (exit 2). A wheel is checked entry by entry before it is unpacked; git reads a checkout's
+    objects only.
 
     Exit 0 when every check ran, whatever it found (moved or missing lines are information);
     1 when a check could not run. `--fail-on reproduced` also exits 1 while a finding is
