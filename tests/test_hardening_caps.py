@@ -232,6 +232,7 @@ def test_a_fork_bomb_stops_at_the_process_cap(place: Path) -> None:
     confined_here(said)
     forked = int(result.detail.split("forked ", 1)[1].split()[0])
     cap = 40 if os.geteuid() != 0 else 301  # pid_max's floor, as root
+    print(f"forked {forked} before the cap ({said.split('processes (')[1].split(')')[0]})")
     assert 0 < forked < cap, (forked, said)
     assert "processes (" in said
 
@@ -261,3 +262,48 @@ def test_rlimits_apply_unconfined_too(place: Path, monkeypatch: pytest.MonkeyPat
     assert "runs unconfined (user namespaces are off)" in said
     assert result.detail.startswith("the check used more than 2 GB of memory"), result.detail
     assert resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY  # not artbot's
+
+
+BOMB_REPORT = """
+import json, os, time
+n = 0
+while n < 3000:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    n += 1
+print(json.dumps({"forked": n, "root": sorted(os.listdir("/"))}), flush=True)
+"""
+
+
+def test_rlimit_nproc_caps_a_fork_bomb_of_a_user_other_than_root(place: Path) -> None:
+    """The cap that binds on CI's runners (not root): RLIMIT_NPROC, counted in the check's own
+    user namespace. Run as uid 65534 with the system's Python, through the confiner itself."""
+    import shutil
+
+    setpriv, python = shutil.which("setpriv"), shutil.which("python3", path="/usr/bin:/bin")
+    if os.geteuid() != 0 or setpriv is None or python is None:
+        pytest.skip("needs root, setpriv and a system python3 to run as another user")
+    from artbot.verify.confine import Spec, command
+
+    (place / "scratch").mkdir()
+    (place / "scratch").chmod(0o777)
+    (place / "bomb.py").write_text(BOMB_REPORT)
+    (place / "bomb.py").chmod(0o644)
+    keep = (str(place / "bomb.py"), str(REPO / "artbot"))
+    spec = Spec(str(place / "scratch"), keep, Limits(processes=40).to_dict(), -1, True)
+    drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    proc = subprocess.run(
+        [*drop, *command(spec, [python, str(place / "bomb.py")], python=python)],
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}, capture_output=True,
+        text=True, timeout=60, check=False,
+    )  # fmt: skip
+    if proc.returncode == 125 or not proc.stdout.strip():
+        pytest.skip(f"cannot confine as uid 65534 here: {proc.stderr[-300:]}")
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert 0 < report["forked"] < 40, report
+    assert "root" not in report["root"] and "home" not in report["root"], report
