@@ -307,3 +307,23 @@ def test_rlimit_nproc_caps_a_fork_bomb_of_a_user_other_than_root(place: Path) ->
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert 0 < report["forked"] < 40, report
     assert "root" not in report["root"] and "home" not in report["root"], report
+
+
+def test_a_missing_protection_with_a_token_set_refuses_before_anything_runs(
+    place: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where artbot's process cannot be made non-dumpable, a token in the environment means
+    nothing of the release runs: exit 2, saying what is missing and how to run it."""
+    from artbot.verify.apart import CannotConfine
+
+    monkeypatch.setattr("artbot.verify.apart.not_dumpable", lambda: False)
+    marker = place / "ran.txt"
+    tree = tree_with(place, f"open({str(marker)!r}, 'w').write('ran')\n")
+    root = catalog(place)
+    cat = load_catalog(root)
+    with pytest.raises(CannotConfine) as refused:
+        verify_code_apart(cat, open_tree(tree, cat.audit), env={**ENV, "GH_TOKEN": CANARY})
+    message = str(refused.value)
+    assert "could not be made non-dumpable" in message and "env -u GH_TOKEN" in message
+    assert CANARY not in message and not marker.exists()
+    assert refused.value.exit_code == 2
