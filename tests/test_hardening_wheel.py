@@ -195,6 +195,11 @@ def test_artbot_reads_a_promisor_checkout_without_running_anything(tmp_path: Pat
     # A tag named like a real commit's short hash, pointing at another object, is not seen.
     _git(repo, "tag", head[:12], _git(repo, "hash-object", "-w", "--stdin"))
     assert reader.resolve(head[:12]) == head
+    (repo / ".git" / "objects" / "pack" / "pack-0.promisor").touch()
+    from artbot.records.catalog import load_catalog
+
+    tree = open_tree(repo, load_catalog(REPO).audit)
+    assert tree.git_dir is None and any("a partial clone" in note for note in tree.notes)
     assert not (tmp_path / "MARKER").exists()
 
 

@@ -151,3 +151,10 @@ def head_commit(checkout: Path) -> str | None:
     except OSError:
         return None
     return None
+
+
+def partial_clone(checkout: Path) -> bool:
+    """Does the checkout hold promisor packs (a partial clone, objects left to fetch)?"""
+    reader_ = reader(Path(checkout))
+    packs = reader_.objects / "pack" if reader_.objects else None
+    return bool(packs and packs.is_dir() and any(packs.glob("*.promisor")))

@@ -70,10 +70,14 @@ def _recognise(directory: Path, audit: Audit, label: str | None, wheel: bool) ->
     if not directory.is_dir():
         raise BadInput(f"--art-src {directory}: not a directory")
     if not wheel and (directory / ".git").exists() and (directory / root).is_dir():
-        from .gitread import reader
+        from .gitread import partial_clone, reader
 
         package_dir = directory / root
         full = reader(directory).resolve(audit.commit)
+        partial = (
+            ("a partial clone: a file whose object it has not fetched reads as missing (artbot "
+             "fetches nothing)",) if partial_clone(directory) else ()
+        )  # fmt: skip
         if full is not None:
             return ArtTree(
                 label=f"{directory} at {audit.commit}",
@@ -83,6 +87,7 @@ def _recognise(directory: Path, audit: Audit, label: str | None, wheel: bool) ->
                 commit=full,
                 notes=(
                     f"anchors read at the audit commit {audit.commit}; code runs the working tree",
+                    *partial,
                 ),
             )
         return ArtTree(
@@ -92,6 +97,7 @@ def _recognise(directory: Path, audit: Audit, label: str | None, wheel: bool) ->
             notes=(
                 f"the audit commit {audit.commit} is not in {directory}; "
                 "anchors read from the working tree",
+                *partial,
             ),
         )
     if (directory / root).is_dir():
