@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from artbot.report.output import flatten
 from artbot.sandbox import GitHubSandbox
 from artbot.verify.apart import child_env
 from tests.test_apply import CANARY, NAME, OWNER, TRACKING, art, root  # noqa: F401
+from tests.wheels import crafted_wheel
 
 # A module of the crafted release: at import it looks for a token in its environment, prints
 # a workflow command with the token in it, and raises what it found (its error's text is the
@@ -109,9 +109,10 @@ def test_sync_verify_runs_no_art_code_and_reports_the_recorded_check(
     spyfile = tmp_path / "spy.txt"
     cache = tmp_path / "wheels"
     cache.mkdir()
-    with zipfile.ZipFile(cache / "openpipe_art-9.9.9-py3-none-any.whl", "w") as whl:
-        whl.writestr("art/__init__.py", "")
-        whl.writestr("art/loss.py", f"open({str(spyfile)!r}, 'w').write('ran')\n")
+    spy = f"open({str(spyfile)!r}, 'w').write('ran')\n"
+    crafted_wheel(
+        cache / "openpipe_art-9.9.9-py3-none-any.whl", {"art/__init__.py": "", "art/loss.py": spy}
+    )
     env = {
         "GH_TOKEN": CANARY,
         "GITHUB_TOKEN": None,
@@ -163,10 +164,7 @@ def test_the_childs_results_are_validated_and_made_inert(tmp_path: Path) -> None
 
 def _wheel(folder: Path, loss: str = "") -> Path:
     wheel = folder / "openpipe_art-9.9.9-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as whl:
-        whl.writestr("art/__init__.py", "")
-        whl.writestr("art/loss.py", loss)
-    return wheel
+    return crafted_wheel(wheel, {"art/__init__.py": "", "art/loss.py": loss})
 
 
 def _index(sha256: str | None) -> Any:
@@ -266,11 +264,15 @@ def test_verify_record_keeps_the_wheels_sha256_in_the_status_files(
 def test_git_in_a_checkout_runs_nothing_of_its_config_and_sees_no_token(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from artbot.verify.tree import git, git_env
+    from artbot.verify.gitread import CONFIG, SAFE_CONFIG, minimal_env
 
     monkeypatch.setenv("GH_TOKEN", CANARY)
     monkeypatch.setenv("ACTIONS_RUNTIME_TOKEN", "runtime-credential")
-    assert "GH_TOKEN" not in git_env() and "ACTIONS_RUNTIME_TOKEN" not in git_env()
-    command = git(Path("art"))
-    assert command[0] == "git" and command[-2:] == ["-C", "art"]
-    assert "core.fsmonitor=false" in command and "core.hooksPath=/dev/null" in command
+    env = minimal_env("/nowhere")
+    assert set(env) == {
+        "PATH", "HOME", "LC_ALL", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL",
+        "GIT_TERMINAL_PROMPT", "GIT_NO_LAZY_FETCH", "GIT_NO_REPLACE_OBJECTS",
+    }  # fmt: skip
+    assert CANARY not in str(env) and env["GIT_CONFIG_GLOBAL"] == "/dev/null"
+    assert "protocol.allow=never" in SAFE_CONFIG and "core.hooksPath=/dev/null" in SAFE_CONFIG
+    assert "promisor" not in CONFIG and "remote" not in CONFIG

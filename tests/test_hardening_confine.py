@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +24,7 @@ import pytest
 
 from artbot.status import ClaimResult, ClaimVerdict, ItemStatus, StatusPoint, dump_status
 from artbot.verify.apart import CannotConfine, refusal, tokens_in
+from tests.wheels import crafted_wheel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.repro]
 
@@ -187,9 +187,7 @@ def test_a_crafted_wheel_finds_no_token_and_writes_nothing(place: Path, as_nobod
     cache = place / "wheels"
     cache.mkdir()
     wheel = cache / "openpipe_art-9.9.9-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as whl:
-        for rel, text in crafted(place, root).items():
-            whl.writestr(rel, text)
+    crafted_wheel(wheel, crafted(place, root))
     record_pin(root, "9.9.9", hashlib.sha256(wheel.read_bytes()).hexdigest())
     if as_nobody:
         open_to_all(place / "home", cache, root / "findings")
@@ -293,17 +291,32 @@ def test_where_namespaces_are_not_allowed_verify_refuses_before_running_anything
     assert not marker.exists() and CANARY not in proc.stdout + proc.stderr
 
 
-def test_the_confined_view_shows_artbots_own_package(tmp_path: Path) -> None:
-    """An editable install finds artbot through an import hook, not ``sys.path``: a checkout
-    under a folder the child sees emptied (``/tmp``, the home folder) must still be shown, or
-    ``python -m artbot.verify.apart`` cannot start (seen on a fresh clone under /tmp)."""
+def test_the_confined_view_shows_artbots_own_package_and_no_git_or_home(tmp_path: Path) -> None:
+    """An editable install finds artbot through an import hook, not ``sys.path``: its package
+    must be shown wherever it is, or ``python -m artbot.verify.apart`` cannot start (seen on a
+    fresh clone under /tmp). Of a checkout only ART's packages are shown, never its ``.git``;
+    of the records only what the check loads; no home folder, no wheel cache."""
     from types import SimpleNamespace
 
     import artbot
     from artbot.verify.apart import _view
 
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / "src" / "art").mkdir(parents=True)
+    (checkout / "src" / "art_inference").mkdir()
+    (tmp_path / "catalog" / "repros").mkdir(parents=True)
+    (tmp_path / "catalog" / ".git").mkdir()
     catalog = SimpleNamespace(root=tmp_path / "catalog")
-    tree = SimpleNamespace(package_dir=tmp_path / "art" / "art")
-    spec = _view(catalog, tree, {}, str(tmp_path / "scratch"))  # type: ignore[arg-type]
+    tree = SimpleNamespace(package_dir=checkout / "src" / "art", packages=("art", "art_inference"))
+    spec = _view(catalog, tree, str(tmp_path / "scratch"))  # type: ignore[arg-type]
     package = str(Path(artbot.__file__).resolve().parent)
     assert package in spec.keep
+    assert str(checkout / "src" / "art") in spec.keep
+    assert str(checkout / "src" / "art_inference") in spec.keep
+    assert str(tmp_path / "catalog" / "repros") in spec.keep
+    for path in spec.keep:
+        assert ".git" not in Path(path).parts, path
+        assert not Path(path).is_relative_to(tmp_path / "catalog" / ".git")
+        assert path not in (str(checkout), str(tmp_path / "catalog"), str(Path.home()))
+        assert "wheels" not in Path(path).parts

@@ -94,3 +94,23 @@ class ArtWheels:
 
 def default_wheels() -> ArtWheels:
     return ArtWheels(cache_dir())
+
+
+def crafted_wheel(
+    wheel: Path, files: dict[str, str], *, metadata_version: str | None = None
+) -> Path:
+    """A wheel the suite writes: ``files`` (path -> text) and the dist-info a wheel needs
+    (``METADATA`` says ``metadata_version``, by default the version in the file name)."""
+    import zipfile
+
+    from artbot.verify.wheel import wheel_version
+
+    name, version = wheel_version(wheel.name)
+    with zipfile.ZipFile(wheel, "w") as whl:
+        for rel, text in files.items():
+            whl.writestr(rel, text)
+        meta = (
+            f"Metadata-Version: 2.1\nName: openpipe-art\nVersion: {metadata_version or version}\n"
+        )
+        whl.writestr(f"{name}-{version}.dist-info/METADATA", meta)
+    return wheel

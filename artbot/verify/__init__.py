@@ -6,7 +6,11 @@
 - :mod:`.code`: each finding's own ``check_art(art)`` (defined beside its repro) run against
   ART's code, claim by claim (:func:`verify_code`); generic, it knows no finding.
 - :mod:`.apart`: the code checks run in a child process that holds no token, confined by
-  :mod:`.confine` (its own namespaces; read-only but its scratch folder; no capabilities).
+  :mod:`.confine` (its own namespaces; a root holding only what the check needs, read-only,
+  and its scratch folder; no capabilities), capped by :mod:`.limits`; its text through
+  :mod:`.sanitize`.
+- :mod:`.wheel`: a wheel checked entry by entry before it is unpacked.
+- :mod:`.gitread`: a checkout's objects read by hash, git running on none of its config.
 - :mod:`.release`: which release is the newest (pip is asked); the wheel cache, filled by pip;
   each wheel pinned from outside the cache and unpacked afresh.
 - :mod:`.record`: results turned into ``findings/status/NN.json`` (:mod:`artbot.status`).

@@ -9,17 +9,23 @@ directory, and reads back one JSON file.
 
 A clean environment is not enough: any process can read the environment of every other process
 of its user, the shell that holds the token included, and write wherever that user may. So the
-child runs confined (:mod:`.confine`: its own user, PID, mount and network namespaces, a
-read-only file system but its scratch folder, no capabilities), and artbot's own process is
-made non-dumpable. Where confinement cannot be set up (not Linux, or user namespaces not
-allowed), the check runs unconfined only while no token is in the environment; with one, it
-refuses (:class:`CannotConfine`, exit 2) and says how to run it. Either way ``verify`` says
-which isolation it got.
+child runs confined (:mod:`.confine`: its own user, PID, mount and network namespaces, a root
+holding only the tree's packages, the records, artbot's package and Python, read-only, and its
+scratch folder; no capabilities), capped (:mod:`.limits`: memory, file size, CPU time,
+processes, besides the wall clock), and artbot's own process is made non-dumpable first.
+Where a protection is missing (not Linux, user namespaces not allowed, no process cap as root
+on an older kernel, not non-dumpable), the check runs only while no token is in the
+environment (and not in a GitHub Actions job), unconfined but capped; with one, it refuses
+(:class:`CannotConfine`, exit 2) before anything runs and says how to fix it. Either way
+``verify`` says which protections it had.
 
-What comes back is untrusted text too: the wheel's code runs in the child, so it can write that
-file. It is parsed with size and depth limits and validated field by field into
-:class:`CodeResult` objects (unknown items dropped, missing ones "could not run"); the child's
-stdout and stderr are never echoed, only a short, flattened tail in a "could not run" detail.
+What comes back is untrusted too: the wheel's code runs in the child, so it can write that file
+and rewrite any text of the check's. It is parsed with size and depth limits and validated field
+by field into :class:`CodeResult` objects (unknown items dropped, missing ones "could not
+run"); every text in it goes through one sanitizer (:mod:`.sanitize`: capped, one line, refused
+when it looks like a credential). The child's stdout and stderr are read in chunks, counted and
+dropped, never kept, echoed or recorded: a check that fails says so from how it ended (the cap
+it ran into, named; its exit status or signal).
 """
 
 from __future__ import annotations
@@ -27,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,6 +48,9 @@ from ..settings import SECRET_NAME_WORDS, TOKEN_VARIABLES, environment
 from .code import CodeResult, CodeStatus, checkable
 from .confine import UNAVAILABLE, Spec, supported
 from .confine import command as confine_command
+from .limits import Finished, Limits, apply, hit, run_bounded
+from .limits import named as limits_named
+from .sanitize import shown
 from .tree import ArtTree
 
 # Variables the child may have: locale, paths, and the knobs torch and BLAS read.
@@ -58,7 +66,6 @@ SAFE_PREFIXES = ("LC_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "ATEN_", "TORCH_", 
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "AUTH", "CREDENTIAL", "COOKIE")
 TIMEOUT_S = 600.0
 MAX_RESULT_BYTES = 4 * 1024 * 1024
-MAX_TEXT = 4000  # longest detail kept from the child
 
 
 def child_env(env: Mapping[str, str], secrets: Sequence[str] = ()) -> dict[str, str]:
@@ -123,8 +130,10 @@ def refusal(why: str, tokens: Sequence[str], in_actions: bool = False) -> str:
 
 CONFINED = (
     "confined: own user, PID, mount and network namespaces; no other process visible; "
-    "read-only file system but its scratch folder; no capabilities"
+    "a read-only view of the tree, artbot's package and Python only, and its scratch folder; "
+    "no capabilities"
 )
+GIT = "git reads only the checkout's objects (none of its config, refs or hooks)"
 
 
 def verify_code_apart(
@@ -134,155 +143,233 @@ def verify_code_apart(
     env: Mapping[str, str] | None = None,
     secrets: Sequence[str] = (),
     timeout_s: float = TIMEOUT_S,
+    limits: Limits | None = None,
     say: Callable[[str], None] | None = None,
 ) -> list[CodeResult]:
     """:func:`verify_code` run in a token-free child process, confined where Linux allows it
-    (:mod:`.confine`); ``say`` hears which isolation it got. Results validated on return.
+    (:mod:`.confine`) and capped (:mod:`.limits`); ``say`` hears which protections it had.
+    Results validated and their text sanitized on return (:mod:`.sanitize`).
 
-    Raises :class:`CannotConfine` (nothing run) when confinement fails and a token is in the
-    environment."""
+    Raises :class:`CannotConfine` (nothing run) when a protection is missing and a token is
+    in the environment (or this is a GitHub Actions job)."""
     wanted = {f.item: {c.id for c in f.claims} for f in checkable(catalog)}
     if not wanted:
         return []
     say = say or (lambda _: None)
+    limits = limits or Limits()
     base = environment() if env is None else dict(env)
     # The parent's own tokens are secrets even when the caller named none.
-    secrets = (*secrets, *(base.get(k, "") for k in TOKEN_VARIABLES))
-    if tokens_in(base):
-        _not_dumpable()
+    secrets = tuple(s for s in (*secrets, *(base.get(k, "") for k in TOKEN_VARIABLES)) if s)
+    dumpable_off = not_dumpable()
+    tokens = tokens_in(base)
+    in_actions = base.get("GITHUB_ACTIONS") == "true"
+    strict = bool(tokens or in_actions)  # every protection, or nothing runs
+    if strict and not dumpable_off and sys.platform.startswith("linux"):
+        raise CannotConfine(refusal(NOT_DUMPABLE, tokens, in_actions))
     with tempfile.TemporaryDirectory(prefix="artbot-verify-") as scratch:
         out = Path(scratch) / "results.json"
         spec = {"root": str(Path(catalog.root).resolve()), "tree": _tree_json(tree)}
         spec["out"] = str(out)
         child = [sys.executable, "-m", "artbot.verify.apart"]
         cenv = child_env(base, secrets)
-        run = _Run(json.dumps(spec), timeout_s, scratch)
+        run = _Run(json.dumps(spec), timeout_s, scratch, limits)
+        view = _view(catalog, tree, scratch)
+        view = replace(view, require_process_cap=strict)
+        failed = run.confined(child, {**cenv, "HOME": scratch, "TMPDIR": scratch}, view)
+        if failed is not None and strict:
+            raise CannotConfine(refusal(failed, tokens, in_actions))
+        if failed is not None:
+            caps = limits.words().replace(f", {limits.processes} processes", "")
+            say(f"verify: ART's code runs unconfined ({failed}); no token is set; capped: {caps}")
+            run.plain(child, cenv)
+        else:
+            say(f"verify: ART's code ran {protections(run, limits, dumpable_off)}")
         try:
-            view = _view(catalog, tree, base, scratch)
-            failed = run.confined(child, {**cenv, "HOME": scratch, "TMPDIR": scratch}, view)
-            if failed is None:
-                say(f"verify: ART's code ran {CONFINED}")
-            else:
-                tokens = tokens_in(base)
-                in_actions = base.get("GITHUB_ACTIONS") == "true"
-                if tokens or in_actions:
-                    raise CannotConfine(refusal(failed, tokens, in_actions))
-                say(f"verify: ART's code runs unconfined ({failed}); no token is set")
-                run.plain(child, cenv)
-        except subprocess.TimeoutExpired:
-            return _all_failed(wanted, tree, f"the check process ran over {timeout_s:.0f} s")
-        try:
-            raw = out.read_bytes() if out.is_file() else b""
+            raw = out.read_bytes()[: MAX_RESULT_BYTES + 1] if out.is_file() else b""
         except OSError:
             raw = b""
-        proc = run.proc
-        if proc is None or proc.returncode != 0 or not raw:
-            why = f"the check process exited with {proc.returncode if proc else None}"
-            tail = flatten(proc.stderr or "")[-300:] if proc else ""
-            return _all_failed(wanted, tree, f"{why}: {tail}" if tail else why)
+        why = run.failure(limits)
+        if why is not None or not raw:
+            return _all_failed(wanted, tree, why or "the check process wrote no results")
     try:
         data = loads_limited(raw, max_bytes=MAX_RESULT_BYTES)
-        return parse_results(data, wanted, tree)
+        return parse_results(data, wanted, tree, secrets)
     except (JsonTooLarge, ValueError, TypeError, KeyError) as exc:
-        return _all_failed(wanted, tree, f"the check process wrote no valid results ({exc})")
+        why = f"the check process wrote no valid results ({type(exc).__name__})"
+        return _all_failed(wanted, tree, why)
+
+
+NOT_DUMPABLE = "artbot's process could not be made non-dumpable (prctl PR_SET_DUMPABLE)"
+
+
+def protections(run: _Run, limits: Limits, dumpable_off: bool) -> str:
+    """The protections the confined check had, in words."""
+    caps = limits.words()
+    if run.processes:
+        caps = caps.replace(f"{limits.processes} processes", f"processes ({run.processes})")
+    else:
+        caps = caps.replace(f", {limits.processes} processes", "")
+    dump = "artbot's process non-dumpable" if dumpable_off else "artbot's process dumpable"
+    return f"{CONFINED}; capped: {caps}; {dump}; {GIT}"
 
 
 class _Run:
-    """The check process, confined or not; ``proc`` is the one that ran."""
+    """The check process, confined or not, its output counted but never kept or shown."""
 
-    def __init__(self, spec: str, timeout_s: float, cwd: str):
-        self.spec, self.timeout_s, self.cwd = spec, timeout_s, cwd
-        self.proc: subprocess.CompletedProcess[str] | None = None
+    def __init__(self, spec: str, timeout_s: float, cwd: str, limits: Limits):
+        self.spec, self.timeout_s, self.cwd, self.limits = spec, timeout_s, cwd, limits
+        self.finished: Finished | None = None
+        self.ended: dict[str, Any] = {}  # how the confined process ended, from the confiner
+        self.processes: str | None = None  # what caps its processes, when confined
 
     def plain(self, argv: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.run(
-            argv, input=self.spec, capture_output=True, text=True, errors="replace", env=env,
-            cwd=self.cwd, timeout=self.timeout_s, check=False,
+        limits = self.limits
+        self.finished = run_bounded(
+            argv, stdin=self.spec.encode(), env=env, cwd=self.cwd, timeout_s=self.timeout_s,
+            preexec_fn=lambda: apply(limits, processes=False),
         )  # fmt: skip
 
     def confined(self, argv: list[str], env: dict[str, str], view: Spec) -> str | None:
         """Run ``argv`` confined: None, or why the confinement could not be set up (and then
-        nothing ran: only the confining process can write the report line)."""
+        nothing ran: only the confining process can write the report)."""
         why = supported()
         if why:
             return why
         read, write = os.pipe()
         try:
-            proc = subprocess.Popen(
-                confine_command(replace(view, report_fd=write), argv), stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                env=env, cwd=self.cwd, pass_fds=(write,),
+            spec = replace(view, report_fd=write, limits=self.limits.to_dict())
+            finished = run_bounded(
+                confine_command(spec, argv), stdin=self.spec.encode(), env=env, cwd=self.cwd,
+                timeout_s=self.timeout_s, pass_fds=(write,),
             )  # fmt: skip
             os.close(write)
             write = -1
-            try:
-                stdout, stderr = proc.communicate(self.spec, timeout=self.timeout_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                raise
-            reported = os.read(read, 4000).decode("utf-8", "replace")
+            reports = _reports(read)
         finally:
             os.close(read)
             if write >= 0:
                 os.close(write)
-        if proc.returncode == UNAVAILABLE and reported:
-            return flatten(reported)[:300]
-        self.proc = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+        if "failed" in reports and "ready" not in reports:
+            return flatten(str(reports["failed"]))[:300]
+        if finished.returncode == UNAVAILABLE and "ready" not in reports and not finished.timed_out:
+            return "the confining process ended before it was set up"
+        ready = reports.get("ready")
+        self.processes = ready.get("processes") if isinstance(ready, dict) else None
+        self.ended = reports
+        self.finished = finished
+        return None
+
+    def failure(self, limits: Limits) -> str | None:
+        """Why the check process did not finish as it should (None: it did), from how it
+        ended: the wall clock, a cap (named), or its exit status. Never its output."""
+        done = self.finished
+        if done is None:
+            return "the check process did not start"
+        dropped = done.stdout.total + done.stderr.total
+        printed = f"; it printed {dropped} bytes, not shown" if dropped else ""
+        if done.timed_out:
+            return f"the check process ran over {self.timeout_s:.0f} s (the wall clock){printed}"
+        code: int | None = done.returncode
+        signum: int | None = None
+        if "failed" in self.ended:
+            return f"the check process could not start: {flatten(str(self.ended['failed']))[:300]}"
+        if self.ended:
+            code = self.ended.get("exit") if isinstance(self.ended.get("exit"), int) else None
+            signum = self.ended.get("signal") if isinstance(self.ended.get("signal"), int) else None
+        elif code is not None and code < 0:
+            signum = -code
+            code = None
+        cpu = self.ended.get("cpu_s")
+        named = limits_named(limits, code, signum, cpu if isinstance(cpu, float) else None)
+        if named:
+            return named + printed
+        if signum:
+            return f"the check process was killed by signal {signum}{printed}"
+        if code != 0:
+            return f"the check process exited with {code}{printed}"
         return None
 
 
-def _view(catalog: Catalog, tree: ArtTree, env: Mapping[str, str], scratch: str) -> Spec:
-    """What the confined check sees: the project, Python and ART's tree, read-only; its
-    scratch folder, writable; no home folder."""
-    python = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
+def _reports(fd: int) -> dict[str, Any]:
+    """The confiner's JSON lines on the report pipe (64 KB at most), by key."""
+    data = b""
+    while len(data) < 65536 and (chunk := os.read(fd, 65536)):
+        data += chunk
+    found: dict[str, Any] = {}
+    for line in data.decode("utf-8", "replace").splitlines():
+        with contextlib.suppress(ValueError):
+            entry = json.loads(line)
+            if isinstance(entry, dict):
+                found.update(entry)
+    return found
+
+
+def _view(catalog: Catalog, tree: ArtTree, scratch: str) -> Spec:
+    """What the confined check sees, read-only: ART's packages from the tree (not the
+    checkout's ``.git``), the records and repros the check loads, artbot's own package
+    (wherever an editable install or ``PYTHONPATH`` finds it) and Python's installation;
+    its scratch folder, writable. No home folder, no wheel cache, no checkout's ``.git``."""
+    prefixes = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
+    python = {os.path.realpath(p) for p in prefixes}
     python.add(os.path.dirname(os.path.realpath(sys.executable)))
-    paths = {p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p)}
-    # artbot's own package too: an editable install maps it to its checkout through an import
-    # hook, not sys.path, and that checkout may sit under a folder the child sees emptied (/tmp).
+    for entry in sys.path:  # installed packages only: site-packages, or inside a prefix
+        real = os.path.realpath(entry) if entry and os.path.isabs(entry) else ""
+        installed = os.path.basename(real) in ("site-packages", "dist-packages")
+        if real and os.path.exists(real) and (installed or any(_inside(real, p) for p in python)):
+            python.add(real)
+    root = Path(catalog.root).resolve()
+    records = {str(root / name) for name in ("findings", "repros", "templates")}
+    base = tree.package_dir.resolve().parent
+    packages = {str(base / name) for name in {tree.package_dir.name, *tree.packages}}
+    # An editable install maps artbot to its checkout through an import hook, not sys.path.
     artbot_package = str(Path(__file__).resolve().parents[1])
-    keep = {
-        str(Path(catalog.root).resolve()),
-        str(tree.package_dir.resolve().parent),
-        artbot_package,
-    }
-    homes = {env.get("HOME", ""), os.path.expanduser("~")}
-    return Spec(scratch, tuple(sorted(keep | python | paths)), tuple(sorted(h for h in homes if h)))
+    keep = python | records | packages | {artbot_package, sys.executable, sys.prefix}
+    return Spec(scratch, tuple(sorted(p for p in keep if os.path.exists(p))))
 
 
-def _not_dumpable() -> None:
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def not_dumpable() -> bool:
     """PR_SET_DUMPABLE 0 on artbot's own process (it may hold the token): no other process
-    of the user can read its memory or its /proc/PID/environ. Linux only."""
+    of the user can read its memory or its /proc/PID/environ. True when it took (Linux)."""
     if not sys.platform.startswith("linux"):
-        return
+        return False
     import ctypes
 
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+        return int(libc.prctl(3, 0, 0, 0, 0)) == 0  # PR_GET_DUMPABLE
+    except (OSError, AttributeError):
+        return False
 
 
-def inert(text: str) -> str:
-    """Text from the child as it is recorded: one line, bounded, no mention (a word joiner
-    after ``@``). It stays plain text; the renderer makes it inert markdown where it is shown
-    (:func:`artbot.render.status_view.cell_text`: no link, image or HTML)."""
-    return flatten(text)[:MAX_TEXT].replace("@", "@\u2060")
+def inert(text: str, secrets: Sequence[str] = ()) -> str:
+    """Text from the child as it is recorded: through the one sanitizer
+    (:func:`artbot.verify.sanitize.shown`: one line, bounded, no mention, refused when it looks
+    like a credential). The renderer makes it inert markdown where it is shown."""
+    return shown(text, secrets)
 
 
-def _text(value: Any, name: str, *, optional: bool = False) -> str | None:
+def _text(value: Any, name: str, secrets: Sequence[str], *, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str):
         raise TypeError(f"{name} is not text")
-    return inert(value)
+    return inert(value, secrets)
 
 
-def _texts(value: Any, name: str) -> tuple[str, ...]:
+def _texts(value: Any, name: str, secrets: Sequence[str]) -> tuple[str, ...]:
     if not isinstance(value, list) or len(value) > 200:
         raise TypeError(f"{name} is not a list of text")
-    return tuple(str(_text(v, name)) for v in value)
+    return tuple(str(_text(v, name, secrets)) for v in value)
 
 
-def parse_results(data: Any, wanted: Mapping[int, set[str]], tree: ArtTree) -> list[CodeResult]:
+def parse_results(
+    data: Any, wanted: Mapping[int, set[str]], tree: ArtTree, secrets: Sequence[str] = ()
+) -> list[CodeResult]:
     """The child's JSON as :class:`CodeResult` objects, one per ``wanted`` item (item ->
     its declared claim ids), in order; a result claiming other ids is "could not run"."""
     from ..status import ClaimResult
@@ -304,22 +391,49 @@ def parse_results(data: Any, wanted: Mapping[int, set[str]], tree: ArtTree) -> l
         claims = {}
         for cid, claim in claims_raw.items():
             result = ClaimResult.model_validate(claim)
-            claims[cid] = result.model_copy(update={"detail": inert(result.detail)})
+            claims[cid] = _sanitized(result, secrets)
         got[item] = CodeResult(
             item,
             CodeStatus(entry["status"]),
             tree.label,
-            str(_text(entry.get("detail", ""), "detail")),
+            str(_text(entry.get("detail", ""), "detail", secrets)),
             claims=claims,
-            ran=_texts(entry.get("ran", []), "ran"),
-            scope=_text(entry.get("scope"), "scope", optional=True),
-            stand_ins=_texts(entry.get("stand_ins", []), "stand_ins"),
-            not_loaded=_texts(entry.get("not_loaded", []), "not_loaded"),
+            ran=_texts(entry.get("ran", []), "ran", secrets),
+            scope=_text(entry.get("scope"), "scope", secrets, optional=True),
+            stand_ins=_texts(entry.get("stand_ins", []), "stand_ins", secrets),
+            not_loaded=_texts(entry.get("not_loaded", []), "not_loaded", secrets),
         )
     missing = "the check process reported no result for this item"
     return [
         got.get(i) or CodeResult(i, CodeStatus.could_not_run, tree.label, missing) for i in wanted
     ]
+
+
+def _sanitized(result: Any, secrets: Sequence[str]) -> Any:
+    """A claim's result with every text of the child's through the sanitizer: its detail, the
+    lines it cites (``look_for``), its domain's words."""
+    update: dict[str, Any] = {"detail": inert(result.detail, secrets)}
+
+    def lines(found: Any) -> list[Any]:
+        return [ln.model_copy(update={"look_for": inert(ln.look_for, secrets)}) for ln in found]
+
+    update["at"] = lines(result.at)
+    if result.fix is not None:
+        update["fix"] = result.fix.model_copy(update={"lines": lines(result.fix.lines)})
+    if result.domain is not None:
+        domain: dict[str, Any] = {"covers": inert(result.domain.covers, secrets)}
+        ce = result.domain.counterexample
+        if ce is not None:
+            text = lambda v: inert(v, secrets) if isinstance(v, str) else v  # noqa: E731
+            domain["counterexample"] = ce.model_copy(
+                update={
+                    "inputs": {inert(k, secrets): text(v) for k, v in ce.inputs.items()},
+                    "measured": text(ce.measured),
+                    "bound": text(ce.bound),
+                }
+            )
+        update["domain"] = result.domain.model_copy(update=domain)
+    return result.model_copy(update=update)
 
 
 def _all_failed(wanted: Iterable[int], tree: ArtTree, why: str) -> list[CodeResult]:
@@ -352,8 +466,14 @@ def _child() -> int:
     spec = json.loads(sys.stdin.read())
     out = Path(spec["out"])
     tree = _tree_from_json(spec["tree"])
-    # ART's code may print; keep it off the parent's pipes' meaning (they are discarded).
-    results = verify_code(load_catalog(Path(spec["root"])), tree)
+    # ART's code may print; its output is counted by the parent, never kept or shown.
+    try:
+        results = verify_code(load_catalog(Path(spec["root"])), tree)
+    except (MemoryError, OSError, RuntimeError) as exc:
+        code = hit(exc)
+        if code is None:
+            raise
+        os._exit(code)  # the cap, named by the parent from this exit code
     out.write_text(json.dumps(code_json(results, tree), ensure_ascii=True), encoding="utf-8")
     return 0
 

@@ -19,7 +19,7 @@ def _source_options(f: F) -> F:
     options = [
         click.option(
             "--art-src",
-            type=click.Path(exists=True, file_okay=False, path_type=Path),
+            type=click.Path(exists=True, file_okay=False, path_type=Path, resolve_path=True),
             help="An ART git checkout, an unpacked openpipe-art wheel, or its art/ folder.",
         ),
         click.option(
@@ -114,19 +114,12 @@ def _emit(
 
 
 def _main_label(art_src: Path) -> str:
-    """``main@<sha>`` for a git checkout, else the folder's name."""
-    import subprocess
+    """``main@<sha>`` for a git checkout (its HEAD read from its files, no git run), else the
+    folder's name."""
+    from .gitread import head_commit
 
-    from .tree import git, git_env
-
-    proc = subprocess.run(
-        [*git(art_src), "rev-parse", "--short=9", "HEAD"],
-        env=git_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return f"main@{proc.stdout.strip()}" if proc.returncode == 0 else art_src.name
+    head = head_commit(art_src)
+    return f"main@{head[:9]}" if head else art_src.absolute().name
 
 
 @click.group(
@@ -138,7 +131,7 @@ def _main_label(art_src: Path) -> str:
 )
 @click.option(
     "--art-src",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=click.Path(exists=True, file_okay=False, path_type=Path, resolve_path=True),
     help="Run both checks on a checkout of ART's main (recorded as the `main` point).",
 )
 @click.option(
@@ -168,14 +161,21 @@ def verify(
     it, and records the result per claim in findings/status/ (rendering then stays offline).
     Wheels are kept in $ARTBOT_CACHE_DIR (default ~/.cache/artbot/wheels), each checked against
     the sha256 recorded in findings/status/, else the index's, and unpacked afresh. ART's code
-    runs confined (own namespaces, read-only but a scratch folder); where it cannot be, verify
-    refuses while a token is set (exit 2).
+    runs confined (own namespaces; a read-only root holding only the tree's packages, artbot and
+    Python, and a scratch folder) and capped (4 GB of memory, 64 MB a file, 300 s of CPU, 256
+    processes; each named when hit); its output is never kept and its text is sanitized.
+    verify says which protections it had; where one is missing it refuses while a token is set
+    (exit 2). A wheel is checked entry by entry before it is unpacked; git reads a checkout's
+    objects only.
 
     Exit 0 when every check ran, whatever it found (moved or missing lines are information);
     1 when a check could not run. `--fail-on reproduced` also exits 1 while a finding is
     reproduced or partly reproduced (a CI that wants to fail while a bug remains);
     `--fail-on moved` while a cited location is not at its lines.
     """
+    from .apart import not_dumpable
+
+    not_dumpable()  # before any child (pip, git, the check): nothing of the user reads it
     if ctx.invoked_subcommand is not None:
         if release or art_src or record:
             raise click.UsageError("put --release / --art-src after the subcommand")

@@ -54,6 +54,7 @@ from ..status import (
     derive,
 )
 from .isolation import NotLoadedError
+from .limits import hit
 from .tree import ArtTree
 
 CHECK_FUNCTION = "check_art"
@@ -270,6 +271,8 @@ def run_check(catalog: Catalog, tree: ArtTree, finding: Finding) -> CodeResult:
             f"{sys.version_info.major}.{sys.version_info.minor}: {exc.msg}"
         )
     except Exception as exc:  # an error inside ART or the repro is a result worth showing
+        if hit(exc) is not None:
+            raise  # a cap on the check process: the whole run stops, naming it
         return failed(f"{type(exc).__name__}: {exc}{_where(exc, tree)}")
     verdict = derive([c.verdict for c in claims.values()])
     return CodeResult(

@@ -11,18 +11,27 @@ install, root or not):
 - a user namespace (the caller's uid mapped to 0, nothing else), a PID namespace with its own,
   read-only ``/proc`` (no other process can be seen, let alone read), a network namespace (no
   network, no abstract socket), an IPC namespace;
-- a mount namespace in which every mount is read-only except the scratch folder, and ``/tmp``,
-  ``/var/tmp``, ``/run``, ``/dev/shm`` and the home folder are empty (no socket of an agent, no
-  stored credential), apart from the folders the check needs, shown read-only; ``/dev`` holds
-  only null, zero, full, random and urandom;
+- a mount namespace whose root is a new, read-only tmpfs holding only what the check needs
+  (``Spec.keep``: the tree's packages, the records and repros, artbot's package, Python's
+  installation; and the system's libraries, :data:`SYSTEM`), each bound read-only, plus the
+  scratch folder (read-write), a ``/proc`` of its own, a ``/dev`` with only null, zero, full,
+  random and urandom, and of ``/etc`` only the loader's cache and the time zone; the old root is
+  detached (``pivot_root``). So no home folder, no checkout's ``.git``, no wheel cache, no
+  socket of an agent: none of them exists there;
+- the caps of :mod:`.limits` (address space, file size, CPU time, processes: RLIMIT_NPROC,
+  which the kernel does not apply to root, so as root ``pid_max`` of the PID namespace where
+  the kernel has one per namespace, 6.14+);
 - then every capability is dropped (bounding set, ambient, inheritable, permitted, effective;
   ``no_new_privs``; the root securebits locked), so nothing can be mounted, unmounted or
   remounted, and a new session is started (no controlling terminal).
 
-When any step fails, COMMAND is not run: the step and the reason are written to the
-descriptor ``report_fd`` (inherited from the caller, closed before COMMAND starts, so COMMAND
-cannot forge a failure) and the process exits :data:`UNAVAILABLE`. The caller decides what
-then (``artbot verify`` refuses while a token is in its environment; see :mod:`.apart`).
+When any step fails (or no cap on processes took, with ``require_process_cap``), COMMAND is not
+run: the step and the reason are written to the descriptor ``report_fd`` (inherited from the
+caller, closed before COMMAND starts, so COMMAND cannot forge a report) and the process exits
+:data:`UNAVAILABLE`. The caller decides what then (``artbot verify`` refuses while a token is in
+its environment; see :mod:`.apart`). Each report is one JSON line: ``failed``, ``ready`` (the
+process cap that took) before COMMAND starts, and ``exit`` (its status, signal and CPU time)
+from this process once COMMAND has ended.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -82,31 +91,41 @@ PR_CAP_AMBIENT_CLEAR_ALL = 4
 SECUREBITS = 0b1110_1111
 _CAPABILITY_VERSION_3 = 0x20080522
 
-# Emptied in the child's view (kept folders inside them are shown again, read-only).
-MASKED = ("/tmp", "/var/tmp", "/run", "/dev/shm")
 DEVICES = ("null", "zero", "full", "random", "urandom")
+# The system's libraries (Python's and torch's shared objects need them), shown read-only.
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# Copied into the new root's /etc: the loader's cache and the time zone; nothing else of /etc.
+ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime")
+NEW_ROOT = "/tmp"  # a fresh tmpfs is mounted over it in the child's mount namespace
+MNT_DETACH = 2
+NO_PROCESS_CAP = (
+    "no cap on its processes: the kernel exempts root from RLIMIT_NPROC and has no pid_max "
+    "per PID namespace before Linux 6.14; run verify as a user other than root"
+)
 
 
 @dataclass(frozen=True)
 class Spec:
-    """What the confined command may see: ``scratch`` (read-write), ``keep`` (read-only
-    folders it needs, e.g. the project, Python, ART's tree) and ``homes`` (emptied)."""
+    """What the confined command may see: ``scratch`` (read-write) and ``keep`` (read-only
+    folders or files it needs: artbot's package, Python, the tree under test); nothing else
+    but the system's libraries (:data:`SYSTEM`). ``limits`` are set on it before it runs."""
 
     scratch: str
     keep: tuple[str, ...] = ()
-    homes: tuple[str, ...] = ()
+    limits: dict[str, int] = field(default_factory=dict)
     report_fd: int = -1
+    require_process_cap: bool = False  # no cap on its processes: COMMAND is not run
 
     def to_json(self) -> str:
-        return json.dumps(
-            {"scratch": self.scratch, "keep": self.keep, "homes": self.homes, "fd": self.report_fd}
-        )
+        data = {"scratch": self.scratch, "keep": self.keep, "limits": self.limits}
+        return json.dumps({**data, "fd": self.report_fd, "strict": self.require_process_cap})
 
     @classmethod
     def from_json(cls, text: str) -> Spec:
         data = json.loads(text)
-        keep, homes = tuple(data["keep"]), tuple(data["homes"])
-        return cls(str(data["scratch"]), keep, homes, int(data["fd"]))
+        limits = {str(k): int(v) for k, v in dict(data.get("limits") or {}).items()}
+        keep, strict = tuple(data["keep"]), bool(data.get("strict"))
+        return cls(str(data["scratch"]), keep, limits, int(data["fd"]), strict)
 
 
 def command(spec: Spec, argv: Sequence[str], python: str = sys.executable) -> list[str]:
@@ -230,76 +249,116 @@ def _read_only_everywhere(scratch: str) -> None:
                 raise
 
 
-def _show_again(folders: Sequence[tuple[str, int]], under: str) -> None:
-    """Bind each kept folder (an ``O_PATH`` descriptor opened before ``under`` was emptied)
-    back at its own path inside ``under``."""
-    shown: list[str] = []
-    for path, fd in sorted(folders, key=lambda kept: kept[0]):
-        if not _inside(path, under):
-            continue
-        if any(_inside(path, done) for done in shown):
-            continue  # already visible through a kept folder above it
-        if os.path.isdir(f"/proc/self/fd/{fd}"):
-            os.makedirs(path, exist_ok=True)
-        else:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            Path(path).touch()
-        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, f"showing {path}")
-        shown.append(path)
+def _bind(path: str, fd: int, target: str) -> None:
+    """Bind what ``fd`` (an ``O_PATH`` descriptor) opens at ``target``, made for it."""
+    if os.path.isdir(f"/proc/self/fd/{fd}"):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        Path(target).touch()
+    _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC, f"showing {path}")
 
 
-def _empty(folder: str, kept: Sequence[tuple[str, int]]) -> None:
-    """An empty, read-only tmpfs over ``folder``, with the kept folders inside it shown again."""
-    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
-    _mount("tmpfs", folder, "tmpfs", flags, f"emptying {folder}")
-    _show_again(kept, folder)
-    _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags, f"read-only {folder}")
-
-
-def _minimal_dev(devices: dict[str, int]) -> None:
+def _minimal_dev(devices: dict[str, int], dev: str) -> None:
     flags = MS_NOSUID | MS_NOEXEC
-    _mount("tmpfs", "/dev", "tmpfs", flags, "a fresh /dev")
+    os.makedirs(dev, exist_ok=True)
+    _mount("tmpfs", dev, "tmpfs", flags, "a fresh /dev")
     for name, fd in devices.items():
-        Path(f"/dev/{name}").touch()
-        _mount(f"/proc/self/fd/{fd}", f"/dev/{name}", None, MS_BIND, f"/dev/{name}")
+        Path(f"{dev}/{name}").touch()
+        _mount(f"/proc/self/fd/{fd}", f"{dev}/{name}", None, MS_BIND, f"/dev/{name}")
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                          ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
-        os.symlink(target, f"/dev/{name}")
-    os.mkdir("/dev/shm")
-    _mount(None, "/dev", None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags, "read-only /dev")
+        os.symlink(target, f"{dev}/{name}")
+    os.mkdir(f"{dev}/shm")
+    _mount(None, dev, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags, "read-only /dev")
 
 
 def _open_path(path: str) -> int:
     return os.open(path, os.O_PATH | os.O_CLOEXEC)
 
 
-def set_up_view(spec: Spec) -> None:
-    """In the new mount namespace (and as the new PID namespace's first process): the view
-    described in the module's docstring."""
+def set_up_view(spec: Spec, pid_cap: int = 0) -> int | None:
+    """In the new mount namespace (and as the new PID namespace's first process): a new root
+    (a tmpfs, read-only) holding only ``spec.keep`` and the system's libraries, read-only, the
+    scratch folder, a /proc of its own and a minimal /dev; the old root detached. With
+    ``pid_cap``, the PID namespace's ``pid_max`` is set to it where the kernel has one per
+    namespace (6.14+); returns the cap that took (None: none)."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE, "making the mounts private")
     scratch = os.path.realpath(spec.scratch)
-    wanted = {os.path.realpath(p) for p in (*spec.keep, scratch) if os.path.exists(p)}
-    _read_only_everywhere(scratch)
-    # Opened after the scratch's own mount exists, so its descriptor is the writable one.
-    kept = [(path, _open_path(path)) for path in sorted(wanted)]
+    _read_only_everywhere(scratch)  # binds of read-only mounts are read-only
+    wanted = {os.path.realpath(p) for p in (*spec.keep, *SYSTEM) if os.path.exists(p)}
+    links = {p: os.readlink(p) for p in SYSTEM if os.path.islink(p)}
+    for path in spec.keep:  # a kept path reached through links (a venv's python) works as given
+        links.update(_links_on(path))
+    kept: list[tuple[str, int]] = []
+    shown: list[str] = []
+    for path in sorted(wanted - {scratch}):
+        if not any(_inside(path, done) for done in shown):
+            kept.append((path, _open_path(path)))
+            shown.append(path)
+    kept.append((scratch, _open_path(scratch)))  # opened after its own mount: the writable one
     devices = {name: _open_path(f"/dev/{name}") for name in DEVICES}
-    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "a /proc of its own")
-    masked: list[str] = []
-    homes = {os.path.realpath(h) for h in spec.homes if h and os.path.isdir(h)}
-    for folder in sorted({*MASKED, *homes}):
-        real = os.path.realpath(folder)
-        if real == "/" or not os.path.isdir(real) or any(_inside(real, m) for m in masked):
-            continue
-        _empty(real, kept)
-        masked.append(real)
-    _minimal_dev(devices)
-    _mount(None, "/proc", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-           "read-only /proc")  # fmt: skip
-    for _, fd in kept:
+    etc = {name: Path(name).read_bytes() for name in ETC_FILES if os.path.isfile(name)}
+    _mount("tmpfs", NEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "a new root")
+    for path, fd in kept:
+        _bind(path, fd, NEW_ROOT + path)
         os.close(fd)
+    for link, target in sorted(links.items()):
+        if not os.path.lexists(NEW_ROOT + link):
+            os.makedirs(os.path.dirname(NEW_ROOT + link), exist_ok=True)
+            os.symlink(target, NEW_ROOT + link)
+    for name, data in etc.items():
+        os.makedirs(os.path.dirname(NEW_ROOT + name), exist_ok=True)
+        Path(NEW_ROOT + name).write_bytes(data)
+    proc = NEW_ROOT + "/proc"
+    os.makedirs(proc)
+    _mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "a /proc of its own")
+    capped = _cap_pids(proc, pid_cap) if pid_cap else None
+    _minimal_dev(devices, NEW_ROOT + "/dev")
     for fd in devices.values():
         os.close(fd)
+    _mount(None, proc, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+           "read-only /proc")  # fmt: skip
+    _mount(None, NEW_ROOT, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+           "a read-only root")  # fmt: skip
+    _pivot(NEW_ROOT)
     os.chdir(scratch)
+    return capped
+
+
+def _links_on(path: str) -> dict[str, str]:
+    """Each symbolic link on the way to ``path`` (absolute), and what it points to."""
+    found: dict[str, str] = {}
+    parts = Path(path).parts
+    for n in range(2, len(parts) + 1):
+        here = os.path.join(*parts[:n])
+        if os.path.islink(here):
+            found[here] = os.readlink(here)
+            found.update(_links_on(os.path.join(os.path.dirname(here), found[here])))
+    return found
+
+
+def _cap_pids(proc: str, cap: int) -> int | None:
+    """``pid_max`` of this PID namespace (Linux 6.14+; the kernel's minimum is 301)."""
+    try:
+        Path(f"{proc}/sys/kernel/pid_max").write_text(str(max(cap, 301)))
+        return int(Path(f"{proc}/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
+
+
+def _pivot(new_root: str) -> None:
+    """Make ``new_root`` the root and detach the old one (``pivot_root(".", ".")``)."""
+    number = _PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise SetupFailed(f"pivot_root: its system call number on {os.uname().machine} is unknown")
+    os.chdir(new_root)
+    _check(_libc.syscall(number, b".", b"."), "pivot_root")
+    _check(_libc.umount2(b".", MNT_DETACH), "detaching the old root")
+    os.chdir("/")
 
 
 def _enter_namespaces() -> None:
@@ -314,20 +373,29 @@ def _enter_namespaces() -> None:
         raise SetupFailed(f"mapping the user into its namespace: {exc.strerror}") from None
 
 
-def _fail(message: str, fd: int = -1) -> int:
+def _report(fd: int, **data: Any) -> None:
+    """One JSON line to the caller's report descriptor."""
     if fd >= 0:
         with contextlib.suppress(OSError):
-            os.write(fd, message.encode("utf-8", "replace")[:2000])
+            os.write(fd, (json.dumps(data)[:4000] + "\n").encode())
+
+
+def _fail(message: str, fd: int = -1) -> int:
+    _report(fd, failed=message)
     print(PREFIX + message, file=sys.stderr, flush=True)
     return UNAVAILABLE
 
 
 def main(argv: Sequence[str]) -> int:
     """``python -m artbot.verify.confine SPEC -- COMMAND...``"""
+    from .limits import Limits, apply
+
     if len(argv) < 3 or argv[1] != "--":
         return _fail("usage: python -m artbot.verify.confine SPEC -- COMMAND...")
     spec, run = Spec.from_json(argv[0]), list(argv[2:])
     fd = spec.report_fd
+    limits = Limits.from_dict(spec.limits) if spec.limits else None
+    outer_uid = os.geteuid()
     why = supported()
     if why:
         return _fail(why, fd)
@@ -339,21 +407,34 @@ def main(argv: Sequence[str]) -> int:
     if pid == 0:  # the new PID namespace's first process
         try:
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, "asking to die with its parent")
-            set_up_view(spec)
+            pid_max = set_up_view(spec, limits.processes if limits else 0)
             os.setsid()
+            processes = None
+            if limits is not None:
+                # RLIMIT_NPROC binds on every user but root (the kernel exempts uid 0).
+                apply(limits, processes=True)
+                if outer_uid != 0:
+                    processes = f"RLIMIT_NPROC {limits.processes}"
+                elif pid_max is not None:
+                    processes = f"pid_max {pid_max} of its PID namespace"
+            if processes is None and spec.require_process_cap:
+                raise SetupFailed(NO_PROCESS_CAP)
             _drop_capabilities()
+            _report(fd, ready={"processes": processes})
             if fd >= 0:  # closed by a successful exec: COMMAND never holds it
                 os.set_inheritable(fd, False)
             os.execvp(run[0], run)
-        except (SetupFailed, OSError) as exc:
+        except (SetupFailed, OSError, ValueError) as exc:
             os._exit(_fail(str(exc), fd))
     while True:
         try:
-            _, status = os.waitpid(pid, 0)
+            _, status, usage = os.wait4(pid, 0)
             break
         except InterruptedError:
             continue
     code = os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime
+    _report(fd, exit=code if code >= 0 else None, signal=-code if code < 0 else None, cpu_s=cpu)
     return code if code >= 0 else 128 - code  # killed by a signal: as a shell says it
 
 

@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import io
 import json
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -215,15 +213,13 @@ def recorded_pin(root: Path, version: str) -> Pin | None:
     return Pin(found.pop(), "recorded in findings/status/") if found else None
 
 
-def unpack(data: bytes, dest: Path) -> Path:
-    """Unpack a wheel's bytes into ``dest`` (a new folder); returns it."""
-    dest.mkdir(parents=True)
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            archive.extractall(dest)
-    except zipfile.BadZipFile as exc:
-        raise ReleaseUnavailable(f"not a valid wheel: {exc}") from exc
-    return dest
+def unpack(data: bytes, dest: Path, wheel_name: str | None = None) -> Path:
+    """Unpack a wheel's bytes into ``dest`` (a new folder; the wheel's file name is
+    ``wheel_name``, else ``dest``'s name + ``.whl``), each entry checked first (:mod:`.wheel`:
+    package folders and its dist-info only, no link or device, size caps, METADATA's version)."""
+    from .wheel import unpack_wheel
+
+    return unpack_wheel(data, dest, wheel_name or f"{dest.name}.whl")
 
 
 def fresh_folder() -> Path:
@@ -260,7 +256,7 @@ def release_tree(
             f"{wheel} is not the release: sha256 {digest}, the release's is {pin.sha256} "
             f"({pin.source}); delete it to download it again"
         )
-    folder = unpack(data, (into or fresh_folder()) / wheel.name.removesuffix(".whl"))
-    tree = open_tree(folder, audit, label=f"{DISTRIBUTION} {version}")
+    folder = unpack(data, (into or fresh_folder()) / wheel.name.removesuffix(".whl"), wheel.name)
+    tree = open_tree(folder, audit, label=f"{DISTRIBUTION} {version}", wheel=True)
     note = f"wheel {wheel.name}, sha256 {digest} ({pin.source}), unpacked afresh"
     return replace(tree, sha256=digest, notes=(*tree.notes, note))

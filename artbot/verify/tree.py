@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import BadInput
 from ..records.models import Audit
 from .isolation import ArtModules
-
-
-def git(directory: Path) -> list[str]:
-    """``git -C directory`` with nothing of the checkout's config that runs a program."""
-    safe = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat")
-    return ["git", *(a for c in safe for a in ("-c", c)), "-C", str(directory)]
-
-
-def git_env() -> dict[str, str]:
-    """The environment git runs with in someone's checkout: no token."""
-    from ..settings import environment, without_tokens
-
-    return without_tokens(environment())
-
 
 DISTRIBUTION = "openpipe-art"
 WHEEL_PREFIX = "openpipe_art"
@@ -34,8 +19,9 @@ class ArtTree:
 
     ``package_dir`` is the ``art/`` folder on disk (what code checks import); ``packages`` are
     the top-level packages of the same distribution beside it (0.5.21 ships ``art_inference``
-    next to ``art``). Anchors are read from ``git show <commit>:<path>`` when ``commit`` is
-    set, else from ``package_dir``.
+    next to ``art``). Anchors are read from the checkout's objects at ``commit`` (its full
+    hash; :mod:`.gitread`, git never run in the checkout) when it is set, else from
+    ``package_dir``.
     """
 
     label: str
@@ -54,13 +40,10 @@ class ArtTree:
     def read(self, path: str) -> str | None:
         """Text of an audited path (``src/art/...``), or None when the file is absent."""
         if self.git_dir is not None and self.commit is not None:
-            proc = subprocess.run(
-                [*git(self.git_dir), "show", f"{self.commit}:{path}"],
-                capture_output=True,
-                env=git_env(),
-                check=False,
-            )
-            return proc.stdout.decode("utf-8", errors="replace") if proc.returncode == 0 else None
+            from .gitread import reader
+
+            data = reader(self.git_dir).blob(self.commit, path)
+            return data.decode("utf-8", errors="replace") if data is not None else None
         file = self.package_dir / path.removeprefix(self.source_root)
         try:
             return file.read_text(encoding="utf-8", errors="replace")
@@ -68,32 +51,43 @@ class ArtTree:
             return None
 
 
-def open_tree(directory: Path, audit: Audit, *, label: str | None = None) -> ArtTree:
-    """Recognise ``directory``: a git checkout, a folder holding ``art/`` (an unpacked wheel),
-    or the ``art/`` folder itself."""
-    directory = Path(directory)
-    tree = _recognise(directory, audit, label)
+def open_tree(
+    directory: Path, audit: Audit, *, label: str | None = None, wheel: bool = False
+) -> ArtTree:
+    """Recognise ``directory`` (made absolute): a git checkout, a folder holding ``art/`` (an
+    unpacked wheel), or the ``art/`` folder itself. An unpacked ``wheel`` is never taken for a
+    checkout, whatever it holds."""
+    directory = Path(directory).absolute()
+    tree = _recognise(directory, audit, label, wheel)
     # In a checkout with a src/ layout, the packages beside art/ are the same project's.
     src_layout = tree.package_dir.parent != directory and (directory / tree.source_root).is_dir()
     return replace(tree, packages=_distribution_packages(tree.package_dir, src_layout))
 
 
-def _recognise(directory: Path, audit: Audit, label: str | None) -> ArtTree:
+def _recognise(directory: Path, audit: Audit, label: str | None, wheel: bool) -> ArtTree:
     root = audit.source_root.rstrip("/") + "/"
     package = root.rstrip("/").rsplit("/", 1)[-1]
     if not directory.is_dir():
         raise BadInput(f"--art-src {directory}: not a directory")
-    if (directory / ".git").exists() and (directory / root).is_dir():
+    if not wheel and (directory / ".git").exists() and (directory / root).is_dir():
+        from .gitread import partial_clone, reader
+
         package_dir = directory / root
-        if _git_has_commit(directory, audit.commit):
+        full = reader(directory).resolve(audit.commit)
+        partial = (
+            ("a partial clone: a file whose object it has not fetched reads as missing (artbot "
+             "fetches nothing)",) if partial_clone(directory) else ()
+        )  # fmt: skip
+        if full is not None:
             return ArtTree(
                 label=f"{directory} at {audit.commit}",
                 package_dir=package_dir,
                 source_root=root,
                 git_dir=directory,
-                commit=audit.commit,
+                commit=full,
                 notes=(
                     f"anchors read at the audit commit {audit.commit}; code runs the working tree",
+                    *partial,
                 ),
             )
         return ArtTree(
@@ -103,6 +97,7 @@ def _recognise(directory: Path, audit: Audit, label: str | None) -> ArtTree:
             notes=(
                 f"the audit commit {audit.commit} is not in {directory}; "
                 "anchors read from the working tree",
+                *partial,
             ),
         )
     if (directory / root).is_dir():
@@ -138,16 +133,6 @@ def _distribution_packages(package_dir: Path, src_layout: bool) -> tuple[str, ..
         tops = set()
     found = {t for t in tops if (parent / t / "__init__.py").is_file()}
     return tuple(sorted(found | {package_dir.name}))
-
-
-def _git_has_commit(directory: Path, commit: str) -> bool:
-    proc = subprocess.run(
-        [*git(directory), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
-        capture_output=True,
-        env=git_env(),
-        check=False,
-    )
-    return proc.returncode == 0
 
 
 def _wheel_label(folder: Path) -> str | None:

@@ -1,0 +1,54 @@
+"""The one gate for text that comes from the check process: capped, flattened, and refused
+when it looks like a credential.
+
+ART's code runs in the same process as the check, so every string that process returns (a
+claim's ``detail`` included, which hostile code can rewrite) is the author's. Before it is
+printed, recorded in ``findings/status/`` or put in an issue, it goes through :func:`shown`:
+
+- one line of printable text (control characters, newlines included, become spaces), at most
+  :data:`MAX_TEXT` characters, no mention (a word joiner after ``@``), no Actions workflow
+  command (``::`` at the start); markdown is made inert where it is rendered
+  (:func:`artbot.render.status_view.cell_text`);
+- replaced whole by :data:`REFUSED` when it holds what looks like a credential: a GitHub token
+  prefix (``ghp_``, ``gho_``, ``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``), an
+  ``Authorization:`` header or ``extraheader``, a ``Bearer``/``Basic`` credential, a private
+  key, a run of 32 or more base64 characters mixing cases and digits, or the value of any
+  secret it is given.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+MAX_TEXT = 1000
+REFUSED = "[text from the check withheld: it looks like a credential]"
+_CREDENTIAL = re.compile(
+    r"gh[pousr]_[A-Za-z0-9]{8,}|github_pat_|authorization\s*:|extraheader|"
+    r"\b(?:bearer|basic|token)\s+[A-Za-z0-9+/=._~-]{8,}|-----BEGIN [A-Z ]*PRIVATE KEY",
+    re.IGNORECASE,
+)
+_RUN = re.compile(r"[A-Za-z0-9+/_-]{32,}={0,2}")
+
+
+def looks_secret(text: str, secrets: Sequence[str] = ()) -> bool:
+    """Does ``text`` hold a credential, or one of ``secrets`` (those of 8 characters or more)?"""
+    if _CREDENTIAL.search(text):
+        return True
+    for run in _RUN.findall(text):  # base64 of a secret mixes cases and digits; a path does not
+        if re.search(r"[a-z]", run) and re.search(r"[A-Z]", run) and re.search(r"[0-9]", run):
+            return True
+    return any(s and len(s) >= 8 and s in text for s in (x.strip() for x in secrets))
+
+
+def shown(text: str, secrets: Sequence[str] = (), limit: int = MAX_TEXT) -> str:
+    """``text`` from the check process as it may be shown or stored (see the module)."""
+    from ..report.output import flatten
+
+    flat = flatten(str(text))
+    if looks_secret(flat, secrets) or looks_secret(str(text), secrets):
+        return REFUSED
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    flat = flat.replace("@", "@\u2060")
+    return "\u2060" + flat if flat.startswith("::") else flat
