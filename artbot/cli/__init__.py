@@ -261,6 +261,7 @@ def export_tests_cmd(obj: Context, out: Path) -> None:
 
 from ..verify.cli import verify  # noqa: E402
 from .github import open_, sync  # noqa: E402
+from .patchtest import test  # noqa: E402
 from .sandbox import demo, sandbox  # noqa: E402
 
 cli.add_command(verify)
@@ -268,6 +269,7 @@ cli.add_command(open_)
 cli.add_command(sync)
 cli.add_command(demo)
 cli.add_command(sandbox)
+cli.add_command(test)
 
 
 def main() -> None:

@@ -135,13 +135,19 @@ def verify_code_apart(
     secrets: Sequence[str] = (),
     timeout_s: float = TIMEOUT_S,
     say: Callable[[str], None] | None = None,
+    items: Iterable[int] | None = None,
 ) -> list[CodeResult]:
     """:func:`verify_code` run in a token-free child process, confined where Linux allows it
     (:mod:`.confine`); ``say`` hears which isolation it got. Results validated on return.
 
     Raises :class:`CannotConfine` (nothing run) when confinement fails and a token is in the
-    environment."""
-    wanted = {f.item: {c.id for c in f.claims} for f in checkable(catalog)}
+    environment. ``items`` limits the run to those findings' checks."""
+    only = None if items is None else set(items)
+    wanted = {
+        f.item: {c.id for c in f.claims}
+        for f in checkable(catalog)
+        if only is None or f.item in only
+    }
     if not wanted:
         return []
     say = say or (lambda _: None)
@@ -153,6 +159,7 @@ def verify_code_apart(
     with tempfile.TemporaryDirectory(prefix="artbot-verify-") as scratch:
         out = Path(scratch) / "results.json"
         spec = {"root": str(Path(catalog.root).resolve()), "tree": _tree_json(tree)}
+        spec["items"] = sorted(wanted)
         spec["out"] = str(out)
         child = [sys.executable, "-m", "artbot.verify.apart"]
         cenv = child_env(base, secrets)
@@ -347,13 +354,15 @@ def _tree_from_json(data: dict[str, Any]) -> ArtTree:
 def _child() -> int:
     """In the child: read the spec on stdin, run the checks, write the results file."""
     from ..records.catalog import load_catalog
-    from .code import code_json, verify_code
+    from .code import code_json, run_check
 
     spec = json.loads(sys.stdin.read())
     out = Path(spec["out"])
     tree = _tree_from_json(spec["tree"])
     # ART's code may print; keep it off the parent's pipes' meaning (they are discarded).
-    results = verify_code(load_catalog(Path(spec["root"])), tree)
+    catalog = load_catalog(Path(spec["root"]))
+    items = set(spec.get("items") or ())
+    results = [run_check(catalog, tree, f) for f in checkable(catalog) if f.item in items]
     out.write_text(json.dumps(code_json(results, tree), ensure_ascii=True), encoding="utf-8")
     return 0
 
