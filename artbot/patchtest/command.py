@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .diff import DiffRefused, FilePatch, parse_diff
 
 COMMAND = "/artbot test"
-MAX_PATCH_BYTES = 64 * 1024
+MAX_PATCH_BYTES = 32 * 1024
 MAX_FILES = 8
 MAX_HUNKS = 40
 MAX_COMMENT_CHARS = 65_536
@@ -58,7 +58,7 @@ def parse_command(body: str) -> Request | Refusal | None:
     if not is_command(body):
         return None
     if len(body) > MAX_COMMENT_CHARS:
-        return Refusal(f"the comment is over {MAX_COMMENT_CHARS:,} characters")
+        return Refusal(f"the comment is over the cap of {MAX_COMMENT_CHARS:,} characters")
     lines = body.strip().splitlines()
     head = _HEAD_RE.match(lines[0].strip())
     assert head is not None
