@@ -3,7 +3,6 @@ unified diffs (refusing what it does not apply, naming the hunk that does not fi
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from artbot.patchtest.diff import (
     apply_to_folder,
     parse_diff,
 )
+from tests.patchdiff import make_diff
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "patchtest"
 FIX_6 = (FIXTURES / "item06_fix.diff").read_text(encoding="utf-8")
@@ -32,18 +32,6 @@ FIX_6 = (FIXTURES / "item06_fix.diff").read_text(encoding="utf-8")
 
 def comment(head: str, diff: str | None = None) -> str:
     return head + (f"\n\nThis should fix it.\n\n```diff\n{diff}```\n" if diff else "\n")
-
-
-def make_diff(path: str, old: str, new: str, *, context: int = 3) -> str:
-    """``old`` -> ``new`` of ``path`` as ``git diff`` prints it."""
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
-        f"a/{path}",
-        f"b/{path}",
-        n=context,
-    )
-    return f"diff --git a/{path} b/{path}\nindex 0000000..1111111 100644\n" + "".join(lines)
 
 
 def test_a_diff_with_a_release_is_a_request_for_that_release() -> None:
@@ -100,9 +88,7 @@ def test_each_cap_when_hit_is_the_answer() -> None:
     big = "x" * (MAX_PATCH_BYTES + 1)
     over = parse_command(comment("/artbot test", make_diff("src/art/a.py", "a\n", big + "\n")))
     assert isinstance(over, Refusal) and "over the cap" in over.reason and "bytes" in over.reason
-    many = "".join(
-        make_diff(f"src/art/m{n}.py", "a\n", "b\n") for n in range(MAX_FILES + 1)
-    )
+    many = "".join(make_diff(f"src/art/m{n}.py", "a\n", "b\n") for n in range(MAX_FILES + 1))
     files = parse_command(comment("/artbot test", many))
     assert isinstance(files, Refusal) and f"cap of {MAX_FILES}" in files.reason
     old = "".join(f"line {n}\n" for n in range(0, 20 * (MAX_HUNKS + 1)))
@@ -150,9 +136,7 @@ _LINES = st.lists(st.sampled_from(["a", "b", "c", "", "    x = 1", "def f():"]),
 
 @settings(max_examples=150, deadline=None)
 @given(old=_LINES, new=_LINES, context=st.integers(0, 3))
-def test_a_diff_applies_back_to_its_new_text(
-    old: list[str], new: list[str], context: int
-) -> None:
+def test_a_diff_applies_back_to_its_new_text(old: list[str], new: list[str], context: int) -> None:
     """What difflib writes applies to the old text, giving the new one."""
     old_text = "".join(f"{ln}\n" for ln in old)
     new_text = "".join(f"{ln}\n" for ln in new)
@@ -187,7 +171,7 @@ def test_a_hunk_that_does_not_fit_is_refused_by_its_header() -> None:
     [patch] = parse_diff(make_diff("src/art/x.py", "a\nb\nc\n", "a\nB\nc\n"))
     with pytest.raises(DoesNotApply) as refused:
         apply_text("a\nz\nc\n", patch)
-    assert "@@ -1,3 +1,3 @@" in str(refused.value) and "-b" in refused.value.hunk
+    assert "the hunk -1,3 +1,3 does" in str(refused.value) and "-b" in refused.value.hunk
     with pytest.raises(DoesNotApply, match="not in this release"):
         apply_text(None, patch)
 
@@ -199,7 +183,10 @@ def test_no_newline_at_the_end_of_a_file_is_kept_or_added_as_the_diff_says() -> 
     )
     [patch] = parse_diff(diff)
     assert apply_text("a\nb", patch) == "a\nc"
-    added = "--- a/src/art/x.py\n+++ b/src/art/x.py\n@@ -1 +1 @@\n-b\n\\ No newline at end of file\n+b\n"
+    added = (
+        "--- a/src/art/x.py\n+++ b/src/art/x.py\n@@ -1 +1 @@\n-b\n"
+        "\\ No newline at end of file\n+b\n"
+    )
     [patch] = parse_diff(added)
     assert apply_text("b", patch) == "b\n"
 

@@ -74,7 +74,7 @@ def _regression_line(before: Regression | None, after: Regression | None) -> str
     def word(r: Regression | None) -> str:
         if r is None:
             return "not run"
-        return {"passed": "pass", "failed": "xfail"}.get(r.outcome, r.outcome)
+        return {"passed": "pass", "failed": "xfail", "error": "error"}.get(r.outcome, r.outcome)
 
     change = f"{word(before)} → {word(after)}"
     if before is not None and before.outcome == "failed" and after.outcome == "failed":

@@ -61,11 +61,12 @@ class Hunk:
     new_eof_newline: bool = True
 
     @property
-    def header(self) -> str:
-        return f"@@ -{self.old_start},{self.old_len} +{self.new_start},{self.new_len} @@"
+    def span(self) -> str:
+        """``-12,6 +12,7``: the hunk's header without its ``@@`` (a refusal names it so)."""
+        return f"-{self.old_start},{self.old_len} +{self.new_start},{self.new_len}"
 
     def text(self) -> str:
-        return "\n".join([self.header, *self.lines])
+        return "\n".join([f"@@ {self.span} @@", *self.lines])
 
 
 @dataclass(frozen=True)
@@ -253,7 +254,7 @@ def apply_text(original: str | None, patch: FilePatch) -> str | None:
         at = _find(lines, old, want, floor)
         if at is None:
             raise DoesNotApply(
-                f"{patch.path}: hunk {hunk.header} does not apply (its context and removed lines "
+                f"{patch.path}: the hunk {hunk.span} does not apply (its context and removed lines "
                 "are not in the file)",
                 hunk.text(),
             )

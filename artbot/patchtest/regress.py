@@ -40,7 +40,8 @@ _LINE_RE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (\S+?)(?: - (
 
 @dataclass(frozen=True)
 class Regression:
-    """One run of the item's regression test: ``passed``, ``failed`` or ``could not run``."""
+    """One run of the item's regression test: ``passed``, ``failed``, ``error`` (it did not
+    import) or ``could not run``."""
 
     test: str  # the file's name
     outcome: str
@@ -94,18 +95,24 @@ def run_regression(
     took = time.monotonic() - started
     proc = run.proc
     stdout = (proc.stdout or "") if proc else ""
-    return Regression(name, *outcome(stdout, proc.returncode if proc else None), took)
+    stderr = (proc.stderr or "") if proc else ""
+    return Regression(name, *outcome(stdout, proc.returncode if proc else None, stderr), took)
 
 
-def outcome(stdout: str, returncode: int | None) -> tuple[str, str]:
-    """(``passed`` | ``failed`` | ``could not run``, one line) from pytest's ``-rA`` lines."""
+def outcome(stdout: str, returncode: int | None, stderr: str = "") -> tuple[str, str]:
+    """(``passed`` | ``failed`` | ``error`` | ``could not run``, one line) from pytest's
+    ``-rA`` lines."""
     seen = [(m[1], m[3] or "") for m in _LINE_RE.finditer(stdout[-200_000:])]
     counts: dict[str, int] = {}
     for word, _ in seen:
         counts[word.lower()] = counts.get(word.lower(), 0) + 1
     summary = ", ".join(f"{n} {w}" for w, n in sorted(counts.items()))
+    words = {w for w, _ in seen}
+    if words and words <= {"ERROR"} and returncode == 2:  # the test file did not import
+        why = next(d for w, d in seen if w == "ERROR")
+        return "error", inert(f"{summary}: {why}"[:300])
     if not seen or returncode not in (0, 1):
-        tail = flatten(stdout)[-200:]
+        tail = flatten(f"{stdout} {stderr}")[-300:]
         return "could not run", inert(f"pytest exited {returncode}: {tail}")
     if any(w in ("FAILED", "ERROR") for w, _ in seen):
         why = next(d for w, d in seen if w in ("FAILED", "ERROR"))
