@@ -110,7 +110,7 @@ def _diff_block(lines: list[str]) -> str | Refusal | None:
         if opened is None or opened["lang"].lower() not in ("diff", "patch"):
             continue
         fence = opened["fence"]
-        body = []
+        body: list[str] = []
         for inner in lines[n + 1 :]:
             if inner.strip().startswith(fence[0] * len(fence)) and not inner.strip().strip(
                 fence[0]

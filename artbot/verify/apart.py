@@ -158,8 +158,8 @@ def verify_code_apart(
         _not_dumpable()
     with tempfile.TemporaryDirectory(prefix="artbot-verify-") as scratch:
         out = Path(scratch) / "results.json"
-        spec = {"root": str(Path(catalog.root).resolve()), "tree": _tree_json(tree)}
-        spec["items"] = sorted(wanted)
+        spec: dict[str, Any] = {"root": str(Path(catalog.root).resolve())}
+        spec |= {"tree": _tree_json(tree), "items": sorted(wanted)}
         spec["out"] = str(out)
         child = [sys.executable, "-m", "artbot.verify.apart"]
         cenv = child_env(base, secrets)
