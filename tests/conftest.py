@@ -88,9 +88,14 @@ def _unversioned(sent: list[SentResponse]) -> Iterator[str]:
         return
     from artbot.github.client import API_HEADERS
 
+    from artbot.github.client import DIFF_MEDIA_TYPE
+
     for r in ours:
         for name, value in API_HEADERS.items():
-            if r.request_headers.get(name) != value:
+            sent = r.request_headers.get(name)
+            if name == "Accept" and sent == DIFF_MEDIA_TYPE and "/pulls/" in (r.route or ""):
+                continue  # a pull request asked for as its diff
+            if sent != value:
                 yield f"artbot sent {r.method} {r.route or r.path} without {name}: {value}"
 
 

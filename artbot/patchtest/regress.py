@@ -9,6 +9,7 @@ Only pytest's per-test outcome lines are read back; the child's other output is 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -79,6 +80,9 @@ def run_regression(
         ]  # fmt: skip
         cenv = child_env(base, secrets)
         cenv |= {PACKAGE_VARIABLE: str(tree.package_dir), "PYTHONDONTWRITEBYTECODE": "1"}
+        # The harness is this artbot's, wherever the interpreter's own install points.
+        here = str(Path(__file__).resolve().parents[2])
+        cenv["PYTHONPATH"] = os.pathsep.join(p for p in (here, cenv.get("PYTHONPATH")) if p)
         run = _Run("", timeout_s, scratch)
         try:
             view = _view(catalog, tree, base, scratch)
