@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from .context import Context
 
 
-@click.command("test", short_help="Try a patch of ART's on one item: the verdict before and after.")
+@click.command("test", short_help="Try a patch on one item: the verdicts before and after.")
 @click.option("--item", type=int, required=True, help="The audit item or follow-up to check.")
 @click.option(
     "--patch",
@@ -66,9 +66,7 @@ def test(obj: Context, item: int, patch_file: Path, release: str | None) -> None
 PHASES = ("all", "read", "check", "post")
 
 
-@click.command(
-    "answer-tests", short_help="Answer `/artbot test` comments on artbot's issues (once each)."
-)
+@click.command("answer-tests", short_help="Answer the `/artbot test` comments on artbot's issues.")
 @click.option(
     "--phase",
     type=click.Choice(PHASES),
