@@ -6,6 +6,7 @@ a link to the earlier answer. The record of what was answered is artbot's own co
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -172,3 +173,18 @@ def test_a_marker_in_someone_elses_comment_is_not_believed() -> None:
     assert task.comment_id == 10 and task.kind == "refuse"
     mine = Comment(12, ARTBOT, True, forged, "2026-12-04T10:02:00Z")
     assert plan(1, 801, [*comments, mine], [ARTBOT], {WRITER.casefold(): "write"}) == []
+
+
+def test_a_comment_event_names_the_issue_to_answer(
+    sandbox: GitHubSandbox, issue: int, tmp_path: Path
+) -> None:
+    """As the workflow runs it: `--event $GITHUB_EVENT_PATH`, the issue_comment payload."""
+    other = filed(sandbox, 1001)
+    stale = as_comment(make_diff("src/art/loss.py", "nothing like it\n", "changed\n"))
+    sandbox.seed_comment(OWNER, NAME, other, stale, user=WRITER)
+    comment = sandbox.seed_comment(OWNER, NAME, issue, stale, user=WRITER)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(sandbox.comment_event(OWNER, NAME, comment)), encoding="utf-8")
+    result = answer(sandbox, "--event", str(event))
+    assert result.exit_code == 0, result.output
+    assert len(answers(sandbox, issue)) == 1 and answers(sandbox, other) == []

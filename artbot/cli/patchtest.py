@@ -79,6 +79,11 @@ PHASES = ("all", "read", "check", "post")
 @click.option("--answers", type=click.Path(dir_okay=False, path_type=Path), help="Answers JSON.")
 @click.option("--issue", type=click.IntRange(min=1), help="Only this issue's comments.")
 @click.option(
+    "--event",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="An issue_comment event's payload ($GITHUB_EVENT_PATH): only its issue's comments.",
+)
+@click.option(
     "--max-runs",
     type=click.IntRange(min=0),
     default=2,
@@ -95,6 +100,7 @@ def answer_tests(
     tasks: Path | None,
     answers: Path | None,
     issue: int | None,
+    event: Path | None,
     max_runs: int,
     repo_name: str | None,
     api_url: str | None,
@@ -108,6 +114,8 @@ def answer_tests(
     from .github import connect
 
     catalog = obj.catalog()
+    if event is not None:
+        issue = respond.event_issue(event)
     if phase in ("read", "check") and tasks is None or phase in ("check", "post") and not answers:
         raise click.UsageError(f"--phase {phase} needs --tasks and/or --answers files")
     repo: Any = None

@@ -187,6 +187,19 @@ def dump(items: Sequence[Task] | Sequence[Answer], path: Path) -> None:
     path.write_text(json.dumps([asdict(i) for i in items], indent=1), encoding="utf-8")
 
 
+def event_issue(path: Path) -> int:
+    """The issue number of an ``issue_comment`` event's payload (a pull request's is refused:
+    artbot's requests are on its issues)."""
+    [entry] = _entries(path, single=True)
+    issue = entry.get("issue")
+    number = issue.get("number") if isinstance(issue, dict) else None
+    if not isinstance(number, int) or "comment" not in entry:
+        raise BadInput(f"{path}: not an issue_comment event (no issue number, no comment)")
+    if isinstance(issue, dict) and issue.get("pull_request"):
+        raise BadInput(f"{path}: a comment on a pull request, not on one of artbot's issues")
+    return number
+
+
 def load_tasks(path: Path) -> list[Task]:
     return [Task(**entry) for entry in _entries(path)]
 
@@ -195,11 +208,13 @@ def load_answers(path: Path) -> list[Answer]:
     return [Answer(**entry) for entry in _entries(path)]
 
 
-def _entries(path: Path) -> list[dict[str, Any]]:
+def _entries(path: Path, *, single: bool = False) -> list[dict[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise BadInput(f"{path}: {exc}") from None
+    if single:
+        data = [data]
     if not isinstance(data, list) or not all(isinstance(e, dict) for e in data):
         raise BadInput(f"{path}: expected a list of objects")
     return data
