@@ -30,7 +30,7 @@ def snoop_source(original: str, targets: list[str]) -> str:
     """``art/loss.py`` with code run at import that looks for a token (its environment, every
     process's /proc/PID/environ it can see) and writes each of ``targets``; it then raises
     what it found, so the check's answer carries it."""
-    probe = f'''
+    probe = f"""
 import glob as _glob, os as _os
 _found = [k for k in _os.environ if "TOKEN" in k.upper() or "SECRET" in k.upper()]
 for _p in _glob.glob("/proc/*/environ"):
@@ -48,6 +48,6 @@ for _t in {targets!r}:
     except OSError:
         pass
 raise RuntimeError("snooped: " + repr(_found))
-'''
+"""
     head, sep, rest = original.partition("\nclass ")
     return head + "\n" + probe + sep + rest

@@ -24,7 +24,7 @@ from artbot.patchtest.diff import apply_to_folder, parse_diff
 from artbot.patchtest.trial import Trial, newest_checked, run_trial
 from artbot.records.catalog import load_catalog
 from artbot.verify.apart import CannotConfine, verify_code_apart
-from artbot.verify.code import CodeStatus
+from artbot.verify.code import CodeResult, CodeStatus
 from artbot.verify.tree import open_tree
 from tests.patchdiff import RELEASE, make_diff, snoop_source
 from tests.wheels import default_wheels
@@ -48,6 +48,17 @@ def trial(item: int, diff: str, env: dict[str, str] | None = None) -> Trial:
     return out
 
 
+def verify_code_on(item: int, diff: str, tmp_path: Path) -> CodeResult:
+    """`verify code`'s machinery on the same patched tree, built here."""
+    patched = tmp_path / "patched"
+    shutil.copytree(default_wheels().tree(RELEASE), patched)
+    apply_to_folder(patched, parse_diff(diff))
+    catalog = load_catalog(REPO)
+    tree = open_tree(patched, catalog.audit)
+    [direct] = verify_code_apart(catalog, tree, items=[item], env=NO_TOKEN)
+    return direct
+
+
 def verdicts(result: object) -> dict[str, str]:
     return {cid: c.verdict.value for cid, c in result.claims.items()}  # type: ignore[attr-defined]
 
@@ -65,13 +76,7 @@ def test_a_real_fix_of_item_6_is_fixed_and_agrees_with_verify_code_on_that_tree(
     assert got.after.status is CodeStatus.fixed
     assert got.regression_before is not None and got.regression_before.outcome == "failed"
     assert got.regression_after is not None and got.regression_after.outcome == "passed"
-    # `verify code`'s machinery on the same patched tree, built here.
-    patched = tmp_path / "patched"
-    shutil.copytree(default_wheels().tree(RELEASE), patched)
-    apply_to_folder(patched, parse_diff(diff))
-    catalog = load_catalog(REPO)
-    tree = open_tree(patched, catalog.audit)
-    [direct] = verify_code_apart(catalog, tree, items=[6], env=NO_TOKEN)
+    direct = verify_code_on(6, diff, tmp_path)
     assert direct.status is got.after.status and verdicts(direct) == verdicts(got.after)
     answer = render_trial(got)
     assert "**fixed" in answer and "xfail → pass" in answer
@@ -79,10 +84,13 @@ def test_a_real_fix_of_item_6_is_fixed_and_agrees_with_verify_code_on_that_tree(
 
 
 @pytest.mark.parametrize("item", [801, 1001])
-def test_the_suggested_fixes_of_the_open_follow_ups_are_fixed(item: int) -> None:
-    got = trial(item, (FIXTURES / f"item{item}_fix.diff").read_text(encoding="utf-8"))
+def test_the_suggested_fixes_of_the_open_follow_ups_are_fixed(item: int, tmp_path: Path) -> None:
+    diff = (FIXTURES / f"item{item}_fix.diff").read_text(encoding="utf-8")
+    got = trial(item, diff)
     assert (got.before.status, got.after.status) == (CodeStatus.reproduced, CodeStatus.fixed)
     assert got.regression_after is not None and got.regression_after.outcome == "passed"
+    direct = verify_code_on(item, diff, tmp_path)
+    assert direct.status is got.after.status and verdicts(direct) == verdicts(got.after)
 
 
 def test_a_partial_fix_of_item_6_is_reproduced_with_what_it_measured() -> None:
