@@ -488,6 +488,7 @@ def test_artbot_test_splits_reading_checking_and_posting_and_only_the_check_runs
     assert [s.get("id") for s in holders] == ["read", "post"]
     check = workflow["jobs"]["check"]
     assert "secrets." not in json.dumps(check) and check["needs"] == "read"
+    assert check["if"] == "${{ needs.read.outputs.tasks != '0' }}"
     jobs = workflow["jobs"].items()
     runs = {job: " ".join(s.get("run", "") for s in j["steps"]) for job, j in jobs}
     assert "--phase check" in runs["check"] and "[patchtest]" in runs["check"]
