@@ -76,7 +76,11 @@ def round_trip(catalog: Catalog, log: Callable[[str], None] = print) -> None:
         artbot = respond.artbot_logins(repo.login())
         log("\n$ artbot answer-tests")
         tasks = respond.read_requests(repo, catalog, artbot)
-        answers = respond.check_tasks(catalog, tasks, progress=log)
+        try:
+            answers = respond.check_tasks(catalog, tasks, progress=log)
+        except ArtbotError as exc:  # ART's code cannot be confined here, and a token is set
+            log(f"(the check did not run: {exc})")
+            return
         posted = respond.post_answers(repo, answers, artbot)
         log(f"answered {len(posted)} of 2 requests (@{READER}'s: no write access, no answer)")
         for answer in answers:
