@@ -36,7 +36,9 @@ from artbot.sandbox import API_VERSION, SentResponse
 
 PACKAGE = "githubkit_schemas.v" + API_VERSION.replace("-", "_")
 # The githubkit modules holding the endpoints the sandbox serves.
-REST_MODULES = ("issues", "repos", "users", "rate_limit", "reactions")
+REST_MODULES = ("issues", "repos", "users", "rate_limit", "reactions", "pulls")
+# A pull request asked for as its diff is text (``git diff``'s), not the JSON model.
+DIFF_MEDIA_TYPE = "application/vnd.github.diff"
 _DOCSTRING_ENDPOINT = re.compile(r"^\s*(GET|POST|PATCH|PUT|DELETE) (/\S*)\s*$", re.M)
 
 
@@ -150,6 +152,10 @@ def problems(sent: SentResponse, seen: set[int] | None = None) -> list[str]:
     expression, problem = model_for(sent)
     if problem is not None:
         return [problem]
+    asked = sent.request_headers.get("Accept", "")
+    if DIFF_MEDIA_TYPE in asked and sent.status == 200:
+        diff = sent.body.startswith("diff --git ") or not sent.body
+        return [] if diff else [f"{where}: not a diff: {sent.body[:80]!r}"]
     if expression is None:
         return [f"{where}: a body, where GitHub sends none"] if sent.body else []
     try:

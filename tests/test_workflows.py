@@ -470,3 +470,29 @@ def test_the_readmes_example_for_another_repository_is_lint_clean_and_pinned(
         return {s["uses"] for s in all_steps(wf) if "actions/cache@" in s.get("uses", "")}
 
     assert caches(workflow) == caches(load("sync.yml")) != set()
+
+
+def test_artbot_test_splits_reading_checking_and_posting_and_only_the_check_runs_art() -> None:
+    """#41: `/artbot test` on issue_comment, split as sync.yml is: the job that runs ART's
+    code holds no token and can only read contents; only `post` may write issues."""
+    workflow = load("artbot-test.yml")
+    assert set(triggers(workflow)) == {"issue_comment"}
+    assert triggers(workflow)["issue_comment"]["types"] == ["created", "edited"]
+    assert workflow["permissions"] == {}
+    assert list(workflow["jobs"]) == ["read", "check", "post"]
+    assert effective_permissions(workflow, "read") == {"issues": "read", "contents": "read"}
+    assert effective_permissions(workflow, "check") == {"contents": "read"}
+    assert effective_permissions(workflow, "post") == {"issues": "write", "contents": "read"}
+    assert workflow["concurrency"]["cancel-in-progress"] is False
+    holders = [s for s in all_steps(workflow) if "secrets." in json.dumps(s)]
+    assert [s.get("id") for s in holders] == ["read", "post"]
+    check = workflow["jobs"]["check"]
+    assert "secrets." not in json.dumps(check) and check["needs"] == "read"
+    assert check["if"] == "${{ needs.read.outputs.tasks != '0' }}"
+    jobs = workflow["jobs"].items()
+    runs = {job: " ".join(s.get("run", "") for s in j["steps"]) for job, j in jobs}
+    assert "--phase check" in runs["check"] and "[patchtest]" in runs["check"]
+    assert ALLOW_USERNS in runs["check"]
+    # The jobs that hold a token install no torch and run no check.
+    for job in ("read", "post"):
+        assert "[patchtest]" not in runs[job] and "--phase check" not in runs[job]

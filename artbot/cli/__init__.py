@@ -268,6 +268,7 @@ def export_tests_cmd(obj: Context, out: Path, force: bool) -> None:
 
 from ..verify.cli import verify  # noqa: E402
 from .github import open_, sync  # noqa: E402
+from .patchtest import answer_tests, test  # noqa: E402
 from .sandbox import demo, sandbox  # noqa: E402
 
 cli.add_command(verify)
@@ -275,6 +276,8 @@ cli.add_command(open_)
 cli.add_command(sync)
 cli.add_command(demo)
 cli.add_command(sandbox)
+cli.add_command(test)
+cli.add_command(answer_tests)
 
 
 def main() -> None:

@@ -39,6 +39,9 @@ def demo(obj: Context, items: tuple[int, ...], out: Path | None) -> None:
     catalog = obj.catalog(for_render=True)
     result = run_demo(catalog, items or DEMO_ITEMS, log=click.echo)
     click.echo(describe(result))
+    from ..patchtest.demo import round_trip
+
+    round_trip(catalog, log=click.echo)
     if out is None:
         click.echo(bodies(result))
     else:

@@ -46,6 +46,8 @@ MAX_REDIRECTS = 3
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a page of 100 issues with 65k-character bodies fits
 # With every request: the API version artbot is written for, and GitHub's JSON media type.
 API_HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
+# A pull request asked for as ``git diff`` prints it.
+DIFF_MEDIA_TYPE = "application/vnd.github.diff"
 
 
 # PyGithub logs its own view of a failed request ("Request GET /user failed with 403") through
@@ -142,8 +144,10 @@ class GitHubRepo:
         params: dict[str, Any] | None = None,
         input: Any = None,
         headers: dict[str, str] | None = None,
+        raw: bool = False,
     ) -> tuple[Any, dict[str, Any]]:
-        """One REST call: (json or None, headers); redirects followed within the API root."""
+        """One REST call: (json or None, headers); redirects followed within the API root.
+        ``raw``: a success's body as text (a media type that is not JSON)."""
         what = f"{verb} {url}"
         headers = {**API_HEADERS, **(headers or {})}
         for _ in range(MAX_REDIRECTS + 1):
@@ -157,6 +161,8 @@ class GitHubRepo:
             verb = "GET" if status == 303 else verb
         else:
             raise RemoteError(f"{what}: more than {MAX_REDIRECTS} redirects, not followed")
+        if raw and status < 400:
+            return output or "", resp_headers
         try:
             data = loads_limited(output, max_bytes=MAX_ANSWER_BYTES) if output else None
         except ValueError:  # JsonTooLarge included: nested too deep, or too large
@@ -331,6 +337,31 @@ class GitHubRepo:
         100, artbot posted its status comments again on a busy issue)."""
         url = f"{self._url}/issues/{number}/comments"
         return [c for c in self._pages(url, {"per_page": 100}) if isinstance(c, dict)]
+
+    def post_comment(self, number: int, body: str) -> str | None:
+        """Comment on #number; the new comment's ``html_url`` (None where GitHub omits it)."""
+        data, _ = self._request(
+            "POST", f"{self._url}/issues/{number}/comments", input={"body": body}
+        )
+        url = data.get("html_url") if isinstance(data, dict) else None
+        return url if isinstance(url, str) else None
+
+    # -- pull requests of another repository (ART's, for `/artbot test #N`) ----------------
+
+    def pull_files(self, repository: str, number: int) -> list[dict[str, Any]]:
+        """The files pull request #number of ``repository`` changes (``DiffEntry`` each)."""
+        url = f"/repos/{repository}/pulls/{number}/files"
+        return [f for f in self._pages(url, {"per_page": 100}) if isinstance(f, dict)]
+
+    def pull_diff(self, repository: str, number: int, max_bytes: int) -> str:
+        """Pull request #number of ``repository`` as its unified diff (GitHub's
+        ``application/vnd.github.diff`` media type); a diff over ``max_bytes`` is a
+        :class:`BadInput` (it is not kept)."""
+        url, headers = f"/repos/{repository}/pulls/{number}", {"Accept": DIFF_MEDIA_TYPE}
+        text, _ = self._request("GET", url, headers=headers, raw=True)
+        if len(text.encode("utf-8")) > max_bytes:
+            raise BadInput(f"pull request #{number}'s diff is over the cap of {max_bytes:,} bytes")
+        return text
 
     # -- sub-issues (the tracking issue's native progress) ----------------------------------
 

@@ -21,6 +21,8 @@ sub-issue endpoints; ``sub_issues=False`` for a GitHub Enterprise Server without
 :mod:`.collaborators` (a login's permission on a repository, set with ``set_permission``),
 :mod:`.commits` (compare, commits and a commit's pull requests, read-only, seeded by tests),
 :mod:`.reactions` (an issue's reactions, added and deleted: who a token writes as),
+:mod:`.pulls` (a pull request as its diff and its files, seeded by tests; a comment's
+``issue_comment`` event and an edit by its author: ``/artbot test``),
 :mod:`.transcript` (the responses sent, as :class:`SentResponse`),
 :mod:`.server` (HTTP server, lifecycle, seeding, faults and rate limits, :func:`serve`).
 """

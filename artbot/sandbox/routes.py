@@ -44,6 +44,7 @@ class _Call:
     login: str | None
     doc: str
     bucket: _Bucket
+    accept: str = ""  # the request's Accept header (a media type such as a diff's)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from .collaborators import _CollaboratorRoutes
 from .commits import _CommitRoutes
 from .faults import _Faults
+from .pulls import RawText, _PullRoutes
 from .reactions import _ReactionRoutes
 from .routes import _Call, _Outcome, _Reply
 from .state import (
@@ -114,7 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
 # --- the sandbox -------------------------------------------------------------------------
 
 
-class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _ReactionRoutes):
+class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _ReactionRoutes, _PullRoutes):
     """A local GitHub REST API on 127.0.0.1; use as a context manager or start()/stop().
 
     The socket is bound at construction, so :attr:`api_url` is known before :meth:`start`.
@@ -178,6 +179,7 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _ReactionRoutes
         self._next_id = 1
         self._faults: list[Fault] = []
         self._roles: dict[tuple[str, str], str] = {}  # collaborators.py
+        self._pull_diffs: dict[tuple[str, int], str] = {}  # pulls.py
         self._issue_reactions: dict[tuple[str, int], dict[int, tuple[str, str, str]]] = {}
         self._buckets: dict[str, _Bucket] = {}
         self._request_count = 0
@@ -362,9 +364,13 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _ReactionRoutes
         except Exception:  # a sandbox bug: answer like GitHub would, and show the traceback
             traceback.print_exc()
             reply = _Reply(500, {"message": "Server Error"})
-        body = b"" if reply.payload is None else json.dumps(reply.payload).encode()
+        raw = reply.payload if isinstance(reply.payload, RawText) else None
+        if raw is not None:
+            body = raw.text.encode("utf-8")
+        else:
+            body = b"" if reply.payload is None else json.dumps(reply.payload).encode()
         out_headers = [
-            ("Content-Type", "application/json; charset=utf-8"),
+            ("Content-Type", raw.content_type if raw else "application/json; charset=utf-8"),
             ("X-GitHub-Api-Version-Selected", API_VERSION),
             ("X-GitHub-Media-Type", "github.v3; format=json"),
             ("X-GitHub-Request-Id", request_id),
@@ -414,7 +420,8 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _ReactionRoutes
                 except ValueError:
                     raise _error(400, "Problems parsing JSON", route.doc) from None
             params = {k: unquote(v) for k, v in m.groupdict().items()}
-            call = _Call(method, path, params, query, body, login, route.doc, bucket)
+            accept = headers.get("Accept", "")
+            call = _Call(method, path, params, query, body, login, route.doc, bucket, accept)
             return route.handler(call)
         raise _error(404, "Not Found", DOCS)
 

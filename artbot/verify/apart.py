@@ -145,14 +145,21 @@ def verify_code_apart(
     timeout_s: float = TIMEOUT_S,
     limits: Limits | None = None,
     say: Callable[[str], None] | None = None,
+    items: Iterable[int] | None = None,
 ) -> list[CodeResult]:
     """:func:`verify_code` run in a token-free child process, confined where Linux allows it
     (:mod:`.confine`) and capped (:mod:`.limits`); ``say`` hears which protections it had.
     Results validated and their text sanitized on return (:mod:`.sanitize`).
 
     Raises :class:`CannotConfine` (nothing run) when a protection is missing and a token is
-    in the environment (or this is a GitHub Actions job)."""
-    wanted = {f.item: {c.id for c in f.claims} for f in checkable(catalog)}
+    in the environment (or this is a GitHub Actions job). ``items`` limits the run to those
+    findings' checks."""
+    only = None if items is None else set(items)
+    wanted = {
+        f.item: {c.id for c in f.claims}
+        for f in checkable(catalog)
+        if only is None or f.item in only
+    }
     if not wanted:
         return []
     say = say or (lambda _: None)
@@ -168,7 +175,8 @@ def verify_code_apart(
         raise CannotConfine(refusal(NOT_DUMPABLE, tokens, in_actions))
     with tempfile.TemporaryDirectory(prefix="artbot-verify-") as scratch:
         out = Path(scratch) / "results.json"
-        spec = {"root": str(Path(catalog.root).resolve()), "tree": _tree_json(tree)}
+        spec: dict[str, Any] = {"root": str(Path(catalog.root).resolve())}
+        spec |= {"tree": _tree_json(tree), "items": sorted(wanted)}
         spec["out"] = str(out)
         child = [sys.executable, "-m", "artbot.verify.apart"]
         cenv = child_env(base, secrets)
@@ -461,14 +469,16 @@ def _tree_from_json(data: dict[str, Any]) -> ArtTree:
 def _child() -> int:
     """In the child: read the spec on stdin, run the checks, write the results file."""
     from ..records.catalog import load_catalog
-    from .code import code_json, verify_code
+    from .code import code_json, run_check
 
     spec = json.loads(sys.stdin.read())
     out = Path(spec["out"])
     tree = _tree_from_json(spec["tree"])
     # ART's code may print; its output is counted by the parent, never kept or shown.
+    catalog = load_catalog(Path(spec["root"]))
+    items = set(spec.get("items") or ())
     try:
-        results = verify_code(load_catalog(Path(spec["root"])), tree)
+        results = [run_check(catalog, tree, f) for f in checkable(catalog) if f.item in items]
     except (MemoryError, OSError, RuntimeError) as exc:
         code = hit(exc)
         if code is None:

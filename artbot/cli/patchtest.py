@@ -1,0 +1,149 @@
+"""``artbot test`` (a patch on one item, at a terminal) and ``artbot answer-tests`` (the
+``/artbot test`` comments on artbot's issues, answered); thin, the work is in
+:mod:`artbot.patchtest`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from .context import Context
+
+
+@click.command("test", short_help="Try a patch on one item: the verdicts before and after.")
+@click.option("--item", type=int, required=True, help="The audit item or follow-up to check.")
+@click.option(
+    "--patch",
+    "patch_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="A unified diff as `git diff` prints it in ART's repository (a/src/art/...).",
+)
+@click.option(
+    "--release",
+    metavar="VERSION",
+    help="The openpipe-art release to apply it to [default: the newest in findings/status/].",
+)
+@click.pass_obj
+def test(obj: Context, item: int, patch_file: Path, release: str | None) -> None:
+    """Apply a patch to a release's code (pure Python, only under src/art/), run the item's
+    check and its regression test on the release and on the patched copy, confined and without
+    a token, and print the answer artbot would post for `/artbot test`. Exit 0 when the patch
+    fixes the item, 1 when it does not (or a check could not run), 2 when it was refused."""
+    from ..patchtest.answer import render_refusal, render_trial
+    from ..patchtest.command import Refusal, checked_diff
+    from ..patchtest.trial import newest_checked, run_trial
+    from ..verify.code import CodeStatus
+
+    catalog = obj.catalog()
+    catalog.get(item)  # an unknown item is a usage error, before anything runs
+    text = patch_file.read_text(encoding="utf-8", errors="replace")
+    version = release or newest_checked(catalog.root)
+    parsed = checked_diff(text, version)
+    if isinstance(parsed, Refusal):
+        click.echo(render_refusal(parsed))
+        raise SystemExit(2)
+    outcome = run_trial(
+        catalog,
+        item,
+        parsed.files,
+        version,
+        source=f"`{patch_file.name}`",
+        cache=obj.settings.wheel_cache,
+        secrets=obj.settings.secrets,
+        progress=lambda line: click.echo(line, err=True),
+    )
+    if isinstance(outcome, Refusal):
+        click.echo(render_refusal(outcome))
+        raise SystemExit(2)
+    click.echo(render_trial(outcome), nl=False)
+    raise SystemExit(0 if outcome.after.status is CodeStatus.fixed else 1)
+
+
+PHASES = ("all", "read", "check", "post")
+
+
+@click.command("answer-tests", short_help="Answer the `/artbot test` comments on artbot's issues.")
+@click.option(
+    "--phase",
+    type=click.Choice(PHASES),
+    default="all",
+    show_default=True,
+    help="read: plan the answers (GitHub read access, no ART code) into --tasks; check: run "
+    "the tests in --tasks (no token) into --answers; post: post --answers; all: the three.",
+)
+@click.option("--tasks", type=click.Path(dir_okay=False, path_type=Path), help="Tasks JSON.")
+@click.option("--answers", type=click.Path(dir_okay=False, path_type=Path), help="Answers JSON.")
+@click.option("--issue", type=click.IntRange(min=1), help="Only this issue's comments.")
+@click.option(
+    "--event",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="An issue_comment event's payload ($GITHUB_EVENT_PATH): only its issue's comments.",
+)
+@click.option(
+    "--max-runs",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Tests run per pass; a request over it is answered so.",
+)
+@click.option("--repo", "repo_name", metavar="OWNER/NAME", help="Repository artbot files in.")
+@click.option("--api-url", metavar="URL", help="GitHub API URL.")
+@click.option("--cache", type=click.Path(dir_okay=False, path_type=Path), help="ETag cache file.")
+@click.pass_obj
+def answer_tests(
+    obj: Context,
+    phase: str,
+    tasks: Path | None,
+    answers: Path | None,
+    issue: int | None,
+    event: Path | None,
+    max_runs: int,
+    repo_name: str | None,
+    api_url: str | None,
+    cache: Path | None,
+) -> None:
+    """Read the `/artbot test` comments on the issues artbot filed and answer each once: only
+    a writer's (permission looked up; unknown is none), never a bot's or artbot's own; an
+    edited comment is a new request; a repeated one gets a link to the earlier answer. The
+    record of what was answered is artbot's own comments (a hidden marker in each)."""
+    from ..patchtest import respond
+    from .github import connect
+
+    catalog = obj.catalog()
+    if event is not None:
+        issue = respond.event_issue(event)
+    if phase in ("read", "check") and tasks is None or phase in ("check", "post") and not answers:
+        raise click.UsageError(f"--phase {phase} needs --tasks and/or --answers files")
+    repo: Any = None
+    if phase in ("all", "read", "post"):
+        repo = connect(obj, catalog, repo_name, api_url, cache, dry_run=False)
+    artbot = respond.artbot_logins(repo.login() if repo is not None else None)
+    if phase in ("all", "read"):
+        planned = respond.read_requests(repo, catalog, artbot, issue=issue, max_runs=max_runs)
+        click.echo(f"answer-tests: {len(planned)} request(s) to answer", err=True)
+        if tasks is not None:
+            respond.dump(planned, tasks)
+    if phase == "check":
+        assert tasks is not None
+        planned = respond.load_tasks(tasks)
+    if phase in ("all", "check"):
+        done = respond.check_tasks(
+            catalog,
+            planned,
+            cache=obj.settings.wheel_cache,
+            secrets=obj.settings.secrets,
+            progress=lambda line: click.echo(line, err=True),
+        )
+        if answers is not None:
+            respond.dump(done, answers)
+    if phase == "post":
+        assert answers is not None
+        done = respond.load_answers(answers)
+    if phase in ("all", "post"):
+        posted = respond.post_answers(repo, done, artbot)
+        for url in posted:
+            click.echo(f"answered: {url}")

@@ -1,0 +1,116 @@
+"""The answer to ``/artbot test``, rendered (pure): per claim the verdict before and after the
+patch, the domain it was checked over and the counterexample, the regression test's outcome,
+what ran and how long it took. A refusal is one line.
+
+Everything that came from the check's child (details, counterexamples, errors) is made inert
+markdown (:func:`artbot.render.status_view.cell_text`): a patch's code writes it.
+"""
+
+from __future__ import annotations
+
+from ..render.status_view import cell_text
+from ..status import ClaimResult, Domain
+from ..verify.code import CodeResult, CodeStatus
+from .command import Refusal
+from .regress import Regression
+from .trial import Trial
+
+TITLE = "**artbot test**"
+
+
+def render_refusal(refusal: Refusal) -> str:
+    return f"{TITLE}: not run: {cell_text(refusal.reason, 600)}"
+
+
+def domain_cell(claim: ClaimResult | None) -> str:
+    """``300 inputs (covers; 1.2 s)`` or ``one input`` (a check that searched no domain)."""
+    if claim is None or claim.domain is None:
+        return "one input"
+    d: Domain = claim.domain
+    return cell_text(f"{d.inputs:,} inputs ({d.covers}; {d.seconds:.1f} s)", 300)
+
+
+def counterexample_cell(claim: ClaimResult | None) -> str:
+    if claim is None:
+        return ""
+    if claim.domain is not None and claim.domain.counterexample is not None:
+        ce = claim.domain.counterexample
+        given = ", ".join(f"{k}={v}" for k, v in ce.inputs.items())
+        return cell_text(f"{given}: measured {ce.measured}, bound {ce.bound}", 300)
+    if claim.verdict.value == "reproduced" and claim.detail:
+        return cell_text(claim.detail, 300)
+    return ""
+
+
+def headline(trial: Trial) -> str:
+    """The verdict in a few words: ``fixed over 600 inputs``, ``reproduced``, ``the patched
+    code fails``."""
+    after = trial.after
+    if after.status is CodeStatus.could_not_run:
+        return "the check could not run on the patched code"
+    if after.status is CodeStatus.fixed:
+        inputs = [c.domain.inputs for c in after.claims.values() if c.domain is not None]
+        if inputs and len(inputs) == len(after.claims):
+            over = f"fixed over {sum(inputs):,} inputs"
+        else:
+            over = "fixed (each claim checked on one input)" if not inputs else "fixed"
+        if trial.before.status is CodeStatus.fixed:
+            return over + ", as the release already was"
+        return over
+    return after.status.value
+
+
+def _verdict(result: CodeResult, cid: str) -> str:
+    if result.status is CodeStatus.could_not_run:
+        return "could not run"
+    claim = result.claims.get(cid)
+    return claim.verdict.value if claim is not None else "not reported"
+
+
+def _regression_line(before: Regression | None, after: Regression | None) -> str:
+    if after is None:
+        return "Regression test: this item has none."
+
+    def word(r: Regression | None) -> str:
+        if r is None:
+            return "not run"
+        return {"passed": "pass", "failed": "xfail", "error": "error"}.get(r.outcome, r.outcome)
+
+    change = f"{word(before)} → {word(after)}"
+    if before is not None and before.outcome == "failed" and after.outcome == "failed":
+        change = "still xfail"
+    detail = cell_text(after.detail, 300) if after.detail else ""
+    return f"Regression test `{after.test}` (run with `--runxfail`): {change} ({detail})."
+
+
+def render_trial(trial: Trial) -> str:
+    """The answer's body (the responder adds its hidden marker)."""
+    before, after = trial.before, trial.after
+    files = ", ".join(f"`{p}`" for p in trial.changed)
+    out = [
+        f"{TITLE}: item {trial.item}, openpipe-art {trial.release} with {trial.source} "
+        f"({files}): **{headline(trial)}** (the release: {before.status.value}).",
+        "",
+    ]
+    if after.status is CodeStatus.could_not_run:
+        out += [f"The check on the patched code: {cell_text(after.detail, 600)}", ""]
+    claim_ids = list(after.claims) or list(before.claims)
+    if claim_ids:
+        out += [
+            "| claim | release | patched | domain (patched) | counterexample (patched) |",
+            "|---|---|---|---|---|",
+        ]
+        for cid in claim_ids:
+            claim = after.claims.get(cid)
+            out.append(
+                f"| `{cid}` | {_verdict(before, cid)} | {_verdict(after, cid)} | "
+                f"{domain_cell(claim)} | {counterexample_cell(claim) or '—'} |"
+            )
+        out.append("")
+    out += [_regression_line(trial.regression_before, trial.regression_after), ""]
+    ran = ", ".join(after.ran or before.ran)
+    took = "; ".join(f"{k} {v:.1f} s" for k, v in trial.timings.items())
+    shown = cell_text(ran, 600) or "nothing of ART's"
+    out.append(f"Ran: {shown}. Took {trial.seconds:.1f} s ({took}).")
+    out.append(f"{cell_text(trial.isolation, 300)}; no token in its environment.")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,144 @@
+"""One patch test: a release unpacked afresh, a copy of it with the patch applied, and on each
+the item's check (:func:`artbot.verify.apart.verify_code_apart`, confined, no token) and its
+regression test (:mod:`.regress`, the same way). Nothing of ART's runs in this process.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ArtbotError, BadInput
+from ..records.catalog import Catalog
+from ..status import ItemStatus, StatusError
+from ..verify.apart import verify_code_apart
+from ..verify.code import CodeResult, checkable
+from ..verify.release import recorded_pin, release_tree
+from ..verify.tree import ArtTree, open_tree
+from .command import Refusal
+from .diff import DoesNotApply, FilePatch, apply_to_folder
+from .regress import Regression, run_regression
+
+CHECK_TIMEOUT_S = 300.0  # each check process, before and after
+
+
+@dataclass(frozen=True)
+class Trial:
+    """What the patch did to one item on one release."""
+
+    item: int
+    release: str
+    source: str  # "the comment's diff", "pull request #12", "fix.diff"
+    changed: tuple[str, ...]  # the wheel paths the patch changed
+    before: CodeResult
+    after: CodeResult
+    regression_before: Regression | None
+    regression_after: Regression | None
+    isolation: str
+    seconds: float
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+
+def newest_checked(root: Path) -> str:
+    """The newest release recorded in findings/status/ (what a request without one gets)."""
+    versions: set[str] = set()
+    for path in sorted((Path(root) / "findings" / "status").glob("[0-9]*.json")):
+        try:
+            status = ItemStatus.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise StatusError(f"{path}: {exc}") from None
+        versions |= {p.label for p in status.points if p.source == "release"}
+    if not versions:
+        raise BadInput("findings/status/ records no checked release: name one")
+    return max(versions, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()))
+
+
+def run_trial(
+    catalog: Catalog,
+    item: int,
+    files: Sequence[FilePatch],
+    release: str,
+    *,
+    source: str,
+    cache: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    secrets: Sequence[str] = (),
+    timeout_s: float = CHECK_TIMEOUT_S,
+    progress: Callable[[str], None] | None = None,
+) -> Trial | Refusal:
+    """Apply ``files`` to ``release`` and check item ``item`` before and after; a patch that
+    does not apply, or an item without a check, is a :class:`Refusal`."""
+    say = progress or (lambda _: None)
+    finding = catalog.get(item)
+    if finding not in checkable(catalog):
+        return Refusal(f"item {item} has no check of ART's code to run (no check_art)")
+    started = time.monotonic()
+    timings: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="artbot-patchtest-") as scratch:
+        try:
+            tree = release_tree(
+                release,
+                catalog.audit,
+                cache,
+                progress=say,
+                pin=recorded_pin(catalog.root, release),
+                into=Path(scratch) / "release",
+            )
+        except ArtbotError as exc:
+            return Refusal(f"openpipe-art {release}: {exc}")
+        released = tree.package_dir.parent
+        patched = Path(scratch) / "patched" / released.name
+        shutil.copytree(released, patched, symlinks=True)
+        try:
+            changed = apply_to_folder(patched, files)
+        except DoesNotApply as exc:
+            return Refusal(f"{exc} (openpipe-art {release})")
+        ptree = open_tree(patched, catalog.audit, label=f"openpipe-art {release} + the patch")
+        said: list[str] = []
+
+        def check(which: str, t: ArtTree) -> CodeResult:
+            at = time.monotonic()
+            say(f"patchtest: item {item}: the check on {which} ...")
+            [result] = verify_code_apart(
+                catalog, t, items=[item], env=env, secrets=secrets,
+                timeout_s=timeout_s, say=said.append,
+            )  # fmt: skip
+            timings[f"check {which}"] = time.monotonic() - at
+            return result
+
+        def regression(which: str, t: ArtTree) -> Regression | None:
+            say(f"patchtest: item {item}: the regression test on {which} ...")
+            found = run_regression(
+                catalog,
+                t,
+                item,
+                env=env,
+                secrets=secrets,
+                timeout_s=timeout_s,
+            )
+            if found is not None:
+                timings[f"regression test {which}"] = found.seconds
+            return found
+
+        before = check("the release", tree)
+        after = check("the patched tree", ptree)
+        reg_before = regression("the release", tree)
+        reg_after = regression("the patched tree", ptree)
+    isolation = said[0].removeprefix("verify: ") if said else "no check ran"
+    return Trial(
+        item,
+        release,
+        source,
+        tuple(changed),
+        before,
+        after,
+        reg_before,
+        reg_after,
+        isolation,
+        time.monotonic() - started,
+        timings,
+    )

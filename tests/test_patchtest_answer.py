@@ -1,0 +1,95 @@
+"""#41: the answer to `/artbot test`, rendered (pure): a claim's domain and counterexample when
+the check searched one ("fixed over N inputs"), "one input" when it did not; the regression
+test's change; a refusal in one inert line; and the planner's cap on tests per pass."""
+
+from __future__ import annotations
+
+from artbot.patchtest.answer import headline, render_refusal, render_trial
+from artbot.patchtest.command import Refusal
+from artbot.patchtest.plan import Comment, plan
+from artbot.patchtest.regress import Regression, outcome
+from artbot.patchtest.trial import Trial
+from artbot.status import ClaimResult, ClaimVerdict, Counterexample, Domain
+from artbot.verify.code import CodeResult, CodeStatus
+
+COVERS = "sentinels -1e4..-21, group sizes 2..64, fp32 and bf16"
+
+
+def claim(verdict: str, *, inputs: int | None = None, found: bool = False) -> ClaimResult:
+    domain = None
+    if inputs is not None:
+        ce = Counterexample(inputs={"sentinel": -50.0, "tokens": 3}, measured=4.8e8, bound=2.0)
+        domain = Domain(
+            covers=COVERS, inputs=inputs, budget_s=2.0, seconds=1.25,
+            counterexample=ce if found else None,
+        )  # fmt: skip
+    return ClaimResult(verdict=ClaimVerdict(verdict), detail="loss 4.8e8 | <b>x</b>", domain=domain)
+
+
+def result(status: str, claims: dict[str, ClaimResult], detail: str = "") -> CodeResult:
+    return CodeResult(801, CodeStatus(status), "openpipe-art 0.5.23", detail, claims=claims)
+
+
+def trial(
+    before: CodeResult, after: CodeResult, reg: tuple[str, str] = ("failed", "passed")
+) -> Trial:
+    said = {"passed": "1 passed", "failed": "1 failed"}
+    regs = [Regression("test_item801.py", r, said[r], 1.0) for r in reg]
+    return Trial(
+        801, "0.5.23", "the comment's diff", ("art/loss.py",), before, after, regs[0], regs[1],
+        "ART's code ran confined: own namespaces", 9.5, {"check the release": 2.0},
+    )  # fmt: skip
+
+
+def test_a_fix_over_a_searched_domain_says_how_many_inputs() -> None:
+    got = trial(
+        result("reproduced", {"c": claim("reproduced", inputs=10, found=True)}),
+        result("fixed", {"c": claim("fixed", inputs=600)}),
+    )
+    assert headline(got) == "fixed over 600 inputs"
+    text = render_trial(got)
+    assert f"| `c` | reproduced | fixed | 600 inputs ({COVERS}; 1.2 s) | — |" in text
+    assert "xfail → pass" in text and "Took 9.5 s (check the release 2.0 s)" in text
+
+
+def test_a_partial_fix_shows_its_counterexample_and_a_check_without_a_domain_one_input() -> None:
+    got = trial(
+        result("reproduced", {"c": claim("reproduced"), "d": claim("reproduced")}),
+        result("partial", {"c": claim("reproduced", inputs=40, found=True), "d": claim("fixed")}),
+        ("failed", "failed"),
+    )
+    text = render_trial(got)
+    assert "**partial**" in text and "still xfail" in text
+    assert "sentinel=-50.0, tokens=3: measured 480000000.0, bound 2.0" in text
+    assert "| `d` | reproduced | fixed | one input | — |" in text
+
+
+def test_a_broken_patch_shows_the_error_and_detail_from_the_child_is_inert() -> None:
+    error = "NameError: name 'x' is not defined (at art/loss.py:296) [link](http://e) @someone"
+    before = result("reproduced", {"c": claim("reproduced")})
+    text = render_trial(trial(before, result("could not run", {}, error)))
+    assert "the check could not run on the patched code" in text and "art/loss.py:296" in text
+    assert "[link](" not in text and "@someone" not in text
+    assert "<b>" not in render_trial(trial(before, before))
+
+
+def test_a_refusal_is_one_inert_line() -> None:
+    line = render_refusal(Refusal("not 'x'\n<img src=x> @you"))
+    assert "\n" not in line and "<img" not in line and "@you" not in line
+
+
+def test_pytest_outcomes_are_read_from_its_lines_only() -> None:
+    assert outcome("PASSED t.py::test_x\n", 0) == ("passed", "1 passed")
+    assert outcome("FAILED t.py::test_x - AssertionError: no eps\n", 1)[0] == "failed"
+    assert outcome("ERROR t.py - RuntimeError: boom\n", 2)[0] == "error"
+    assert outcome("", 4, "ImportError while loading conftest")[0] == "could not run"
+
+
+def test_the_cap_on_tests_per_pass_is_the_answer_to_the_request_over_it() -> None:
+    diff = "```diff\n--- a/src/art/a.py\n+++ b/src/art/a.py\n@@ -1 +1 @@\n-a\n+{}\n```"
+    comments = [
+        Comment(n, "w", False, "/artbot test\n" + diff.format(n), f"2026-12-04T10:0{n}:00Z")
+        for n in range(1, 4)
+    ]
+    tasks = plan(5, 801, comments, ["artbot"], {"w": "admin"}, max_runs=2)
+    assert [t.kind for t in tasks] == ["run", "run", "busy"]
