@@ -78,11 +78,28 @@ def test_a_refusal_is_one_inert_line() -> None:
     assert "\n" not in line and "<img" not in line and "@you" not in line
 
 
-def test_pytest_outcomes_are_read_from_its_lines_only() -> None:
-    assert outcome("PASSED t.py::test_x\n", 0) == ("passed", "1 passed")
-    assert outcome("FAILED t.py::test_x - AssertionError: no eps\n", 1)[0] == "failed"
-    assert outcome("ERROR t.py - RuntimeError: boom\n", 2)[0] == "error"
-    assert outcome("", 4, "ImportError while loading conftest")[0] == "could not run"
+def _junit(*cases: str) -> bytes:
+    body = "".join(
+        f'<testcase classname="t" name="test_{n}">{c}</testcase>' for n, c in enumerate(cases)
+    )
+    return f'<testsuites><testsuite name="pytest">{body}</testsuite></testsuites>'.encode()
+
+
+def test_pytest_outcomes_are_read_from_its_report_only() -> None:
+    assert outcome(_junit(""), 0) == ("passed", "1 passed")
+    failed = outcome(_junit('<failure message="AssertionError: no eps">x</failure>'), 1)
+    assert failed == ("failed", "1 failed: AssertionError: no eps")
+    assert outcome(_junit('<error message="RuntimeError: boom"/>'), 1)[0] == "error"
+    assert outcome(b"", 4)[0] == "could not run"
+    assert outcome(b"<testsuites><testsuite errors='1'/></testsuites>", 2)[0] == "error"
+
+
+def test_a_report_carrying_a_credential_or_an_entity_shows_neither() -> None:
+    token = "ghp_" + "A1b2" * 9
+    leaked = outcome(_junit(f'<failure message="Authorization: token {token}"/>'), 1)
+    assert leaked[0] == "failed" and token not in leaked[1]
+    bomb = b'<!DOCTYPE x [<!ENTITY a "aaaa">]><testsuites>&a;</testsuites>'
+    assert outcome(bomb, 1)[0] == "could not run"
 
 
 def test_the_cap_on_tests_per_pass_is_the_answer_to_the_request_over_it() -> None:

@@ -4,24 +4,23 @@ environment, its own namespaces, nothing writable but its scratch folder.
 
 The test is a strict xfail while the finding is present; it is run with ``--runxfail``, so it
 simply passes (the patch fixes what it asserts) or fails (still present), whatever its mark.
-Only pytest's per-test outcome lines are read back; the child's other output is dropped.
+Only the JUnit XML report pytest writes in the scratch folder is read back (bounded, its text
+through the one sanitizer); whatever the child prints is counted and dropped.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from xml.etree import ElementTree
 
 from ..records.catalog import Catalog
-from ..report.output import flatten
 from ..settings import TOKEN_VARIABLES, environment
 from ..verify.apart import (
     CannotConfine,
@@ -32,11 +31,11 @@ from ..verify.apart import (
     refusal,
     tokens_in,
 )
+from ..verify.limits import Limits
 from ..verify.tree import ArtTree
 from .harness import CONFTEST, PACKAGE_VARIABLE
 
 TIMEOUT_S = 300.0
-_LINE_RE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (\S+?)(?: - (.*))?$", re.M)
 
 
 @dataclass(frozen=True)
@@ -67,58 +66,81 @@ def run_regression(
     source = Path(catalog.root) / relpath
     name = source.name
     base = environment() if env is None else dict(env)
-    secrets = (*secrets, *(base.get(k, "") for k in TOKEN_VARIABLES))
+    secrets = tuple(s for s in (*secrets, *(base.get(k, "") for k in TOKEN_VARIABLES)) if s)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="artbot-regression-") as scratch:
         folder = Path(scratch)
         shutil.copyfile(source, folder / name)
         (folder / "conftest.py").write_text(CONFTEST, encoding="utf-8")
         (folder / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+        report = folder / "report.xml"
         argv = [
-            sys.executable, "-m", "pytest", "-q", "-rA", "--runxfail", "-p", "no:cacheprovider",
-            "-c", str(folder / "pytest.ini"), "--rootdir", scratch, name,
+            sys.executable, "-m", "pytest", "-q", "--runxfail", "-p", "no:cacheprovider",
+            "-c", str(folder / "pytest.ini"), "--rootdir", scratch,
+            f"--junitxml={report}", name,
         ]  # fmt: skip
         cenv = child_env(base, secrets)
         cenv |= {PACKAGE_VARIABLE: str(tree.package_dir), "PYTHONDONTWRITEBYTECODE": "1"}
         # The harness is this artbot's, wherever the interpreter's own install points.
         here = str(Path(__file__).resolve().parents[2])
         cenv["PYTHONPATH"] = os.pathsep.join(p for p in (here, cenv.get("PYTHONPATH")) if p)
-        run = _Run("", timeout_s, scratch)
+        limits = Limits()
+        run = _Run("", timeout_s, scratch, limits)
+        failed = run.confined(
+            argv, {**cenv, "HOME": scratch, "TMPDIR": scratch}, _view(catalog, tree, scratch)
+        )
+        if failed is not None:
+            tokens = tokens_in(base)
+            in_actions = base.get("GITHUB_ACTIONS") == "true"
+            if tokens or in_actions:
+                raise CannotConfine(refusal(failed, tokens, in_actions))
+            run.plain(argv, cenv)
+        why = run.failure(limits)
         try:
-            view = _view(catalog, tree, base, scratch)
-            failed = run.confined(argv, {**cenv, "HOME": scratch, "TMPDIR": scratch}, view)
-            if failed is not None:
-                tokens = tokens_in(base)
-                in_actions = base.get("GITHUB_ACTIONS") == "true"
-                if tokens or in_actions:
-                    raise CannotConfine(refusal(failed, tokens, in_actions))
-                run.plain(argv, cenv)
-        except subprocess.TimeoutExpired:
-            took = time.monotonic() - started
-            return Regression(name, "could not run", f"ran over {timeout_s:.0f} s", took)
+            raw = report.read_bytes()[: MAX_REPORT_BYTES + 1] if report.is_file() else b""
+        except OSError:
+            raw = b""
     took = time.monotonic() - started
-    proc = run.proc
-    stdout = (proc.stdout or "") if proc else ""
-    stderr = (proc.stderr or "") if proc else ""
-    return Regression(name, *outcome(stdout, proc.returncode if proc else None, stderr), took)
+    done = run.finished
+    if done is not None and done.timed_out:
+        return Regression(name, "could not run", f"ran over {timeout_s:.0f} s", took)
+    code = done.returncode if done is not None else None
+    if not raw:
+        return Regression(name, "could not run", why or f"pytest exited {code}: no report", took)
+    return Regression(name, *outcome(raw, code, secrets), took)
 
 
-def outcome(stdout: str, returncode: int | None, stderr: str = "") -> tuple[str, str]:
-    """(``passed`` | ``failed`` | ``error`` | ``could not run``, one line) from pytest's
-    ``-rA`` lines."""
-    seen = [(m[1], m[3] or "") for m in _LINE_RE.finditer(stdout[-200_000:])]
+MAX_REPORT_BYTES = 1 << 20
+
+
+def outcome(report: bytes, returncode: int | None, secrets: Sequence[str] = ()) -> tuple[str, str]:
+    """(``passed`` | ``failed`` | ``error`` | ``could not run``, one line) from the JUnit XML
+    report pytest wrote in the scratch folder: counts by outcome, and the first failure's
+    message through the one sanitizer. Nothing the child printed is read."""
+    if len(report) > MAX_REPORT_BYTES or b"<!DOCTYPE" in report or b"<!ENTITY" in report:
+        return "could not run", "the test's report was too large or not plain XML"
+    try:
+        root = ElementTree.fromstring(report)
+    except ElementTree.ParseError:
+        return "could not run", f"pytest exited {returncode}: the test's report did not parse"
     counts: dict[str, int] = {}
-    for word, _ in seen:
-        counts[word.lower()] = counts.get(word.lower(), 0) + 1
+    first: tuple[str, str] | None = None
+    for case in root.iter("testcase"):
+        kind = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                kind = {"failure": "failed", "error": "error", "skipped": "skipped"}[child.tag]
+                if first is None and kind in ("failed", "error"):
+                    first = (kind, child.get("message") or "")
+        counts[kind] = counts.get(kind, 0) + 1
     summary = ", ".join(f"{n} {w}" for w, n in sorted(counts.items()))
-    words = {w for w, _ in seen}
-    if words and words <= {"ERROR"} and returncode == 2:  # the test file did not import
-        why = next(d for w, d in seen if w == "ERROR")
-        return "error", inert(f"{summary}: {why}"[:300])
-    if not seen or returncode not in (0, 1):
-        tail = flatten(f"{stdout} {stderr}")[-300:]
-        return "could not run", inert(f"pytest exited {returncode}: {tail}")
-    if any(w in ("FAILED", "ERROR") for w, _ in seen):
-        why = next(d for w, d in seen if w in ("FAILED", "ERROR"))
-        return "failed", inert(f"{summary}: {why}"[:300])
+    if not counts:
+        suite = next(root.iter("testsuite"), root)
+        if int(suite.get("errors") or 0):  # the test file did not import
+            return "error", "the test file did not import"
+        return "could not run", f"pytest exited {returncode}: no test ran"
+    if first is not None:
+        kind, message = first
+        verdict = "error" if kind == "error" and set(counts) == {"error"} else "failed"
+        return verdict, inert(f"{summary}: {message}"[:300], secrets)
     return "passed", summary
