@@ -11,6 +11,7 @@ like; this module only builds their context.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,20 +46,34 @@ class RenderedIssue:
     marker: IssueMarker
 
 
+# ART tags each release ``v`` + its version (``v0.5.23``): a release's lines link to that tag.
+RELEASE_TAG = "v{version}"
+# The longest regression test an issue shows in view as its repro (the 3 KB in view).
+REPRO_IN_VIEW_MAX = 1_600
+
+
 def permalink(audit: Audit, location: Location) -> str:
-    """A permalink at the audit commit: ``#L299`` for one line, ``#L375-L385`` for a range.
-    Lines artbot located in a release (``located_in``) are that release's, not the audit
-    commit's, so the link is to the file alone."""
+    """A link to the cited lines where they are: ``#L299`` for one line, ``#L375-L385`` for a
+    range, at the audit commit, or, for lines artbot located in a release (``located_in``), at
+    that release's tag (never another version's lines)."""
     lines = (
-        ""
-        if location.located_in is not None
-        else f"#L{location.start}"
+        f"#L{location.start}"
         if location.start == location.end
         else f"#L{location.start}-L{location.end}"
     )
-    return (
-        f"{audit.web_url.rstrip('/')}/{audit.repository}/blob/{audit.commit}/{location.path}{lines}"
+    ref = (
+        RELEASE_TAG.format(version=location.located_in)
+        if location.located_in is not None
+        else audit.commit
     )
+    return f"{audit.web_url.rstrip('/')}/{audit.repository}/blob/{ref}/{location.path}{lines}"
+
+
+def calls_art_on_cpu(source: str | None) -> bool:
+    """A regression test imports ART's function at its top (``from art.x import f``): it
+    imports on a CPU, so the test itself is the issue's repro (items 4, 5 and 11 instead load
+    ART's source through a loader of their own, too long to show)."""
+    return bool(source) and bool(re.search(r"^from art\.[\w.]+ import ", source or "", re.M))
 
 
 def summary_lines(result: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -150,12 +165,20 @@ class Renderer:
         marker = IssueMarker(audit.commit, finding.item)
         history = history_link(audit.web_url, audit.repository, audit.source_root)
         view = status_view(finding, status, audit.web_url, history)
+        regression = self._regression(finding, view, commit)
+        repro = self._repro(finding, repro_result, commit)
+        repro["in_view"] = bool(
+            regression
+            and regression.get("source")
+            and regression.get("outcome")
+            and len(regression["source"]) <= REPRO_IN_VIEW_MAX
+        )
         context = {
             "audit": audit,
             "finding": finding,
             "locations": [(loc, permalink(audit, loc)) for loc in finding.locations],
             "tracking_issue": audit.tracking(tracking_issue),
-            "repro": self._repro(finding, repro_result, commit),
+            "repro": repro,
             "source_file": catalog.files.get(finding.item, "findings/"),
             # Where the finding stands in ART (findings/status/NN.json); None when not recorded.
             "status": view,
@@ -173,8 +196,8 @@ class Renderer:
                 for f in catalog.findings
                 if f.follows == finding.item
             ],
-            "regression": self._regression(finding, view, commit),
-            "dating": dating_sentence(catalog),
+            "regression": regression,
+            "versions": versions_line(catalog, finding, view),
             "marker": str(marker),
             "body_start": BODY_START,
             "body_end": BODY_END,
@@ -206,14 +229,20 @@ class Renderer:
         catalog = self.catalog
         path = catalog.regression.get(finding.item)
         if path is None:
-            return {"missing": finding.no_regression_test} if finding.no_regression_test else None
+            if not finding.no_regression_test:
+                return None
+            return dict.fromkeys(
+                ("path", "name", "url", "source", "release", "outcome", "open"), None
+            ) | {"missing": finding.no_regression_test}
         name = path.rsplit("/", 1)[-1]
         repository = catalog.audit.tool_repository or catalog.tool.repository
         sha = commit or catalog.tool.commit or "main"
         web = catalog.audit.web_url.rstrip("/")
         outcomes = catalog.regression_outcomes
+        source = catalog.sources.get(path)
         return {
             "missing": None,
+            "source": source if calls_art_on_cpu(source) else None,
             "path": path,
             "name": name,
             "url": f"{web}/{repository}/blob/{sha}/{path}" if repository else None,
@@ -272,6 +301,30 @@ def dating_sentence(catalog: Catalog) -> str | None:
     if dating is None or not dating.releases or dating.audit != catalog.audit.commit:
         return None
     return dating.sentence()
+
+
+def versions_line(catalog: Catalog, finding: Finding, view: StatusView | None) -> str:
+    """What the issue's figures were found on: the audit commit and where it lies among the
+    releases (the anchors that place it are stated once, in the tracking issue), or the release
+    a follow-up was found in; the newest release checked; the torch the minimal repro ran on."""
+    audit = catalog.audit
+    parts = []
+    if finding.is_follow_up:
+        parts.append(f"found in openpipe-art {finding.checked_release}")
+    else:
+        dating = catalog.dating
+        placed = (
+            f" ({dating.short()})"
+            if dating is not None and dating.releases and dating.audit == audit.commit
+            else ""
+        )
+        parts.append(f"the audit read `{audit.repository}` at `{audit.commit}`{placed}")
+    if view is not None and view.newest:
+        parts.append(f"artbot checked openpipe-art {view.newest}, the newest release it checked")
+    torch = _text_or_none(catalog.minimal_outputs.get("torch"))
+    if torch:
+        parts.append(f"repro output from torch {torch}")
+    return "; ".join(parts) + "."
 
 
 def verify_line(view: StatusView | None) -> str | None:

@@ -85,6 +85,9 @@ class Row:
     fixed_in: str | None  # the release from which this claim stays fixed
     fix: str = ""  # the Fixed-in cell: the release, its fixing lines and the upstream change
     has_fix: bool = False  # the record gives the fixing lines (ClaimResult.fix)
+    # One per column, short: "reproduced (ran)"; a figure in the claim's words that the ran
+    # check did not report is "modelled" in the same cell (see :func:`verdict_cell`).
+    verdicts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -209,6 +212,37 @@ def cell_text(text: str, limit: int = _DETAIL_MAX) -> str:
 
 
 _NOT_CHECKED_RE = re.compile(r"^not checked\s*\((.*)\)$", re.S)
+_NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.]*\d)")
+
+
+def figures(text: str) -> list[float]:
+    """The numbers a text states (1e-8, 0.1, 31), as floats, in order."""
+    out = []
+    for m in _NUMBER_RE.finditer(text):
+        try:
+            out.append(float(m.group()))
+        except ValueError:  # pragma: no cover - the pattern only matches floats
+            continue
+    return out
+
+
+def unproduced(claim: str, detail: str) -> list[float]:
+    """The figures of ``claim`` that ``detail`` (what a check printed) does not state."""
+    said = figures(detail)
+    return [x for x in figures(claim) if not any(abs(x - y) <= 1e-9 * max(abs(x), 1e-300) for y in said)]
+
+
+def verdict_cell(result: ClaimResult | None, claim: str) -> str:
+    """One claim at one point, short: the verdict and its method. "ran" says ART's own code
+    produced it, so a figure in the claim that the run did not report is marked modelled."""
+    if result is None or result.verdict is ClaimVerdict.not_checked:
+        return "not checked"
+    if result.method is None:
+        return result.verdict.value
+    cell = f"{result.verdict.value} ({result.method.value})"
+    if result.method is Method.ran and unproduced(claim, result.detail):
+        cell += "; the claim's figure: modelled, not from ART's code"
+    return cell
 
 
 def _cell(result: ClaimResult | None) -> str:
@@ -336,6 +370,7 @@ def status_view(
                 fixed_in=fixed_in,
                 fix=_fix_cell(fixed_in, at_fix, web_url, history),
                 has_fix=at_fix is not None and at_fix.fix is not None,
+                verdicts=tuple(verdict_cell(point.claims.get(cid), text) for _, point in columns),
             )
         )
 
