@@ -318,12 +318,12 @@ def versions_line(catalog: Catalog, finding: Finding, view: StatusView | None) -
             if dating is not None and dating.releases and dating.audit == audit.commit
             else ""
         )
-        parts.append(f"the audit read `{audit.repository}` at `{audit.commit}`{placed}")
+        parts.append(f"audit at `{audit.commit}`{placed}")
     if view is not None and view.newest:
-        parts.append(f"artbot checked openpipe-art {view.newest}, the newest release it checked")
+        parts.append(f"checked on openpipe-art {view.newest}, the newest release")
     torch = _text_or_none(catalog.minimal_outputs.get("torch"))
     if torch:
-        parts.append(f"repro output from torch {torch}")
+        parts.append(f"torch {torch}")
     return "; ".join(parts) + "."
 
 

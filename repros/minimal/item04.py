@@ -1,9 +1,6 @@
-"""Item 4: the LM head's GEMM stores BF16 logits; the FP32 log-softmax after it cannot undo that.
-
-ART at e2a406a48, src/art/trainer_rank/_impl.py#L5948-L5971 (ART's own code:
-TrainerRank._local_logits_from_hidden_rows): `logits, _ = output_layer(hidden, ...)` gives BF16
-logits, later `.float()`ed for log_z and the target logprob. This models that head on its own,
-so it runs without ART. ARTBOT_FIX=1 applies what the suggested check tests: FP32 logits.
+"""Item 4: the LM head's GEMM stores BF16 logits (e2a406a48
+trainer_rank/_impl.py#L5948-L5971); this models that head without ART. ARTBOT_FIX=1: FP32
+logits.
 """
 
 import os
