@@ -154,7 +154,9 @@ def code_span(text: str, in_table: bool = True) -> str:
     it; ``in_table``: every ``|`` escaped too (GFM splits a table's cells before code spans)."""
     # A source line quoting artbot's marker prefix must not read as a marker in the body: a
     # zero-width space splits it (a code span shows its text as is, so "&lt;" would show).
-    flat = " ".join(text.split()).replace("<!--", "<!-\u200b-")
+    # Line breaks become spaces; spaces inside a line are kept (a "look for" string is copied
+    # byte for byte, and a code span shows them as they are).
+    flat = re.sub(r"\s*[\r\n]+\s*", " ", text.strip()).replace("<!--", "<!-\u200b-")
     longest = max((len(m) for m in re.findall(r"`+", flat)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if flat.startswith("`") or flat.endswith("`") or not flat else ""
