@@ -176,7 +176,11 @@ class Renderer:
         context = {
             "audit": audit,
             "finding": finding,
-            "locations": [(loc, permalink(audit, loc)) for loc in finding.locations],
+            # (place, its link, whether an earlier place has the same line to look for)
+            "locations": [
+                (loc, permalink(audit, loc), loc.anchor in [x.anchor for x in finding.locations[:i]])
+                for i, loc in enumerate(finding.locations)
+            ],
             "tracking_issue": audit.tracking(tracking_issue),
             "repro": repro,
             "source_file": catalog.files.get(finding.item, "findings/"),
@@ -405,11 +409,13 @@ def render_checklist(
     templates_dir: Path,
     sub_issues: Any = None,
     panel: Any = None,
+    dating: str | None = None,
 ) -> str:
     """The inner lines of the tracking issue's managed block; ``sub_issues`` is the
     :class:`artbot.tracking.subissues.SubIssueRecord` kept in it (None: no sub-issue line),
     ``panel`` the :class:`artbot.tracking.requests.Panel` of requests (None: every request
-    offered, unticked)."""
+    offered, unticked), ``dating`` where the audit commit lies among the releases
+    (:func:`dating_sentence`): said once, here, not in every issue."""
     from ..tracking.requests import panel as requests_panel
 
     env = environment(templates_dir)
@@ -419,6 +425,7 @@ def render_checklist(
             audit_commit=audit.commit,
             sub_issues=sub_issues,
             panel=panel if panel is not None else requests_panel(entries, (), None),
+            dating=dating,
         )
     except jinja2.TemplateError as exc:
         raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
