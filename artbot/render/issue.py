@@ -31,7 +31,7 @@ from ..records.marker import (
 )
 from ..records.models import TITLE_LIMIT, Audit, Finding, Location
 from ..status import ItemStatus
-from .status_view import StatusView, code_span, history_link, status_view
+from .status_view import StatusView, code_span, history_link, one_line, status_view
 
 # GitHub rejects an issue body longer than this (422 "body is too long").
 GITHUB_BODY_LIMIT = 65_536
@@ -105,6 +105,7 @@ def _compiled(texts: tuple[tuple[str, str], ...]) -> jinja2.Environment:
     )
     env.filters["permalink"] = lambda loc, audit: permalink(audit, loc)
     env.filters["code"] = lambda text: code_span(text, in_table=False)
+    env.filters["short"] = lambda text, limit: one_line(text, limit)
     try:
         for name, _ in texts:
             env.get_template(name)
@@ -201,7 +202,7 @@ class Renderer:
                 if f.follows == finding.item
             ],
             "regression": regression,
-            "versions": versions_line(catalog, finding, view),
+            "versions": versions_line(catalog, finding, view, not repro["in_view"]),
             "marker": str(marker),
             "body_start": BODY_START,
             "body_end": BODY_END,
@@ -307,10 +308,13 @@ def dating_sentence(catalog: Catalog) -> str | None:
     return dating.sentence()
 
 
-def versions_line(catalog: Catalog, finding: Finding, view: StatusView | None) -> str:
+def versions_line(
+    catalog: Catalog, finding: Finding, view: StatusView | None, shows_minimal_output: bool = True
+) -> str:
     """What the issue's figures were found on: the audit commit and where it lies among the
     releases (the anchors that place it are stated once, in the tracking issue), or the release
-    a follow-up was found in; the newest release checked; the torch the minimal repro ran on."""
+    a follow-up was found in; the newest release checked; the torch the minimal repro ran on,
+    when its output is the repro in view."""
     audit = catalog.audit
     parts = []
     if finding.is_follow_up:
@@ -324,9 +328,9 @@ def versions_line(catalog: Catalog, finding: Finding, view: StatusView | None) -
         )
         parts.append(f"audit at `{audit.commit}`{placed}")
     if view is not None and view.newest:
-        parts.append(f"checked on openpipe-art {view.newest}, the newest release")
+        parts.append(f"newest release checked: openpipe-art {view.newest}")
     torch = _text_or_none(catalog.minimal_outputs.get("torch"))
-    if torch:
+    if torch and shows_minimal_output:
         parts.append(f"torch {torch}")
     return "; ".join(parts) + "."
 

@@ -88,6 +88,7 @@ class Row:
     # One per column, short: "reproduced (ran)"; a figure in the claim's words that the ran
     # check did not report is "modelled" in the same cell (see :func:`verdict_cell`).
     verdicts: tuple[str, ...] = ()
+    symptom: str = ""  # the claim's symptom, table-safe ("" for a claim only the record names)
 
 
 @dataclass(frozen=True)
@@ -283,7 +284,7 @@ def _fix_cell(
         parts.append(change_text(fix.change, web_url))
     elif history is not None and fix.lines:
         paths = dict.fromkeys(line.path for line in fix.lines)
-        parts.append("change: not named by artbot; see " + ", ".join(map(history, paths)))
+        parts.append("change: see " + ", ".join(map(history, paths)))
     else:
         # Say what was not asked too: a record without a change never looked one up.
         parts.append(change_text(fix.change, web_url) if fix.change else "change not looked up")
@@ -298,7 +299,7 @@ def history_link(web_url: str, repository: str, source_root: str) -> Callable[[s
 
     def link(path: str) -> str:
         full = f"{root}/{path}" if root and root != source_root.rstrip("/") else path
-        return f"[the history of `{full}`]({base}{full})"
+        return f"[`{full}`'s history]({base}{full})"
 
     return link
 
@@ -373,6 +374,7 @@ def status_view(
                 fix=_fix_cell(fixed_in, at_fix, web_url, history),
                 has_fix=at_fix is not None and at_fix.fix is not None,
                 verdicts=tuple(verdict_cell(point.claims.get(cid), text) for _, point in columns),
+                symptom="" if isinstance(claim, str) else cell_text(claim.symptom, _CLAIM_MAX),
             )
         )
 

@@ -94,11 +94,11 @@ class AnchorDating(_Strict):
 
     def short(self) -> str:
         """The audit's place in a few words, for an issue's Versions line (the anchors that
-        decide it are in :meth:`sentence`, which the tracking issue states once), e.g. "in no
-        release: after 0.5.20, before 0.5.21"."""
+        decide it are in :meth:`sentence`, which the tracking issue states once), e.g. "after
+        0.5.20, before 0.5.21"."""
         after, before = self.place()
         if after and before:
-            return f"in no release: after {after}, before {before}"
+            return f"after {after}, before {before}"
         if after:
             return f"after {after}"
         if before:

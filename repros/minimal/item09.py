@@ -18,7 +18,7 @@ class TrainingClient:
         self.steps = 0
 
     def forward_backward(self, row: torch.Tensor) -> None:
-        (self.w * row).sum().backward()  # a row's loss; its gradient is `row`
+        (self.w * row).sum().backward()  # its gradient is `row`
 
     def optim_step(self) -> None:
         self.opt.step()
@@ -36,8 +36,8 @@ def train(client: TrainingClient, rows: list[torch.Tensor]) -> None:
 
 
 g = torch.Generator().manual_seed(0)
-common = torch.randn(8, generator=g)  # the trajectories of one ART step share a direction
-rows = [common + 0.3 * torch.randn(8, generator=g) for _ in range(TRAJECTORIES)]  # one row each
+common = torch.randn(8, generator=g)  # one ART step's trajectories share a direction
+rows = [common + 0.3 * torch.randn(8, generator=g) for _ in range(TRAJECTORIES)]
 client = TrainingClient()
 train(client, rows)
 moved = float(client.w.detach().abs().median()) / LR
