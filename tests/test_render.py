@@ -374,9 +374,7 @@ def test_render_says_once_when_the_repository_is_not_known(tmp_path: Path) -> No
     result = runner.invoke(cli, ["--root", str(tmp_path), "render", "--all", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert result.stderr.count("artbot's repository is not known") == 1
-    assert (
-        "](https://" not in (out / "07.md").read_text(encoding="utf-8").split("Full script")[1]
-    )
+    assert "](https://" not in (out / "07.md").read_text(encoding="utf-8").split("Full script")[1]
     args = ["--root", str(tmp_path), "--tool-repository", "someone/artbot", "render", "--item", "7"]
     result = runner.invoke(cli, args)
     assert result.exit_code == 0 and "not known" not in result.stderr

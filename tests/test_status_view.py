@@ -79,16 +79,21 @@ def test_a_claim_that_regressed_is_not_fixed(catalog) -> None:  # type: ignore[n
 
 
 def test_render_states_the_status_in_one_line_after_what_is_wrong(catalog) -> None:  # type: ignore[no-untyped-def]
-    """#22.6: the summary first, then the status in one line, the table after Where."""
+    """#22.6, #38: the summary first, then the status in one line; the claim table under
+    Details, after the places in the code."""
     finding = with_claims(catalog.get(7))
     body = render_issue(catalog, finding, tracking_issue=1111, status=fixed_item(finding)).body
     summary, status = [ln for ln in body.splitlines() if ln and not ln.startswith("<!--")][:2]
     assert summary == " ".join(finding.summary.split())
-    assert status.startswith("**Fixed in 0.5.21.**")
+    assert status.startswith("**Fixed in 0.5.21**")
     assert (
-        body.index("Fixed in 0.5.21") < body.index("### Where") < body.index("| The audit's claim")
+        body.index("Fixed in 0.5.21")
+        < body.index("**Expected:**")
+        < body.index("<details>")
+        < body.index("- [`src/art/")
+        < body.index("| The audit's claim")
+        < body.index("</details>")
     )
-    assert body.index("| The audit's claim") < body.index("### Expected vs actual")
 
 
 def test_render_of_a_reproduced_item_names_the_newest_release(catalog) -> None:  # type: ignore[no-untyped-def]
@@ -126,7 +131,7 @@ def test_the_audits_words_keep_their_pipes(catalog) -> None:  # type: ignore[no-
     finding = catalog.get(9)
     body = render_issue(catalog, finding, status=partial_item(finding)).body
     assert "(group == g) \\| (parent == parent(g))" in body  # in the table
-    assert "built as (group == g) | (parent" in body  # in the first paragraph
+    assert "fix, (group == g) | (group == parent(g))" in body  # artbot's disagreement, first
 
 
 @pytest.mark.parametrize(

@@ -179,7 +179,11 @@ class Renderer:
             "finding": finding,
             # (place, its link, whether an earlier place has the same line to look for)
             "locations": [
-                (loc, permalink(audit, loc), loc.anchor in [x.anchor for x in finding.locations[:i]])
+                (
+                    loc,
+                    permalink(audit, loc),
+                    loc.anchor in [x.anchor for x in finding.locations[:i]],
+                )
                 for i, loc in enumerate(finding.locations)
             ],
             "tracking_issue": audit.tracking(tracking_issue),
@@ -187,7 +191,6 @@ class Renderer:
             "source_file": catalog.files.get(finding.item, "findings/"),
             # Where the finding stands in ART (findings/status/NN.json); None when not recorded.
             "status": view,
-            "verify_line": verify_line(view),
             "follows": follows,
             # The item whose fix artbot was checking, and its issue when known.
             "checking": _checking(
@@ -333,25 +336,6 @@ def versions_line(
     if torch and shows_minimal_output:
         parts.append(f"torch {torch}")
     return "; ".join(parts) + "."
-
-
-def verify_line(view: StatusView | None) -> str | None:
-    """What ``artbot verify`` checked, for the Environment line: never more than the status
-    table shows (None when no release was checked)."""
-    if view is None or view.newest is None:
-        return None
-    total = len(view.rows)
-    where = f"openpipe-art {view.newest}"
-    if not view.checked:
-        return f"`artbot verify` could not check any claim against {where} (see the status table)"
-    how = f" ({view.how})" if view.how else ""
-    if total == 1:
-        what = "the finding's one claim"
-    elif view.checked == total:
-        what = "both claims" if total == 2 else f"all {total} claims"
-    else:
-        what = f"{view.checked} of {total} claims"
-    return f"`artbot verify` checked {what} against {where}{how}"
 
 
 def render_issue(

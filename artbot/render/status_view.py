@@ -88,7 +88,6 @@ class Row:
     # One per column, short: "reproduced (ran)"; a figure in the claim's words that the ran
     # check did not report is "modelled" in the same cell (see :func:`verdict_cell`).
     verdicts: tuple[str, ...] = ()
-    symptom: str = ""  # the claim's symptom, table-safe ("" for a claim only the record names)
 
 
 @dataclass(frozen=True)
@@ -232,7 +231,9 @@ def figures(text: str) -> list[float]:
 def unproduced(claim: str, detail: str) -> list[float]:
     """The figures of ``claim`` that ``detail`` (what a check printed) does not state."""
     said = figures(detail)
-    return [x for x in figures(claim) if not any(abs(x - y) <= 1e-9 * max(abs(x), 1e-300) for y in said)]
+    return [
+        x for x in figures(claim) if not any(abs(x - y) <= 1e-9 * max(abs(x), 1e-300) for y in said)
+    ]
 
 
 def verdict_cell(result: ClaimResult | None, claim: str) -> str:
@@ -374,7 +375,6 @@ def status_view(
                 fix=_fix_cell(fixed_in, at_fix, web_url, history),
                 has_fix=at_fix is not None and at_fix.fix is not None,
                 verdicts=tuple(verdict_cell(point.claims.get(cid), text) for _, point in columns),
-                symptom="" if isinstance(claim, str) else cell_text(claim.symptom, _CLAIM_MAX),
             )
         )
 

@@ -81,7 +81,9 @@ class ChecklistEntry:
             raise ValueError(f"item must be >= 1, got {self.item}")
         if not self.title.strip() or _has_newline(self.title):
             raise ValueError(f"item {self.item}: title must be one non-empty line")
-        if self.remaining is not None and (not self.remaining.strip() or _has_newline(self.remaining)):
+        if self.remaining is not None and (
+            not self.remaining.strip() or _has_newline(self.remaining)
+        ):
             raise ValueError(f"item {self.item}: remaining must be one non-empty line")
         if self.note is not None and (not self.note.strip() or _has_newline(self.note)):
             raise ValueError(f"item {self.item}: note must be one non-empty line")

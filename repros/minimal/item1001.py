@@ -40,7 +40,9 @@ advantages = compute_advantages(rewards)
 print(f"rewards {rewards}{' (fix applied)' if FIX else ''}:")
 print(f"advantages {[round(a, 4) for a in advantages]}")
 # How often: groups [r, r, r + 2e-12] for the rewards r = k/1000, k = 1..1000.
-hit = sum(max(map(abs, compute_advantages([k / 1000] * 2 + [k / 1000 + 2e-12]))) > 0.5
-          for k in range(1, 1001))
+hit = sum(
+    max(map(abs, compute_advantages([k / 1000] * 2 + [k / 1000 + 2e-12]))) > 0.5
+    for k in range(1, 1001)
+)
 print(f"of the rewards k/1000 (k = 1..1000), {hit} get a full-scale advantage in [r, r, r + 2e-12]")
 print("verdict: " + ("fixed" if max(abs(a) for a in advantages) <= 1e-6 else "reproduced"))
