@@ -131,6 +131,7 @@ def test_columns_are_named_for_what_was_run_or_read(catalog, item: int) -> None:
     modelled); the audit point (artbot's model) stays in the record."""
     finding = catalog.get(item)
     status = load_status(REPO, item)
+    assert status is not None
     body = render_issue(catalog, finding, status=status).body
     lines = body.splitlines()
     [at] = [n for n, ln in enumerate(lines) if ln.startswith("| The audit's claim")]
