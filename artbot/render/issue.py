@@ -106,6 +106,7 @@ def _compiled(texts: tuple[tuple[str, str], ...]) -> jinja2.Environment:
     env.filters["permalink"] = lambda loc, audit: permalink(audit, loc)
     env.filters["code"] = lambda text: code_span(text, in_table=False)
     env.filters["short"] = lambda text, limit: one_line(text, limit)
+    env.filters["cell"] = lambda text: " ".join(str(text).split()).replace("|", "\\|")
     try:
         for name, _ in texts:
             env.get_template(name)
