@@ -46,7 +46,9 @@ class RenderedIssue:
     marker: IssueMarker
 
 
-# ART tags each release ``v`` + its version (``v0.5.23``): a release's lines link to that tag.
+# ART tags each release ``v`` + its version (``v0.5.23``): its release workflow
+# (.github/workflows/release.yml, "Create git tag": ``git tag v${version}``) makes the tag the
+# PyPI upload is built from. A release's lines link to that tag.
 RELEASE_TAG = "v{version}"
 # The longest regression test an issue shows in view as its repro (the 3 KB in view).
 REPRO_IN_VIEW_MAX = 1_600
