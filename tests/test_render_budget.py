@@ -130,6 +130,25 @@ def test_every_link_names_its_version_and_lines(rendered: dict[int, str], item: 
             assert ref == audit.commit
 
 
+def test_every_link_into_arts_code_has_a_version_and_lines(rendered: dict[int, str]) -> None:
+    """Any link into ART's files, wherever it stands: at the audit commit or a release's tag,
+    with a line anchor. Other links go to a file's history, an upstream change or artbot's own
+    repository."""
+    audit = load_catalog(REPO).audit
+    art = f"{audit.web_url}/{audit.repository}/"
+    blob = re.compile(
+        re.escape(art) + rf"blob/(v\d+\.\d+\.\d+|{audit.commit})/src/art/[\w/.]+\.py#L\d+(-L\d+)?"
+    )
+    for item, text in rendered.items():
+        for url in re.findall(r"\]\((https?://[^)\s]+)\)", text):
+            if not url.startswith(art):
+                continue
+            assert blob.fullmatch(url) or url.startswith((f"{art}commits/main/", f"{art}pull/")), (
+                item,
+                url,
+            )
+
+
 def test_every_look_for_string_is_in_the_file_at_that_version(
     rendered: dict[int, str], art_wheels: ArtWheels
 ) -> None:
