@@ -334,7 +334,7 @@ def versions_line(
         )
         parts.append(f"audit at `{audit.commit}`{placed}")
     if view is not None and view.newest:
-        parts.append(f"newest release checked: openpipe-art {view.newest}")
+        parts.append(f"newest release checked: {view.newest}")
     torch = _text_or_none(catalog.minimal_outputs.get("torch"))
     if torch and shows_minimal_output:
         parts.append(f"torch {torch}")
