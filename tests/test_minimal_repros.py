@@ -162,7 +162,7 @@ def test_rendered_issue_carries_it(item: int) -> None:
 
     result = CliRunner().invoke(cli, ["--root", str(REPO), "render", "--item", str(item)])
     assert result.exit_code == 0, result.output
-    assert len(result.output.encode()) <= MAX_RENDERED
+    assert len(result.stdout.encode()) <= MAX_RENDERED
     name = f"item{item:02d}.py"
     script = (MINIMAL_DIR / name).read_text(encoding="utf-8")
     output = json.loads(OUTPUTS.read_text(encoding="utf-8"))["outputs"][name].strip()
