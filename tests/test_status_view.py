@@ -169,3 +169,29 @@ def test_the_filing_decision_never_claims_more_than_was_checked(catalog, data) -
     if view.title is not None:
         assert view.fixed and len(view.remaining) + len(view.unchecked) == 1
     assert stated_status(view.marker, 9) == view.state
+
+
+# -- "ran" only beside what ART's code produced (#38) --------------------------------------
+
+
+def test_figures_are_numbers_standing_alone() -> None:
+    from artbot.render.status_view import figures
+
+    text = "about 0.1 nats, eps 1e-8 (1e-08), 31 % at 1,024 calls; Qwen3-4B, L4857, _impl.py:4857"
+    assert figures(text) == [0.1, 1e-8, 1e-8, 31.0, 1.0, 24.0]
+    assert figures("openpipe-art 0.5.23, art/loss.py:388–395") == []
+
+
+def test_a_claims_figure_the_run_did_not_report_is_unproduced() -> None:
+    from artbot.render.status_view import unproduced, verdict_cell
+    from artbot.status import ClaimResult, ClaimVerdict, Method
+
+    claim = "The LM-head logits carry BF16 rounding, giving about 0.1 nats of noise."
+    ran = "logits returned in bfloat16, RMS error 0.002 of their RMS; more than FP32 rounding (1e-05)"
+    assert unproduced(claim, ran) == [0.1]
+    assert unproduced("an eps of 1e-8", "the optimizer gets eps 1e-08") == []
+    result = ClaimResult(verdict=ClaimVerdict("reproduced"), method=Method.ran, detail=ran)
+    assert verdict_cell(result, claim).endswith("; the claim's figure: modelled, not from ART's code")
+    read = result.model_copy(update={"method": Method.read})
+    assert verdict_cell(read, claim) == "reproduced (read)"  # only "ran" speaks for ART's code
+    assert verdict_cell(None, claim) == "not checked"
