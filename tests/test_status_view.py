@@ -187,11 +187,12 @@ def test_a_claims_figure_the_run_did_not_report_is_unproduced() -> None:
     from artbot.status import ClaimResult, ClaimVerdict, Method
 
     claim = "The LM-head logits carry BF16 rounding, giving about 0.1 nats of noise."
-    ran = "logits returned in bfloat16, RMS error 0.002 of their RMS; more than FP32 rounding (1e-05)"
+    ran = "logits in bfloat16, RMS error 0.002 of their RMS; more than FP32 rounding (1e-05)"
     assert unproduced(claim, ran) == [0.1]
     assert unproduced("an eps of 1e-8", "the optimizer gets eps 1e-08") == []
     result = ClaimResult(verdict=ClaimVerdict("reproduced"), method=Method.ran, detail=ran)
-    assert verdict_cell(result, claim).endswith("; the claim's figure: modelled, not from ART's code")
+    cell = verdict_cell(result, claim)
+    assert cell.endswith("; the claim's figure: modelled, not from ART's code")
     read = result.model_copy(update={"method": Method.read})
     assert verdict_cell(read, claim) == "reproduced (read)"  # only "ran" speaks for ART's code
     assert verdict_cell(None, claim) == "not checked"
