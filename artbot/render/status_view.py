@@ -60,19 +60,13 @@ class Column:
     label: str  # e2a406a48, 0.5.23, a main commit
     checked_on: str
     newest: bool = False
-    # How its verdicts were reached: every method its claims name, strongest first
-    # ("modelled" alone: the column is artbot's model of that code, not the code).
-    methods: tuple[str, ...] = ()
 
     @property
     def heading(self) -> str:
-        """The column's heading: named for what was run or read there."""
-        if self.source == "audit":
-            if set(self.methods) <= {Method.modelled.value}:
-                return f"artbot's model of `{self.label}`"
-            return f"`{self.label}`, checked by artbot ({', '.join(self.methods)})"
+        """The column's heading: the release, or ART's main at a commit (the audit point,
+        artbot's model of the audit commit, stays in the record)."""
         if self.source == "release":
-            return f"openpipe-art {self.label}" + (" (newest checked)" if self.newest else "")
+            return f"openpipe-art {self.label}"
         return f"ART main `{self.label}`"
 
 
@@ -81,7 +75,6 @@ class Row:
     claim: str  # the claim id
     text: str  # the audit's words, one line, table-safe
     sentence: str  # the audit's words, one line, for running text
-    cells: tuple[str, ...]  # one per column: "reproduced (read)<br>at `art/x.py:12`", ...
     fixed_in: str | None  # the release from which this claim stays fixed
     fix: str = ""  # the Fixed-in cell: the release, its fixing lines and the upstream change
     has_fix: bool = False  # the record gives the fixing lines (ClaimResult.fix)
@@ -213,7 +206,6 @@ def cell_text(text: str, limit: int = _DETAIL_MAX) -> str:
     return one_line(text, limit).translate(_INERT).replace("__", "\\_\\_")
 
 
-_NOT_CHECKED_RE = re.compile(r"^not checked\s*\((.*)\)$", re.S)
 # A number standing alone ("0.1 nats", "1e-8", "31 %"), not part of a name ("Qwen3", "4B"), a
 # line ("L4857", "_impl.py:4857", "388–395"), a version ("0.5.23") or a path.
 _NUMBER_RE = re.compile(r"(?<![\w.:/–-])\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w–]|\.\d)")
@@ -243,21 +235,6 @@ def verdict_cell(result: ClaimResult | None, claim: str) -> str:
     return cell
 
 
-def _cell(result: ClaimResult | None) -> str:
-    """One claim at one point: the verdict and how it was reached, what was measured, and
-    where in that code (``<br>`` between parts: GitHub shows it as a line break in a cell)."""
-    if result is None:
-        return "not checked"
-    # A repro's detail may already read "not checked (why)": say it once.
-    why = _NOT_CHECKED_RE.sub(r"\1", result.detail.strip())
-    if result.verdict is ClaimVerdict.not_checked:
-        head = f"not checked ({cell_text(why, _CELL_MAX)})" if why else "not checked"
-    else:
-        method = f" ({result.method.value})" if result.method else ""
-        head = f"{result.verdict.value}{method}"
-        if why:
-            head += f": {cell_text(why, _CELL_MAX)}"
-    return "<br>".join([head, *(f"at {source_ref(line)}" for line in result.at)])
 
 
 def _fix_cell(
@@ -299,9 +276,6 @@ def history_link(web_url: str, repository: str, source_root: str) -> Callable[[s
     return link
 
 
-def _methods(point: StatusPoint | None) -> tuple[str, ...]:
-    found = {r.method for r in (point.claims.values() if point else ()) if r.method}
-    return tuple(m.value for m in Method if m in found)
 
 
 def _claims(finding: Finding, status: ItemStatus) -> list[Claim | str]:
@@ -318,14 +292,14 @@ def _columns(status: ItemStatus) -> list[tuple[Column, StatusPoint]]:
     releases = status.releases()
     out: list[tuple[Column, StatusPoint]] = []
     if audit is not None:
-        out.append((Column("audit", audit.label, audit.checked_on, methods=_methods(audit)), audit))
+        out.append((Column("audit", audit.label, audit.checked_on), audit))
     if releases:
         newest = releases[-1]
-        column = Column("release", newest.label, newest.checked_on, True, _methods(newest))
+        column = Column("release", newest.label, newest.checked_on, True)
         out.append((column, newest))
     main = status.main
     if main is not None:
-        out.append((Column("main", main.label, main.checked_on, methods=_methods(main)), main))
+        out.append((Column("main", main.label, main.checked_on), main))
     return out
 
 
@@ -364,7 +338,6 @@ def status_view(
                 claim=cid,
                 text=cell_text(text, _CLAIM_MAX),
                 sentence=one_line(text, _CLAIM_MAX),
-                cells=tuple(_cell(point.claims.get(cid)) for _, point in columns),
                 fixed_in=fixed_in,
                 fix=_fix_cell(fixed_in, at_fix, web_url, history),
                 has_fix=at_fix is not None and at_fix.fix is not None,
