@@ -183,6 +183,31 @@ def test_every_look_for_string_is_in_the_file_at_that_version(
     assert checked >= 10 and audit_checked >= 10
 
 
+FIX_RE = re.compile(
+    r"fix at `(?P<path>art/[^:`]+):(?P<a>\d+)(?:–(?P<b>\d+))?`,"
+    r" look for (?P<f>`+) ?(?P<x>.*?) ?(?P=f)(?:<br>| \|)"
+)
+
+
+def test_every_fixing_line_to_look_for_is_in_the_release_that_fixed_it(
+    rendered: dict[int, str], art_wheels: ArtWheels
+) -> None:
+    """The status table's "fix at art/x.py:a–b, look for ..." (from the status record): the
+    line is in that file of the release named in the same cell, byte for byte."""
+    checked = 0
+    for item, text in rendered.items():
+        for row in (ln for ln in text.splitlines() if ln.startswith("| ") and "fix at `" in ln):
+            release = row.rsplit(" | ", 1)[1].split("<br>", 1)[0].strip()
+            source = art_wheels.tree(release) / "art"
+            for m in FIX_RE.finditer(row):
+                anchor = m["x"].replace("\\|", "|")
+                lines = (source.parent / m["path"]).read_text(encoding="utf-8").splitlines()
+                start, end = int(m["a"]), int(m["b"] or m["a"])
+                assert any(anchor in line for line in lines[start - 1 : end]), (item, m.group())
+                checked += 1
+    assert checked >= 5
+
+
 @pytest.mark.parametrize("item", ALL_ITEMS)
 def test_no_cell_says_ran_beside_a_figure_no_art_code_produced(
     rendered: dict[int, str], item: int
