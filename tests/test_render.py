@@ -446,3 +446,29 @@ def test_every_issue_names_its_regression_test_and_the_command(item: int) -> Non
     outcomes = json.loads((REPO / "repros" / "regression" / "outcomes.json").read_text())
     reported = f"`pytest tests/{name}` on openpipe-art {outcomes['release']}: "
     assert f"{reported}`{outcomes['outcomes'][name]}`" in section
+
+
+def test_artbots_disagreement_states_figures_its_repro_printed() -> None:
+    """#38: where artbot contradicts the audit, it says so first, with figures its own captured
+    run printed (findings/results/NN.json), never typed in: each decimal figure appears there
+    within its displayed rounding (as a fraction where the text gives a percentage)."""
+    from artbot.repro.run import load_result
+
+    catalog = load_catalog(REPO)
+    number = r"\d+\.\d+"
+    checked = 0
+    for finding in catalog.findings:
+        if not finding.disagreement:
+            continue
+        result = load_result(REPO, finding.item)
+        assert result is not None, f"item {finding.item}: no captured output"
+        printed = [abs(float(x)) for x in re.findall(number, str(result["stdout"]))]
+        for m in re.finditer(rf"({number})(?: ± ({number}))?( ?%)?", finding.disagreement):
+            scale = 100 if m.group(3) else 1
+            for value in (float(v) for v in m.group(1, 2) if v):
+                assert any(abs(p * scale - value) <= 0.05 * value for p in printed), (
+                    finding.item,
+                    m.group(),
+                )
+                checked += 1
+    assert checked >= 4
