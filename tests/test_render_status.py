@@ -301,6 +301,9 @@ def test_a_readers_order(catalog, item: int) -> None:  # type: ignore[no-untyped
         "**Suggested",
         "</details>",
     ]
+    if "### Repro and test" not in body:  # no minimal script and no test (items 1-3)
+        assert item in (1, 2, 3)
+        order.remove("### Repro and test")
     places = [body.index(h) for h in order]
     assert places == sorted(places) and body.count("<details>") == 1
 

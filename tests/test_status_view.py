@@ -190,6 +190,9 @@ def test_a_claims_figure_the_run_did_not_report_is_unproduced() -> None:
     ran = "logits in bfloat16, RMS error 0.002 of their RMS; more than FP32 rounding (1e-05)"
     assert unproduced(claim, ran) == [0.1]
     assert unproduced("an eps of 1e-8", "the optimizer gets eps 1e-08") == []
+    # A bare number is an input or the code's constant, not a measured figure.
+    assert unproduced("the zero-variance test's absolute 1e-12 fails", "keeps 619 of 1000") == []
+    assert unproduced("falls 31.1 % short, ~0.5 of it", "short by 0.311") == [31.1, 0.5]
     result = ClaimResult(verdict=ClaimVerdict("reproduced"), method=Method.ran, detail=ran)
     cell = verdict_cell(result, claim)
     assert cell.endswith("; the claim's figure: modelled, not from ART's code")

@@ -208,7 +208,9 @@ class Renderer:
                 if f.follows == finding.item
             ],
             "regression": regression,
-            "versions": versions_line(catalog, finding, view, not repro["in_view"]),
+            "versions": versions_line(
+                catalog, finding, view, bool(repro["minimal_output"]) and not repro["in_view"]
+            ),
             "marker": str(marker),
             "body_start": BODY_START,
             "body_end": BODY_END,

@@ -38,7 +38,8 @@ from ..status import (
 Filing = Literal["open", "closed"]
 _DETAIL_MAX = 80
 _CELL_MAX = 480  # a cell's measured detail or reason: cut at a word, never inside one
-_CLAIM_MAX = 240  # a claim's text (the catalog's longest, item 3's near-equal claim, is 213)
+_CLAIM_MAX = 240  # a claim's text in a table cell (the catalog's longest is 213)
+_SENTENCE_MAX = 600  # a claim's text in running text (an open claim is an issue's Actual)
 _METHOD_WORDS = {
     "ran": "running ART's own code",
     "read": "reading its source",
@@ -216,10 +217,28 @@ def figures(text: str) -> list[float]:
     return [float(m.group()) for m in _NUMBER_RE.finditer(text)]
 
 
+# A measured figure: approximate ("about 0.1", "~0.1", "≈ 1e-5") or with a unit of what was
+# measured ("0.1 nats", "1.8 %", "4 x"); a bare number is an input or a constant of the code.
+_MEASURED_RE = re.compile(
+    r"(?:(?:about|roughly|around|~|≈)\s*(?P<a>[\d.e+-]+))"
+    r"|(?:(?P<b>(?<![\w.:/–-])\d+(?:\.\d+)?(?:e[-+]?\d+)?)\s*(?:nats?|%|x\b|×|times\b))"
+)
+
+
+def measured(text: str) -> list[float]:
+    """The measured figures a text states (see :data:`_MEASURED_RE`), as floats."""
+    out = []
+    for m in _MEASURED_RE.finditer(text):
+        found = figures(m.group("a") or m.group("b"))
+        out.extend(found[:1])
+    return out
+
+
 def unproduced(claim: str, detail: str) -> list[float]:
-    """The figures of ``claim`` that ``detail`` (what a check printed) does not state."""
+    """The measured figures of ``claim`` that ``detail`` (what a check printed) does not
+    state: the claim's own figures a run of ART's code did not produce."""
     said = figures(detail)
-    return [x for x in figures(claim) if not any(abs(x - y) <= 1e-9 * abs(x) for y in said)]
+    return [x for x in measured(claim) if not any(abs(x - y) <= 1e-9 * abs(x) for y in said)]
 
 
 def verdict_cell(result: ClaimResult | None, claim: str) -> str:
@@ -233,8 +252,6 @@ def verdict_cell(result: ClaimResult | None, claim: str) -> str:
     if result.method is Method.ran and unproduced(claim, result.detail):
         cell += "; the claim's figure: modelled, not from ART's code"
     return cell
-
-
 
 
 def _fix_cell(
@@ -274,8 +291,6 @@ def history_link(web_url: str, repository: str, source_root: str) -> Callable[[s
         return f"[`{full}`'s history]({base}{full})"
 
     return link
-
-
 
 
 def _claims(finding: Finding, status: ItemStatus) -> list[Claim | str]:
@@ -337,7 +352,7 @@ def status_view(
             Row(
                 claim=cid,
                 text=cell_text(text, _CLAIM_MAX),
-                sentence=one_line(text, _CLAIM_MAX),
+                sentence=one_line(text, _SENTENCE_MAX),
                 fixed_in=fixed_in,
                 fix=_fix_cell(fixed_in, at_fix, web_url, history),
                 has_fix=at_fix is not None and at_fix.fix is not None,
