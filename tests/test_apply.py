@@ -145,7 +145,7 @@ def test_dry_run_needs_no_token_and_writes_nothing(art: GitHubSandbox, root: Pat
     assert result.exit_code == 0, result.output + result.stderr
     assert "item 7: create issue" in result.output
     assert "Dry run -- nothing has been written." in result.output
-    assert "### Expected vs actual" in result.output
+    assert "**Expected:**" in result.output and "### Repro and test" in result.output
     assert writes(art) == []
 
 
@@ -278,7 +278,7 @@ def test_body_over_the_limit_exits_2_before_any_request(art: GitHubSandbox, root
     text = path.read_text(encoding="utf-8")
     path.write_text(text.replace("evidence: []", "evidence: []\nwhat_extra: x"), encoding="utf-8")
     path.write_text(text.replace("what: >-", "what: " + "x" * 70_000 + "\nold_what: >-", 1))
-    path.write_text(text.replace("effect: >-\n", "effect: >-\n  " + "y" * 70_000 + "\n", 1))
+    path.write_text(text.replace("what: >-\n", "what: >-\n  " + "y" * 70_000 + "\n", 1))
     result = artbot(art, root, "open", "--item", "7")
     assert result.exit_code == 2, result.output + result.stderr
     assert "GitHub's limit is 65,536" in result.stderr

@@ -45,9 +45,11 @@ def setup_status(root: Path, item: int, build) -> None:  # type: ignore[no-untyp
 
 
 def first_paragraph(body: str) -> str:
-    """The status line: the paragraph after the summary (#22.6), hidden marker lines left out."""
+    """The status line: the paragraph after the summary (#22.6; after artbot's disagreement
+    with the audit and the summary where there is one, #38), hidden marker lines left out."""
     lines = [ln for ln in body.splitlines() if not ln.startswith("<!--")]
-    return "\n".join(lines).strip().split("\n\n")[1]
+    paragraphs = "\n".join(lines).strip().split("\n\n")
+    return paragraphs[2 if paragraphs[0].startswith("**Where artbot disagrees") else 1]
 
 
 def line_of(block: str, item: int) -> str:
@@ -61,8 +63,8 @@ def test_open_files_a_fixed_item_closed_and_ticks_it(art: GitHubSandbox, root: P
     assert result.exit_code == 0, result.output + result.stderr
     [issue] = issues_for(art, 7, state=None)
     assert (issue["state"], issue["state_reason"]) == ("closed", "completed")
-    assert first_paragraph(issue["body"]).startswith("**Fixed in 0.5.21.**")
-    assert "| openpipe-art 0.5.23 (newest checked) |" in issue["body"]
+    assert first_paragraph(issue["body"]).startswith("**Fixed in 0.5.21**")
+    assert "| openpipe-art 0.5.23 |" in issue["body"]
     line = line_of(checklist(art), 7)
     assert line.startswith("- [x] 7. Truncated importance sampling")
     assert f"— #{issue['number']}" in line
@@ -85,11 +87,12 @@ def test_open_files_a_partial_item_open_about_what_remains(art: GitHubSandbox, r
     assert issue["title"] == remaining.symptom
     assert "adam step" in issue["title"].lower()  # item 9's open claim, asked as a question
     lead = first_paragraph(issue["body"])
-    assert lead.startswith("**Partly fixed.**") and "fixed in 0.5.21" in lead
-    assert "Still present in openpipe-art 0.5.23" in lead
+    assert lead.startswith("**Partly fixed** (item 9)") and "fixed in 0.5.21" in lead
+    assert "still present in openpipe-art 0.5.23" in lead
     line = line_of(checklist(art), 9)
     assert line.startswith("- [ ] 9. ") and f"— #{issue['number']}" in line
     assert line.endswith("— partly fixed in 0.5.21")
+    assert line.startswith(f"- [ ] 9. {remaining.symptom} — ")  # what remains: the question
 
     art.requests.clear()
     assert artbot(art, root, "open", "--item", "9").exit_code == 0
@@ -177,12 +180,12 @@ def test_sync_applies_a_new_release_that_fixes_the_rest(art: GitHubSandbox, root
     [comment] = status_comments(art, number)
     assert "fixed in openpipe-art 0.5.24" in comment and "close this one if you agree" in comment
     body = art.get_issue(OWNER, NAME, number)["body"]
-    assert first_paragraph(body).startswith("**Fixed in 0.5.24.**")
+    assert first_paragraph(body).startswith("**Fixed in 0.5.24**")
     assert art.get_issue(OWNER, NAME, number)["state"] == "open"  # sync never closes
     # A tick means a closed issue: fixed but open stays unticked until someone closes it.
     assert line_of(checklist(art), 9).startswith("- [ ] 9.")
     assert f"— #{number}" in line_of(checklist(art), 9)
-    assert line_of(checklist(art), 9).endswith("— fixed in 0.5.24")
+    assert line_of(checklist(art), 9).endswith("— fixed in 0.5.24; can be closed")
 
     art.requests.clear()
     assert not sync(catalog, _repo(art), TRACKING).done
@@ -214,7 +217,7 @@ def test_crash_between_status_comment_and_body_edit_posts_one_comment(
     outcome = sync(catalog, _repo(art), TRACKING)
     assert f"item 7: updated #{number}" in outcome.done
     assert len(status_comments(art, number)) == 1
-    assert "**Fixed in 0.5.21.**" in art.get_issue(OWNER, NAME, number)["body"]
+    assert "**Fixed in 0.5.21**" in art.get_issue(OWNER, NAME, number)["body"]
 
 
 def test_status_of_a_regressed_release_is_commented_and_not_reopened(

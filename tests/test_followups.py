@@ -89,12 +89,14 @@ def test_the_first_line_says_artbot_found_it_and_links_the_items_issue(item: int
     else:  # 401: item 4 on the Unsloth backend, found while checking #1109's fix (item 2)
         checked = f"item {finding.found_checking} (#{issues[finding.found_checking]})"
         assert f"; it extends item {finding.follows} (#1116)." in first
-    assert first.startswith(f"**artbot found this while checking the fix for {checked}**")
-    assert "not one of the audit's items" in first
+    assert first.startswith("**artbot's own finding, not the audit's:** found while checking")
+    assert f"the fix for {checked} in openpipe-art {finding.checked_release}" in first
     assert f"follow-up {item} to item {finding.follows}" in body
-    # Without the followed item's issue number, the line points at the tracking issue.
+    # Without the followed item's issue number, the line names the item; the footer names
+    # the tracking issue (said once).
     body = render_issue(catalog, finding, tracking_issue=TRACKING).body
-    assert f"item {finding.follows} of the audit tracked in #{TRACKING}" in body.split("\n")[2]
+    assert f"audit item {finding.follows}" in body.split("\n")[2]
+    assert f"#{TRACKING}" not in body.split("\n")[2] and f"tracked in #{TRACKING}" in body
     assert finding.found_checking in (None, *AUDIT_ITEMS)
 
 
@@ -198,8 +200,8 @@ def test_open_files_a_follow_up_linking_its_items_issue(
     done = artbot(art, root, "sync")
     assert done.exit_code == 0, done.output
     body = art.get_issue(OWNER, NAME, eight["number"])["body"]
-    named = f"filed apart as artbot's follow-up 801, #{follow_up['number']})"
-    assert f"**Left behind, found by artbot** (not the audit; {named}" in body
+    assert f"**artbot's follow-up 801** (#{follow_up['number']}): " in body
+    assert body.count("follow-up 801") == 1  # announced once
 
 
 def test_a_declined_follow_up_is_never_filed(

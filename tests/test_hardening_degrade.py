@@ -97,4 +97,4 @@ def test_150_comments_cause_no_repeat_status_comment(art: GitHubSandbox, root: P
     comments = _repo(art).list_comments(number)
     assert len(comments) == 150
     assert [c["body"] for c in comments[:2]] == ["comment 0", "comment 1"]  # oldest first
-    assert "**Fixed in 0.5.21.**" in art.get_issue(OWNER, NAME, number)["body"]
+    assert "**Fixed in 0.5.21**" in art.get_issue(OWNER, NAME, number)["body"]

@@ -43,7 +43,7 @@ def golden_checklist() -> str:
     """The tracking issue's block once items 4-11 are filed as #1112-#1119, with the
     recorded status (findings/status/) ticking what is fixed."""
     from artbot.records.models import ObservedIssue
-    from artbot.render.issue import render_checklist
+    from artbot.render.issue import dating_sentence, render_checklist
     from artbot.run.commands import status_views
     from artbot.run.plan import checklist_entries
 
@@ -55,7 +55,9 @@ def golden_checklist() -> str:
         observed.append(ObservedIssue(n, issue.title, issue.body, "open", None, "", (), marker))
     views = status_views(catalog, catalog.findings)
     entries = checklist_entries(catalog.findings, observed, catalog.audit, None, views)
-    return render_checklist(entries, catalog.audit, REPO / "templates")
+    return render_checklist(
+        entries, catalog.audit, REPO / "templates", dating=dating_sentence(catalog)
+    )
 
 
 def test_golden_checklist() -> None:
@@ -84,8 +86,9 @@ def clauses(body: str) -> list[str]:
 
 @pytest.mark.parametrize("item", GOLDEN_ITEMS)
 def test_an_issue_says_each_thing_once_and_fits_in_two_minutes(item: int) -> None:
-    """#10: at most 12,000 characters, a title of at most 90, no clause said twice (the
-    summary does not repeat Actual/Effect, the status paragraph does not repeat its table)."""
+    """#10, #38: at most 6 KB (tests/test_render_budget.py: 3 KB in view), a title of at most
+    90, no clause said twice (the summary does not repeat Actual/Effect, the status paragraph
+    does not repeat its table)."""
     from artbot.repro.run import load_result
     from artbot.status import load_status
 
@@ -97,7 +100,7 @@ def test_an_issue_says_each_thing_once_and_fits_in_two_minutes(item: int) -> Non
         repro_result=load_result(REPO, item),
         status=load_status(REPO, item),
     )
-    assert len(issue.body) <= 12_000 and len(issue.title) <= 90
+    assert len(issue.body.encode()) <= 6 * 1024 and len(issue.title) <= 90
     seen = Counter(clauses(issue.body))
     assert [c for c, n in seen.items() if n > 1] == []
     assert "_common" not in issue.body and "def measure" not in issue.body
@@ -108,11 +111,11 @@ def test_every_field_that_is_artbots_says_so(item: int) -> None:
     catalog = load_catalog(REPO)
     finding = catalog.get(item)
     body = render_issue(catalog, finding, tracking_issue=TRACKING).body
-    assert body.count("artbot's addition") == len(finding.additions)
-    assert "Added by artbot's reproduction" in body or not finding.reproduction_notes
+    shown = {"expected"} | ({"effect"} if "effect" in finding.additions else set())
+    assert body.count("artbot's addition") == len(set(finding.additions) & shown)
     if finding.is_follow_up:  # artbot's own: nothing in it is the audit's
         assert "(artbot's)" in body and "(the audit's)" not in body
-        assert body.split("\n")[2].startswith("**artbot found this while checking the fix")
+        assert body.split("\n")[2].startswith("**artbot's own finding, not the audit's:**")
     else:
         assert "(the audit's)" in body  # the suggested fix and the confidence are quoted
 
@@ -131,22 +134,24 @@ def test_every_body_has_what_a_reviewer_needs(item: int) -> None:
     body = issue.body
     for loc in finding.locations:
         link = permalink(catalog.audit, loc)
-        assert link.startswith("https://github.com/OpenPipe/ART/blob/e2a406a48/src/art/")
+        ref = f"v{loc.located_in}" if loc.located_in else "e2a406a48"
+        assert link.startswith(f"https://github.com/OpenPipe/ART/blob/{ref}/src/art/")
         lines = f"#L{loc.start}" if loc.start == loc.end else f"#L{loc.start}-L{loc.end}"
-        if loc.located_in is not None:  # a release's lines: no line anchor at the audit commit
-            assert link.endswith(loc.path)
-            assert f"in openpipe-art {loc.located_in}" in body
-        else:
-            assert link.endswith(lines)
+        assert link.endswith(f"{loc.path}{lines}")  # every link has its line anchor
+        if loc.located_in is not None:  # a release's lines: at that release's tag
+            assert f"/blob/v{loc.located_in}/" in link
+            assert f"at v{loc.located_in}" in body
         assert link in body
     assert " ".join(finding.expected.split()) in " ".join(body.split())
     assert IssueMarker.find(body) == IssueMarker("e2a406a48", item)
-    assert f"python {finding.repro}" in body
     assert finding.repro in body
     for path in catalog.helpers(finding.repro):
         assert catalog.sources[path].strip() not in body  # no helper module is pasted
+    # One repro: the regression test where it calls ART on a CPU, else the minimal script.
     minimal = REPO / f"repros/minimal/item{item:02d}.py"
-    if minimal.is_file():
+    test = catalog.regression.get(item)
+    shown_test = test is not None and f"```python\n{catalog.sources[test].strip()}\n```" in body
+    if minimal.is_file() and not shown_test:
         assert f"```python\n{minimal.read_text(encoding='utf-8').strip()}\n```" in body
     assert f"#{TRACKING}" in body
     assert owned_region(body) is not None
@@ -316,8 +321,8 @@ def test_the_full_script_links_to_the_tool_repository_at_its_commit() -> None:
     body = render_issue(replace(catalog, tool=ToolSource("someone/artbot", None)), finding).body
     assert "/someone/artbot/blob/main/" in body and "no commit was known" in body
     plain = render_issue(catalog, finding).body
-    assert f"Full measurement script: `{finding.repro}` in artbot's repository" in plain
-    assert "/blob/" not in plain.split("Full measurement script", 1)[1].split("\n", 1)[0]
+    assert f"Full script: `{finding.repro}` in artbot's repository" in plain
+    assert "/blob/" not in plain.split("Full script", 1)[1].split("\n", 1)[0]
 
 
 def test_the_tool_repository_comes_from_the_flag_actions_or_the_remote(tmp_path: Path) -> None:
@@ -369,9 +374,7 @@ def test_render_says_once_when_the_repository_is_not_known(tmp_path: Path) -> No
     result = runner.invoke(cli, ["--root", str(tmp_path), "render", "--all", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert result.stderr.count("artbot's repository is not known") == 1
-    assert (
-        "](https://" not in (out / "07.md").read_text(encoding="utf-8").split("Full measurement")[1]
-    )
+    assert "](https://" not in (out / "07.md").read_text(encoding="utf-8").split("Full script")[1]
     args = ["--root", str(tmp_path), "--tool-repository", "someone/artbot", "render", "--item", "7"]
     result = runner.invoke(cli, args)
     assert result.exit_code == 0 and "not known" not in result.stderr
@@ -433,14 +436,39 @@ def test_every_issue_names_its_regression_test_and_the_command(item: int) -> Non
     catalog = load_catalog(REPO)
     finding = catalog.get(item)
     body = render_issue(catalog, finding, tracking_issue=TRACKING).body
-    section = body.split("### Regression test\n", 1)[1].split("\n### ", 1)[0]
+    section = body.split("### Repro and test\n", 1)[1].split("<details>", 1)[0]
     path = catalog.regression.get(item)
     if path is None:
         assert finding.no_regression_test, f"item {item}: a regression test, or why none"
-        assert section.strip().startswith("None for ART's suite yet: ")
+        assert "**Test:** none for ART's suite yet: " in section
         return
     name = path.rsplit("/", 1)[-1]
-    assert f"```sh\npytest tests/{name}\n```" in section
     outcomes = json.loads((REPO / "repros" / "regression" / "outcomes.json").read_text())
-    reported = f"On openpipe-art {outcomes['release']} artbot's run of it reported "
-    assert f"{reported}`{outcomes['outcomes'][name]}`." in section
+    reported = f"`pytest tests/{name}` on openpipe-art {outcomes['release']}: "
+    assert f"{reported}`{outcomes['outcomes'][name]}`" in section
+
+
+def test_artbots_disagreement_states_figures_its_repro_printed() -> None:
+    """#38: where artbot contradicts the audit, it says so first, with figures its own captured
+    run printed (findings/results/NN.json), never typed in: each decimal figure appears there
+    within its displayed rounding (as a fraction where the text gives a percentage)."""
+    from artbot.repro.run import load_result
+
+    catalog = load_catalog(REPO)
+    number = r"\d+\.\d+"
+    checked = 0
+    for finding in catalog.findings:
+        if not finding.disagreement:
+            continue
+        result = load_result(REPO, finding.item)
+        assert result is not None, f"item {finding.item}: no captured output"
+        printed = [abs(float(x)) for x in re.findall(number, str(result["stdout"]))]
+        for m in re.finditer(rf"({number})(?: ± ({number}))?( ?%)?", finding.disagreement):
+            scale = 100 if m.group(3) else 1
+            for value in (float(v) for v in m.group(1, 2) if v):
+                assert any(abs(p * scale - value) <= 0.05 * value for p in printed), (
+                    finding.item,
+                    m.group(),
+                )
+                checked += 1
+    assert checked >= 4

@@ -79,16 +79,21 @@ def test_a_claim_that_regressed_is_not_fixed(catalog) -> None:  # type: ignore[n
 
 
 def test_render_states_the_status_in_one_line_after_what_is_wrong(catalog) -> None:  # type: ignore[no-untyped-def]
-    """#22.6: the summary first, then the status in one line, the table after Where."""
+    """#22.6, #38: the summary first, then the status in one line; the claim table under
+    Details, after the places in the code."""
     finding = with_claims(catalog.get(7))
     body = render_issue(catalog, finding, tracking_issue=1111, status=fixed_item(finding)).body
     summary, status = [ln for ln in body.splitlines() if ln and not ln.startswith("<!--")][:2]
     assert summary == " ".join(finding.summary.split())
-    assert status.startswith("**Fixed in 0.5.21.**")
+    assert status.startswith("**Fixed in 0.5.21**")
     assert (
-        body.index("Fixed in 0.5.21") < body.index("### Where") < body.index("| The audit's claim")
+        body.index("Fixed in 0.5.21")
+        < body.index("**Expected:**")
+        < body.index("<details>")
+        < body.index("- [`src/art/")
+        < body.index("| The audit's claim")
+        < body.index("</details>")
     )
-    assert body.index("| The audit's claim") < body.index("### Expected vs actual")
 
 
 def test_render_of_a_reproduced_item_names_the_newest_release(catalog) -> None:  # type: ignore[no-untyped-def]
@@ -126,7 +131,7 @@ def test_the_audits_words_keep_their_pipes(catalog) -> None:  # type: ignore[no-
     finding = catalog.get(9)
     body = render_issue(catalog, finding, status=partial_item(finding)).body
     assert "(group == g) \\| (parent == parent(g))" in body  # in the table
-    assert "built as (group == g) | (parent" in body  # in the first paragraph
+    assert "fix, (group == g) | (group == parent(g))" in body  # artbot's disagreement, first
 
 
 @pytest.mark.parametrize(
@@ -164,3 +169,33 @@ def test_the_filing_decision_never_claims_more_than_was_checked(catalog, data) -
     if view.title is not None:
         assert view.fixed and len(view.remaining) + len(view.unchecked) == 1
     assert stated_status(view.marker, 9) == view.state
+
+
+# -- "ran" only beside what ART's code produced (#38) --------------------------------------
+
+
+def test_figures_are_numbers_standing_alone() -> None:
+    from artbot.render.status_view import figures
+
+    text = "about 0.1 nats, eps 1e-8 (1e-08), 31 % at 1,024 calls; Qwen3-4B, L4857, _impl.py:4857"
+    assert figures(text) == [0.1, 1e-8, 1e-8, 31.0, 1.0, 24.0]
+    assert figures("openpipe-art 0.5.23, art/loss.py:388–395") == []
+
+
+def test_a_claims_figure_the_run_did_not_report_is_unproduced() -> None:
+    from artbot.render.status_view import unproduced, verdict_cell
+    from artbot.status import ClaimResult, ClaimVerdict, Method
+
+    claim = "The LM-head logits carry BF16 rounding, giving about 0.1 nats of noise."
+    ran = "logits in bfloat16, RMS error 0.002 of their RMS; more than FP32 rounding (1e-05)"
+    assert unproduced(claim, ran) == [0.1]
+    assert unproduced("an eps of 1e-8", "the optimizer gets eps 1e-08") == []
+    # A bare number is an input or the code's constant, not a measured figure.
+    assert unproduced("the zero-variance test's absolute 1e-12 fails", "keeps 619 of 1000") == []
+    assert unproduced("falls 31.1 % short, ~0.5 of it", "short by 0.311") == [31.1, 0.5]
+    result = ClaimResult(verdict=ClaimVerdict("reproduced"), method=Method.ran, detail=ran)
+    cell = verdict_cell(result, claim)
+    assert cell.endswith("; the claim's figure: modelled, not from ART's code")
+    read = result.model_copy(update={"method": Method.read})
+    assert verdict_cell(read, claim) == "reproduced (read)"  # only "ran" speaks for ART's code
+    assert verdict_cell(None, claim) == "not checked"

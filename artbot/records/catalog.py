@@ -138,6 +138,8 @@ def load_catalog(root: Path, *, tool: ToolSource | None = None) -> Catalog:
     helpers = {h for p in folders for h in p.parent.glob("_*.py")}
     scripts = {f.repro for _, f, _ in ordered} | {_rel(root, h) for h in helpers}
     scripts |= {minimal_repro_path(f.item) for _, f, _ in ordered}
+    regression = regression_tests_by_item(root)
+    scripts |= set(regression.values())  # the issue shows a short one as its repro
     return Catalog(
         root=root,
         audit=audit,
@@ -148,7 +150,7 @@ def load_catalog(root: Path, *, tool: ToolSource | None = None) -> Catalog:
         },
         dating=load_dating(root),
         tool=tool or ToolSource(),
-        regression=regression_tests_by_item(root),
+        regression=regression,
         regression_outcomes=json_or_empty(root / REGRESSION_OUTCOMES),
         minimal_outputs=json_or_empty(root / MINIMAL_OUTPUTS),
     )

@@ -239,6 +239,11 @@ class Finding(_Strict):
         description="Where the reproduction measured something beyond, or different from, the "
         "audit's figures, and why (synthetic data, another model). Never the audit's own words.",
     )
+    disagreement: NonEmpty | None = Field(
+        default=None,
+        description="Where artbot's own measurement contradicts the audit's text: artbot's words, "
+        "shown first in the issue, before the audit's summary.",
+    )
     labels: list[NonEmpty] = Field(default_factory=list, description="Labels beyond the audit's.")
     no_regression_test: NonEmpty | None = Field(
         default=None,

@@ -11,6 +11,7 @@ like; this module only builds their context.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ from ..records.marker import (
 )
 from ..records.models import TITLE_LIMIT, Audit, Finding, Location
 from ..status import ItemStatus
-from .status_view import StatusView, code_span, history_link, status_view
+from .status_view import StatusView, code_span, history_link, one_line, status_view
 
 # GitHub rejects an issue body longer than this (422 "body is too long").
 GITHUB_BODY_LIMIT = 65_536
@@ -45,20 +46,36 @@ class RenderedIssue:
     marker: IssueMarker
 
 
+# ART tags each release ``v`` + its version (``v0.5.23``): its release workflow
+# (.github/workflows/release.yml, "Create git tag": ``git tag v${version}``) makes the tag the
+# PyPI upload is built from. A release's lines link to that tag.
+RELEASE_TAG = "v{version}"
+# The longest regression test an issue shows in view as its repro (the 3 KB in view).
+REPRO_IN_VIEW_MAX = 1_600
+
+
 def permalink(audit: Audit, location: Location) -> str:
-    """A permalink at the audit commit: ``#L299`` for one line, ``#L375-L385`` for a range.
-    Lines artbot located in a release (``located_in``) are that release's, not the audit
-    commit's, so the link is to the file alone."""
+    """A link to the cited lines where they are: ``#L299`` for one line, ``#L375-L385`` for a
+    range, at the audit commit, or, for lines artbot located in a release (``located_in``), at
+    that release's tag (never another version's lines)."""
     lines = (
-        ""
-        if location.located_in is not None
-        else f"#L{location.start}"
+        f"#L{location.start}"
         if location.start == location.end
         else f"#L{location.start}-L{location.end}"
     )
-    return (
-        f"{audit.web_url.rstrip('/')}/{audit.repository}/blob/{audit.commit}/{location.path}{lines}"
+    ref = (
+        RELEASE_TAG.format(version=location.located_in)
+        if location.located_in is not None
+        else audit.commit
     )
+    return f"{audit.web_url.rstrip('/')}/{audit.repository}/blob/{ref}/{location.path}{lines}"
+
+
+def calls_art_on_cpu(source: str | None) -> bool:
+    """A regression test imports ART's function at its top (``from art.x import f``): it
+    imports on a CPU, so the test itself is the issue's repro (items 4, 5 and 11 instead load
+    ART's source through a loader of their own, too long to show)."""
+    return bool(source) and bool(re.search(r"^from art\.[\w.]+ import ", source or "", re.M))
 
 
 def summary_lines(result: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -90,6 +107,8 @@ def _compiled(texts: tuple[tuple[str, str], ...]) -> jinja2.Environment:
     )
     env.filters["permalink"] = lambda loc, audit: permalink(audit, loc)
     env.filters["code"] = lambda text: code_span(text, in_table=False)
+    env.filters["short"] = lambda text, limit: one_line(text, limit)
+    env.filters["cell"] = lambda text: " ".join(str(text).split()).replace("|", "\\|")
     try:
         for name, _ in texts:
             env.get_template(name)
@@ -150,16 +169,31 @@ class Renderer:
         marker = IssueMarker(audit.commit, finding.item)
         history = history_link(audit.web_url, audit.repository, audit.source_root)
         view = status_view(finding, status, audit.web_url, history)
+        regression = self._regression(finding, view, commit)
+        repro = self._repro(finding, repro_result, commit)
+        repro["in_view"] = bool(
+            regression
+            and regression.get("source")
+            and regression.get("outcome")
+            and len(regression["source"]) <= REPRO_IN_VIEW_MAX
+        )
         context = {
             "audit": audit,
             "finding": finding,
-            "locations": [(loc, permalink(audit, loc)) for loc in finding.locations],
+            # (place, its link, whether an earlier place has the same line to look for)
+            "locations": [
+                (
+                    loc,
+                    permalink(audit, loc),
+                    loc.anchor in [x.anchor for x in finding.locations[:i]],
+                )
+                for i, loc in enumerate(finding.locations)
+            ],
             "tracking_issue": audit.tracking(tracking_issue),
-            "repro": self._repro(finding, repro_result, commit),
+            "repro": repro,
             "source_file": catalog.files.get(finding.item, "findings/"),
             # Where the finding stands in ART (findings/status/NN.json); None when not recorded.
             "status": view,
-            "verify_line": verify_line(view),
             "follows": follows,
             # The item whose fix artbot was checking, and its issue when known.
             "checking": _checking(
@@ -173,8 +207,10 @@ class Renderer:
                 for f in catalog.findings
                 if f.follows == finding.item
             ],
-            "regression": self._regression(finding, view, commit),
-            "dating": dating_sentence(catalog),
+            "regression": regression,
+            "versions": versions_line(
+                catalog, finding, view, bool(repro["minimal_output"]) and not repro["in_view"]
+            ),
             "marker": str(marker),
             "body_start": BODY_START,
             "body_end": BODY_END,
@@ -206,14 +242,20 @@ class Renderer:
         catalog = self.catalog
         path = catalog.regression.get(finding.item)
         if path is None:
-            return {"missing": finding.no_regression_test} if finding.no_regression_test else None
+            if not finding.no_regression_test:
+                return None
+            return dict.fromkeys(
+                ("path", "name", "url", "source", "release", "outcome", "open"), None
+            ) | {"missing": finding.no_regression_test}
         name = path.rsplit("/", 1)[-1]
         repository = catalog.audit.tool_repository or catalog.tool.repository
         sha = commit or catalog.tool.commit or "main"
         web = catalog.audit.web_url.rstrip("/")
         outcomes = catalog.regression_outcomes
+        source = catalog.sources.get(path)
         return {
             "missing": None,
+            "source": source if calls_art_on_cpu(source) else None,
             "path": path,
             "name": name,
             "url": f"{web}/{repository}/blob/{sha}/{path}" if repository else None,
@@ -274,23 +316,31 @@ def dating_sentence(catalog: Catalog) -> str | None:
     return dating.sentence()
 
 
-def verify_line(view: StatusView | None) -> str | None:
-    """What ``artbot verify`` checked, for the Environment line: never more than the status
-    table shows (None when no release was checked)."""
-    if view is None or view.newest is None:
-        return None
-    total = len(view.rows)
-    where = f"openpipe-art {view.newest}"
-    if not view.checked:
-        return f"`artbot verify` could not check any claim against {where} (see the status table)"
-    how = f" ({view.how})" if view.how else ""
-    if total == 1:
-        what = "the finding's one claim"
-    elif view.checked == total:
-        what = "both claims" if total == 2 else f"all {total} claims"
+def versions_line(
+    catalog: Catalog, finding: Finding, view: StatusView | None, shows_minimal_output: bool = True
+) -> str:
+    """What the issue's figures were found on: the audit commit and where it lies among the
+    releases (the anchors that place it are stated once, in the tracking issue), or the release
+    a follow-up was found in; the newest release checked; the torch the minimal repro ran on,
+    when its output is the repro in view."""
+    audit = catalog.audit
+    parts = []
+    if finding.is_follow_up:
+        parts.append(f"found in openpipe-art {finding.checked_release}")
     else:
-        what = f"{view.checked} of {total} claims"
-    return f"`artbot verify` checked {what} against {where}{how}"
+        dating = catalog.dating
+        placed = (
+            f" ({dating.short()})"
+            if dating is not None and dating.releases and dating.audit == audit.commit
+            else ""
+        )
+        parts.append(f"audit at `{audit.commit}`{placed}")
+    if view is not None and view.newest:
+        parts.append(f"newest release checked: {view.newest}")
+    torch = _text_or_none(catalog.minimal_outputs.get("torch"))
+    if torch and shows_minimal_output:
+        parts.append(f"torch {torch}")
+    return "; ".join(parts) + "."
 
 
 def render_issue(
@@ -352,11 +402,13 @@ def render_checklist(
     templates_dir: Path,
     sub_issues: Any = None,
     panel: Any = None,
+    dating: str | None = None,
 ) -> str:
     """The inner lines of the tracking issue's managed block; ``sub_issues`` is the
     :class:`artbot.tracking.subissues.SubIssueRecord` kept in it (None: no sub-issue line),
     ``panel`` the :class:`artbot.tracking.requests.Panel` of requests (None: every request
-    offered, unticked)."""
+    offered, unticked), ``dating`` where the audit commit lies among the releases
+    (:func:`dating_sentence`): said once, here, not in every issue."""
     from ..tracking.requests import panel as requests_panel
 
     env = environment(templates_dir)
@@ -366,6 +418,7 @@ def render_checklist(
             audit_commit=audit.commit,
             sub_issues=sub_issues,
             panel=panel if panel is not None else requests_panel(entries, (), None),
+            dating=dating,
         )
     except jinja2.TemplateError as exc:
         raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc

@@ -23,8 +23,8 @@ def render_all(
     no_capture: Callable[[int], None] | None = None,
     issues: Mapping[int, int] | None = None,
 ) -> dict[int, RenderedIssue]:
-    """Each finding's issue, in order; ``no_capture`` hears of each item whose body has no
-    Result section because no usable capture is on file. ``issues`` (item -> issue number, as
+    """Each finding's issue, in order; ``no_capture`` hears of each item whose body gives no
+    full-script verdict because no usable capture is on file. ``issues`` (item -> issue number, as
     GitHub holds them) lets a follow-up's first line link the issue of the item it follows;
     the item's preset ``issue:`` is used when it has one."""
     preset = {f.item: f.issue for f in catalog.findings if f.issue}

@@ -38,7 +38,8 @@ from ..status import (
 Filing = Literal["open", "closed"]
 _DETAIL_MAX = 80
 _CELL_MAX = 480  # a cell's measured detail or reason: cut at a word, never inside one
-_CLAIM_MAX = 240  # a claim's text (the catalog's longest, item 3's near-equal claim, is 213)
+_CLAIM_MAX = 240  # a claim's text in a table cell (the catalog's longest is 213)
+_SENTENCE_MAX = 600  # a claim's text in running text (an open claim is an issue's Actual)
 _METHOD_WORDS = {
     "ran": "running ART's own code",
     "read": "reading its source",
@@ -60,19 +61,13 @@ class Column:
     label: str  # e2a406a48, 0.5.23, a main commit
     checked_on: str
     newest: bool = False
-    # How its verdicts were reached: every method its claims name, strongest first
-    # ("modelled" alone: the column is artbot's model of that code, not the code).
-    methods: tuple[str, ...] = ()
 
     @property
     def heading(self) -> str:
-        """The column's heading: named for what was run or read there."""
-        if self.source == "audit":
-            if set(self.methods) <= {Method.modelled.value}:
-                return f"artbot's model of `{self.label}`"
-            return f"`{self.label}`, checked by artbot ({', '.join(self.methods)})"
+        """The column's heading: the release, or ART's main at a commit (the audit point,
+        artbot's model of the audit commit, stays in the record)."""
         if self.source == "release":
-            return f"openpipe-art {self.label}" + (" (newest checked)" if self.newest else "")
+            return f"openpipe-art {self.label}"
         return f"ART main `{self.label}`"
 
 
@@ -81,10 +76,12 @@ class Row:
     claim: str  # the claim id
     text: str  # the audit's words, one line, table-safe
     sentence: str  # the audit's words, one line, for running text
-    cells: tuple[str, ...]  # one per column: "reproduced (read)<br>at `art/x.py:12`", ...
     fixed_in: str | None  # the release from which this claim stays fixed
     fix: str = ""  # the Fixed-in cell: the release, its fixing lines and the upstream change
     has_fix: bool = False  # the record gives the fixing lines (ClaimResult.fix)
+    # One per column, short: "reproduced (ran)"; a figure in the claim's words that the ran
+    # check did not report is "modelled" in the same cell (see :func:`verdict_cell`).
+    verdicts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -151,7 +148,9 @@ def code_span(text: str, in_table: bool = True) -> str:
     it; ``in_table``: every ``|`` escaped too (GFM splits a table's cells before code spans)."""
     # A source line quoting artbot's marker prefix must not read as a marker in the body: a
     # zero-width space splits it (a code span shows its text as is, so "&lt;" would show).
-    flat = " ".join(text.split()).replace("<!--", "<!-\u200b-")
+    # Line breaks become spaces; spaces inside a line are kept (a "look for" string is copied
+    # byte for byte, and a code span shows them as they are).
+    flat = re.sub(r"\s*[\r\n]+\s*", " ", text.strip()).replace("<!--", "<!-\u200b-")
     longest = max((len(m) for m in re.findall(r"`+", flat)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if flat.startswith("`") or flat.endswith("`") or not flat else ""
@@ -208,24 +207,51 @@ def cell_text(text: str, limit: int = _DETAIL_MAX) -> str:
     return one_line(text, limit).translate(_INERT).replace("__", "\\_\\_")
 
 
-_NOT_CHECKED_RE = re.compile(r"^not checked\s*\((.*)\)$", re.S)
+# A number standing alone ("0.1 nats", "1e-8", "31 %"), not part of a name ("Qwen3", "4B"), a
+# line ("L4857", "_impl.py:4857", "388–395"), a version ("0.5.23") or a path.
+_NUMBER_RE = re.compile(r"(?<![\w.:/–-])\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w–]|\.\d)")
 
 
-def _cell(result: ClaimResult | None) -> str:
-    """One claim at one point: the verdict and how it was reached, what was measured, and
-    where in that code (``<br>`` between parts: GitHub shows it as a line break in a cell)."""
-    if result is None:
+def figures(text: str) -> list[float]:
+    """The numbers a text states (1e-8, 0.1, 31), as floats, in order."""
+    return [float(m.group()) for m in _NUMBER_RE.finditer(text)]
+
+
+# A measured figure: approximate ("about 0.1", "~0.1", "≈ 1e-5") or with a unit of what was
+# measured ("0.1 nats", "1.8 %", "4 x"); a bare number is an input or a constant of the code.
+_MEASURED_RE = re.compile(
+    r"(?:(?:about|roughly|around|~|≈)\s*(?P<a>[\d.e+-]+))"
+    r"|(?:(?P<b>(?<![\w.:/–-])\d+(?:\.\d+)?(?:e[-+]?\d+)?)\s*(?:nats?|%|x\b|×|times\b))"
+)
+
+
+def measured(text: str) -> list[float]:
+    """The measured figures a text states (see :data:`_MEASURED_RE`), as floats."""
+    out = []
+    for m in _MEASURED_RE.finditer(text):
+        found = figures(m.group("a") or m.group("b"))
+        out.extend(found[:1])
+    return out
+
+
+def unproduced(claim: str, detail: str) -> list[float]:
+    """The measured figures of ``claim`` that ``detail`` (what a check printed) does not
+    state: the claim's own figures a run of ART's code did not produce."""
+    said = figures(detail)
+    return [x for x in measured(claim) if not any(abs(x - y) <= 1e-9 * abs(x) for y in said)]
+
+
+def verdict_cell(result: ClaimResult | None, claim: str) -> str:
+    """One claim at one point, short: the verdict and its method. "ran" says ART's own code
+    produced it, so a figure in the claim that the run did not report is marked modelled."""
+    if result is None or result.verdict is ClaimVerdict.not_checked:
         return "not checked"
-    # A repro's detail may already read "not checked (why)": say it once.
-    why = _NOT_CHECKED_RE.sub(r"\1", result.detail.strip())
-    if result.verdict is ClaimVerdict.not_checked:
-        head = f"not checked ({cell_text(why, _CELL_MAX)})" if why else "not checked"
-    else:
-        method = f" ({result.method.value})" if result.method else ""
-        head = f"{result.verdict.value}{method}"
-        if why:
-            head += f": {cell_text(why, _CELL_MAX)}"
-    return "<br>".join([head, *(f"at {source_ref(line)}" for line in result.at)])
+    if result.method is None:
+        return result.verdict.value
+    cell = f"{result.verdict.value} ({result.method.value})"
+    if result.method is Method.ran and unproduced(claim, result.detail):
+        cell += "; the claim's figure: modelled, not from ART's code"
+    return cell
 
 
 def _fix_cell(
@@ -247,7 +273,7 @@ def _fix_cell(
         parts.append(change_text(fix.change, web_url))
     elif history is not None and fix.lines:
         paths = dict.fromkeys(line.path for line in fix.lines)
-        parts.append("change: not named by artbot; see " + ", ".join(map(history, paths)))
+        parts.append("change: see " + ", ".join(map(history, paths)))
     else:
         # Say what was not asked too: a record without a change never looked one up.
         parts.append(change_text(fix.change, web_url) if fix.change else "change not looked up")
@@ -262,14 +288,9 @@ def history_link(web_url: str, repository: str, source_root: str) -> Callable[[s
 
     def link(path: str) -> str:
         full = f"{root}/{path}" if root and root != source_root.rstrip("/") else path
-        return f"[the history of `{full}`]({base}{full})"
+        return f"[`{full}`'s history]({base}{full})"
 
     return link
-
-
-def _methods(point: StatusPoint | None) -> tuple[str, ...]:
-    found = {r.method for r in (point.claims.values() if point else ()) if r.method}
-    return tuple(m.value for m in Method if m in found)
 
 
 def _claims(finding: Finding, status: ItemStatus) -> list[Claim | str]:
@@ -286,14 +307,14 @@ def _columns(status: ItemStatus) -> list[tuple[Column, StatusPoint]]:
     releases = status.releases()
     out: list[tuple[Column, StatusPoint]] = []
     if audit is not None:
-        out.append((Column("audit", audit.label, audit.checked_on, methods=_methods(audit)), audit))
+        out.append((Column("audit", audit.label, audit.checked_on), audit))
     if releases:
         newest = releases[-1]
-        column = Column("release", newest.label, newest.checked_on, True, _methods(newest))
+        column = Column("release", newest.label, newest.checked_on, True)
         out.append((column, newest))
     main = status.main
     if main is not None:
-        out.append((Column("main", main.label, main.checked_on, methods=_methods(main)), main))
+        out.append((Column("main", main.label, main.checked_on), main))
     return out
 
 
@@ -331,11 +352,11 @@ def status_view(
             Row(
                 claim=cid,
                 text=cell_text(text, _CLAIM_MAX),
-                sentence=one_line(text, _CLAIM_MAX),
-                cells=tuple(_cell(point.claims.get(cid)) for _, point in columns),
+                sentence=one_line(text, _SENTENCE_MAX),
                 fixed_in=fixed_in,
                 fix=_fix_cell(fixed_in, at_fix, web_url, history),
                 has_fix=at_fix is not None and at_fix.fix is not None,
+                verdicts=tuple(verdict_cell(point.claims.get(cid), text) for _, point in columns),
             )
         )
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..records.catalog import Catalog
 from ..records.models import ObservedIssue
-from ..render.issue import RenderedIssue, render_checklist
+from ..render.issue import RenderedIssue, dating_sentence, render_checklist
 from ..render.prepare import render_all
 from ..report.results import Journal, Result
 from ..tracking.block import compose
@@ -66,7 +66,10 @@ def block_renderer(catalog: Catalog) -> RenderBlock:
 
     def render(entries: Any, record: Any, requests: Any, logins: Sequence[str]) -> str:
         return compose(
-            render_checklist(entries, catalog.audit, templates, record, requests), logins
+            render_checklist(
+                entries, catalog.audit, templates, record, requests, dating_sentence(catalog)
+            ),
+            logins,
         )
 
     return render

@@ -83,20 +83,21 @@ def _found_in(finding: Finding) -> dict[str, str | None]:
 
 def fixed_fields(view: StatusView | None) -> dict[str, str | None]:
     """The checklist line's release fields from the recorded status: fixed in, partly fixed
-    in, or (no claim fixed) still present in the newest release checked."""
+    in (with what remains, when it is one claim), or (no claim fixed) still present in the
+    newest release checked."""
     if view is None:
         return {}
     if view.fixed_in:
         return {"fixed_in": view.fixed_in}
     firsts = sorted((r.fixed_in for r in view.fixed if r.fixed_in), key=lambda v: _version_key(v))
     if firsts:
-        return {"partly_fixed_in": firsts[0]}
+        return {"partly_fixed_in": firsts[0], "remaining": view.title}
     return {"present_in": view.newest} if view.remaining and view.newest else {}
 
 
 def filed_as(view: StatusView | None) -> dict[str, str | None]:
     """What ``Create`` records of the status: fixed or partly fixed in (not 'present in')."""
-    return {k: v for k, v in fixed_fields(view).items() if k != "present_in"}
+    return {k: v for k, v in fixed_fields(view).items() if k not in ("present_in", "remaining")}
 
 
 def _version_key(version: str) -> tuple[Any, ...]:

@@ -92,6 +92,19 @@ class AnchorDating(_Strict):
             parts += f"; {_listed(later, before)}, {_listed(earlier, after)}"
         return f"{self.audit} {where}: {parts}"
 
+    def short(self) -> str:
+        """The audit's place in a few words, for an issue's Versions line (the anchors that
+        decide it are in :meth:`sentence`, which the tracking issue states once), e.g. "after
+        0.5.20, before 0.5.21"."""
+        after, before = self.place()
+        if after and before:
+            return f"after {after}, before {before}"
+        if after:
+            return f"after {after}"
+        if before:
+            return f"before {before}"
+        return "not placed among the releases by its anchors"
+
     def with_release(self, release: ReleaseAnchors) -> AnchorDating:
         """This record with ``release`` added or replaced, releases in version order."""
         kept = [r for r in self.releases if r.label != release.label] + [release]

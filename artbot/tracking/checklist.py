@@ -71,6 +71,9 @@ class ChecklistEntry:
     present_in: str | None = None
     # For artbot's own follow-up (not an audit item): the audit item it follows. Listed apart.
     follows: int | None = None
+    # While partly fixed: what remains, when it is one claim (its symptom, e.g. item 9's
+    # question), so the line says what is still open rather than the fixed part.
+    remaining: str | None = None
 
     def __post_init__(self) -> None:
         # A newline in a title or note would end the task-list line and break the list.
@@ -78,6 +81,10 @@ class ChecklistEntry:
             raise ValueError(f"item must be >= 1, got {self.item}")
         if not self.title.strip() or _has_newline(self.title):
             raise ValueError(f"item {self.item}: title must be one non-empty line")
+        if self.remaining is not None and (
+            not self.remaining.strip() or _has_newline(self.remaining)
+        ):
+            raise ValueError(f"item {self.item}: remaining must be one non-empty line")
         if self.note is not None and (not self.note.strip() or _has_newline(self.note)):
             raise ValueError(f"item {self.item}: note must be one non-empty line")
         for version in (self.fixed_in, self.partly_fixed_in, self.present_in):

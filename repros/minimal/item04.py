@@ -1,9 +1,6 @@
-"""Item 4: the LM head's GEMM stores BF16 logits; the FP32 log-softmax after it cannot undo that.
-
-ART at e2a406a48, src/art/trainer_rank/_impl.py#L5948-L5971 (ART's own code:
-TrainerRank._local_logits_from_hidden_rows): `logits, _ = output_layer(hidden, ...)` gives BF16
-logits, later `.float()`ed for log_z and the target logprob. This models that head on its own,
-so it runs without ART. ARTBOT_FIX=1 applies what the suggested check tests: FP32 logits.
+"""Item 4: the LM head's GEMM stores BF16 logits (e2a406a48
+trainer_rank/_impl.py#L5948-L5971); this models that head without ART. ARTBOT_FIX=1: FP32
+logits.
 """
 
 import os
@@ -11,9 +8,8 @@ import os
 import torch
 
 FIX = os.environ.get("ARTBOT_FIX") == "1"
-# Smaller than the full script's head (vocab 32768): vocab 8192, hidden 2560, 128 tokens, each
-# with 32 candidate logits: the top one uniform on [35, 47), the others min(s_t * G_k, 30) below
-# it, G_k a running sum of Exp(1), s_t = 2.87 * exp(N(0, 1)) (2.87: the full script's calibration).
+# 128 tokens, 32 candidate logits each: the top one in [35, 47), the others min(s_t * G_k, 30)
+# below it (G_k: running sums of Exp(1); s_t = 2.87 exp(N(0, 1)), the full script's calibration).
 V, H, T, C = 8192, 2560, 128, 32
 g = torch.Generator().manual_seed(0)
 weight = (torch.randn(V, H, generator=g) / H**0.5).bfloat16().float()

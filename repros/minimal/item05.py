@@ -1,13 +1,6 @@
-"""Item 5: TrainerRank sums the LoRA gradient of every backward call in BF16.
-
-ART at e2a406a48, src/art/trainer_rank/_versions.py#L43-L51 and #L270-L274: each call's gradient
-is added to the BF16 staged gradient / param.grad (`current.add_(gradient.detach())`) and upcast
-only at optim_step. _versions.py is in no release; in openpipe-art 0.5.23 the LoRA leaves are
-made in the base weight's dtype (megatron/lora.py#L640-L641), backward calls add into their BF16
-.grad, and the first FP32 copy is at the step (trainer_rank/_impl.py#L3313,
-`param.grad.detach().float()`). Here torch's own AccumulateGrad does the BF16
-`param.grad += grad` on a BF16 leaf, so this runs without ART. ARTBOT_FIX=1 applies the
-suggested fix: an FP32 LoRA leaf.
+"""Item 5: each backward call's LoRA gradient is added in BF16 (e2a406a48
+trainer_rank/_versions.py#L43-L51); torch's AccumulateGrad on a BF16 leaf does the same here,
+without ART. ARTBOT_FIX=1: an FP32 LoRA leaf.
 """
 
 import os

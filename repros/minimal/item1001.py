@@ -39,4 +39,14 @@ rewards = [0.22, 0.22, 0.22 + 2e-12]  # equal up to float noise: one and the sam
 advantages = compute_advantages(rewards)
 print(f"rewards {rewards}{' (fix applied)' if FIX else ''}:")
 print(f"advantages {[round(a, 4) for a in advantages]}")
+# How often: groups of n: n - 1 rewards r = k/1000 (k = 1..1000) and one r + 2e-12.
+hits = {
+    n: sum(
+        max(map(abs, compute_advantages([k / 1000] * (n - 1) + [k / 1000 + 2e-12]))) > 0.5
+        for k in range(1, 1001)
+    )
+    for n in (3, 4, 8)
+}
+shown = ", ".join(f"{hit} (n = {n})" for n, hit in hits.items())
+print(f"rewards k/1000, one member + 2e-12: full-scale advantages for {shown} of 1000")
 print("verdict: " + ("fixed" if max(abs(a) for a in advantages) <= 1e-6 else "reproduced"))

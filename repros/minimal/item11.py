@@ -1,10 +1,6 @@
-"""Item 11: the LoRA delta is added to the BF16 base in BF16; early on, most of it rounds away.
-
-ART at e2a406a48, src/art/megatron/lora.py#L1019-L1020 and #L1414, roughly:
-    out = (x @ a_t) @ b_t  # then out * scale, all BF16 (LoRA.forward)
-    return base_output + lora_output, bias_output  # BF16 + BF16
-This models that forward on its own, so it runs without ART. The audit suggests probably leaving
-it; its test is ARTBOT_FIX=1 here: the same delta added in FP32.
+"""Item 11: the LoRA delta is added to the BF16 base in BF16 (e2a406a48
+megatron/lora.py#L1019-L1020, #L1414); this models that forward without ART. ARTBOT_FIX=1: the
+same delta added in FP32.
 """
 
 import os
