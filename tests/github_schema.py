@@ -36,7 +36,7 @@ from artbot.sandbox import API_VERSION, SentResponse
 
 PACKAGE = "githubkit_schemas.v" + API_VERSION.replace("-", "_")
 # The githubkit modules holding the endpoints the sandbox serves.
-REST_MODULES = ("issues", "repos", "users", "rate_limit", "reactions")
+REST_MODULES = ("issues", "repos", "users", "rate_limit")
 _DOCSTRING_ENDPOINT = re.compile(r"^\s*(GET|POST|PATCH|PUT|DELETE) (/\S*)\s*$", re.M)
 
 

@@ -87,12 +87,12 @@ def test_sync_without_any_tracking_issue_changes_no_body(art: GitHubSandbox, roo
 def test_a_wrong_tracking_issue_is_exit_2_before_any_identity_question(
     art: GitHubSandbox, root: Path
 ) -> None:
-    """#32.2: once artbot has filed issues, with a token GitHub will not name (GET /user 403),
+    """#32.2: once artbot has filed issues, with another token (an App's),
     `--tracking-issue 9999` (or 1108, a finding's issue) is one line and exit 2, dry run or
     not, before any question of identity and with no PyGithub line."""
     assert artbot(art, root, "open", "--item", "5", "--item", "7").exit_code == 0
-    art.login = "artbot-app[bot]"  # the sandbox answers GET /user with 403 for a [bot] login
-    (root / ".artbot" / "cache.json").unlink()  # a fresh runner: no remembered identity
+    art.login = "artbot-app[bot]"
+    (root / ".artbot" / "cache.json").unlink()  # a fresh runner
     art.requests.clear()
     for number, says in ((9999, "tracking issue #9999 does not exist"), (1108, "#1108 is not")):
         for extra in ((), ("--dry-run",)):

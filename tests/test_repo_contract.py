@@ -124,11 +124,6 @@ def test_a_second_parent_is_refused_unless_replacing(repo: Repo) -> None:
     assert [i.number for i in repo.list_sub_issues(first)] == []
 
 
-def test_login_names_the_writer(repo: Repo) -> None:
-    login = repo.login()
-    assert login is None or (isinstance(login, str) and login)
-
-
 def test_permission_of_the_owner_the_writer_and_a_stranger(repo: Repo) -> None:
     login = repo.create_issue("x", "x", []).author  # the login artbot writes as
     assert login

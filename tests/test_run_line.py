@@ -22,6 +22,7 @@ from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.block import TrackingBlock
 from artbot.tracking.checklist import read_block
+from artbot.tracking.record import read_record
 from artbot.tracking.subissues import SubIssueRecord
 from tests.test_apply import CANARY, NAME, OWNER, TRACKING, art, root, writes  # noqa: F401
 
@@ -176,7 +177,7 @@ def test_open_and_sync_make_the_items_issues_sub_issues_in_item_order(
     assert art.sub_issues(OWNER, NAME, TRACKING) == [eight, seven]  # appended as filed
     sync(catalog, repo, TRACKING)
     assert art.sub_issues(OWNER, NAME, TRACKING) == [1108, 1109, 1110, seven, eight]
-    record = SubIssueRecord.find(block_of(art))
+    record = read_record(block_of(art)).sub_issues
     assert record == SubIssueRecord(added=(1108, 1109, 1110, seven, eight))
     art.requests.clear()
     again = sync(catalog, repo, TRACKING)

@@ -22,6 +22,7 @@ from ..render.issue import RenderedIssue, render_checklist
 from ..render.prepare import render_all
 from ..report.results import Journal, Result
 from ..tracking.block import compose
+from ..tracking.record import Memory
 from ..tracking.requests import panel
 from .actions import Plan
 from .execute import Execution, RenderBlock, execute
@@ -65,9 +66,8 @@ def block_renderer(catalog: Catalog) -> RenderBlock:
     templates = catalog.root / "templates"
 
     def render(entries: Any, record: Any, requests: Any, logins: Sequence[str]) -> str:
-        return compose(
-            render_checklist(entries, catalog.audit, templates, record, requests), logins
-        )
+        checklist = render_checklist(entries, catalog.audit, templates, record, requests)
+        return compose(checklist, Memory(tuple(logins), record, requests.note))
 
     return render
 
@@ -124,7 +124,7 @@ def run(
         items=ask.items,
         status_texts=status_texts(catalog, found, views) if sync else None,
         notes=notes,
-        logins=identity.known(),
+        logins=snap.configured,
         replace_parent=ask.replace_parent,
     )
     plan = plan_run(want, snap)
@@ -143,7 +143,7 @@ def run(
         catalog,
         plan,
         journal,
-        identity,
+        snap.logins,
         render_block,
         rendered,
         views,

@@ -13,10 +13,9 @@ sub-issue writes, which sit beside the checklist and never in its way. Stopping 
 by a failure, ``--max-writes`` or a crash, is safe, because every write path survives it and
 the next run's observe and plan pick up what is left:
 
-- before the first create on a tracking issue that records no identity, a token GitHub will
-  not name (``GET /user`` refused) learns its login from a reaction and records it in the block
-  (:func:`record_identity_first`), so an issue created right before a crash is placed by the next
-  run without ``--author`` (``tests/test_hardening_smaller.py``);
+- artbot's login is configured, never learnt while writing: a create whose author is not one
+  of artbot's logins stops the run (exit 1) before anything else, so a misconfigured run
+  files at most one issue and the next run, configured, finds it by its marker;
 - issues are found by marker before anything is created, so a rerun never files twice; a
   create that fails is looked for before it counts as failed (a 502 after the write, a
   dropped connection: GitHub is the source of truth), and a POST is never sent twice blind;
@@ -25,7 +24,7 @@ the next run's observe and plan pick up what is left:
   (:class:`~artbot.run.actions.CloseCopies`);
 - the tracking issue's body is re-read right before it is written and the block is applied
   to that fresh body, with the ticks found there, so a human's edit made meanwhile is kept;
-- an issue is artbot's only if its marker sits in the owned region and an identity artbot
+- an issue is artbot's only if its marker sits in the owned region and a login artbot
   writes as wrote it (:mod:`artbot.tracking.ownership`); anything else with a marker is
   reported and never written to or closed;
 - the tracking issue is checked before the first write (it exists, is an issue, is not
@@ -49,7 +48,7 @@ the next run's observe and plan pick up what is left:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, assert_never
 
 from ..errors import ArtbotError, RemoteError, SubIssuesUnavailable
@@ -59,9 +58,9 @@ from ..records.models import ObservedIssue
 from ..render.issue import RenderedIssue
 from ..render.status_view import StatusView
 from ..report.results import Journal, Result
-from ..tracking.block import TrackingBlock, apply, compose
-from ..tracking.checklist import ChecklistEntry, read_block
-from ..tracking.ownership import claim, recorded_logins
+from ..tracking.block import TrackingBlock, apply
+from ..tracking.checklist import ChecklistEntry
+from ..tracking.ownership import claim
 from ..tracking.requests import Panel, panel
 from ..tracking.subissues import AddSubIssue, MoveSubIssue, RemoveSubIssue, SubIssueRecord
 from .actions import (
@@ -82,7 +81,6 @@ from .actions import (
     UpdateChecklist,
     Write,
 )
-from .identity import Identity, learn, learn_from_new
 from .issues import canonical, duplicates, filed_body, with_filed
 from .subissue_writes import (
     SubIssueProgress,
@@ -120,7 +118,7 @@ class Execution:
     catalog: Catalog
     plan: Plan
     journal: Journal
-    identity: Identity
+    logins: tuple[str, ...]  # whose marked issues are artbot's
     render_block: RenderBlock
     rendered: dict[int, RenderedIssue]
     views: dict[int, StatusView | None]
@@ -255,17 +253,15 @@ def _create(ex: Execution, action: Create) -> list[Result]:
     repo, audit, item = ex.repo, ex.catalog.audit, action.item
     issue = ex.rendered[item]
     body = filed_body(issue.body, ex.views.get(item))
-    out = record_identity_first(ex)
+    out: list[Result] = []
     ex.spend()
     try:
         created = repo.create_issue(issue.title, body, list(issue.labels))
     except RemoteError:
         # The create may have taken effect before the error (a 502 after the write, a dropped
         # connection). GitHub is the source of truth: look before deciding it failed.
-        before = {i.number for i in ex.observed}
         listed = repo.list_issues(list(audit.labels))
-        learn_from_new(repo, audit, ex.identity, listed, before, item)
-        ex.observed, _ = claim(listed, audit, ex.identity.all(), ex.tracking)
+        ex.observed, _ = claim(listed, audit, ex.logins, ex.tracking)
         found = canonical(ex.observed, audit)
         if item not in found:
             raise
@@ -273,8 +269,13 @@ def _create(ex: Execution, action: Create) -> list[Result]:
         line = f"item {item}: the create failed but had taken effect as #{created.number}"
         out.append(Result.done(line, kind="Create", item=item, issue=created.number))
     else:
-        if created.author and not ex.identity.login:
-            learn(repo, ex.identity, created.author)  # what this token writes as, for free
+        if created.author and created.author.casefold() not in {x.casefold() for x in ex.logins}:
+            raise ArtbotError(
+                f"item {item}: GitHub filed #{created.number} as @{created.author}, but artbot "
+                f"is configured to write as {', '.join('@' + x for x in ex.logins)}: set "
+                f"--author {created.author} (or login in findings/audit.yaml); the next run "
+                "finds the issue by its marker"
+            )
         ex.observed.append(created)
         line = f"item {item}: filed #{created.number} {created.html_url}"
         out.append(Result.done(line, kind="Create", item=item, issue=created.number))
@@ -289,46 +290,12 @@ def _create(ex: Execution, action: Create) -> list[Result]:
     return out
 
 
-def record_identity_first(ex: Execution) -> list[Result]:
-    """Before the first create on a tracking issue that records no identity: learn who the
-    token writes as (this run's ``GET /user`` if it asked, else the user of a reaction on the
-    tracking issue: ``GET /user`` refuses an installation token) and record it in the block,
-    so that a crash right after the create leaves an issue the next run can place without
-    ``--author``. Once per tracking issue: the record is there from then on."""
-    if ex.tracking is None or (ex.block is not None and ex.block.logins):
-        return []
-    login = ex.identity.login
-    if not login:
-        ex.spend()
-        login, reaction = ex.repo.react(ex.tracking)
-        if reaction is not None:
-            ex.spend()  # stopped here, the reaction stays: the next run's is the same one
-            ex.repo.unreact(ex.tracking, reaction)
-        if not login:
-            return []
-        learn(ex.repo, ex.identity, login)
-    fresh = ex.repo.get_issue(ex.tracking, fresh=True)
-    same = ex.block is not None and fresh.body == ex.tracking_body
-    text = read_block(fresh.body)  # only the identity is read here; the block is parsed once
-    if login in recorded_logins(text):
-        return []
-    ex.spend()
-    record = compose(text or "", (*recorded_logins(text), login))
-    body = apply(fresh.body, record)
-    ex.repo.edit_issue(ex.tracking, body=body)
-    if same and ex.block is not None:  # the last write starts from this body, not re-read
-        ex.tracking_body = body
-        ex.block = replace(ex.block, text=read_block(body), logins=recorded_logins(record))
-    about = {"kind": "RecordIdentity", "issue": ex.tracking}
-    return [Result.done(f"recorded artbot's identity (@{login}) in #{ex.tracking}", **about)]
-
-
 def _close_copies(ex: Execution, action: CloseCopies) -> list[Result]:
     """Read the list again (the issues just filed are kept too, in case the list does not
     show them yet) and close any second issue of an item just filed."""
     audit = ex.catalog.audit
     listed = ex.repo.list_issues(list(audit.labels))
-    listed, _ = claim(listed, audit, ex.identity.all(), ex.tracking)
+    listed, _ = claim(listed, audit, ex.logins, ex.tracking)
     numbers = {i.number for i in listed}
     ex.observed = [*listed, *(i for i in ex.observed if i.number not in numbers)]
     out = []
@@ -391,7 +358,7 @@ def _write_block(ex: Execution, number: int) -> Result:
     else:
         requests = panel(entries, now.ticked, now.note, now.declined)
     record = ex.progress.record(now.record) if ex.progress else now.record
-    logins = now.with_logins((*planned.logins, *ex.identity.known()))
+    logins = now.with_logins(planned.logins)
     ex.checklist = ex.render_block(entries, record, requests, logins)
     body = apply(fresh.body, ex.checklist)
     about = {"kind": "UpdateChecklist", "issue": number}

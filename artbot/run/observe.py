@@ -5,7 +5,8 @@ In order, and each only when the run needs it: the issues carrying the audit's l
 list call: artbot never searches, the index lags writes); the tracking issue (from that list,
 else read) checked before anything else, so a wrong ``--tracking-issue`` is exit 2 before any
 question of identity; its block, parsed once (:class:`artbot.tracking.block.TrackingBlock`);
-artbot's identity (:mod:`artbot.run.identity`); which labels exist, when the run would use
+artbot's logins (:mod:`artbot.run.identity`: as configured, and those the block's record
+keeps); which labels exist, when the run would use
 one artbot has not seen; the ticked requests, with the edit's sender's permission when a tick
 applies and a re-check's verification when one is asked for; the tracking issue's
 sub-issues, when their summary disagrees with the block's record; and the comments on the
@@ -29,7 +30,7 @@ from ..status import load_status
 from ..tracking.block import TrackingBlock
 from ..tracking.ownership import Foreign, check_tracking, claim, seed_title, tracking_by_label
 from ..tracking.requests import WRITE_PERMISSIONS, Asked, EditEvent, sort_ticks
-from .identity import Identity, establish
+from .identity import Identity
 from .issues import canonical, checklist_entries
 from .subissue_writes import Listed, observe_sub_issues, wanted_sub_issues
 
@@ -69,6 +70,8 @@ class Snapshot:
     verified: Verified | None = None
     rechecked: bool = False  # the re-check request is carried out by ``verified``
     warnings: tuple[str, ...] = ()
+    logins: tuple[str, ...] = ()  # whose marked issues are artbot's (the record's, configured)
+    configured: tuple[str, ...] = ()  # the logins configured for this run (artbot writes as)
 
     @property
     def number(self) -> int | None:
@@ -121,8 +124,10 @@ def observe(
     if number is None and ask.command == "sync":
         number = tracking_by_label(listed, audit)
     tracking, block = preflight(repo, number, listed, catalog) if number else (None, None)
-    establish(repo, audit, identity, listed, number, block.logins if block else ())
-    issues, foreign = claim(listed, audit, identity.all(), number)
+    # artbot's logins: as configured, and those the record keeps from earlier configurations.
+    configured = identity.configured(audit)
+    logins = tuple(dict.fromkeys((*(block.logins if block else ()), *configured)))
+    issues, foreign = claim(listed, audit, logins, number)
     warnings: list[str] = []
     entries = checklist_entries(catalog.findings, issues, audit)
     asked = None
@@ -152,7 +157,7 @@ def observe(
     about = _commented(catalog.findings, found, views, verified) if ask.command == "sync" else []
     # A marker counts only in a comment artbot wrote: by its identity, or by the issue's author
     # (the issue is artbot's, so its author is one of artbot's identities).
-    ours = {a.casefold() for a in identity.all()}
+    ours = {a.casefold() for a in logins}
     authors = {i.number: (i.author or "").casefold() for i in found.values()}
     comments = {
         n: tuple(
@@ -174,6 +179,8 @@ def observe(
         verified,
         rechecked,
         tuple(warnings),
+        logins,
+        configured,
     )
 
 

@@ -20,7 +20,6 @@ JSON GitHub answers with), :mod:`.routes` (endpoints, lookups, mutations), :mod:
 sub-issue endpoints; ``sub_issues=False`` for a GitHub Enterprise Server without them),
 :mod:`.collaborators` (a login's permission on a repository, set with ``set_permission``),
 :mod:`.commits` (compare, commits and a commit's pull requests, read-only, seeded by tests),
-:mod:`.reactions` (an issue's reactions, added and deleted: who a token writes as),
 :mod:`.transcript` (the responses sent, as :class:`SentResponse`),
 :mod:`.server` (HTTP server, lifecycle, seeding, faults and rate limits, :func:`serve`).
 """

@@ -23,7 +23,6 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from .collaborators import _CollaboratorRoutes
 from .commits import _CommitRoutes
 from .faults import _Faults
-from .reactions import _ReactionRoutes
 from .routes import _Call, _Outcome, _Reply
 from .state import (
     ANONYMOUS_RATE_LIMIT,
@@ -114,7 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
 # --- the sandbox -------------------------------------------------------------------------
 
 
-class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _ReactionRoutes):
+class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes):
     """A local GitHub REST API on 127.0.0.1; use as a context manager or start()/stop().
 
     The socket is bound at construction, so :attr:`api_url` is known before :meth:`start`.
@@ -178,7 +177,6 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _ReactionRoutes
         self._next_id = 1
         self._faults: list[Fault] = []
         self._roles: dict[tuple[str, str], str] = {}  # collaborators.py
-        self._issue_reactions: dict[tuple[str, int], dict[int, tuple[str, str, str]]] = {}
         self._buckets: dict[str, _Bucket] = {}
         self._request_count = 0
 
