@@ -45,7 +45,7 @@ def block(
     filed: set[int], keep: frozenset[Request] | set[Request] = frozenset(), note: Note | None = None
 ) -> str:
     es = entries(filed)
-    text = render_checklist(es, CATALOG.audit, REPO / "templates", None, panel(es, keep, note))
+    text = render_checklist(es, CATALOG.audit, REPO / "templates", panel(es, keep, note))
     return compose(text, Memory(note=note))
 
 

@@ -256,10 +256,6 @@ class GitHubRepo:
             raise BadInput(f"#{number} is a pull request, not an issue")
         return ObservedIssue.from_json(data)
 
-    def existing_labels(self) -> set[str]:
-        data, _ = self._get(f"{self._url}/labels", {"per_page": 100})
-        return {d["name"] for d in data}
-
     def permission(self, login: str) -> str:
         """``login``'s permission (admin, write, read or none), asked unconditionally: it
         decides whether a tick on the tracking issue is carried out. Not a collaborator, or
@@ -321,13 +317,20 @@ class GitHubRepo:
         with _sub_issues():
             return [ObservedIssue.from_json(d) for d in self._pages(url, params)]
 
-    def add_sub_issue(self, number: int, sub_issue_id: int, *, replace_parent: bool) -> None:
+    def add_sub_issue(
+        self, number: int, sub_issue_id: int, *, replace_parent: bool
+    ) -> ObservedIssue | None:
+        """Make the issue ``sub_issue_id`` a sub-issue of #number; GitHub answers with #number
+        as it is then (None if the answer is not an issue)."""
         # By id, not number (GitHub's rule); replace_parent only when asked for.
         body: dict[str, Any] = {"sub_issue_id": sub_issue_id}
         if replace_parent:
             body["replace_parent"] = True
         with _sub_issues():
-            self._request("POST", f"{self._url}/issues/{number}/sub_issues", input=body)
+            data, _ = self._request("POST", f"{self._url}/issues/{number}/sub_issues", input=body)
+        if not isinstance(data, dict) or data.get("number") != number:
+            return None
+        return ObservedIssue.from_json(data)
 
     def remove_sub_issue(self, number: int, sub_issue_id: int) -> None:
         body = {"sub_issue_id": sub_issue_id}

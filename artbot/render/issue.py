@@ -350,13 +350,11 @@ def render_checklist(
     entries: Sequence[Any],
     audit: Audit,
     templates_dir: Path,
-    sub_issues: Any = None,
     panel: Any = None,
 ) -> str:
-    """The inner lines of the tracking issue's managed block; ``sub_issues`` is the
-    :class:`artbot.tracking.subissues.SubIssueRecord` kept in it (None: no sub-issue line),
-    ``panel`` the :class:`artbot.tracking.requests.Panel` of requests (None: every request
-    offered, unticked)."""
+    """The visible lines of the tracking issue's managed block, checklist and Requests;
+    ``panel`` is the :class:`artbot.tracking.requests.Panel` of requests (None: every request
+    offered, unticked). :func:`artbot.tracking.block.compose` adds the rest."""
     from ..tracking.requests import panel as requests_panel
 
     env = environment(templates_dir)
@@ -364,7 +362,6 @@ def render_checklist(
         return env.get_template("checklist.md.j2").render(
             entries=entries,
             audit_commit=audit.commit,
-            sub_issues=sub_issues,
             panel=panel if panel is not None else requests_panel(entries, (), None),
         )
     except jinja2.TemplateError as exc:

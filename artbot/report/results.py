@@ -27,15 +27,15 @@ class Result:
 
     @classmethod
     def done(cls, line: str, action: Any = None, **kw: Any) -> Result:
-        return cls("done", line, **_about(action), **kw)
+        return cls("done", line, **{**_about(action), **kw})
 
     @classmethod
     def skipped(cls, line: str, action: Any = None, **kw: Any) -> Result:
-        return cls("skipped", line, **_about(action), **kw)
+        return cls("skipped", line, **{**_about(action), **kw})
 
     @classmethod
     def failed(cls, line: str, action: Any = None, **kw: Any) -> Result:
-        return cls("failed", line, **_about(action), **kw)
+        return cls("failed", line, **{**_about(action), **kw})
 
     def text(self) -> str:
         return self.line if self.status == "done" else f"{self.status}: {self.line}"

@@ -208,25 +208,26 @@ def add(repo: Repo, progress: SubIssueProgress, action: AddSubIssue, warn: Warn)
 
 def add_filed(
     repo: Repo, progress: SubIssueProgress, item: int, issue: ObservedIssue, warn: Warn
-) -> Result | None:
-    """Make an issue this run filed a sub-issue. A new issue has no parent, so a refusal is
-    GitHub's cap or an error: warned about, and the next sync settles it."""
+) -> tuple[Result | None, ObservedIssue | None]:
+    """Make an issue this run filed a sub-issue; with GitHub's answer, the tracking issue as it
+    is then. A new issue has no parent, so a refusal is GitHub's cap or an error: warned
+    about, and the next sync settles it."""
     parent = progress.parent
     if issue.sub_issues is None or issue.id is None:
         warn(unavailable_warning(parent))  # the payload has no summary: no sub-issues here
-        return None
+        return None, None
     try:
-        repo.add_sub_issue(parent, issue.id, replace_parent=False)
+        answer = repo.add_sub_issue(parent, issue.id, replace_parent=False)
     except SubIssuesUnavailable:
         warn(unavailable_warning(parent))
-        return None
+        return None, None
     except RemoteError as exc:
         warn(f"item {item}: #{issue.number} not added to #{parent}'s sub-issues: {exc}")
-        return None
+        return None, None
     progress.filed.append(issue.number)
     progress.ids[issue.number] = issue.id
     line = f"item {item}: added #{issue.number} to #{parent}'s sub-issues"
-    return Result.done(line, kind="AddSubIssue", item=item, issue=issue.number)
+    return Result.done(line, kind="AddSubIssue", item=item, issue=issue.number), answer
 
 
 def place_filed(

@@ -18,7 +18,7 @@ rules are :mod:`artbot.tracking.checklist`'s). Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .checklist import ChecklistEntry, apply_block, read_block
@@ -69,12 +69,31 @@ class TrackingBlock:
         return tuple(dict.fromkeys((*self.logins, *logins)))
 
 
-def compose(checklist: str, memory: Memory) -> str:
-    """The block's text: the rendered checklist (lines, Requests), then the record."""
+def compose(checklist: str, memory: Memory, items: Mapping[int, int] | None = None) -> str:
+    """The block's text: the rendered checklist (lines, Requests), a note for each item's
+    issue (``items``: issue -> item, in checklist order) a person removed from the sub-issues
+    or that has another parent, then the record."""
+    record, items = memory.sub_issues, items or {}
+    notes = []
+    if record is not None:
+        parents = record.parents
+        notes += [
+            f"_Sub-issues: #{n} (item {item}) was removed from this issue's sub-issues by hand, "
+            "so artbot leaves it out; add it back to have it tracked again._"
+            for n, item in items.items()
+            if n in record.removed
+        ]
+        notes += [
+            f"_Sub-issues: #{n} (item {item}) already has the parent issue {parents[n]}, so "
+            "artbot did not move it (`artbot sync --replace-parent` would)._"
+            for n, item in items.items()
+            if n in parents
+        ]
     line = memory.line()
-    if not line:
+    tail = "".join(f"\n{note}\n" for note in notes) + (f"\n{line}\n" if line else "")
+    if not tail:
         return checklist
-    return checklist + ("" if checklist.endswith("\n") or not checklist else "\n") + line + "\n"
+    return checklist.rstrip("\n") + "\n" + tail
 
 
 def apply(body: str | None, text: str) -> str:
