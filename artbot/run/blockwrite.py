@@ -21,9 +21,9 @@ from ..tracking.block import TrackingBlock, apply, compose
 from ..tracking.checklist import read_block
 from ..tracking.record import Memory, read_record
 from ..tracking.requests import Request
+from ..tracking.subissues import REF
 from .subissue_writes import SubIssueProgress
 
-REF = 2**40  # beyond any issue number GitHub gives
 _TICK_RE = re.compile(r"^([ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+\[)([ xX])(\].*)$")
 _REQUEST_RE = re.compile(r"<!-- artbot:request ((?:file|decline)=[1-9][0-9]{0,5}|recheck) -->")
 _DECLINED_RE = re.compile(r"<!-- artbot:declined ([1-9][0-9]{0,5}) -->")

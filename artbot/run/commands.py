@@ -14,7 +14,7 @@ another :class:`~artbot.run.observe.Scope`. A dry run stops after the plan.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..records.catalog import Catalog
@@ -26,6 +26,7 @@ from ..tracking.block import TrackingBlock, compose
 from ..tracking.record import Memory
 from ..tracking.requests import panel
 from .actions import BlockPlan, Plan
+from .blockwrite import REF
 from .execute import Budget, Execution, References, execute
 from .identity import Identity
 from .issues import canonical
@@ -165,9 +166,11 @@ def _progress(snap: Snapshot, plan: Plan, *, planned: bool) -> SubIssueProgress 
         return None
     listed = snap.sub_issues if isinstance(snap.sub_issues, tuple) else ()
     record = plan.block.record
+    if record is not None:  # what is known to happen: the issues filed are added once they are
+        record = replace(record, added=tuple(n for n in record.added if n < REF))
     progress = SubIssueProgress.start(
         snap.tracking.number,
-        plan.block.record,
+        record,
         snap.block.record if snap.block else None,
         listed,
         snap.issues,

@@ -329,9 +329,9 @@ def _sub_issue(ex: Execution, action: AddSubIssue | RemoveSubIssue | MoveSubIssu
             if issue is None:
                 return []
             added, parent = add_filed(ex.repo, progress, action.item, issue, ex.warn)
-            placed = place_filed(ex.repo, progress, action.item, issue.number, ex.warn, spend)
-            refs.tracking_body = parent.body if parent is not None and not placed else None
-            return [added, *placed]
+            place_filed(progress, action.item, issue.number)
+            refs.tracking_body = parent.body if parent is not None else None
+            return [added]
         return [add(ex.repo, progress, action, ex.warn)]
     except SubIssuesUnavailable:
         progress.unavailable = True

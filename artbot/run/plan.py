@@ -28,7 +28,14 @@ from ..tracking.block import TrackingBlock
 from ..tracking.checklist import ChecklistEntry
 from ..tracking.ownership import NO_TRACKING
 from ..tracking.requests import Request
-from ..tracking.subissues import WRITES, AddSubIssue, NoSubIssues, SubIssueRecord
+from ..tracking.subissues import (
+    WRITES,
+    AddSubIssue,
+    MoveSubIssue,
+    NoSubIssues,
+    SubIssueRecord,
+    moves,
+)
 from .actions import (
     FACTS,
     Action,
@@ -51,7 +58,7 @@ from .actions import (
     StatusChange,
     UpdateChecklist,
 )
-from .blockwrite import BlockWrite
+from .blockwrite import BlockWrite, ref
 from .issues import (
     canonical,
     checklist_entries,
@@ -278,6 +285,19 @@ def _sub_issues(
             parts.warnings.append(subs.skipped or unavailable_warning(subs.parent))
     if creates and tracking.sub_issues is not None:
         parts.actions += [AddSubIssue(c.item, None, tracking.number) for c in creates]
+        # The issues filed are recorded as added: GitHub appends each (open); sync moves them
+        # into item order among artbot's.
+        order = [*(record.added if record else ()), *(ref(c.item) for c in creates)]
+        record = (record or SubIssueRecord()).with_added([ref(c.item) for c in creates])
+        if want.scope.in_step and not any(isinstance(a, NoSubIssues) for a in parts.actions):
+            item_of = {e.issue: e.item for e in entries if e.issue is not None}
+            item_of |= {ref(c.item): c.item for c in creates}
+            desired = sorted(order, key=lambda n: item_of.get(n, 0))
+            parts.actions += [
+                MoveSubIssue(item_of.get(n, 0), n, tracking.number, after, before)
+                for n, after, before in moves(order, desired)
+            ]
+            record = replace(record, added=tuple(desired))
     elif creates and not want.scope.in_step:
         parts.actions.append(NoSubIssues(tracking.number))
         parts.warnings.append(unavailable_warning(tracking.number))

@@ -230,18 +230,17 @@ def add_filed(
     return Result.done(line, kind="AddSubIssue", item=item, issue=issue.number), answer
 
 
-def place_filed(
-    repo: Repo, progress: SubIssueProgress, item: int, number: int, warn: Warn, spend: Spend
-) -> list[Result]:
-    """Move an issue this run filed and added (GitHub appends it) into item order among
-    artbot's sub-issues, when the list was read (sync); open leaves it to the next sync."""
+def place_filed(progress: SubIssueProgress, item: int, number: int) -> None:
+    """An issue this run filed and added (GitHub appends it) is artbot's, to be put in item
+    order among artbot's sub-issues by the moves planned after it (sync, which read the
+    list); open leaves it to the next sync."""
     if not progress.planned or number not in progress.filed:
-        return []
+        return
     progress.items[number] = item
     progress.order.append(number)
     progress.mine = sorted({*progress.mine, number}, key=lambda n: progress.items.get(n, 0))
     progress.touched = True
-    return _into_order(repo, progress, warn, spend)
+    progress.moved = False  # the moves planned after the adds put it in order
 
 
 def remove(
@@ -257,7 +256,7 @@ def remove(
 def move_all(repo: Repo, progress: SubIssueProgress, warn: Warn, spend: Spend) -> list[Result]:
     """The moves, worked out again from the order the adds actually left (a refused add
     changes it; when every add went through they are the planned ones); carried out at the
-    first planned move."""
+    first planned move of each group (the list's, then the issues filed)."""
     if progress.moved:
         return []
     progress.moved = progress.touched = True

@@ -39,7 +39,8 @@ _RECORD_RE = re.compile(r"<!-- artbot:record (\{.*\}) -->")
 _LEGACY_IDENTITY_RE = re.compile(rf"<!-- artbot:identity login=({LOGIN}(?:,{LOGIN})*) -->")
 
 Login = Annotated[str, StringConstraints(pattern=rf"^{LOGIN}$")]
-Number = Annotated[int, Field(ge=1, le=10**9)]
+# An issue number (up to 2**41: a plan names an issue it files by a reference above 2**40).
+Number = Annotated[int, Field(ge=1, le=2**41)]
 Parent = Annotated[
     str, StringConstraints(pattern=r"^(?:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?#[1-9][0-9]{0,9}$")
 ]

@@ -36,6 +36,15 @@ from dataclasses import dataclass, field, replace
 from ..records.models import SubIssuesSummary
 
 MAX_SUB_ISSUES = 100  # GitHub's cap per parent issue
+# Beyond any issue number GitHub gives: a plan names an issue it files as REF + its item
+# (artbot.run.blockwrite.ref), looked up once it is filed.
+REF = 2**40
+
+
+def _name(number: int) -> str:
+    return f"#{number}" if number < REF else f"item {number - REF}'s new issue"
+
+
 _RECORD_RE = re.compile(r"<!-- artbot:sub-issues ((?:[a-z]+=\S* ?)*)-->")
 _PARENT_RE = re.compile(r"(?:[\w.-]+/[\w.-]+)?#\d+")
 
@@ -137,8 +146,8 @@ class MoveSubIssue:
     before: int | None = None
 
     def describe(self) -> str:
-        where = f"after #{self.after}" if self.after else f"before #{self.before}"
-        return f"item {self.item}: move #{self.issue} {where} in #{self.parent}'s sub-issues"
+        where = f"after {_name(self.after)}" if self.after else f"before {_name(self.before or 0)}"
+        return f"item {self.item}: move {_name(self.issue)} {where} in #{self.parent}'s sub-issues"
 
 
 @dataclass(frozen=True)
