@@ -1,4 +1,5 @@
-"""What carrying out a plan did: one :class:`Result` per write or decision, and one log path.
+"""What carrying out a plan did: one :class:`Result` per write or decision, one log path, and
+the count of writes against ``--max-writes`` (:class:`Budget`).
 
 Each action :mod:`artbot.run.commands` carries out returns its results: *done* (what was written),
 *skipped* (nothing to write, and why) or *failed* (what GitHub answered; the run goes on). The
@@ -12,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from ..errors import ArtbotError
 
 Status = Literal["done", "skipped", "failed"]
 Log = Callable[[str], None]
@@ -92,3 +95,27 @@ class Journal:
 
     def extend(self, results: Iterable[Result | None]) -> None:
         self.add(*results)
+
+
+class WriteBudgetSpent(ArtbotError):
+    """The run made as many writes as it was allowed (``--max-writes``); nothing more was
+    sent. As safe as a crash at that point: the next run does what is left."""
+
+    exit_code = 0
+
+    def __init__(self, limit: int):
+        super().__init__(f"stopped after {limit} write(s) (--max-writes {limit})")
+        self.limit = limit
+
+
+@dataclass
+class Budget:
+    """``--max-writes``: every write is counted before it is sent."""
+
+    limit: int | None = None
+    writes: int = 0
+
+    def spend(self) -> None:
+        if self.limit is not None and self.writes >= self.limit:
+            raise WriteBudgetSpent(self.limit)
+        self.writes += 1

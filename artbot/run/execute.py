@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, assert_never, cast
 from ..errors import ArtbotError, RemoteError, SubIssuesUnavailable
 from ..records.marker import replace_owned_region
 from ..records.models import ObservedIssue
-from ..report.results import Journal, Result
+from ..report.results import Budget, Journal, Result, WriteBudgetSpent
 from ..tracking.ownership import claim
 from ..tracking.subissues import AddSubIssue, MoveSubIssue, RemoveSubIssue
 from .actions import (
@@ -98,30 +98,6 @@ if TYPE_CHECKING:
     from ..github.client import GitHubRepo as Repo
 
 
-class WriteBudgetSpent(ArtbotError):
-    """The run made as many writes as it was allowed (``--max-writes``); nothing more was
-    sent. As safe as a crash at that point: the next run does what is left."""
-
-    exit_code = 0
-
-    def __init__(self, limit: int):
-        super().__init__(f"stopped after {limit} write(s) (--max-writes {limit})")
-        self.limit = limit
-
-
-@dataclass
-class Budget:
-    """``--max-writes``: every write is counted before it is sent."""
-
-    limit: int | None = None
-    writes: int = 0
-
-    def spend(self) -> None:
-        if self.limit is not None and self.writes >= self.limit:
-            raise WriteBudgetSpent(self.limit)
-        self.writes += 1
-
-
 @dataclass
 class References:
     """What the plan names but cannot know before it is carried out, filled in as it is."""
@@ -141,9 +117,6 @@ class Execution:
     budget: Budget
     journal: Journal
     refs: References
-
-    def warn(self, line: str) -> None:
-        self.journal.add(Result.failed(line))
 
 
 def execute(ex: Execution, plan: Plan) -> tuple[Plan, WriteBudgetSpent | None]:
@@ -314,29 +287,29 @@ def _close_copies(ex: Execution, action: CloseCopies, claims: Claims) -> list[Re
 def _sub_issue(ex: Execution, action: AddSubIssue | RemoveSubIssue | MoveSubIssue) -> list[Any]:
     """One sub-issue write; a failure is a warning, and the record says what happened. Where
     GitHub has no sub-issues (a 404), that is said once and the rest are left."""
-    refs, spend = ex.refs, ex.budget.spend
+    refs, repo = ex.refs, ex.repo
     progress = refs.progress
     if progress is None or progress.unavailable:
         return []
     try:
         if isinstance(action, MoveSubIssue):
-            return move_all(ex.repo, progress, ex.warn, spend)
-        spend()
-        if isinstance(action, RemoveSubIssue):
-            return [remove(ex.repo, progress, action, ex.warn)]
+            return move_all(repo, progress, ex.budget)
         if action.issue is None:  # an issue this run files: looked up
             issue = refs.filed.get(action.item)
             if issue is None:
                 return []
-            added, parent = add_filed(ex.repo, progress, action.item, issue, ex.warn)
+            ex.budget.spend()
+            added, parent = add_filed(repo, progress, action.item, issue)
             place_filed(progress, action.item, issue.number)
             refs.tracking_body = parent.body if parent is not None else None
             return [added]
-        return [add(ex.repo, progress, action, ex.warn)]
+        ex.budget.spend()
+        if isinstance(action, RemoveSubIssue):
+            return remove(repo, progress, action)
+        return add(repo, progress, action)
     except SubIssuesUnavailable:
         progress.unavailable = True
-        ex.warn(unavailable_warning(progress.parent))
-        return []
+        return [Result.failed(unavailable_warning(progress.parent))]
 
 
 def _write_block(ex: Execution, action: UpdateChecklist) -> Result:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .checklist import ChecklistEntry, apply_block, read_block
+from .checklist import apply_block, read_block
 from .record import Memory, read_record
 from .requests import Note, Request, declined, ticked
 from .subissues import SubIssueRecord
@@ -29,16 +29,11 @@ from .subissues import SubIssueRecord
 
 @dataclass(frozen=True)
 class TrackingBlock:
-    """artbot's block in the tracking issue.
-
-    Read from a body (:meth:`parse`): ``text`` is the block as it stands (None when the body
-    has none), ``ticked`` and ``declined`` (honoured declines) its tick boxes, and ``note``,
-    ``record`` and ``logins`` what its record holds. Built for a write: ``entries`` are the
-    checklist lines to render; ``text`` is then what rendering gave.
-    """
+    """artbot's block in the tracking issue, read from a body (:meth:`parse`): ``text`` is the
+    block as it stands (None when the body has none), ``ticked`` and ``declined`` (honoured
+    declines) its tick boxes, and ``note``, ``record`` and ``logins`` what its record holds."""
 
     text: str | None = None
-    entries: tuple[ChecklistEntry, ...] = ()
     ticked: frozenset[Request] = frozenset()
     declined: frozenset[int] = frozenset()
     note: Note | None = None
