@@ -24,7 +24,7 @@ Log = Callable[[str], None]
 class Result:
     status: Status
     line: str  # done: what was written; skipped or failed: what, and why
-    kind: str = ""  # the action's class name ("" for a step no action names, e.g. a label)
+    action: Any = None  # the plan's action this is the result of (None: a warning of no step)
     item: int | None = None
     issue: int | None = None
 
@@ -39,6 +39,11 @@ class Result:
     @classmethod
     def failed(cls, line: str, action: Any = None, **kw: Any) -> Result:
         return cls("failed", line, **{**_about(action), **kw})
+
+    @property
+    def kind(self) -> str:
+        """The action's class name, for ``--json`` and the step summary."""
+        return type(self.action).__name__ if self.action is not None else ""
 
     def text(self) -> str:
         return self.line if self.status == "done" else f"{self.status}: {self.line}"
@@ -57,7 +62,7 @@ def _about(action: Any) -> dict[str, Any]:
     if action is None:
         return {}
     return {
-        "kind": type(action).__name__,
+        "action": action,
         "item": getattr(action, "item", None),
         "issue": getattr(action, "issue", None),
     }

@@ -24,7 +24,7 @@ from ..render.prepare import render_all
 from ..report.results import Journal, Result
 from ..tracking.block import TrackingBlock, compose
 from ..tracking.record import Memory
-from ..tracking.requests import panel
+from ..tracking.requests import CarryOutRequest, DropRequest, RevertTick, panel
 from .actions import BlockPlan, Plan
 from .blockwrite import REF
 from .execute import Budget, Execution, References, execute
@@ -157,7 +157,7 @@ def run(
         outcome.plan, outcome.stopped = left, str(stopped)
         outcome.warnings.append(f"{stopped}; the plan below is what is left for the next run")
     elif snap.asked is not None and snap.number is not None:
-        journal.extend(Result.done(line, kind="Request") for line in _done(snap, refs))
+        journal.extend(_done(snap, refs))
     return outcome
 
 
@@ -182,33 +182,41 @@ def _progress(snap: Snapshot, plan: Plan, *, planned: bool) -> SubIssueProgress 
     return progress
 
 
-def _done(snap: Snapshot, refs: References) -> list[str]:
-    """What was done about each ticked request, for the log, ``--json`` and the summary."""
+def _done(snap: Snapshot, refs: References) -> list[Result]:
+    """What was done about each ticked request, for the log, ``--json`` and the summary: a
+    result of the plan's fact about it."""
     asked, tracking = snap.asked, snap.number
-    assert asked is not None
+    assert asked is not None and tracking is not None
     out = []
     for r in asked.carry:
+        about = CarryOutRequest(tracking, r.key, r.text)
         if r.kind == "file" and r.item in refs.filed:
             issue = refs.filed[r.item]
-            out.append(f"request in #{tracking}: filed item {r.item} as #{issue.number}")
+            line = f"request in #{tracking}: filed item {r.item} as #{issue.number}"
+            out.append(Result.done(line, about, item=r.item, issue=issue.number))
         elif r.kind == "decline":
-            out.append(f"request in #{tracking}: declined follow-up {r.item}; it is never filed")
+            line = f"request in #{tracking}: declined follow-up {r.item}; it is never filed"
+            out.append(Result.done(line, about, item=r.item))
         elif r.kind == "recheck" and snap.rechecked and snap.verified:
-            out.append(
-                f"request in #{tracking}: re-checked against openpipe-art {snap.verified[0]}"
-            )
+            line = f"request in #{tracking}: re-checked against openpipe-art {snap.verified[0]}"
+            out.append(Result.done(line, about))
     for r in asked.revert:
+        tick = RevertTick(tracking, r.key, r.text, asked.sender or "", asked.why)
         if asked.why == "unattributed":
             why = "no edit by someone with write access made it; tick it again to ask"
-            out.append(f"request in #{tracking}: cleared the tick on {r.text!r} ({why})")
+            line = f"request in #{tracking}: cleared the tick on {r.text!r} ({why})"
+            out.append(Result.done(line, tick, item=r.item))
             continue
         why = (
             f"GitHub did not say whether @{asked.sender} has write access"
             if asked.why == "unchecked"
             else "write access is needed to ask artbot from an edit"
         )
-        out.append(f"request in #{tracking}: reverted @{asked.sender}'s tick on {r.text!r} ({why})")
-    out += [f"request in #{tracking}: {r.text!r} no longer applies; cleared" for r in asked.drop]
+        line = f"request in #{tracking}: reverted @{asked.sender}'s tick on {r.text!r} ({why})"
+        out.append(Result.done(line, tick, item=r.item))
+    for r in asked.drop:
+        line = f"request in #{tracking}: {r.text!r} no longer applies; cleared"
+        out.append(Result.done(line, DropRequest(tracking, r.key, r.text), item=r.item))
     return out
 
 

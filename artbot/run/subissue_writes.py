@@ -227,7 +227,7 @@ def add_filed(
     progress.filed.append(issue.number)
     progress.ids[issue.number] = issue.id
     line = f"item {item}: added #{issue.number} to #{parent}'s sub-issues"
-    return Result.done(line, kind="AddSubIssue", item=item, issue=issue.number), answer
+    return Result.done(line, AddSubIssue(item, issue.number, parent)), answer
 
 
 def place_filed(progress: SubIssueProgress, item: int, number: int) -> None:
