@@ -104,3 +104,41 @@ def test_a_wrong_tracking_issue_is_exit_2_before_any_identity_question(
                 assert "--author" not in result.stderr and "Request GET" not in result.stderr
     assert writes(art) == []
     assert not [r for r in art.requests.snapshot() if r.path.endswith("/user")]
+
+
+def test_a_tracking_issue_written_before_the_record_is_migrated_by_the_next_sync(
+    art: GitHubSandbox, root: Path
+) -> None:
+    """#39.2: a block in the formats before the one record (the sub-issue line, the identity
+    line) is read once; the next write keeps what they said in the record, and sub-issues
+    are not touched for it."""
+    from artbot.tracking.checklist import read_block
+    from artbot.tracking.record import read_record
+
+    assert artbot(art, root, "open", "--item", "4").exit_code == 0
+    assert artbot(art, root, "sync").exit_code == 0
+    body = art.get_issue(OWNER, NAME, TRACKING)["body"]
+    memory = read_record(read_block(body))
+    assert memory.sub_issues is not None and memory.logins == ("github-actions[bot]",)
+    record = memory.sub_issues
+    numbers = ",".join(map(str, record.added))
+    old = (
+        f"<!-- artbot:sub-issues added={numbers} removed= elsewhere= others={record.others} -->\n"
+        "<!-- artbot:identity login=old-app[bot],github-actions[bot] -->\n"
+    )
+    legacy = "\n".join(ln for ln in body.split("\n") if "<!-- artbot:record " not in ln)
+    art.edit_issue(
+        OWNER,
+        NAME,
+        TRACKING,
+        body=legacy.replace("<!-- artbot:checklist:end", old + "<!-- artbot:checklist:end"),
+    )
+    art.requests.clear()
+    result = artbot(art, root, "sync")
+    assert result.exit_code == 0, result.output
+    block = read_block(art.get_issue(OWNER, NAME, TRACKING)["body"]) or ""
+    assert "artbot:sub-issues" not in block and "artbot:identity" not in block
+    assert read_record(block).sub_issues == record
+    assert read_record(block).logins == ("old-app[bot]", "github-actions[bot]")
+    assert [w for w in writes(art) if "sub_issue" in w] == []
+    assert writes(art) == [f"PATCH /repos/{OWNER}/{NAME}/issues/{TRACKING}"]
