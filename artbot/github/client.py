@@ -321,7 +321,7 @@ class GitHubRepo:
         self, number: int, sub_issue_id: int, *, replace_parent: bool
     ) -> ObservedIssue | None:
         """Make the issue ``sub_issue_id`` a sub-issue of #number; GitHub answers with #number
-        as it is then (None if the answer is not an issue)."""
+        as it is then (None when the answer is not #number: the caller then reads it)."""
         # By id, not number (GitHub's rule); replace_parent only when asked for.
         body: dict[str, Any] = {"sub_issue_id": sub_issue_id}
         if replace_parent:

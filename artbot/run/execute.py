@@ -288,6 +288,7 @@ def _sub_issue(ex: Execution, action: AddSubIssue | RemoveSubIssue | MoveSubIssu
     """One sub-issue write; a failure is a warning, and the record says what happened. Where
     GitHub has no sub-issues (a 404), that is said once and the rest are left."""
     refs, repo = ex.refs, ex.repo
+    refs.tracking_body = None  # an answer counts only from the write right before the read
     progress = refs.progress
     if progress is None or progress.unavailable:
         return []
