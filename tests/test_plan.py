@@ -264,3 +264,41 @@ def test_fixed_items_are_ticked_with_the_release(catalog: Catalog) -> None:
     assert (entries[7].fixed_in, entries[7].partly_fixed_in) == ("0.5.21", None)
     assert (entries[9].fixed_in, entries[9].partly_fixed_in) == (None, "0.5.21")
     assert entries[4].fixed_in is None and entries[4].partly_fixed_in is None
+
+
+def test_the_block_write_looks_up_the_filed_issue_and_keeps_a_persons_ticks_made_meanwhile() -> (
+    None
+):
+    """blockwrite.merge, the one pure merge: the planned text with the issue filed in the run
+    looked up; applied to the body read right before the write; when the block was edited
+    since observe read it, a person's ticks stay, but for those the write clears."""
+    from artbot.run.blockwrite import BlockWrite, merge, ref
+    from artbot.tracking.block import apply
+    from artbot.tracking.requests import Request
+
+    observed = (
+        "- [ ] 7. A finding\n"
+        "- [x] File the issue for item 7 <!-- artbot:request file=7 -->\n"
+        "- [ ] Re-check against the newest release <!-- artbot:request recheck -->\n"
+        "- [x] Declined: artbot's follow-up 101 is never filed (untick to take the answer back) "
+        "<!-- artbot:declined 101 -->\n"
+    )
+    planned = (
+        f"- [ ] 7. A finding — #{ref(7)}\n"
+        "- [ ] Re-check against the newest release <!-- artbot:request recheck -->\n"
+        "- [x] Declined: artbot's follow-up 101 is never filed (untick to take the answer back) "
+        "<!-- artbot:declined 101 -->\n"
+    )
+    write = BlockWrite(planned, observed, (7,), frozenset({Request("file", 7)}))
+    body = apply("Human text.\n", observed)
+    text, new = merge(write, body, {7: 1112})
+    assert text == planned.replace(str(ref(7)), "1112") and new == apply(body, text)
+    # Meanwhile a person ticked the re-check, unticked the decline and wrote below the block.
+    edited = observed.replace("- [ ] Re-check", "- [x] Re-check").replace(
+        "- [x] Declined", "- [ ] Declined"
+    )
+    body = apply("Human text.\n", edited) + "A note.\n"
+    text, new = merge(write, body, {7: 1112})
+    assert "- [x] Re-check against the newest release" in text  # their tick, pending
+    assert "- [ ] Declined: artbot's follow-up 101" in text  # the answer taken back
+    assert "#1112" in text and new.endswith("A note.\n") and new.startswith("Human text.\n")
