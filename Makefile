@@ -6,6 +6,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo sandbox test check lint bench golden clean
 
+# Each long step says what it starts, then how long it took: $(call step,what,command)
+# (a comma inside either is written $(,)).
+, := ,
+step = @echo "==> $(1)"; start=$$(date +%s); $(2) && echo "    done in $$(( $$(date +%s) - start )) s: $(1)"
+
 # Set-up says what each step does as it starts (pip itself is kept quiet; torch is the long one).
 # PYTHONWARNINGS: setuptools notes at every editable install of a flat layout that a folder
 # named like a package could shadow it; artbot has no such folder.
@@ -15,10 +20,8 @@ $(STAMP): pyproject.toml
 	@echo "==> [2/4] upgrading pip"
 	@$(BIN)/pip install --quiet --upgrade pip
 	@# torch first and pinned: pip then takes the CPU wheel and never a multi-GB CUDA build.
-	@echo "==> [3/4] installing torch==2.13.0, CPU build (the long step: a large download)"
-	@$(BIN)/pip install --quiet torch==2.13.0
-	@echo "==> [4/4] installing artbot and its tools: pip install -e '.[repro,dev]'"
-	@PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet -e '.[repro,dev]'
+	$(call step,[3/4] installing torch==2.13.0$(,) CPU build (the long step: a large download),$(BIN)/pip install --quiet torch==2.13.0)
+	$(call step,[4/4] installing artbot and its tools: pip install -e '.[repro$(,)dev]',PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet -e '.[repro$(,)dev]')
 	@touch $(STAMP)
 	@echo "==> $(VENV) is ready: run artbot as $(BIN)/artbot (or 'source $(BIN)/activate' first)"
 
@@ -36,26 +39,25 @@ sandbox: $(STAMP)
 # Property tests use the derandomized hypothesis profile "ci" unless HYPOTHESIS_PROFILE
 # says otherwise (CI's nightly run: "nightly").
 PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
+
 test: lint
-	@echo "==> tests: every tier, one file per worker (pytest prints a dot per test)"
-	$(BIN)/pytest $(PYTEST_PARALLEL)
+	$(call step,tests: every tier$(,) one file per worker (pytest prints a dot per test),$(BIN)/pytest $(PYTEST_PARALLEL))
 
 # The edit loop: the fast tier only (no torch repros, no wheels, no artbot processes).
 check: $(STAMP)
-	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not repro and not network and not e2e"
+	$(call step,tests: the fast tier,$(BIN)/pytest $(PYTEST_PARALLEL) -m "not repro and not network and not e2e")
 
 lint: $(STAMP)
-	@echo "==> lint: ruff check, ruff format --check, then mypy on artbot/ and tests/"
-	$(BIN)/ruff check artbot repros tests
-	$(BIN)/ruff format --check artbot repros tests
-	$(BIN)/mypy
+	$(call step,ruff check,$(BIN)/ruff check artbot repros tests)
+	$(call step,ruff format --check,$(BIN)/ruff format --check artbot repros tests)
+	$(call step,mypy on artbot/ and tests/ (about a minute),$(BIN)/mypy)
 
 # Regenerate tests/golden/ after an intended change to templates or findings; review the diff.
 golden: $(STAMP)
-	$(BIN)/python -m tests.golden_update
+	$(call step,regenerating tests/golden/,$(BIN)/python -m tests.golden_update)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
 
 bench: $(STAMP)
-	$(BIN)/python -m tests.benchmarks
+	$(call step,benchmarks: requests per operation$(,) then start-up (about a minute),$(BIN)/python -m tests.benchmarks)

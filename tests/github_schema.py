@@ -36,7 +36,7 @@ from artbot.sandbox import API_VERSION, SentResponse
 
 PACKAGE = "githubkit_schemas.v" + API_VERSION.replace("-", "_")
 # The githubkit modules holding the endpoints the sandbox serves.
-REST_MODULES = ("issues", "repos", "users", "rate_limit", "reactions", "pulls")
+REST_MODULES = ("issues", "repos", "users", "rate_limit", "pulls")
 # A pull request asked for as its diff is text (``git diff``'s), not the JSON model.
 DIFF_MEDIA_TYPE = "application/vnd.github.diff"
 _DOCSTRING_ENDPOINT = re.compile(r"^\s*(GET|POST|PATCH|PUT|DELETE) (/\S*)\s*$", re.M)

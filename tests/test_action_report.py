@@ -37,10 +37,11 @@ from artbot.run.actions import (
     LinkPreset,
     Plan,
     Preset,
+    ReadTracking,
     StatusChange,
     UpdateChecklist,
 )
-from artbot.tracking.checklist import ChecklistEntry
+from artbot.run.blockwrite import BlockWrite
 from artbot.tracking.ownership import Foreign
 from artbot.tracking.requests import CarryOutRequest, DropRequest, RevertTick
 from artbot.tracking.subissues import (
@@ -71,7 +72,8 @@ EVERY_KIND = Plan(
         EditBody(4, 1112),
         CloseDuplicate(4, 1115, 1112),
         Duplicate(4, 1116, 1112),
-        UpdateChecklist(1111, (ChecklistEntry(4, "BF16 logits", 1112, "open", None),)),
+        ReadTracking(1111, answered=True),
+        UpdateChecklist(1111, BlockWrite("- [ ] 4. BF16 logits — #1112\n", None)),
         ChecklistUpToDate(1111),
         Comment(9, 1114, "<!-- hidden -->\nartbot checked openpipe-art 0.5.24"),
         Foreign(7, 1117, "alice", "was written by @alice"),

@@ -9,6 +9,7 @@ from artbot.github.client import EtagCache, GitHubRepo
 from artbot.records.catalog import load_catalog
 from artbot.run.commands import sync
 from artbot.sandbox import GitHubSandbox
+from artbot.tracking.record import read_record
 from artbot.tracking.subissues import SubIssueRecord
 from tests import test_apply
 from tests.test_apply import NAME, OWNER, TRACKING, artbot, checklist, issues_for, writes
@@ -65,7 +66,7 @@ def test_open_open_sync_gives_the_items_issues_in_item_order_once(
     for number in [*PRESET, seven, eight]:
         parent = art.get_issue(OWNER, NAME, number)["parent_issue_url"]
         assert parent.endswith(f"/issues/{TRACKING}")
-    record = SubIssueRecord.find(checklist(art))
+    record = read_record(checklist(art)).sub_issues
     assert record == SubIssueRecord(added=(*PRESET, seven, eight))
 
     art.requests.clear()
@@ -94,7 +95,7 @@ def test_a_sub_issue_removed_by_hand_costs_one_write_and_is_noted(
     assert f"_Sub-issues: #{eight} (item 8) was removed from this issue's sub-issues by hand" in (
         block
     )
-    assert SubIssueRecord.find(block) == SubIssueRecord(
+    assert read_record(block).sub_issues == SubIssueRecord(
         added=(*PRESET, filed(art, 7)), removed=(eight,)
     )
 
@@ -102,7 +103,7 @@ def test_a_sub_issue_removed_by_hand_costs_one_write_and_is_noted(
     art.add_sub_issue(OWNER, NAME, TRACKING, eight)
     ok(art, root, "sync")
     assert "was removed" not in checklist(art)
-    assert SubIssueRecord.find(checklist(art)) == SubIssueRecord(
+    assert read_record(checklist(art)).sub_issues == SubIssueRecord(
         added=(*PRESET, filed(art, 7), eight)
     )
 
@@ -149,7 +150,7 @@ def test_a_failed_add_is_a_warning_and_the_next_sync_settles_it(
     assert subs(art).count(1108) == 1
     ok(art, root, "sync")  # the summary disagrees with the record: read the list, record it
     assert subs(art) == [*PRESET, filed(art, 7)]
-    assert SubIssueRecord.find(checklist(art)) == SubIssueRecord(added=(*PRESET, filed(art, 7)))
+    assert read_record(checklist(art)).sub_issues == SubIssueRecord(added=(*PRESET, filed(art, 7)))
     art.requests.clear()
     ok(art, root, "sync")
     assert writes(art) == []

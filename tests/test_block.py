@@ -1,6 +1,7 @@
 """The tracking issue's block as one value (artbot/tracking/block.py): parsed once, rendered
 once, with the human text outside it kept byte for byte. Properties over what hypothesis draws:
-human text around the block, ticks, the sub-issue record and the identity."""
+human text around the block, ticks, and the one hidden record (artbot/tracking/record.py: the
+logins, the sub-issue record, the note), which also reads the four formats before it once."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from hypothesis import strategies as st
 
 from artbot.tracking.block import TrackingBlock, apply, compose
 from artbot.tracking.checklist import END_MARKER, START_MARKER
-from artbot.tracking.ownership import MAX_IDENTITIES
-from artbot.tracking.requests import Request, revert_note
+from artbot.tracking.record import MAX_LOGINS, Memory, read_record
+from artbot.tracking.requests import REASONS, Note, Request, revert_note
 from artbot.tracking.subissues import SubIssueRecord
 
 numbers = st.lists(st.integers(1, 99_999), max_size=4, unique=True).map(tuple)
@@ -29,9 +30,20 @@ records = st.one_of(
 requests = st.sets(
     st.one_of(st.just(Request("recheck")), st.builds(Request, st.just("file"), st.integers(1, 40)))
 )
+notes = st.one_of(
+    st.none(),
+    st.builds(
+        Note,
+        st.one_of(st.none(), st.sampled_from(["mallory", "a-b[bot]"])),
+        st.sets(st.builds(Request, st.just("file"), st.integers(1, 40)), min_size=1)
+        .map(sorted)
+        .map(tuple),
+        st.sampled_from(REASONS),
+    ),
+)
 logins = st.lists(
     st.from_regex(r"[A-Za-z0-9][A-Za-z0-9-]{0,10}(\[bot\])?", fullmatch=True),
-    max_size=MAX_IDENTITIES,
+    max_size=MAX_LOGINS,
     unique_by=str.casefold,
 ).map(tuple)
 # Human text: anything but artbot's own block markers, which a body holds at most once each.
@@ -41,15 +53,19 @@ human = st.text(st.characters(codec="utf-8"), max_size=60).filter(
 
 
 def block_text(
-    ticks: set[Request], offered: set[Request], record: SubIssueRecord | None, who: tuple[str, ...]
+    ticks: set[Request],
+    offered: set[Request],
+    record: SubIssueRecord | None,
+    who: tuple[str, ...],
+    note: Note | None = None,
 ) -> str:
-    """A block as the template writes one: checklist lines, Requests, record, then identity."""
+    """A block as the template writes one: checklist lines, Requests, then the record."""
     lines = ["- [ ] 7. A finding — #1112", "", "**Requests**"]
     for r in sorted(offered | ticks):
         lines.append(f"- [{'x' if r in ticks else ' '}] {r.text} {r.marker}")
-    if record is not None:
-        lines.append(str(record))
-    return compose("\n".join(lines) + "\n", who)
+    if note is not None:
+        lines.append(note.text)
+    return compose("\n".join(lines) + "\n", Memory(who, record, note))
 
 
 @given(
@@ -59,6 +75,7 @@ def block_text(
     offered=requests,
     record=records,
     who=logins,
+    note=notes,
 )
 def test_parse_reads_back_what_was_written_and_keeps_the_human_text(
     before: str,
@@ -67,15 +84,18 @@ def test_parse_reads_back_what_was_written_and_keeps_the_human_text(
     offered: set[Request],
     record: SubIssueRecord | None,
     who: tuple[str, ...],
+    note: Note | None,
 ) -> None:
     body = f"{before}\n\n{after}"
-    text = block_text(ticks, offered, record, who)
+    text = block_text(ticks, offered, record, who, note)
     written = apply(body, text)
     block = TrackingBlock.parse(written)
     assert block.text == text
     assert block.ticked == frozenset(ticks)
     assert block.record == record
     assert block.logins == who
+    assert block.note == note
+    assert text.count("<!-- artbot:record") == (1 if (who or record or note) else 0)
     start, end = written.index(START_MARKER), written.index(END_MARKER) + len(END_MARKER)
     assert (written[:start] + written[end:]).replace("\n", "") == body.replace("\n", "")
     assert apply(written, text) == written  # rendered once: writing it again changes nothing
@@ -88,13 +108,60 @@ def test_parse_reads_back_what_was_written_and_keeps_the_human_text(
 def test_the_identity_is_the_blocks_then_the_new_first_seen_first(
     who: tuple[str, ...], more: tuple[str, ...]
 ) -> None:
-    block = TrackingBlock.parse(apply("", compose("- [ ] 1. x\n", who)))
+    block = TrackingBlock.parse(apply("", compose("- [ ] 1. x\n", Memory(who))))
     assert block.with_logins(more) == tuple(dict.fromkeys((*who, *more)))
 
 
-def test_a_body_without_a_block_parses_empty_and_a_revert_note_is_read() -> None:
+def test_a_body_without_a_block_parses_empty() -> None:
     assert TrackingBlock.parse("Dedicated issues\n- #1108\n") == TrackingBlock()
     assert not TrackingBlock.parse(None).present
-    note = revert_note("mallory", [Request("file", 5)])
-    block = TrackingBlock.parse(apply("", f"- [ ] 1. x\n{note}\n"))
-    assert block.note == note and block.present
+    assert TrackingBlock.parse(apply("", "- [ ] 1. x\n")) == TrackingBlock(text="- [ ] 1. x\n")
+
+
+# A block as artbot wrote it before the one record: a visible note line, the sub-issue line,
+# then the identity line (each in its own format).
+LEGACY = (
+    "- [x] 1. An item — #1108\n"
+    "- [ ] Decline artbot's follow-up 601 (never file it) <!-- artbot:request decline=601 -->\n"
+    "- [x] Declined: artbot's follow-up 602 is never filed (untick to take the answer back) "
+    "<!-- artbot:declined 602 -->\n"
+    "\n"
+    + revert_note("mallory", [Request("file", 5)])
+    + "\n\n<!-- artbot:sub-issues added=1108,1112 removed=1109 elsewhere=1110:o/r#3 others=2 -->\n"
+    "<!-- artbot:identity login=old-app[bot],maintainer -->\n"
+)
+
+
+def test_a_block_written_before_the_record_is_read_once_and_migrated() -> None:
+    old = TrackingBlock.parse(apply("Text.\n", LEGACY))
+    subs = SubIssueRecord((1108, 1112), (1109,), ((1110, "o/r#3"),), 2)
+    note = Note("mallory", (Request("file", 5),), "no-write")
+    assert (old.logins, old.record, old.note) == (("old-app[bot]", "maintainer"), subs, note)
+    assert old.declined == frozenset({602})
+    # The next write keeps the checklist and tick boxes and puts the rest in the one record.
+    kept = [ln for ln in LEGACY.splitlines(keepends=True) if "artbot:sub-issues" not in ln]
+    kept = [ln for ln in kept if "artbot:identity" not in ln]
+    new = compose("".join(kept), Memory(old.logins, old.record, old.note))
+    assert "artbot:sub-issues" not in new and "artbot:identity" not in new
+    again = TrackingBlock.parse(apply("Text.\n", new))
+    assert (again.logins, again.record, again.note, again.declined) == (
+        old.logins,
+        subs,
+        note,
+        old.declined,
+    )
+    assert read_record(new) == Memory(old.logins, subs, note)
+
+
+def test_a_record_that_does_not_validate_is_no_record() -> None:
+    for bad in (
+        '{"v":2,"logins":["a"]}',  # a version this artbot does not know
+        '{"v":1,"logins":["not a login!"]}',
+        '{"v":1,"logins":["a","b","c","d","e","f"]}',  # more than MAX_LOGINS
+        '{"v":1,"sub_issues":{"added":[0]}}',
+        '{"v":1,"note":{"requests":[]}}',
+        '{"v":1,"note":{"requests":["file=5"],"why":"because"}}',
+        '{"v":1,"extra":1}',
+        "{not json}",
+    ):
+        assert read_record(f"<!-- artbot:record {bad} -->\n") == Memory(), bad

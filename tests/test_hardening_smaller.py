@@ -1,6 +1,6 @@
 # ruff: noqa: F811  (the fixtures art and root come from test_apply)
-"""#31.5, the smaller items: a run killed after its first create is recovered without
-``--author``; invalid logins are exit 2; a 401 or 403 is one line with what to do."""
+"""#31.5, the smaller items: a run killed after its first create is recovered by the
+configured login; invalid logins are exit 2; a 401 or 403 is one line with what to do."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from artbot.sandbox import GitHubSandbox
-from artbot.tracking.ownership import recorded_logins
+from artbot.tracking.record import read_record
 from tests.shipped import ISSUE_ITEMS
 from tests.test_apply import (  # noqa: F401
     CANARY,
@@ -130,56 +130,41 @@ def test_valid_authors_are_accepted(art: GitHubSandbox, root: Path) -> None:
 APP = "artbot-app[bot]"
 
 
-@pytest.mark.parametrize("limit", [5, 6, 7, 8, 9])
-def test_a_run_stopped_right_after_its_first_create_is_recovered_without_author(
+@pytest.mark.parametrize("limit", [4, 5, 6, 7])
+def test_a_run_stopped_right_after_its_first_create_is_recovered(
     art: GitHubSandbox, root: Path, limit: int
 ) -> None:
-    """An App's token (GET /user refused), the first create on a tracking issue that records
-    no identity, the run stopped after ``limit`` writes (4 labels, the reaction and its delete,
-    the identity record, the create: 8 is right after it), on a fresh runner (no cache): the
-    next run places artbot's issue by the block's record, without --author."""
+    """An App's token, configured (``--author``), the first create on a tracking issue that
+    records nothing yet, the run stopped after ``limit`` writes (4 labels, the create: 5 is
+    right after it), on a fresh runner (no cache): the next run places artbot's issue by the
+    configured login, and nothing is ever learnt by a write (no reaction, no GET /user)."""
     art.login = APP
-    first = artbot(art, root, "open", "--item", "4", "--max-writes", str(limit))
+    me = ("--author", APP)
+    first = artbot(art, root, "open", "--item", "4", "--max-writes", str(limit), *me)
     assert first.exit_code == 0, first.output
-    if limit >= 8:
+    if limit >= 5:
         assert len(issues_for(art, 4)) == 1
     shutil.rmtree(root / ".artbot", ignore_errors=True)
     for args in (("sync",), ("open", "--all"), ("sync",)):
-        result = artbot(art, root, *args)
+        result = artbot(art, root, *args, *me)
         assert result.exit_code == 0, result.output + result.stderr
         assert "left alone" not in result.output and "as a duplicate" not in result.output
     for item in ISSUE_ITEMS:
         assert len(issues_for(art, item, state=None)) == 1, item
-    assert recorded_logins(checklist(art)) == (APP,)
-    assert art.reactions_on(OWNER, NAME, TRACKING) == []  # the reaction is gone again
-    assert not [w for w in writes(art) if "DELETE" in w and "reactions" not in w]
+    assert read_record(checklist(art)).logins == (APP,)
+    assert not [w for w in writes(art) if "DELETE" in w or "reactions" in w]
+    assert not any(r.path == "/user" for r in art.requests.snapshot())
 
 
-def test_the_identity_is_recorded_before_the_first_create(art: GitHubSandbox, root: Path) -> None:
-    """The order of writes: the identity is in the tracking issue before any issue exists;
-    with a person's token (GET /user answers) nothing more is written."""
-    art.login = APP
-    assert artbot(art, root, "open", "--item", "4").exit_code == 0
-    sent = [w for w in writes(art) if not w.startswith("POST /repos/OpenPipe/ART/labels")]
-    assert sent[0].startswith("POST") and sent[0].endswith(f"/issues/{TRACKING}/reactions")
-    assert sent[1].startswith("DELETE") and f"/issues/{TRACKING}/reactions/" in sent[1]
-    assert sent[2].startswith("PATCH") and sent[2].endswith(f"/issues/{TRACKING}")
-    assert sent[3].startswith("POST") and sent[3].endswith("/issues")
-    art.requests.clear()
-    assert artbot(art, root, "open", "--item", "5").exit_code == 0  # recorded: no reaction
-    assert not [w for w in writes(art) if "reactions" in w]
-
-
-def test_a_person_token_stopped_after_its_first_create_is_recovered(
+def test_nothing_but_labels_is_written_before_the_first_create(
     art: GitHubSandbox, root: Path
 ) -> None:
-    art.login = "maintainer"
-    assert artbot(art, root, "open", "--item", "4", "--max-writes", "8").exit_code == 0
-    assert len(issues_for(art, 4)) == 1
-    shutil.rmtree(root / ".artbot", ignore_errors=True)
-    art.requests.clear()
-    result = artbot(art, root, "sync")
-    assert result.exit_code == 0 and "left alone" not in result.output, result.output
-    assert not any(r.path == "/user" for r in art.requests.snapshot())  # the record says
-    assert len(issues_for(art, 4)) == 1
-    assert recorded_logins(checklist(art)) == ("maintainer",)
+    """The login is configured, so no write learns or records it first: the labels, the
+    create, then the one block write, which records the configured login."""
+    art.login = APP
+    assert artbot(art, root, "open", "--item", "4", "--author", APP).exit_code == 0
+    sent = [w for w in writes(art) if not w.startswith("POST /repos/OpenPipe/ART/labels")]
+    assert sent[0].startswith("POST") and sent[0].endswith("/issues")
+    assert sent[-1].startswith("PATCH") and sent[-1].endswith(f"/issues/{TRACKING}")
+    assert sum(w.endswith(f"/issues/{TRACKING}") for w in sent) == 1
+    assert read_record(checklist(art)).logins == (APP,)

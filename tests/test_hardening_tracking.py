@@ -87,12 +87,12 @@ def test_sync_without_any_tracking_issue_changes_no_body(art: GitHubSandbox, roo
 def test_a_wrong_tracking_issue_is_exit_2_before_any_identity_question(
     art: GitHubSandbox, root: Path
 ) -> None:
-    """#32.2: once artbot has filed issues, with a token GitHub will not name (GET /user 403),
+    """#32.2: once artbot has filed issues, with another token (an App's),
     `--tracking-issue 9999` (or 1108, a finding's issue) is one line and exit 2, dry run or
     not, before any question of identity and with no PyGithub line."""
     assert artbot(art, root, "open", "--item", "5", "--item", "7").exit_code == 0
-    art.login = "artbot-app[bot]"  # the sandbox answers GET /user with 403 for a [bot] login
-    (root / ".artbot" / "cache.json").unlink()  # a fresh runner: no remembered identity
+    art.login = "artbot-app[bot]"
+    (root / ".artbot" / "cache.json").unlink()  # a fresh runner
     art.requests.clear()
     for number, says in ((9999, "tracking issue #9999 does not exist"), (1108, "#1108 is not")):
         for extra in ((), ("--dry-run",)):
@@ -104,3 +104,41 @@ def test_a_wrong_tracking_issue_is_exit_2_before_any_identity_question(
                 assert "--author" not in result.stderr and "Request GET" not in result.stderr
     assert writes(art) == []
     assert not [r for r in art.requests.snapshot() if r.path.endswith("/user")]
+
+
+def test_a_tracking_issue_written_before_the_record_is_migrated_by_the_next_sync(
+    art: GitHubSandbox, root: Path
+) -> None:
+    """#39.2: a block in the formats before the one record (the sub-issue line, the identity
+    line) is read once; the next write keeps what they said in the record, and sub-issues
+    are not touched for it."""
+    from artbot.tracking.checklist import read_block
+    from artbot.tracking.record import read_record
+
+    assert artbot(art, root, "open", "--item", "4").exit_code == 0
+    assert artbot(art, root, "sync").exit_code == 0
+    body = art.get_issue(OWNER, NAME, TRACKING)["body"]
+    memory = read_record(read_block(body))
+    assert memory.sub_issues is not None and memory.logins == ("github-actions[bot]",)
+    record = memory.sub_issues
+    numbers = ",".join(map(str, record.added))
+    old = (
+        f"<!-- artbot:sub-issues added={numbers} removed= elsewhere= others={record.others} -->\n"
+        "<!-- artbot:identity login=old-app[bot],github-actions[bot] -->\n"
+    )
+    legacy = "\n".join(ln for ln in body.split("\n") if "<!-- artbot:record " not in ln)
+    art.edit_issue(
+        OWNER,
+        NAME,
+        TRACKING,
+        body=legacy.replace("<!-- artbot:checklist:end", old + "<!-- artbot:checklist:end"),
+    )
+    art.requests.clear()
+    result = artbot(art, root, "sync")
+    assert result.exit_code == 0, result.output
+    block = read_block(art.get_issue(OWNER, NAME, TRACKING)["body"]) or ""
+    assert "artbot:sub-issues" not in block and "artbot:identity" not in block
+    assert read_record(block).sub_issues == record
+    assert read_record(block).logins == ("old-app[bot]", "github-actions[bot]")
+    assert [w for w in writes(art) if "sub_issue" in w] == []
+    assert writes(art) == [f"PATCH /repos/{OWNER}/{NAME}/issues/{TRACKING}"]

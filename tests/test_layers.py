@@ -136,11 +136,13 @@ def test_planning_takes_no_repository() -> None:
     read, never the repository."""
     import inspect
 
-    from artbot.run.plan import plan_run, up_to_date
+    from artbot.run.blockwrite import merge
+    from artbot.run.plan import plan_block, plan_run
     from artbot.run.status_comments import status_comment, verification_comments
     from artbot.run.subissue_writes import plan_step
 
-    for planner in (plan_run, up_to_date, plan_step, verification_comments, status_comment):
+    planners = (plan_run, plan_block, merge, plan_step, verification_comments, status_comment)
+    for planner in planners:
         assert "repo" not in inspect.signature(planner).parameters, planner.__name__
 
 

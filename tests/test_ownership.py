@@ -16,8 +16,9 @@ from artbot.records.catalog import load_catalog
 from artbot.records.marker import BODY_END, IssueMarker
 from artbot.records.models import ObservedIssue
 from artbot.render.issue import render_issue
+from artbot.run.identity import Identity
 from artbot.sandbox import GitHubSandbox
-from artbot.tracking.ownership import ACTIONS_BOT, claim, needs_login
+from artbot.tracking.ownership import ACTIONS_BOT, claim
 from tests.test_apply import (  # noqa: F401
     CANARY,
     NAME,
@@ -87,12 +88,10 @@ def test_the_tracking_issue_and_pull_requests_are_never_a_findings_issue() -> No
     assert [f.why for f in foreign] == ["is the tracking issue", "is a pull request"]
 
 
-def test_the_login_is_only_worth_asking_when_an_unknown_author_holds_a_marker() -> None:
-    body = _body(7)
-    assert not needs_login(
-        [_issue(1, body, ACTIONS_BOT), _issue(2, "", "x")], AUDIT, (ACTIONS_BOT,)
-    )
-    assert needs_login([_issue(1, body, "maintainer")], AUDIT, (ACTIONS_BOT,))
+def test_the_login_is_configured_never_inferred() -> None:
+    assert Identity().configured(AUDIT) == (ACTIONS_BOT,)  # the Actions default
+    assert Identity().configured(AUDIT.model_copy(update={"login": "app[bot]"})) == ("app[bot]",)
+    assert Identity(("maintainer",)).configured(AUDIT) == ("maintainer",)  # --author wins
 
 
 # -- against the sandbox -------------------------------------------------------------------
@@ -165,30 +164,42 @@ def maintainer(art: GitHubSandbox) -> GitHubSandbox:
     return art
 
 
-def test_a_maintainers_token_asks_its_login_once_and_owns_what_it_filed(
+def test_a_maintainers_token_configured_owns_what_it_filed_and_never_asks_who_it_is(
     maintainer: GitHubSandbox, root: Path
 ) -> None:
-    assert artbot(maintainer, root, "open", "--item", "4").exit_code == 0
-    asked = [r for r in maintainer.requests.snapshot() if r.path == "/user"]
-    assert asked == []  # learnt from its own create, no request
-    maintainer.requests.clear()
-    result = artbot(maintainer, root, "sync")
+    me = ("--author", "maintainer")
+    assert artbot(maintainer, root, "open", "--item", "4", *me).exit_code == 0
+    result = artbot(maintainer, root, "sync", *me)
     assert result.exit_code == 0, result.output
-    # #21: the identity is established once, recorded in the tracking issue: not asked again
-    assert [r.path for r in maintainer.requests.snapshot()].count("/user") == 0
     assert "left alone" not in result.output
+    assert not any(r.path == "/user" for r in maintainer.requests.snapshot())
+
+
+def test_a_misconfigured_login_stops_after_one_create_and_the_next_run_finds_it(
+    maintainer: GitHubSandbox, root: Path
+) -> None:
+    """Configured as github-actions[bot] (the default) but writing as a person: the run
+    stops right after the create GitHub names another author on (exit 1, what to set), and
+    the run configured right finds that issue by its marker instead of filing it again."""
+    result = artbot(maintainer, root, "open", "--item", "4")
+    assert result.exit_code == 1, result.output
+    assert "--author maintainer" in result.output + result.stderr
+    assert len(issues_for(maintainer, 4, state=None)) == 1
+    result = artbot(maintainer, root, "open", "--item", "4", "--author", "maintainer")
+    assert result.exit_code == 0, result.output
+    assert "already filed" in result.output
+    assert len(issues_for(maintainer, 4, state=None)) == 1
 
 
 def test_issues_the_action_filed_stay_artbots_when_a_maintainer_runs_it(
     art: GitHubSandbox, root: Path
 ) -> None:
+    """The record keeps the logins configured before: a new one does not orphan them."""
     assert artbot(art, root, "open", "--item", "4").exit_code == 0  # as github-actions[bot]
     art.login = "maintainer"
-    art.requests.clear()
-    result = artbot(art, root, "open", "--item", "4")
+    result = artbot(art, root, "open", "--item", "4", "--author", "maintainer")
     assert result.exit_code == 0, result.output
     assert "already filed" in result.output
-    assert not any(r.path == "/user" for r in art.requests.snapshot())  # nobody unknown
 
 
 def test_author_option_adds_an_identity(art: GitHubSandbox, root: Path) -> None:

@@ -10,13 +10,16 @@ from hypothesis import strategies as st
 
 from artbot.records.catalog import load_catalog
 from artbot.render.issue import render_checklist
+from artbot.tracking.block import TrackingBlock, compose
 from artbot.tracking.checklist import END_MARKER as END
 from artbot.tracking.checklist import START_MARKER as START
 from artbot.tracking.checklist import ChecklistEntry
+from artbot.tracking.record import Memory
 from artbot.tracking.requests import (
     EditEvent,
+    Note,
     Request,
-    note_in,
+    legacy_note,
     offered,
     panel,
     revert_note,
@@ -39,10 +42,15 @@ def entries(filed: set[int]) -> list[ChecklistEntry]:
 
 
 def block(
-    filed: set[int], keep: frozenset[Request] | set[Request] = frozenset(), note: str | None = None
+    filed: set[int], keep: frozenset[Request] | set[Request] = frozenset(), note: Note | None = None
 ) -> str:
     es = entries(filed)
-    return render_checklist(es, CATALOG.audit, REPO / "templates", None, panel(es, keep, note))
+    text = render_checklist(es, CATALOG.audit, REPO / "templates", panel(es, keep, note))
+    return compose(text, Memory(note=note))
+
+
+def note_in(text: str) -> Note | None:
+    return TrackingBlock.parse(f"{START}\n{text}{END}").note
 
 
 def test_every_item_without_an_issue_is_offered_and_a_recheck_always() -> None:
@@ -117,15 +125,14 @@ def test_without_an_edit_nothing_is_carried_and_every_tick_is_cleared() -> None:
     now = {Request("file", 5), Request("recheck")}
     scheduled = sort_ticks(1111, now, es)
     assert scheduled.carry == () and set(scheduled.revert) == now
-    note = scheduled.panel_for(es, now, None, done=[]).note or ""
-    assert note == revert_note(None, sorted(now), "unattributed") and "tick it again" in note
-    assert note_in(f"x\n{note}\n") == note
+    note = scheduled.panel_for(es, now, None, done=[]).note
+    assert note == Note(None, tuple(sorted(now)), "unattributed") and "tick it again" in note.text
+    assert note.text == revert_note(None, sorted(now), "unattributed")
     writer = sort_ticks(1111, now, es, sender="maint", added={Request("recheck")})
     assert writer.carry == (Request("recheck"),) and writer.revert == (Request("file", 5),)
     unknown = sort_ticks(1111, now, es, sender="maint", may_write=False, why="unchecked")
-    assert unknown.carry == () and "did not say whether @maint" in (
-        unknown.panel_for(es, now, None, done=[]).note or ""
-    )
+    shown = unknown.panel_for(es, now, None, done=[]).note
+    assert unknown.carry == () and shown is not None and "did not say whether @maint" in shown.text
 
 
 def test_a_tick_that_no_longer_applies_is_dropped_and_the_rest_carried() -> None:
@@ -147,14 +154,14 @@ def test_an_edit_by_someone_without_write_access_reverts_every_tick() -> None:
     assert asked.carry == ()
     shown = asked.panel_for(es, ticked(now), note_in(now), done=[])
     assert not [line for line in shown.lines if line.ticked]
-    assert shown.note == revert_note("mallory", asked.revert)
-    assert "@mallory" in (shown.note or "") and "write access" in (shown.note or "")
+    assert shown.note is not None and shown.note.text == revert_note("mallory", asked.revert)
+    assert "@mallory" in shown.note.text and "write access" in shown.note.text
 
 
 def test_the_revert_note_stays_until_a_request_is_carried_out() -> None:
-    note = revert_note("mallory", [Request("file", 5)])
+    note = Note("mallory", (Request("file", 5),))
     text = block(set(), note=note)
-    assert note_in(text) == note
+    assert note_in(text) == note and note.text in text
     es = entries(set())
     kept = sort_ticks(1111, ticked(text), es).panel_for(es, ticked(text), note_in(text), done=[])
     assert kept.note == note
@@ -194,9 +201,9 @@ def test_an_event_is_read_for_its_issue_and_sender() -> None:
     ) == EditEvent(7, "github-actions[bot]")
 
 
-def test_only_a_note_as_artbot_writes_it_is_kept() -> None:
+def test_only_a_note_as_artbot_wrote_it_before_the_record_is_migrated() -> None:
     note = revert_note("mallory", [Request("file", 5), Request("recheck")])
-    assert note_in(f"x\n{note}\n") == note
+    assert legacy_note(f"x\n{note}\n") == Note("mallory", (Request("file", 5), Request("recheck")))
     forged = [
         note.replace("@mallory", "@mal lory"),
         note[:-1] + " <!-- artbot:checklist:end -->_",
@@ -204,4 +211,4 @@ def test_only_a_note_as_artbot_writes_it_is_kept() -> None:
         "_Requests: a tick by @x on anything_",
     ]
     for line in forged:
-        assert note_in(line) is None, line
+        assert legacy_note(line) is None, line

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from artbot.patchtest.command import (
@@ -134,7 +134,6 @@ def test_what_is_not_applied_is_refused_before_anything_is_read(kind: str) -> No
 _LINES = st.lists(st.sampled_from(["a", "b", "c", "", "    x = 1", "def f():"]), max_size=30)
 
 
-@settings(max_examples=150, deadline=None)
 @given(old=_LINES, new=_LINES, context=st.integers(0, 3))
 def test_a_diff_applies_back_to_its_new_text(old: list[str], new: list[str], context: int) -> None:
     """What difflib writes applies to the old text, giving the new one."""
@@ -146,7 +145,6 @@ def test_a_diff_applies_back_to_its_new_text(old: list[str], new: list[str], con
     assert apply_text(old_text, patch) == new_text
 
 
-@settings(max_examples=100, deadline=None)
 @given(
     old=st.lists(st.integers(0, 40), unique=True, max_size=25),
     new=st.lists(st.integers(0, 40), unique=True, max_size=25),

@@ -26,11 +26,12 @@ from artbot.run.actions import (
     LinkPreset,
     Plan,
     Preset,
+    ReadTracking,
     UpdateChecklist,
 )
 from artbot.run.issues import canonical, checklist_entries
-from artbot.run.observe import Snapshot
-from artbot.run.plan import Want, plan_run, up_to_date
+from artbot.run.observe import Scope, Snapshot
+from artbot.run.plan import Want, plan_block, plan_run
 from artbot.tracking.block import TrackingBlock
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,29 +51,28 @@ def plan_open(
     findings: Any, rendered: Any, observed: Any, audit: Any, tracking: Any, views: Any = None
 ) -> Plan:
     """The plan of ``open`` for ``findings`` (the planner, as the run calls it)."""
-    want = Want(
-        "open", audit, tuple(findings), rendered, views or {}, items=tuple(f.item for f in findings)
-    )
+    scope = Scope(files=tuple(f.item for f in findings))
+    want = Want(scope, audit, tuple(findings), rendered, views or {})
     snap = Snapshot(
         tuple(observed),
         tracking=tracking_issue(tracking) if tracking else None,
         block=TrackingBlock(),
     )
-    return plan_run(want, snap)
+    return plan_block(plan_run(want, snap), "the block as rendered", TrackingBlock())
 
 
 def plan_sync(
     findings: Any, rendered: Any, observed: Any, audit: Any, tracking: Any, views: Any = None
 ) -> Plan:
     """The plan of ``sync`` over ``findings``, with no sub-issues (as on a GitHub without)."""
-    want = Want("sync", audit, tuple(findings), rendered, views or {}, status_texts={})
+    want = Want(Scope(in_step=True), audit, tuple(findings), rendered, views or {}, status_texts={})
     snap = Snapshot(
         tuple(observed),
         tracking=tracking_issue(tracking) if tracking else None,
         block=TrackingBlock(),
         sub_issues=False,
     )
-    return plan_run(want, snap)
+    return plan_block(plan_run(want, snap), "the block as rendered", TrackingBlock())
 
 
 def ours(catalog: Catalog, item: int, number: int, **kw: Any) -> ObservedIssue:
@@ -141,7 +141,7 @@ def test_sync_edits_only_a_body_whose_owned_region_changed(catalog: Catalog) -> 
     body = rendered[8].body.replace("<!-- artbot:body:end -->", "stale\n<!-- artbot:body:end -->")
     stale = ours(catalog, 8, 1201, body=body)
     plan = plan_sync(findings, rendered, [fresh, stale], catalog.audit, TRACKING)
-    assert plan.of(EditBody) == [EditBody(8, 1201)]
+    assert plan.of(EditBody) == [EditBody(8, 1201, rendered[8].body)]
 
 
 def test_sync_text_outside_the_owned_region_is_not_a_change(catalog: Catalog) -> None:
@@ -164,12 +164,15 @@ def test_sync_links_preset_issues_it_cannot_see_and_checks_the_checklist(
     plan = plan_sync(findings, rendered, [], catalog.audit, TRACKING)
     labels = tuple(catalog.audit.labels)
     assert plan.of(LinkPreset) == [LinkPreset(n - 1107, n, labels) for n in (1108, 1109, 1110)]
-    assert plan.of(UpdateChecklist) == [UpdateChecklist(TRACKING, entries)]
+    [update] = plan.of(UpdateChecklist)
+    assert update.write.text == "the block as rendered" and update.write.filed == ()
+    assert plan.actions[-2:] == (ReadTracking(TRACKING), update)  # the re-read, then the write
     assert plan.block is not None and plan.block.entries == entries
     # Rendered after planning, before any write: the block as it reads now is up to date.
-    same = up_to_date(plan, "the block", "the block")
-    assert same.of(ChecklistUpToDate) == [ChecklistUpToDate(TRACKING)]
-    assert up_to_date(plan, "old", "the block") == plan
+    bare = replace(plan, actions=plan.actions[:-2])
+    same = plan_block(bare, "the block", TrackingBlock(text="the block"))
+    assert same.actions[-1] == ChecklistUpToDate(TRACKING) and not same.of(UpdateChecklist)
+    assert plan_block(bare, "the block", TrackingBlock(text="old")).of(UpdateChecklist)
 
 
 def test_closed_issues_read_closed_in_the_checklist_with_their_reason(catalog: Catalog) -> None:
@@ -261,3 +264,41 @@ def test_fixed_items_are_ticked_with_the_release(catalog: Catalog) -> None:
     assert (entries[7].fixed_in, entries[7].partly_fixed_in) == ("0.5.21", None)
     assert (entries[9].fixed_in, entries[9].partly_fixed_in) == (None, "0.5.21")
     assert entries[4].fixed_in is None and entries[4].partly_fixed_in is None
+
+
+def test_the_block_write_looks_up_the_filed_issue_and_keeps_a_persons_ticks_made_meanwhile() -> (
+    None
+):
+    """blockwrite.merge, the one pure merge: the planned text with the issue filed in the run
+    looked up; applied to the body read right before the write; when the block was edited
+    since observe read it, a person's ticks stay, but for those the write clears."""
+    from artbot.run.blockwrite import BlockWrite, merge, ref
+    from artbot.tracking.block import apply
+    from artbot.tracking.requests import Request
+
+    observed = (
+        "- [ ] 7. A finding\n"
+        "- [x] File the issue for item 7 <!-- artbot:request file=7 -->\n"
+        "- [ ] Re-check against the newest release <!-- artbot:request recheck -->\n"
+        "- [x] Declined: artbot's follow-up 101 is never filed (untick to take the answer back) "
+        "<!-- artbot:declined 101 -->\n"
+    )
+    planned = (
+        f"- [ ] 7. A finding — #{ref(7)}\n"
+        "- [ ] Re-check against the newest release <!-- artbot:request recheck -->\n"
+        "- [x] Declined: artbot's follow-up 101 is never filed (untick to take the answer back) "
+        "<!-- artbot:declined 101 -->\n"
+    )
+    write = BlockWrite(planned, observed, (7,), frozenset({Request("file", 7)}))
+    body = apply("Human text.\n", observed)
+    text, new = merge(write, body, {7: 1112})
+    assert text == planned.replace(str(ref(7)), "1112") and new == apply(body, text)
+    # Meanwhile a person ticked the re-check, unticked the decline and wrote below the block.
+    edited = observed.replace("- [ ] Re-check", "- [x] Re-check").replace(
+        "- [x] Declined", "- [ ] Declined"
+    )
+    body = apply("Human text.\n", edited) + "A note.\n"
+    text, new = merge(write, body, {7: 1112})
+    assert "- [x] Re-check against the newest release" in text  # their tick, pending
+    assert "- [ ] Declined: artbot's follow-up 101" in text  # the answer taken back
+    assert "#1112" in text and new.endswith("A note.\n") and new.startswith("Human text.\n")

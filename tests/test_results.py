@@ -16,10 +16,9 @@ from artbot.github.client import EtagCache, GitHubRepo
 from artbot.records.catalog import Catalog, load_catalog
 from artbot.report.output import outcome_json
 from artbot.report.results import Journal, Result
-from artbot.run.actions import Plan, Write
-from artbot.run.commands import block_renderer, open_issues, sync
-from artbot.run.execute import Execution, carry_out
-from artbot.run.identity import Identity
+from artbot.run.actions import Write
+from artbot.run.commands import open_issues, sync
+from artbot.run.execute import Budget, Execution, References, carry_out
 from artbot.sandbox import GitHubSandbox
 from tests.test_apply import CANARY, NAME, OWNER, art  # noqa: F401
 
@@ -100,13 +99,13 @@ def _classes(union: Any) -> list[type]:
 def test_every_write_class_has_a_case(catalog: Catalog, repo: GitHubRepo) -> None:
     """At run time too: no class of the union falls through to ``assert_never``."""
     journal = Journal(lambda _: None, [], [])
-    ex = Execution(repo, catalog, Plan(), journal, Identity(), block_renderer(catalog), {}, {}, [])
+    ex = Execution(repo, Budget(), journal, References([]))
     classes = _classes(Write)
     assert len(classes) >= 16
     for cls in classes:
         bare: Any = object.__new__(cls)  # no fields: a handler that reads one raises AttributeError
         try:
-            carry_out(ex, bare)
+            carry_out(ex, bare, None)
         except AssertionError as exc:
             assert "unreachable" not in str(exc), cls.__name__
         except (AttributeError, KeyError, TypeError):

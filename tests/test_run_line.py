@@ -22,6 +22,7 @@ from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.block import TrackingBlock
 from artbot.tracking.checklist import read_block
+from artbot.tracking.record import read_record
 from artbot.tracking.subissues import SubIssueRecord
 from tests.test_apply import CANARY, NAME, OWNER, TRACKING, art, root, writes  # noqa: F401
 
@@ -106,7 +107,10 @@ def test_a_ticked_request_is_a_create_of_the_syncs_one_plan(
     assert written == 0  # nothing written before the plan was complete
     assert len(parses) == 1
     assert [a.item for a in plan.of(Create)] == [5]
-    assert plan.actions.index(plan.of(Create)[0]) < plan.actions.index(plan.of(UpdateChecklist)[0])
+    whole = outcome.plan  # with the block's write, rendered once after planning
+    assert whole.actions.index(whole.of(Create)[0]) < whole.actions.index(
+        whole.of(UpdateChecklist)[0]
+    )
     assert any(line.startswith("request in #1111: filed item 5 as #") for line in outcome.done)
     again = sync(catalog, repo, TRACKING)
     assert again.plan.of(Create) == [] and again.done == []
@@ -176,7 +180,7 @@ def test_open_and_sync_make_the_items_issues_sub_issues_in_item_order(
     assert art.sub_issues(OWNER, NAME, TRACKING) == [eight, seven]  # appended as filed
     sync(catalog, repo, TRACKING)
     assert art.sub_issues(OWNER, NAME, TRACKING) == [1108, 1109, 1110, seven, eight]
-    record = SubIssueRecord.find(block_of(art))
+    record = read_record(block_of(art)).sub_issues
     assert record == SubIssueRecord(added=(1108, 1109, 1110, seven, eight))
     art.requests.clear()
     again = sync(catalog, repo, TRACKING)

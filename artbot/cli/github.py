@@ -55,9 +55,9 @@ def github_options(f: F) -> F:
             multiple=True,
             metavar="LOGIN",
             envvar="ARTBOT_AUTHORS",
-            help="Also count issues written by LOGIN as artbot's (repeatable) [default: only "
-            "the identity artbot established (its creates, the tracking issue's record, the "
-            "token's login); $ARTBOT_AUTHORS].",
+            help="The login artbot writes as: issues written by LOGIN count as artbot's "
+            "(repeatable) [default: $ARTBOT_AUTHORS, else login in findings/audit.yaml, else "
+            "github-actions[bot]].",
         ),
         click.option(
             "--dry-run",
@@ -77,15 +77,14 @@ def github_options(f: F) -> F:
 
 
 def identity(authors: tuple[str, ...]) -> Any:
-    """Who artbot writes as: the identity it establishes (artbot.run.identity), and ``--author``."""
+    """Who artbot writes as, as configured (artbot.run.identity): ``--author``."""
     from ..inputs import check_logins
     from ..run.commands import Identity
-    from ..tracking.ownership import DEFAULT_AUTHORS
 
     source = click.get_current_context().get_parameter_source("authors")
     from_env = source is not None and source.name == "ENVIRONMENT"
     check_logins(authors, "$ARTBOT_AUTHORS" if from_env else "--author")
-    return Identity(authors=(*DEFAULT_AUTHORS, *authors))
+    return Identity(authors=tuple(authors))
 
 
 def connect(

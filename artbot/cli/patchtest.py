@@ -121,7 +121,7 @@ def answer_tests(
     repo: Any = None
     if phase in ("all", "read", "post"):
         repo = connect(obj, catalog, repo_name, api_url, cache, dry_run=False)
-    artbot = respond.artbot_logins(repo.login() if repo is not None else None)
+    artbot = respond.artbot_logins(catalog.audit.login)  # configured, never inferred
     if phase in ("all", "read"):
         planned = respond.read_requests(repo, catalog, artbot, issue=issue, max_runs=max_runs)
         click.echo(f"answer-tests: {len(planned)} request(s) to answer", err=True)

@@ -15,7 +15,6 @@ Design notes:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -110,7 +109,6 @@ class GitHubRepo:
             seconds_between_writes=0 if local else 1.0,
         )
         self._url = f"/repos/{repo}"
-        self.refused_login = False  # GET /user answered 403: the token is an installation's
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -238,54 +236,6 @@ class GitHubRepo:
             raise BadInput(f"#{number} is a pull request, not an issue")
         return ObservedIssue.from_json(data)
 
-    def login(self) -> str | None:
-        """The token's own login, or None where GitHub does not say (an Actions run's
-        ``GITHUB_TOKEN`` gets 403 here) or there is no token."""
-        try:
-            data, _ = self._get("/user")
-        except RemoteError as exc:
-            # 403 is GitHub's answer to an installation token (an App's, an Actions run's).
-            self.refused_login = exc.status == 403
-            if exc.status in (401, 403, 404):
-                return None
-            raise
-        login = data.get("login") if isinstance(data, dict) else None
-        return login if isinstance(login, str) else None
-
-    def react(self, number: int) -> tuple[str | None, int | None]:
-        """Add a reaction to #number: (who added it, its id). Where ``GET /user`` does not say
-        who the token is (an installation token), its author does; :meth:`unreact` removes it."""
-        data, _ = self._request(
-            "POST", f"{self._url}/issues/{number}/reactions", input={"content": "eyes"}
-        )
-        user = data.get("user") if isinstance(data, dict) else None
-        login = user.get("login") if isinstance(user, dict) else None
-        reaction = data.get("id") if isinstance(data, dict) else None
-        return (
-            login if isinstance(login, str) else None,
-            reaction if isinstance(reaction, int) else None,
-        )
-
-    def unreact(self, number: int, reaction: int) -> None:
-        self._request("DELETE", f"{self._url}/issues/{number}/reactions/{reaction}")
-
-    def remembered_login(self) -> str | None:
-        """The login this repository's artbot issues were last seen written by (the cache)."""
-        return self.cache.identities.get(f"{self.api_url} {self.full_name}")
-
-    def remember_login(self, login: str) -> None:
-        """Keep ``login`` (learnt from a create) in the cache file now, not at the run's end."""
-        key = f"{self.api_url} {self.full_name}"
-        if self.cache.identities.get(key) != login:
-            self.cache.identities[key] = login
-            # The tracking issue records it too; the end-of-run save reports a failure.
-            with contextlib.suppress(OSError):
-                self.cache.save()
-
-    def existing_labels(self) -> set[str]:
-        data, _ = self._get(f"{self._url}/labels", {"per_page": 100})
-        return {d["name"] for d in data}
-
     def permission(self, login: str) -> str:
         """``login``'s permission (admin, write, read or none), asked unconditionally: it
         decides whether a tick on the tracking issue is carried out. Not a collaborator, or
@@ -372,13 +322,20 @@ class GitHubRepo:
         with _sub_issues():
             return [ObservedIssue.from_json(d) for d in self._pages(url, params)]
 
-    def add_sub_issue(self, number: int, sub_issue_id: int, *, replace_parent: bool) -> None:
+    def add_sub_issue(
+        self, number: int, sub_issue_id: int, *, replace_parent: bool
+    ) -> ObservedIssue | None:
+        """Make the issue ``sub_issue_id`` a sub-issue of #number; GitHub answers with #number
+        as it is then (None when the answer is not #number: the caller then reads it)."""
         # By id, not number (GitHub's rule); replace_parent only when asked for.
         body: dict[str, Any] = {"sub_issue_id": sub_issue_id}
         if replace_parent:
             body["replace_parent"] = True
         with _sub_issues():
-            self._request("POST", f"{self._url}/issues/{number}/sub_issues", input=body)
+            data, _ = self._request("POST", f"{self._url}/issues/{number}/sub_issues", input=body)
+        if not isinstance(data, dict) or data.get("number") != number:
+            return None
+        return ObservedIssue.from_json(data)
 
     def remove_sub_issue(self, number: int, sub_issue_id: int) -> None:
         body = {"sub_issue_id": sub_issue_id}

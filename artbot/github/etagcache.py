@@ -20,10 +20,6 @@ class EtagCache:
     path: Path | None = None
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
     labels: set[str] = field(default_factory=set)
-    # "<api root> <owner/name>" -> the login artbot's issues there are written by, learnt from
-    # a create and kept at once, so a run that dies before recording it in the tracking
-    # issue still knows its own issues on the next run.
-    identities: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path | None) -> EtagCache:
@@ -37,10 +33,7 @@ class EtagCache:
                 if isinstance(v, dict) and isinstance(v.get("etag"), str) and "data" in v
             }
             labels = {str(x) for x in data["labels"]}
-            identities = dict(data.get("identities") or {})
-            if not all(isinstance(v, str) for v in identities.values()):
-                identities = {}
-            return cls(path, entries, labels, identities)
+            return cls(path, entries, labels)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return cls(path)  # a corrupt or old cache only costs full reads
 
@@ -52,7 +45,6 @@ class EtagCache:
         data = {
             "etags": self.entries,
             "labels": sorted(self.labels),
-            "identities": self.identities,
         }
         tmp.write_text(json.dumps(data), encoding="utf-8")
         tmp.replace(self.path)

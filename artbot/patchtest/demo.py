@@ -73,7 +73,7 @@ def round_trip(catalog: Catalog, log: Callable[[str], None] = print) -> None:
         log("\n".join(f"    {line}" for line in request.splitlines()[:12]) + "\n    ...")
         repo = GitHubRepo(catalog.audit.repository, api_url=sandbox.api_url, token=TOKEN,
                           cache=EtagCache())  # fmt: skip
-        artbot = respond.artbot_logins(repo.login())
+        artbot = respond.artbot_logins(catalog.audit.login)
         log("\n$ artbot answer-tests")
         tasks = respond.read_requests(repo, catalog, artbot)
         try:

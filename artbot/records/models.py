@@ -342,6 +342,14 @@ class Audit(_Strict):
         description="Colour and description of every label the audit or a finding uses.",
     )
     web_url: NonEmpty = "https://github.com"
+    login: Annotated[
+        str, StringConstraints(pattern=r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
+    ] = Field(
+        default="github-actions[bot]",
+        description="The login artbot writes as (its token's): an issue carrying artbot's marker "
+        "is artbot's only when this login wrote it. --author / $ARTBOT_AUTHORS overrides it; "
+        "the default is the login of an Actions workflow's own GITHUB_TOKEN.",
+    )
     close_when_fixed: bool = Field(
         default=False,
         description="sync closes an open issue artbot filed, as completed with one comment, "

@@ -400,15 +400,14 @@ def render_checklist(
     entries: Sequence[Any],
     audit: Audit,
     templates_dir: Path,
-    sub_issues: Any = None,
     panel: Any = None,
     dating: str | None = None,
 ) -> str:
-    """The inner lines of the tracking issue's managed block; ``sub_issues`` is the
-    :class:`artbot.tracking.subissues.SubIssueRecord` kept in it (None: no sub-issue line),
-    ``panel`` the :class:`artbot.tracking.requests.Panel` of requests (None: every request
+    """The visible lines of the tracking issue's managed block, checklist and Requests;
+    ``panel`` is the :class:`artbot.tracking.requests.Panel` of requests (None: every request
     offered, unticked), ``dating`` where the audit commit lies among the releases
-    (:func:`dating_sentence`): said once, here, not in every issue."""
+    (:func:`dating_sentence`): said once, here, not in every issue.
+    :func:`artbot.tracking.block.compose` adds the rest."""
     from ..tracking.requests import panel as requests_panel
 
     env = environment(templates_dir)
@@ -416,7 +415,6 @@ def render_checklist(
         return env.get_template("checklist.md.j2").render(
             entries=entries,
             audit_commit=audit.commit,
-            sub_issues=sub_issues,
             panel=panel if panel is not None else requests_panel(entries, (), None),
             dating=dating,
         )

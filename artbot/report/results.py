@@ -1,4 +1,5 @@
-"""What carrying out a plan did: one :class:`Result` per write or decision, and one log path.
+"""What carrying out a plan did: one :class:`Result` per write or decision, one log path, and
+the count of writes against ``--max-writes`` (:class:`Budget`).
 
 Each action :mod:`artbot.run.commands` carries out returns its results: *done* (what was written),
 *skipped* (nothing to write, and why) or *failed* (what GitHub answered; the run goes on). The
@@ -13,6 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import ArtbotError
+
 Status = Literal["done", "skipped", "failed"]
 Log = Callable[[str], None]
 
@@ -21,21 +24,26 @@ Log = Callable[[str], None]
 class Result:
     status: Status
     line: str  # done: what was written; skipped or failed: what, and why
-    kind: str = ""  # the action's class name ("" for a step no action names, e.g. a label)
+    action: Any = None  # the plan's action this is the result of (None: a warning of no step)
     item: int | None = None
     issue: int | None = None
 
     @classmethod
     def done(cls, line: str, action: Any = None, **kw: Any) -> Result:
-        return cls("done", line, **_about(action), **kw)
+        return cls("done", line, **{**_about(action), **kw})
 
     @classmethod
     def skipped(cls, line: str, action: Any = None, **kw: Any) -> Result:
-        return cls("skipped", line, **_about(action), **kw)
+        return cls("skipped", line, **{**_about(action), **kw})
 
     @classmethod
     def failed(cls, line: str, action: Any = None, **kw: Any) -> Result:
-        return cls("failed", line, **_about(action), **kw)
+        return cls("failed", line, **{**_about(action), **kw})
+
+    @property
+    def kind(self) -> str:
+        """The action's class name, for ``--json`` and the step summary."""
+        return type(self.action).__name__ if self.action is not None else ""
 
     def text(self) -> str:
         return self.line if self.status == "done" else f"{self.status}: {self.line}"
@@ -54,7 +62,7 @@ def _about(action: Any) -> dict[str, Any]:
     if action is None:
         return {}
     return {
-        "kind": type(action).__name__,
+        "action": action,
         "item": getattr(action, "item", None),
         "issue": getattr(action, "issue", None),
     }
@@ -92,3 +100,27 @@ class Journal:
 
     def extend(self, results: Iterable[Result | None]) -> None:
         self.add(*results)
+
+
+class WriteBudgetSpent(ArtbotError):
+    """The run made as many writes as it was allowed (``--max-writes``); nothing more was
+    sent. As safe as a crash at that point: the next run does what is left."""
+
+    exit_code = 0
+
+    def __init__(self, limit: int):
+        super().__init__(f"stopped after {limit} write(s) (--max-writes {limit})")
+        self.limit = limit
+
+
+@dataclass
+class Budget:
+    """``--max-writes``: every write is counted before it is sent."""
+
+    limit: int | None = None
+    writes: int = 0
+
+    def spend(self) -> None:
+        if self.limit is not None and self.writes >= self.limit:
+            raise WriteBudgetSpent(self.limit)
+        self.writes += 1

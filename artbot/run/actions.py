@@ -9,31 +9,26 @@ carries out :data:`Write` and nothing else.
 
 from __future__ import annotations
 
+import typing
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..records.models import Audit
 from ..tracking.checklist import ChecklistEntry
 from ..tracking.ownership import Foreign
-from ..tracking.requests import (
-    Asked,
-    CarryOutRequest,
-    DropRequest,
-    PanelAction,
-    Request,
-    RevertTick,
-)
+from ..tracking.requests import Asked, CarryOutRequest, DropRequest, Request, RevertTick
 from ..tracking.subissues import (
     AddSubIssue,
     MoveSubIssue,
     NoSubIssues,
     RemoveSubIssue,
-    SubIssueAction,
     SubIssueHasParent,
     SubIssueRecord,
     SubIssueRemovedByHand,
     SubIssuesFull,
     SubIssuesUpToDate,
 )
+from .blockwrite import BlockWrite
 
 
 @dataclass(frozen=True)
@@ -41,6 +36,7 @@ class Create:
     item: int
     title: str
     labels: tuple[str, ...]
+    body: str = field(default="", repr=False)  # as filed (a fixed item's says "filed closed")
     # The recorded status decides how the issue is filed (see artbot.render.status_view):
     # fixed_in set -> filed, then closed as completed; partly_fixed_in -> open, scoped to
     # what remains.
@@ -171,8 +167,12 @@ class CloseCopies:
 
 @dataclass(frozen=True)
 class EditBody:
+    """Set the owned region of #issue's body to ``body`` (applied to the body re-read right
+    before: only the region is rewritten, and only when it differs)."""
+
     item: int
     issue: int
+    body: str = field(default="", repr=False)
 
     def describe(self) -> str:
         return f"item {self.item}: update the artbot part of #{self.issue}'s body"
@@ -201,9 +201,23 @@ class Duplicate:
 
 
 @dataclass(frozen=True)
+class ReadTracking:
+    """Read the tracking issue's body again right before its block is written, so a human's
+    edit made meanwhile is kept (:func:`artbot.run.blockwrite.merge`). ``answered``: the write
+    right before it is the add of a sub-issue, whose answer is the tracking issue as it is
+    then; it is read only when that answer did not come."""
+
+    issue: int
+    answered: bool = False
+
+    def describe(self) -> str:
+        return f"tracking issue #{self.issue}: read it again before writing the block"
+
+
+@dataclass(frozen=True)
 class UpdateChecklist:
     issue: int
-    entries: tuple[ChecklistEntry, ...]
+    write: BlockWrite = field(repr=False)
 
     def describe(self) -> str:
         return f"tracking issue #{self.issue}: update the checklist"
@@ -230,30 +244,8 @@ class Comment:
         return f"item {self.item}: comment on #{self.issue}: {first}"
 
 
-Action = (
-    Create
-    | CreateLabel
-    | CloseCopies
-    | CloseFixed
-    | CloseWhenFixed
-    | StatusChange
-    | Exists
-    | Preset
-    | LinkPreset
-    | LabelTracking
-    | EditBody
-    | CloseDuplicate
-    | Duplicate
-    | UpdateChecklist
-    | ChecklistUpToDate
-    | Comment
-    | SubIssueAction
-    | PanelAction
-    | Foreign
-)
-
-
-# What the executor carries out: every action that writes (or may). The rest are facts.
+# What the executor carries out: every action that writes (or may), and the reads the plan
+# names. The rest are facts: what the run found, in the plan beside the writes.
 Write = (
     CreateLabel
     | LabelTracking
@@ -269,14 +261,15 @@ Write = (
     | AddSubIssue
     | RemoveSubIssue
     | MoveSubIssue
+    | ReadTracking
     | UpdateChecklist
-    | ChecklistUpToDate
 )
 Fact = (
     Exists
     | Preset
     | Duplicate
     | Foreign
+    | ChecklistUpToDate
     | SubIssueRemovedByHand
     | SubIssueHasParent
     | SubIssuesFull
@@ -286,20 +279,18 @@ Fact = (
     | RevertTick
     | DropRequest
 )
-FACTS = (
-    Exists,
-    Preset,
-    Duplicate,
-    Foreign,
-    SubIssueRemovedByHand,
-    SubIssueHasParent,
-    SubIssuesFull,
-    SubIssuesUpToDate,
-    NoSubIssues,
-    CarryOutRequest,
-    RevertTick,
-    DropRequest,
-)
+Action = Write | Fact
+FACTS: tuple[type, ...] = typing.get_args(Fact)
+
+
+@dataclass(frozen=True)
+class Claims:
+    """How an issue list read again during the run is claimed (:mod:`artbot.tracking.ownership`):
+    the audit, the logins artbot writes as, and the tracking issue."""
+
+    audit: Audit
+    logins: tuple[str, ...]
+    tracking: int | None
 
 
 @dataclass(frozen=True)
@@ -322,6 +313,7 @@ class Plan:
     actions: tuple[Action, ...] = field(default_factory=tuple)
     block: BlockPlan | None = None  # the block the plan's checklist action writes
     warnings: tuple[str, ...] = ()  # what the planner found worth saying (printed once)
+    claims: Claims | None = None
 
     def of(self, kind: type) -> list[Any]:
         return [a for a in self.actions if isinstance(a, kind)]
@@ -332,7 +324,7 @@ class Plan:
     def as_json(self) -> list[dict[str, Any]]:
         out = []
         for a in self.actions:
-            data = asdict(a)
+            data = {k: v for k, v in asdict(a).items() if k not in ("body", "write")}
             data["action"] = type(a).__name__
             data["text"] = a.describe()
             out.append(data)

@@ -1,19 +1,20 @@
 """``open`` and ``sync``: one straight line, each step once.
 
-    observe (read GitHub) -> render -> plan (pure) -> carry out (in order, each write once)
+    observe (read GitHub) -> render -> plan (pure) -> render the block -> send (in order, once)
 
-:func:`artbot.run.observe.observe` reads everything into one snapshot;
-the issues and the comments are rendered from the catalog; :func:`artbot.run.plan.plan_run`
-makes the complete list of writes, including the issues a ticked request files and the one
-write of the tracking issue's block at the end; :func:`artbot.run.execute.execute` carries
-it out (the crash-safety rules are in its docstring). ``open`` is the same line with a
-narrower plan. A dry run stops after the plan.
+:func:`artbot.run.observe.observe` reads everything into one snapshot; the issues and the
+comments are rendered from the catalog; :func:`artbot.run.plan.plan_run` makes the complete
+list of writes, including the issues a ticked request files; the tracking issue's block is
+rendered once from the plan (:func:`render_block`) and :func:`artbot.run.plan.plan_block` adds
+its write at the end (or says it is up to date); :func:`artbot.run.execute.execute` sends it
+(the crash-safety rules are in its docstring). ``open`` and ``sync`` are the same line under
+another :class:`~artbot.run.observe.Scope`. A dry run stops after the plan.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..records.catalog import Catalog
@@ -21,14 +22,16 @@ from ..records.models import ObservedIssue
 from ..render.issue import RenderedIssue, dating_sentence, render_checklist
 from ..render.prepare import render_all
 from ..report.results import Journal, Result
-from ..tracking.block import compose
-from ..tracking.requests import panel
-from .actions import Plan
-from .execute import Execution, RenderBlock, execute
+from ..tracking.block import TrackingBlock, compose
+from ..tracking.record import Memory
+from ..tracking.requests import CarryOutRequest, DropRequest, RevertTick, panel
+from .actions import BlockPlan, Plan
+from .blockwrite import REF
+from .execute import Budget, Execution, References, execute
 from .identity import Identity
 from .issues import canonical
-from .observe import Ask, Snapshot, Verified, Verifier, observe, status_views
-from .plan import Want, plan_run, up_to_date
+from .observe import Ask, Scope, Snapshot, Verified, Verifier, observe, status_views
+from .plan import Want, plan_block, plan_run
 from .status_comments import status_texts
 from .subissue_writes import SubIssueProgress
 
@@ -60,19 +63,28 @@ class Outcome:
         return Journal(log, self.done, self.warnings, self.results)
 
 
-def block_renderer(catalog: Catalog) -> RenderBlock:
-    """How the tracking issue's block is rendered: the checklist template, then the identity."""
-    templates = catalog.root / "templates"
-
-    def render(entries: Any, record: Any, requests: Any, logins: Sequence[str]) -> str:
-        return compose(
-            render_checklist(
-                entries, catalog.audit, templates, record, requests, dating_sentence(catalog)
-            ),
-            logins,
+def render_block(
+    catalog: Catalog, block: BlockPlan | None, now: TrackingBlock | None
+) -> str | None:
+    """The block as the plan writes it, rendered once, right after planning: the checklist,
+    the Requests list (the ticks read now, those this run carries out, reverts or drops
+    cleared), the sub-issue notes and the record. An issue filed earlier in the run is named
+    by its reference (:func:`artbot.run.blockwrite.ref`), looked up when the block is written."""
+    if block is None:
+        return None
+    now = now or TrackingBlock()
+    if block.asked is not None:
+        requests = block.asked.panel_for(
+            block.entries, now.ticked, now.note, done=block.done, declined=now.declined
         )
-
-    return render
+    else:
+        requests = panel(block.entries, now.ticked, now.note, now.declined)
+    templates = catalog.root / "templates"
+    checklist = render_checklist(
+        block.entries, catalog.audit, templates, requests, dating_sentence(catalog)
+    )
+    items = {e.issue: e.item for e in block.entries if e.issue is not None}
+    return compose(checklist, Memory(block.logins, block.record, requests.note), items)
 
 
 def run(
@@ -87,12 +99,12 @@ def run(
     verifier: Verifier | None = None,
     max_writes: int | None = None,
 ) -> Outcome:
-    """One run: observe, render, plan, then (unless ``dry_run``) carry out."""
+    """One run: observe, render, plan, render the block, then (unless ``dry_run``) send it."""
     identity = identity or Identity()
-    sync = ask.command == "sync"
+    in_step, files = ask.scope.in_step, ask.scope.files
     rendered: dict[int, RenderedIssue] = {}
-    if not sync:  # a body over GitHub's limit: exit 2 before any request
-        rendered = render_all(catalog, [catalog.get(i) for i in ask.items], ask.tracking)
+    if not in_step:  # a body over GitHub's limit: exit 2 before any request
+        rendered = render_all(catalog, [catalog.get(i) for i in files], ask.tracking)
     views = status_views(catalog, catalog.findings)  # a bad status file: exit 2 here too
     snap = observe(
         repo,
@@ -106,84 +118,49 @@ def run(
     found = canonical(snap.issues, catalog.audit)
     # A follow-up's first line links the issue of the item it follows, as GitHub holds it.
     numbers = {item: issue.number for item, issue in found.items()}
-    if sync:  # the tracking issue may have been found by its label
+    if in_step:  # the tracking issue may have been found by its label
         rendered = render_all(catalog, catalog.findings, snap.number, issues=numbers)
     else:  # the first rendering (before any request) could not know those numbers
-        follow_ups = [catalog.get(i) for i in ask.items if catalog.get(i).follows is not None]
+        follow_ups = [catalog.get(i) for i in files if catalog.get(i).follows is not None]
         rendered |= render_all(catalog, follow_ups, ask.tracking, issues=numbers)
     notes = None
-    if sync and snap.verified is not None:
+    if in_step and snap.verified is not None:
         from ..verify import verification_notes
 
         # An item with a recorded status is ticked and commented on from that record (one
         # comment per status change); the whole-item verify note and comment are for the rest.
         notes = verification_notes([r for r in snap.verified[1] if views.get(r.item) is None])
     want = Want(
-        ask.command,
+        ask.scope,
         catalog.audit,
         tuple(catalog.findings),
         rendered,
         views,
-        items=ask.items,
-        status_texts=status_texts(catalog, found, views) if sync else None,
+        status_texts=status_texts(catalog, found, views) if in_step else None,
         notes=notes,
-        logins=identity.known(),
+        logins=snap.configured,
         replace_parent=ask.replace_parent,
     )
     plan = plan_run(want, snap)
-    render_block = block_renderer(catalog)
-    now = snap.block.text if snap.block else None
-    plan = up_to_date(plan, now, _rendered(plan, snap, render_block))
+    plan = plan_block(plan, render_block(catalog, plan.block, snap.block), snap.block)
     outcome = Outcome(plan, issues=found, observed=list(snap.issues), tracking=snap.tracking)
-    outcome.rendered = {i: rendered[i] for i in ask.items if i in rendered}
+    outcome.rendered = {i: rendered[i] for i in files if i in rendered}
     outcome.warnings += [f.describe() for f in snap.foreign]
     outcome.warnings += [*snap.warnings, *plan.warnings]
     if dry_run:
         return outcome
     journal = outcome.journal(log)
-    ex = Execution(
-        repo,
-        catalog,
-        plan,
-        journal,
-        identity,
-        render_block,
-        rendered,
-        views,
-        list(snap.issues),
-        _progress(snap, plan, planned=sync),
-        limit=max_writes,
-        tracking_body=snap.tracking.body if snap.tracking else None,
-        block=snap.block,
-        tracking=snap.number,
-        issues=dict(found),
-    )
-    stopped = execute(ex)
-    outcome.issues = canonical(ex.observed, catalog.audit)
-    outcome.observed = ex.observed
-    outcome.checklist = ex.checklist
+    refs = References(list(snap.issues), _progress(snap, plan, planned=in_step))
+    left, stopped = execute(Execution(repo, Budget(max_writes), journal, refs), plan)
+    outcome.issues = canonical(refs.observed, catalog.audit)
+    outcome.observed = refs.observed
+    outcome.checklist = refs.checklist
     if stopped is not None:
-        outcome.plan, outcome.stopped = ex.plan, str(stopped)
+        outcome.plan, outcome.stopped = left, str(stopped)
         outcome.warnings.append(f"{stopped}; the plan below is what is left for the next run")
     elif snap.asked is not None and snap.number is not None:
-        journal.extend(Result.done(line, kind="Request") for line in _done(snap, ex))
+        journal.extend(_done(snap, refs))
     return outcome
-
-
-def _rendered(plan: Plan, snap: Snapshot, render_block: RenderBlock) -> str | None:
-    """The block as the plan will write it, when that is known before any write: not when an
-    issue is filed first (its number is not known yet)."""
-    block = plan.block
-    if block is None or block.filed or snap.block is None:
-        return None
-    now = snap.block
-    if block.asked is not None:
-        requests = block.asked.panel_for(
-            block.entries, now.ticked, now.note, done=block.done, declined=now.declined
-        )
-    else:
-        requests = panel(block.entries, now.ticked, now.note, now.declined)
-    return render_block(block.entries, block.record, requests, block.logins)
 
 
 def _progress(snap: Snapshot, plan: Plan, *, planned: bool) -> SubIssueProgress | None:
@@ -191,9 +168,11 @@ def _progress(snap: Snapshot, plan: Plan, *, planned: bool) -> SubIssueProgress 
         return None
     listed = snap.sub_issues if isinstance(snap.sub_issues, tuple) else ()
     record = plan.block.record
+    if record is not None:  # what is known to happen: the issues filed are added once they are
+        record = replace(record, added=tuple(n for n in record.added if n < REF))
     progress = SubIssueProgress.start(
         snap.tracking.number,
-        plan.block.record,
+        record,
         snap.block.record if snap.block else None,
         listed,
         snap.issues,
@@ -205,33 +184,41 @@ def _progress(snap: Snapshot, plan: Plan, *, planned: bool) -> SubIssueProgress 
     return progress
 
 
-def _done(snap: Snapshot, ex: Execution) -> list[str]:
-    """What was done about each ticked request, for the log, ``--json`` and the summary."""
+def _done(snap: Snapshot, refs: References) -> list[Result]:
+    """What was done about each ticked request, for the log, ``--json`` and the summary: a
+    result of the plan's fact about it."""
     asked, tracking = snap.asked, snap.number
-    assert asked is not None
+    assert asked is not None and tracking is not None
     out = []
     for r in asked.carry:
-        if r.kind == "file" and r.item in ex.filed:
-            issue = ex.filed[r.item]
-            out.append(f"request in #{tracking}: filed item {r.item} as #{issue.number}")
+        about = CarryOutRequest(tracking, r.key, r.text)
+        if r.kind == "file" and r.item in refs.filed:
+            issue = refs.filed[r.item]
+            line = f"request in #{tracking}: filed item {r.item} as #{issue.number}"
+            out.append(Result.done(line, about, item=r.item, issue=issue.number))
         elif r.kind == "decline":
-            out.append(f"request in #{tracking}: declined follow-up {r.item}; it is never filed")
+            line = f"request in #{tracking}: declined follow-up {r.item}; it is never filed"
+            out.append(Result.done(line, about, item=r.item))
         elif r.kind == "recheck" and snap.rechecked and snap.verified:
-            out.append(
-                f"request in #{tracking}: re-checked against openpipe-art {snap.verified[0]}"
-            )
+            line = f"request in #{tracking}: re-checked against openpipe-art {snap.verified[0]}"
+            out.append(Result.done(line, about))
     for r in asked.revert:
+        tick = RevertTick(tracking, r.key, r.text, asked.sender or "", asked.why)
         if asked.why == "unattributed":
             why = "no edit by someone with write access made it; tick it again to ask"
-            out.append(f"request in #{tracking}: cleared the tick on {r.text!r} ({why})")
+            line = f"request in #{tracking}: cleared the tick on {r.text!r} ({why})"
+            out.append(Result.done(line, tick, item=r.item))
             continue
         why = (
             f"GitHub did not say whether @{asked.sender} has write access"
             if asked.why == "unchecked"
             else "write access is needed to ask artbot from an edit"
         )
-        out.append(f"request in #{tracking}: reverted @{asked.sender}'s tick on {r.text!r} ({why})")
-    out += [f"request in #{tracking}: {r.text!r} no longer applies; cleared" for r in asked.drop]
+        line = f"request in #{tracking}: reverted @{asked.sender}'s tick on {r.text!r} ({why})"
+        out.append(Result.done(line, tick, item=r.item))
+    for r in asked.drop:
+        line = f"request in #{tracking}: {r.text!r} no longer applies; cleared"
+        out.append(Result.done(line, DropRequest(tracking, r.key, r.text), item=r.item))
     return out
 
 
@@ -247,7 +234,7 @@ def open_issues(
     max_writes: int | None = None,
 ) -> Outcome:
     """File the dedicated issues for ``items`` (once each) and refresh the checklist."""
-    ask = Ask("open", tracking_issue, tuple(items))
+    ask = Ask(Scope(files=tuple(items)), tracking_issue)
     return run(
         catalog, repo, ask, dry_run=dry_run, log=log, identity=identity, max_writes=max_writes
     )
@@ -278,7 +265,7 @@ def sync(
     None; ``event`` is the ``issues: edited`` event whose sender is checked. Otherwise never
     creates, closes or reopens an issue.
     """
-    ask = Ask("sync", tracking_issue, event=event, replace_parent=replace_parent)
+    ask = Ask(Scope(in_step=True), tracking_issue, event=event, replace_parent=replace_parent)
     return run(
         catalog,
         repo,

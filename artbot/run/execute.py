@@ -1,10 +1,15 @@
-"""The one executor: carry out a complete plan, in order, each write once.
+"""The one executor: send a complete plan, in order, each write once.
 
 Nothing is written before the plan is complete (:mod:`artbot.run.commands` observes, plans,
-then calls :func:`execute`). The dispatch is a ``match`` over :data:`artbot.run.actions.Write`
-ending in ``assert_never``: a write added to the union without a case here fails mypy. Facts
-in the plan (an issue that exists, a foreign copy) are not dispatched. Every write is counted
-here against ``--max-writes`` before it is sent; every result goes through the run's
+renders the block, then calls :func:`execute`). Every write and what it says is in the plan;
+the executor decides nothing a test of the plan could not see. It holds the repository, the
+write budget, the journal and the :class:`References`: what the plan names but cannot know
+yet (the number of an issue filed earlier in the run, the issues as listed again, the
+tracking issue's body as read again, the sub-issue writes as they turned out), each looked up
+where the plan says. The dispatch is a ``match`` over :data:`artbot.run.actions.Write` ending
+in ``assert_never``: a write added to the union without a case here fails mypy. Facts in the
+plan (an issue that exists, a foreign copy) are not dispatched. Every write is counted here
+against ``--max-writes`` before it is sent; every result goes through the run's
 :class:`~artbot.report.results.Journal`, the one log path.
 
 The run stops at the first write that fails (the error leaves as exit 1), except where a
@@ -13,19 +18,20 @@ sub-issue writes, which sit beside the checklist and never in its way. Stopping 
 by a failure, ``--max-writes`` or a crash, is safe, because every write path survives it and
 the next run's observe and plan pick up what is left:
 
-- before the first create on a tracking issue that records no identity, a token GitHub will
-  not name (``GET /user`` refused) learns its login from a reaction and records it in the block
-  (:func:`record_identity_first`), so an issue created right before a crash is placed by the next
-  run without ``--author`` (``tests/test_hardening_smaller.py``);
+- artbot's login is configured, never learnt while writing: a create whose author is not one
+  of artbot's logins stops the run (exit 1) before anything else, so a misconfigured run
+  files at most one issue and the next run, configured, finds it by its marker;
 - issues are found by marker before anything is created, so a rerun never files twice; a
   create that fails is looked for before it counts as failed (a 502 after the write, a
   dropped connection: GitHub is the source of truth), and a POST is never sent twice blind;
 - after creating, the list is read again and extra issues for an item (a retried POST that
   succeeded twice, or two runs at once) are closed as duplicates of the lowest number
   (:class:`~artbot.run.actions.CloseCopies`);
-- the tracking issue's body is re-read right before it is written and the block is applied
-  to that fresh body, with the ticks found there, so a human's edit made meanwhile is kept;
-- an issue is artbot's only if its marker sits in the owned region and an identity artbot
+- the tracking issue's body is re-read right before it is written (a named step of the plan,
+  :class:`~artbot.run.actions.ReadTracking`: the answer of the sub-issue add right before it
+  when there is one) and the planned block is merged into that fresh body with the ticks
+  found there (:func:`artbot.run.blockwrite.merge`), so a human's edit made meanwhile is kept;
+- an issue is artbot's only if its marker sits in the owned region and a login artbot
   writes as wrote it (:mod:`artbot.tracking.ownership`); anything else with a marker is
   reported and never written to or closed;
 - the tracking issue is checked before the first write (it exists, is an issue, is not
@@ -48,25 +54,18 @@ the next run's observe and plan pick up what is left:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, assert_never
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, assert_never, cast
 
 from ..errors import ArtbotError, RemoteError, SubIssuesUnavailable
-from ..records.catalog import Catalog
 from ..records.marker import replace_owned_region
 from ..records.models import ObservedIssue
-from ..render.issue import RenderedIssue
-from ..render.status_view import StatusView
-from ..report.results import Journal, Result
-from ..tracking.block import TrackingBlock, apply, compose
-from ..tracking.checklist import ChecklistEntry, read_block
-from ..tracking.ownership import claim, recorded_logins
-from ..tracking.requests import Panel, panel
-from ..tracking.subissues import AddSubIssue, MoveSubIssue, RemoveSubIssue, SubIssueRecord
+from ..report.results import Budget, Journal, Result, WriteBudgetSpent
+from ..tracking.ownership import claim
+from ..tracking.subissues import AddSubIssue, MoveSubIssue, RemoveSubIssue
 from .actions import (
     FACTS,
-    ChecklistUpToDate,
+    Claims,
     CloseCopies,
     CloseDuplicate,
     CloseFixed,
@@ -78,12 +77,13 @@ from .actions import (
     LabelTracking,
     LinkPreset,
     Plan,
+    ReadTracking,
     StatusChange,
     UpdateChecklist,
     Write,
 )
-from .identity import Identity, learn, learn_from_new
-from .issues import canonical, duplicates, filed_body, with_filed
+from .blockwrite import merge
+from .issues import canonical, duplicates
 from .subissue_writes import (
     SubIssueProgress,
     add,
@@ -97,94 +97,66 @@ from .subissue_writes import (
 if TYPE_CHECKING:
     from ..github.client import GitHubRepo as Repo
 
-# Renders the block's text: (checklist lines, sub-issue record, Requests, identity) -> text.
-RenderBlock = Callable[[Sequence[ChecklistEntry], SubIssueRecord | None, Panel, Sequence[str]], str]
 
+@dataclass
+class References:
+    """What the plan names but cannot know before it is carried out, filled in as it is."""
 
-class WriteBudgetSpent(ArtbotError):
-    """The run made as many writes as it was allowed (``--max-writes``); nothing more was
-    sent. As safe as a crash at that point: the next run does what is left."""
-
-    exit_code = 0
-
-    def __init__(self, limit: int):
-        super().__init__(f"stopped after {limit} write(s) (--max-writes {limit})")
-        self.limit = limit
+    observed: list[ObservedIssue]  # the issues as last listed (and as this run left them)
+    progress: SubIssueProgress | None = None  # the sub-issue writes as they turned out
+    filed: dict[int, ObservedIssue] = field(default_factory=dict)  # item -> issue filed now
+    tracking_body: str | None = None  # the tracking issue's body as just read again
+    checklist: str | None = None  # the block as written (or found already so)
 
 
 @dataclass
 class Execution:
-    """What carrying out one plan needs, and what it finds out as it goes."""
+    """What sending one plan holds: the repository, the budget, the journal, the references."""
 
     repo: Repo
-    catalog: Catalog
-    plan: Plan
+    budget: Budget
     journal: Journal
-    identity: Identity
-    render_block: RenderBlock
-    rendered: dict[int, RenderedIssue]
-    views: dict[int, StatusView | None]
-    observed: list[ObservedIssue]
-    progress: SubIssueProgress | None = None
-    # The tracking issue's body and its block as observe read them: the write re-reads the
-    # body, and parses it again only when someone edited it in between.
-    tracking_body: str | None = None
-    block: TrackingBlock | None = None
-    tracking: int | None = None  # never a finding's issue, whatever it quotes
-    limit: int | None = None  # --max-writes
-    writes: int = 0
-    issues: dict[int, ObservedIssue] = field(default_factory=dict)  # item -> its issue
-    filed: dict[int, ObservedIssue] = field(default_factory=dict)  # item -> issue filed now
-    checklist: str | None = None  # the block as written (or found already so)
-
-    def spend(self) -> None:
-        """Count one write against ``--max-writes``, before it is sent."""
-        if self.limit is not None and self.writes >= self.limit:
-            raise WriteBudgetSpent(self.limit)
-        self.writes += 1
-
-    def warn(self, line: str) -> None:
-        self.journal.add(Result.failed(line))
+    refs: References
 
 
-def execute(ex: Execution) -> WriteBudgetSpent | None:
-    """Carry out ``ex.plan``'s writes in order; returns why it stopped early, if it did
-    (``--max-writes``), with the writes left in ``ex.plan`` from that point. A failure that
-    is not a warning leaves as its exception."""
-    ex.journal.plan(ex.plan.text())
-    for at, action in enumerate(ex.plan.actions):
+def execute(ex: Execution, plan: Plan) -> tuple[Plan, WriteBudgetSpent | None]:
+    """Send ``plan``'s writes in order; returns what is left of it and why it stopped early,
+    if it did (``--max-writes``). A failure that is not a warning leaves as its exception."""
+    ex.journal.plan(plan.text())
+    for at, action in enumerate(plan.actions):
         if isinstance(action, FACTS):
             continue
         try:
-            ex.journal.extend(carry_out(ex, action))
+            ex.journal.extend(carry_out(ex, cast(Write, action), plan.claims))
         except WriteBudgetSpent as stop:
-            ex.plan = Plan(ex.plan.actions[at:], ex.plan.block, ex.plan.warnings)
-            return stop
-    return None
+            return Plan(plan.actions[at:], plan.block, plan.warnings, plan.claims), stop
+    return plan, None
 
 
-def carry_out(ex: Execution, action: Write) -> list[Result]:
+def carry_out(ex: Execution, action: Write, claims: Claims | None) -> list[Result]:
     """One write of the plan: its results."""
-    repo = ex.repo
+    repo, refs, spend = ex.repo, ex.refs, ex.budget.spend
     match action:
         case CreateLabel():
-            ex.spend()
+            spend()
             repo.create_label(action.name, action.color, action.description)
             repo.cache.labels.add(action.name)
-            return [Result.done(f"created label {action.name!r}", kind="CreateLabel")]
+            return [Result.done(f"created label {action.name!r}", action)]
         case LabelTracking() | LinkPreset():
             return [_label(ex, action)]
         case Create():
-            return _create(ex, action)
+            assert claims is not None
+            return _create(ex, action, claims)
         case CloseCopies():
-            return _close_copies(ex, action)
+            assert claims is not None
+            return _close_copies(ex, action, claims)
         case CloseFixed():
-            ex.spend()
+            spend()
             repo.edit_issue(action.issue, state="closed", state_reason="completed")
             line = f"item {action.item}: closed #{action.issue} as completed ({action.fixed_in})"
             return [Result.done(line, action)]
         case CloseDuplicate():
-            ex.spend()
+            spend()
             repo.edit_issue(action.issue, state="closed", state_reason="duplicate")
             line = f"item {action.item}: closed #{action.issue} as a duplicate of #{action.keep}"
             return [Result.done(line, action)]
@@ -192,15 +164,14 @@ def carry_out(ex: Execution, action: Write) -> list[Result]:
             if action.comment is None:
                 line = f"item {action.item}: #{action.issue} already has this status comment"
                 return [Result.skipped(line, action)]
-            ex.spend()
+            spend()
             repo.comment(action.issue, action.comment)
             line = f"item {action.item}: commented on #{action.issue} (status)"
             return [Result.done(line, action)]
         case CloseWhenFixed():
-            ex.spend()
+            spend()
             closed = repo.edit_issue(action.issue, state="closed", state_reason="completed")
-            ex.issues[action.item] = closed
-            ex.observed = [closed if i.number == closed.number else i for i in ex.observed]
+            refs.observed = [closed if i.number == closed.number else i for i in refs.observed]
             line = (
                 f"item {action.item}: closed #{action.issue} as completed "
                 f"(fixed in {action.fixed_in})"
@@ -208,27 +179,25 @@ def carry_out(ex: Execution, action: Write) -> list[Result]:
             return [Result.done(line, action)]
         case EditBody():
             fresh = repo.get_issue(action.issue, fresh=True)
-            body = replace_owned_region(fresh.body, ex.rendered[action.item].body)
+            body = replace_owned_region(fresh.body, action.body)
             if body == fresh.body:
                 line = f"item {action.item}: #{action.issue} was already up to date"
                 return [Result.skipped(line, action)]
-            ex.spend()
+            spend()
             repo.edit_issue(action.issue, body=body)
             return [Result.done(f"item {action.item}: updated #{action.issue}", action)]
         case Comment():
-            ex.spend()
+            spend()
             repo.comment(action.issue, action.body)
             return [Result.done(f"item {action.item}: commented on #{action.issue}", action)]
         case AddSubIssue() | RemoveSubIssue() | MoveSubIssue():
             return _sub_issue(ex, action)
+        case ReadTracking():
+            if not (action.answered and refs.tracking_body is not None):
+                refs.tracking_body = repo.get_issue(action.issue, fresh=True).body
+            return []
         case UpdateChecklist():
-            return [_write_block(ex, action.issue)]
-        case ChecklistUpToDate():
-            planned = ex.plan.block.record if ex.plan.block else None
-            if ex.progress is None or ex.progress.record(planned) == planned:
-                return []
-            # A sub-issue write went otherwise than planned: record what did happen.
-            return [_write_block(ex, action.issue)]
+            return [_write_block(ex, action)]
         case _:
             assert_never(action)
 
@@ -236,7 +205,7 @@ def carry_out(ex: Execution, action: Write) -> list[Result]:
 def _label(ex: Execution, action: LabelTracking | LinkPreset) -> Result:
     """Label the tracking issue or a preset issue; a failure is a result (and a warning),
     never the end of the run."""
-    ex.spend()
+    ex.budget.spend()
     try:
         ex.repo.add_labels(action.issue, list(action.labels))
     except RemoteError as exc:
@@ -250,153 +219,111 @@ def _label(ex: Execution, action: LabelTracking | LinkPreset) -> Result:
     return Result.done(f"labelled #{action.issue} ({', '.join(action.labels)})", action)
 
 
-def _create(ex: Execution, action: Create) -> list[Result]:
+def _create(ex: Execution, action: Create, claims: Claims) -> list[Result]:
     """File the item's issue; a fixed item's is then closed as completed."""
-    repo, audit, item = ex.repo, ex.catalog.audit, action.item
-    issue = ex.rendered[item]
-    body = filed_body(issue.body, ex.views.get(item))
-    out = record_identity_first(ex)
-    ex.spend()
+    repo, refs, item = ex.repo, ex.refs, action.item
+    out: list[Result] = []
+    ex.budget.spend()
     try:
-        created = repo.create_issue(issue.title, body, list(issue.labels))
+        created = repo.create_issue(action.title, action.body, list(action.labels))
     except RemoteError:
         # The create may have taken effect before the error (a 502 after the write, a dropped
         # connection). GitHub is the source of truth: look before deciding it failed.
-        before = {i.number for i in ex.observed}
-        listed = repo.list_issues(list(audit.labels))
-        learn_from_new(repo, audit, ex.identity, listed, before, item)
-        ex.observed, _ = claim(listed, audit, ex.identity.all(), ex.tracking)
-        found = canonical(ex.observed, audit)
+        listed = repo.list_issues(list(claims.audit.labels))
+        refs.observed, _ = claim(listed, claims.audit, claims.logins, claims.tracking)
+        found = canonical(refs.observed, claims.audit)
         if item not in found:
             raise
         created = found[item]
         line = f"item {item}: the create failed but had taken effect as #{created.number}"
-        out.append(Result.done(line, kind="Create", item=item, issue=created.number))
+        out.append(Result.done(line, action, issue=created.number))
     else:
-        if created.author and not ex.identity.login:
-            learn(repo, ex.identity, created.author)  # what this token writes as, for free
-        ex.observed.append(created)
+        logins = {x.casefold() for x in claims.logins}
+        if created.author and created.author.casefold() not in logins:
+            raise ArtbotError(
+                f"item {item}: GitHub filed #{created.number} as @{created.author}, but artbot "
+                f"is configured to write as {', '.join('@' + x for x in claims.logins)}: set "
+                f"--author {created.author} (or login in findings/audit.yaml); the next run "
+                "finds the issue by its marker"
+            )
+        refs.observed.append(created)
         line = f"item {item}: filed #{created.number} {created.html_url}"
-        out.append(Result.done(line, kind="Create", item=item, issue=created.number))
-    repo.cache.labels |= set(issue.labels)
+        out.append(Result.done(line, action, issue=created.number))
+    repo.cache.labels |= set(action.labels)
     if action.fixed_in and created.state == "open":
-        ex.spend()
+        ex.budget.spend()
         created = repo.edit_issue(created.number, state="closed", state_reason="completed")
-        ex.observed = [created if i.number == created.number else i for i in ex.observed]
+        refs.observed = [created if i.number == created.number else i for i in refs.observed]
         line = f"item {item}: closed #{created.number} as completed ({action.fixed_in})"
-        out.append(Result.done(line, kind="CloseFixed", item=item, issue=created.number))
-    ex.issues[item] = ex.filed[item] = created
+        out.append(Result.done(line, CloseFixed(item, created.number, action.fixed_in)))
+    refs.filed[item] = created
     return out
 
 
-def record_identity_first(ex: Execution) -> list[Result]:
-    """Before the first create on a tracking issue that records no identity: learn who the
-    token writes as (this run's ``GET /user`` if it asked, else the user of a reaction on the
-    tracking issue: ``GET /user`` refuses an installation token) and record it in the block,
-    so that a crash right after the create leaves an issue the next run can place without
-    ``--author``. Once per tracking issue: the record is there from then on."""
-    if ex.tracking is None or (ex.block is not None and ex.block.logins):
-        return []
-    login = ex.identity.login
-    if not login:
-        ex.spend()
-        login, reaction = ex.repo.react(ex.tracking)
-        if reaction is not None:
-            ex.spend()  # stopped here, the reaction stays: the next run's is the same one
-            ex.repo.unreact(ex.tracking, reaction)
-        if not login:
-            return []
-        learn(ex.repo, ex.identity, login)
-    fresh = ex.repo.get_issue(ex.tracking, fresh=True)
-    same = ex.block is not None and fresh.body == ex.tracking_body
-    text = read_block(fresh.body)  # only the identity is read here; the block is parsed once
-    if login in recorded_logins(text):
-        return []
-    ex.spend()
-    record = compose(text or "", (*recorded_logins(text), login))
-    body = apply(fresh.body, record)
-    ex.repo.edit_issue(ex.tracking, body=body)
-    if same and ex.block is not None:  # the last write starts from this body, not re-read
-        ex.tracking_body = body
-        ex.block = replace(ex.block, text=read_block(body), logins=recorded_logins(record))
-    about = {"kind": "RecordIdentity", "issue": ex.tracking}
-    return [Result.done(f"recorded artbot's identity (@{login}) in #{ex.tracking}", **about)]
-
-
-def _close_copies(ex: Execution, action: CloseCopies) -> list[Result]:
+def _close_copies(ex: Execution, action: CloseCopies, claims: Claims) -> list[Result]:
     """Read the list again (the issues just filed are kept too, in case the list does not
     show them yet) and close any second issue of an item just filed."""
-    audit = ex.catalog.audit
+    refs, audit = ex.refs, claims.audit
     listed = ex.repo.list_issues(list(audit.labels))
-    listed, _ = claim(listed, audit, ex.identity.all(), ex.tracking)
+    listed, _ = claim(listed, audit, claims.logins, claims.tracking)
     numbers = {i.number for i in listed}
-    ex.observed = [*listed, *(i for i in ex.observed if i.number not in numbers)]
+    refs.observed = [*listed, *(i for i in refs.observed if i.number not in numbers)]
     out = []
-    for extra, keep in duplicates(ex.observed, audit):
+    for extra, keep in duplicates(refs.observed, audit):
         if extra.marker is None or extra.marker.item not in action.items:
             continue
-        ex.spend()
+        ex.budget.spend()
         closed = ex.repo.edit_issue(extra.number, state="closed", state_reason="duplicate")
-        ex.observed = [closed if i.number == closed.number else i for i in ex.observed]
+        refs.observed = [closed if i.number == closed.number else i for i in refs.observed]
         line = f"item {extra.marker.item}: closed #{extra.number} as a duplicate of #{keep}"
         out.append(Result.done(line, CloseDuplicate(extra.marker.item, extra.number, keep)))
-    kept = canonical(ex.observed, audit)
+    kept = canonical(refs.observed, audit)
     for item in action.items:
         if item in kept:
-            ex.issues[item] = ex.filed[item] = kept[item]
+            refs.filed[item] = kept[item]
     return out
 
 
 def _sub_issue(ex: Execution, action: AddSubIssue | RemoveSubIssue | MoveSubIssue) -> list[Any]:
     """One sub-issue write; a failure is a warning, and the record says what happened. Where
     GitHub has no sub-issues (a 404), that is said once and the rest are left."""
-    progress = ex.progress
+    refs, repo = ex.refs, ex.repo
+    refs.tracking_body = None  # an answer counts only from the write right before the read
+    progress = refs.progress
     if progress is None or progress.unavailable:
         return []
     try:
         if isinstance(action, MoveSubIssue):
-            return move_all(ex.repo, progress, ex.warn, ex.spend)
-        ex.spend()
-        if isinstance(action, RemoveSubIssue):
-            return [remove(ex.repo, progress, action, ex.warn)]
-        if action.issue is None:  # an issue this run files
-            issue = ex.filed.get(action.item)
+            return move_all(repo, progress, ex.budget)
+        if action.issue is None:  # an issue this run files: looked up
+            issue = refs.filed.get(action.item)
             if issue is None:
                 return []
-            added = add_filed(ex.repo, progress, action.item, issue, ex.warn)
-            placed = place_filed(ex.repo, progress, action.item, issue.number, ex.warn, ex.spend)
-            return [added, *placed]
-        return [add(ex.repo, progress, action, ex.warn)]
+            ex.budget.spend()
+            added, parent = add_filed(repo, progress, action.item, issue)
+            place_filed(progress, action.item, issue.number)
+            refs.tracking_body = parent.body if parent is not None else None
+            return [added]
+        ex.budget.spend()
+        if isinstance(action, RemoveSubIssue):
+            return remove(repo, progress, action)
+        return add(repo, progress, action)
     except SubIssuesUnavailable:
         progress.unavailable = True
-        ex.warn(unavailable_warning(progress.parent))
-        return []
+        return [Result.failed(unavailable_warning(progress.parent))]
 
 
-def _write_block(ex: Execution, number: int) -> Result:
-    """Write the tracking issue's block, once, at the end. Re-read right before writing and
-    applied to what is there now: GitHub has no compare-and-swap for issue bodies, so this
-    keeps the window for losing a human's edit as short as one request (an unchanged body
-    comes back as a free 304)."""
-    planned = ex.plan.block
-    assert planned is not None
-    fresh = ex.repo.get_issue(number, fresh=True)
-    same = ex.block is not None and fresh.body == ex.tracking_body
-    now = ex.block if same and ex.block is not None else TrackingBlock.parse(fresh.body)
-    entries = with_filed(planned.entries, ex.filed)
-    if planned.asked is not None:
-        requests = planned.asked.panel_for(
-            entries, now.ticked, now.note, done=planned.done, declined=now.declined
-        )
-    else:
-        requests = panel(entries, now.ticked, now.note, now.declined)
-    record = ex.progress.record(now.record) if ex.progress else now.record
-    logins = now.with_logins((*planned.logins, *ex.identity.known()))
-    ex.checklist = ex.render_block(entries, record, requests, logins)
-    body = apply(fresh.body, ex.checklist)
-    about = {"kind": "UpdateChecklist", "issue": number}
-    if body == fresh.body:
-        return Result.skipped(f"the checklist in #{number} is already as planned", **about)
-    ex.spend()
-    ex.repo.edit_issue(number, body=body)
-    return Result.done(f"updated the checklist in #{number}", **about)
+def _write_block(ex: Execution, action: UpdateChecklist) -> Result:
+    """Write the tracking issue's block, once, at the end: the planned block merged into the
+    body just read again (:class:`ReadTracking`), with the references looked up. GitHub has
+    no compare-and-swap for issue bodies: this keeps the window for losing a human's edit as
+    short as one request."""
+    refs, number = ex.refs, action.issue
+    body = refs.tracking_body
+    numbers = {item: issue.number for item, issue in refs.filed.items()}
+    refs.checklist, new = merge(action.write, body, numbers, refs.progress)
+    if new == body:
+        return Result.skipped(f"the checklist in #{number} is already as planned", action)
+    ex.budget.spend()
+    ex.repo.edit_issue(number, body=new)
+    return Result.done(f"updated the checklist in #{number}", action)

@@ -140,22 +140,27 @@ def closes(audit: Audit, view: StatusView | None, issue: ObservedIssue) -> bool:
     )
 
 
-def with_filed(
-    entries: Sequence[ChecklistEntry], filed: Mapping[int, ObservedIssue]
+def with_refs(
+    entries: Sequence[ChecklistEntry], creates: Sequence[Any]
 ) -> tuple[ChecklistEntry, ...]:
-    """The checklist lines once the issues filed this run (item -> issue) are known."""
+    """The checklist lines once the issues ``creates`` file are filed: each names its issue by
+    :func:`artbot.run.blockwrite.ref` (its number is looked up when the block is written),
+    with the title it is filed under, closed as completed when it is filed fixed."""
     from dataclasses import replace
 
+    from .blockwrite import ref
+
+    filing = {c.item: c for c in creates}
     return tuple(
         replace(
             e,
-            issue=filed[e.item].number,
-            title=filed[e.item].title or e.title,  # as a re-run reads it
-            state=_state(filed[e.item]),
-            state_reason=filed[e.item].state_reason if filed[e.item].state == "closed" else None,
+            issue=ref(e.item),
+            title=filing[e.item].title or e.title,  # as a re-run reads it
+            state="closed" if filing[e.item].fixed_in else "open",
+            state_reason="completed" if filing[e.item].fixed_in else None,
             filed=True,
         )
-        if e.item in filed and e.issue is None
+        if e.item in filing and e.issue is None
         else e
         for e in entries
     )

@@ -5,8 +5,9 @@ In order, and each only when the run needs it: the issues carrying the audit's l
 list call: artbot never searches, the index lags writes); the tracking issue (from that list,
 else read) checked before anything else, so a wrong ``--tracking-issue`` is exit 2 before any
 question of identity; its block, parsed once (:class:`artbot.tracking.block.TrackingBlock`);
-artbot's identity (:mod:`artbot.run.identity`); which labels exist, when the run would use
-one artbot has not seen; the ticked requests, with the edit's sender's permission when a tick
+artbot's logins (:mod:`artbot.run.identity`: as configured, and those the block's record
+keeps); which labels exist (those the listed issues carry, and the cache's: never a request);
+the ticked requests, with the edit's sender's permission when a tick
 applies and a re-check's verification when one is asked for; the tracking issue's
 sub-issues, when their summary disagrees with the block's record; and the comments on the
 issues whose status comment or verification comment may be due (only artbot's own count: a
@@ -17,19 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInput, RemoteError
 from ..records.catalog import Catalog
 from ..records.marker import owned_region
 from ..records.models import Finding, ObservedIssue
-from ..render.issue import issue_labels
 from ..render.status_view import StatusView, stated_status, status_view
 from ..status import load_status
 from ..tracking.block import TrackingBlock
 from ..tracking.ownership import Foreign, check_tracking, claim, seed_title, tracking_by_label
 from ..tracking.requests import WRITE_PERMISSIONS, Asked, EditEvent, sort_ticks
-from .identity import Identity, establish
+from .identity import Identity
 from .issues import canonical, checklist_entries
 from .subissue_writes import Listed, observe_sub_issues, wanted_sub_issues
 
@@ -43,13 +43,21 @@ Verified = tuple[str, Sequence[Any]]
 
 
 @dataclass(frozen=True)
-class Ask:
-    """What a command asks of a run: ``open`` files ``items``; ``sync`` files what a ticked
-    request asks for and keeps everything else in step."""
+class Scope:
+    """What a run is for: the items to file (``open``'s), and whether to keep everything
+    else in step (``sync``: labels, status, bodies, sub-issues, the ticked requests, whose
+    filing requests it files too)."""
 
-    command: Literal["open", "sync"]
+    files: tuple[int, ...] = ()
+    in_step: bool = False
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a command asks of a run: its scope, the tracking issue, the edit that started it."""
+
+    scope: Scope
     tracking: int | None
-    items: tuple[int, ...] = ()
     event: EditEvent | None = None
     replace_parent: bool = False
 
@@ -69,6 +77,8 @@ class Snapshot:
     verified: Verified | None = None
     rechecked: bool = False  # the re-check request is carried out by ``verified``
     warnings: tuple[str, ...] = ()
+    logins: tuple[str, ...] = ()  # whose marked issues are artbot's (the record's, configured)
+    configured: tuple[str, ...] = ()  # the logins configured for this run (artbot writes as)
 
     @property
     def number(self) -> int | None:
@@ -118,30 +128,26 @@ def observe(
     audit = catalog.audit
     listed = repo.list_issues(list(audit.labels))
     number = ask.tracking
-    if number is None and ask.command == "sync":
+    in_step = ask.scope.in_step
+    if number is None and in_step:
         number = tracking_by_label(listed, audit)
     tracking, block = preflight(repo, number, listed, catalog) if number else (None, None)
-    establish(repo, audit, identity, listed, number, block.logins if block else ())
-    issues, foreign = claim(listed, audit, identity.all(), number)
+    # artbot's logins: as configured, and those the record keeps from earlier configurations.
+    configured = identity.configured(audit)
+    logins = tuple(dict.fromkeys((*(block.logins if block else ()), *configured)))
+    issues, foreign = claim(listed, audit, logins, number)
     warnings: list[str] = []
     entries = checklist_entries(catalog.findings, issues, audit)
     asked = None
-    if tracking is not None and block is not None and ask.command == "sync":
+    if tracking is not None and block is not None and in_step:
         asked = _requests(repo, tracking.number, block, entries, ask.event, warnings.append)
     rechecked = False
     if asked is not None:
         verified, rechecked = _run_verifier(asked, verified, verifier, warnings.append)
     found = canonical(issues, audit)
-    files = [*ask.items, *(asked.files() if asked else ())]
-    to_file = [catalog.get(n) for n in dict.fromkeys(files) if n not in found]
-    wanted = [lbl for f in to_file if not f.issue for lbl in issue_labels(audit, f)]
-    if tracking is not None and ask.command == "sync" and audit.tracking_label:
-        wanted += [
-            lbl for lbl in (*audit.labels, audit.tracking_label) if lbl not in tracking.labels
-        ]
-    labels = _labels(repo, issues, wanted)
+    labels = _labels(repo, issues)
     subs: Listed = None
-    if tracking is not None and ask.command == "sync":
+    if tracking is not None and in_step:
         subs = observe_sub_issues(
             repo,
             tracking,
@@ -149,10 +155,10 @@ def observe(
             block.record if block else None,
             replace_parent=ask.replace_parent,
         )
-    about = _commented(catalog.findings, found, views, verified) if ask.command == "sync" else []
+    about = _commented(catalog.findings, found, views, verified) if in_step else []
     # A marker counts only in a comment artbot wrote: by its identity, or by the issue's author
     # (the issue is artbot's, so its author is one of artbot's identities).
-    ours = {a.casefold() for a in identity.all()}
+    ours = {a.casefold() for a in logins}
     authors = {i.number: (i.author or "").casefold() for i in found.values()}
     comments = {
         n: tuple(
@@ -174,16 +180,16 @@ def observe(
         verified,
         rechecked,
         tuple(warnings),
+        logins,
+        configured,
     )
 
 
-def _labels(repo: Repo, issues: Sequence[ObservedIssue], wanted: Sequence[str]) -> frozenset[str]:
+def _labels(repo: Repo, issues: Sequence[ObservedIssue]) -> frozenset[str]:
     """The labels known to exist: those on the listed issues and those an earlier run made
-    sure of (the cache); GitHub is asked only when the run would use another."""
-    known = {lbl for i in issues for lbl in i.labels} | repo.cache.labels
-    if all(lbl in known for lbl in wanted):
-        return frozenset(known)
-    return frozenset(known | repo.existing_labels())
+    sure of (the cache). Any other a run uses is created (GitHub answers 422 when it exists
+    already, which counts as done): never a request of its own to find out."""
+    return frozenset({lbl for i in issues for lbl in i.labels} | repo.cache.labels)
 
 
 def _requests(

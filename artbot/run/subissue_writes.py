@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..errors import RemoteError, SubIssueRefused, SubIssuesUnavailable
 from ..records.models import ObservedIssue
-from ..report.results import Result
+from ..report.results import Budget, Result
 from ..tracking.checklist import ChecklistEntry
 from ..tracking.subissues import (
     AddSubIssue,
@@ -40,10 +40,6 @@ from ..tracking.subissues import (
 
 if TYPE_CHECKING:
     from ..github.client import GitHubRepo as Repo
-
-Warn = Callable[[str], None]
-Spend = Callable[[], None]
-Done = Callable[[Result], None]
 
 
 def unavailable_warning(parent: int) -> str:
@@ -188,97 +184,99 @@ class SubIssueProgress:
         return record
 
 
-def add(repo: Repo, progress: SubIssueProgress, action: AddSubIssue, warn: Warn) -> Result | None:
-    """One planned add of an existing issue; None when GitHub refused it (warned about)."""
+def add(repo: Repo, progress: SubIssueProgress, action: AddSubIssue) -> list[Result]:
+    """One planned add of an existing issue: done, or why GitHub refused it (a warning)."""
     number = action.issue
     assert number is not None
     progress.touched = True
-    if _add(repo, action, number, progress.ids, warn):
+    failed = _add(repo, action, number, progress.ids)
+    if failed is None:
         progress.order.append(number)
         line = f"item {action.item}: added #{number} to #{progress.parent}'s sub-issues"
-        return Result.done(line, action)
+        return [Result.done(line, action)]
     if number in progress.mine:
         progress.mine.remove(number)
-    other = _other_parent(repo, number, progress.parent, warn)
-    if other is not None:
-        progress.elsewhere[number] = other
-        warn(SubIssueHasParent(action.item, number, progress.parent, other).describe())
-    return None
+    if failed:
+        return [Result.failed(failed)]
+    other, why = _other_parent(repo, number, progress.parent)
+    if other is None:
+        return [Result.failed(why)] if why else []
+    progress.elsewhere[number] = other
+    return [
+        Result.failed(SubIssueHasParent(action.item, number, progress.parent, other).describe())
+    ]
 
 
 def add_filed(
-    repo: Repo, progress: SubIssueProgress, item: int, issue: ObservedIssue, warn: Warn
-) -> Result | None:
-    """Make an issue this run filed a sub-issue. A new issue has no parent, so a refusal is
-    GitHub's cap or an error: warned about, and the next sync settles it."""
+    repo: Repo, progress: SubIssueProgress, item: int, issue: ObservedIssue
+) -> tuple[Result, ObservedIssue | None]:
+    """Make an issue this run filed a sub-issue; with GitHub's answer, the tracking issue as it
+    is then. A new issue has no parent, so a refusal is GitHub's cap or an error: a warning,
+    and the next sync settles it."""
     parent = progress.parent
     if issue.sub_issues is None or issue.id is None:
-        warn(unavailable_warning(parent))  # the payload has no summary: no sub-issues here
-        return None
+        # The payload has no summary: no sub-issues here.
+        return Result.failed(unavailable_warning(parent)), None
     try:
-        repo.add_sub_issue(parent, issue.id, replace_parent=False)
+        answer = repo.add_sub_issue(parent, issue.id, replace_parent=False)
     except SubIssuesUnavailable:
-        warn(unavailable_warning(parent))
-        return None
+        return Result.failed(unavailable_warning(parent)), None
     except RemoteError as exc:
-        warn(f"item {item}: #{issue.number} not added to #{parent}'s sub-issues: {exc}")
-        return None
+        line = f"item {item}: #{issue.number} not added to #{parent}'s sub-issues: {exc}"
+        return Result.failed(line), None
     progress.filed.append(issue.number)
     progress.ids[issue.number] = issue.id
     line = f"item {item}: added #{issue.number} to #{parent}'s sub-issues"
-    return Result.done(line, kind="AddSubIssue", item=item, issue=issue.number)
+    return Result.done(line, AddSubIssue(item, issue.number, parent)), answer
 
 
-def place_filed(
-    repo: Repo, progress: SubIssueProgress, item: int, number: int, warn: Warn, spend: Spend
-) -> list[Result]:
-    """Move an issue this run filed and added (GitHub appends it) into item order among
-    artbot's sub-issues, when the list was read (sync); open leaves it to the next sync."""
+def place_filed(progress: SubIssueProgress, item: int, number: int) -> None:
+    """An issue this run filed and added (GitHub appends it) is artbot's, to be put in item
+    order among artbot's sub-issues by the moves planned after it (sync, which read the
+    list); open leaves it to the next sync."""
     if not progress.planned or number not in progress.filed:
-        return []
+        return
     progress.items[number] = item
     progress.order.append(number)
     progress.mine = sorted({*progress.mine, number}, key=lambda n: progress.items.get(n, 0))
     progress.touched = True
-    return _into_order(repo, progress, warn, spend)
+    progress.moved = False  # the moves planned after the adds put it in order
 
 
-def remove(
-    repo: Repo, progress: SubIssueProgress, action: RemoveSubIssue, warn: Warn
-) -> Result | None:
+def remove(repo: Repo, progress: SubIssueProgress, action: RemoveSubIssue) -> list[Result]:
     progress.touched = True
-    if not _try(partial(repo.remove_sub_issue, progress.parent, progress.ids[action.issue]), warn):
-        return None
+    failed = _try(partial(repo.remove_sub_issue, progress.parent, progress.ids[action.issue]))
+    if failed:
+        return [Result.failed(failed)]
     progress.order.remove(action.issue)
-    return Result.done(f"removed #{action.issue} from #{progress.parent}'s sub-issues", action)
+    return [Result.done(f"removed #{action.issue} from #{progress.parent}'s sub-issues", action)]
 
 
-def move_all(repo: Repo, progress: SubIssueProgress, warn: Warn, spend: Spend) -> list[Result]:
+def move_all(repo: Repo, progress: SubIssueProgress, budget: Budget) -> list[Result]:
     """The moves, worked out again from the order the adds actually left (a refused add
     changes it; when every add went through they are the planned ones); carried out at the
-    first planned move."""
+    first planned move of each group (the list's, then the issues filed), each counted."""
     if progress.moved:
         return []
     progress.moved = progress.touched = True
-    return _into_order(repo, progress, warn, spend)
-
-
-def _into_order(repo: Repo, progress: SubIssueProgress, warn: Warn, spend: Spend) -> list[Result]:
-    """Move artbot's sub-issues into item order with the fewest moves, each counted."""
     out = []
     for move in moves(progress.order, [n for n in progress.mine if n in progress.order]):
-        spend()
-        if _move(repo, progress.parent, move, progress.ids, warn):
-            progress.order = apply_moves(progress.order, [move])
-            issue, after, before = move
-            item = progress.items.get(issue, 0)
-            moved = MoveSubIssue(item, issue, progress.parent, after, before)
-            out.append(Result.done(moved.describe().replace(": move ", ": moved ", 1), moved))
+        budget.spend()
+        failed = _move(repo, progress.parent, move, progress.ids)
+        if failed:
+            out.append(Result.failed(failed))
+            continue
+        progress.order = apply_moves(progress.order, [move])
+        issue, after, before = move
+        item = progress.items.get(issue, 0)
+        moved = MoveSubIssue(item, issue, progress.parent, after, before)
+        out.append(Result.done(moved.describe().replace(": move ", ": moved ", 1), moved))
     return out
 
 
-def _add(repo: Repo, action: AddSubIssue, number: int, ids: dict[int, int], warn: Warn) -> bool:
-    """Add one; False when GitHub refused it (or it failed): the caller finds out why."""
+def _add(repo: Repo, action: AddSubIssue, number: int, ids: dict[int, int]) -> str | None:
+    """Add one: None when done, "" when GitHub refused it (the caller finds out why), else
+    why it failed."""
     try:
         if number not in ids:  # e.g. #1108-#1110 before the first sync labels them
             found = repo.get_issue(number).id
@@ -286,38 +284,31 @@ def _add(repo: Repo, action: AddSubIssue, number: int, ids: dict[int, int], warn
                 raise RemoteError(f"#{number} came back without an id")
             ids[number] = found
         repo.add_sub_issue(action.parent, ids[number], replace_parent=action.replace_parent)
-        return True
+        return None
     except SubIssuesUnavailable:
         raise
     except SubIssueRefused:
-        return False
+        return ""
     except RemoteError as exc:
-        warn(f"item {action.item}: #{number} not added to #{action.parent}'s sub-issues: {exc}")
-        return False
+        return f"item {action.item}: #{number} not added to #{action.parent}'s sub-issues: {exc}"
 
 
-def _other_parent(repo: Repo, number: int, parent: int, warn: Warn) -> str | None:
-    """After a refused add: the other parent that caused it, or None (warned about)."""
+def _other_parent(repo: Repo, number: int, parent: int) -> tuple[str | None, str | None]:
+    """After a refused add: (the other parent that caused it, or None; what to warn about)."""
     try:
         found = repo.parent_of(number)
     except RemoteError as exc:
-        warn(f"#{number}: GitHub refused it as a sub-issue of #{parent}; {exc}")
-        return None
+        return None, f"#{number}: GitHub refused it as a sub-issue of #{parent}; {exc}"
     if found is None:
-        warn(f"#{number}: GitHub refused it as a sub-issue of #{parent} (it has no parent)")
-        return None
+        return None, f"#{number}: GitHub refused it as a sub-issue of #{parent} (it has no parent)"
     if found == (repo.full_name, parent):
-        return None  # it is there already (a concurrent run): the next sync records it
-    return parent_ref(found[0], found[1], repo.full_name)
+        return None, None  # it is there already (a concurrent run): the next sync records it
+    return parent_ref(found[0], found[1], repo.full_name), None
 
 
 def _move(
-    repo: Repo,
-    parent: int,
-    move: tuple[int, int | None, int | None],
-    ids: Mapping[int, int],
-    warn: Warn,
-) -> bool:
+    repo: Repo, parent: int, move: tuple[int, int | None, int | None], ids: Mapping[int, int]
+) -> str | None:
     issue, after, before = move
     return _try(
         lambda: repo.reprioritize_sub_issue(
@@ -325,17 +316,16 @@ def _move(
             ids[issue],
             after_id=ids[after] if after is not None else None,
             before_id=ids[before] if before is not None else None,
-        ),
-        warn,
+        )
     )
 
 
-def _try(write: Callable[[], None], warn: Warn) -> bool:
+def _try(write: Callable[[], None]) -> str | None:
+    """None when ``write`` went through, else why not (a sub-issue failure is a warning)."""
     try:
         write()
-        return True
+        return None
     except SubIssuesUnavailable:
         raise
     except RemoteError as exc:
-        warn(f"sub-issues: {exc}")
-        return False
+        return f"sub-issues: {exc}"

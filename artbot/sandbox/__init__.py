@@ -20,7 +20,6 @@ JSON GitHub answers with), :mod:`.routes` (endpoints, lookups, mutations), :mod:
 sub-issue endpoints; ``sub_issues=False`` for a GitHub Enterprise Server without them),
 :mod:`.collaborators` (a login's permission on a repository, set with ``set_permission``),
 :mod:`.commits` (compare, commits and a commit's pull requests, read-only, seeded by tests),
-:mod:`.reactions` (an issue's reactions, added and deleted: who a token writes as),
 :mod:`.pulls` (a pull request as its diff and its files, seeded by tests; a comment's
 ``issue_comment`` event and an edit by its author: ``/artbot test``),
 :mod:`.transcript` (the responses sent, as :class:`SentResponse`),

@@ -24,7 +24,6 @@ from .collaborators import _CollaboratorRoutes
 from .commits import _CommitRoutes
 from .faults import _Faults
 from .pulls import RawText, _PullRoutes
-from .reactions import _ReactionRoutes
 from .routes import _Call, _Outcome, _Reply
 from .state import (
     ANONYMOUS_RATE_LIMIT,
@@ -115,7 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
 # --- the sandbox -------------------------------------------------------------------------
 
 
-class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _ReactionRoutes, _PullRoutes):
+class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _PullRoutes):
     """A local GitHub REST API on 127.0.0.1; use as a context manager or start()/stop().
 
     The socket is bound at construction, so :attr:`api_url` is known before :meth:`start`.
@@ -180,7 +179,6 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _ReactionRoutes
         self._faults: list[Fault] = []
         self._roles: dict[tuple[str, str], str] = {}  # collaborators.py
         self._pull_diffs: dict[tuple[str, int], str] = {}  # pulls.py
-        self._issue_reactions: dict[tuple[str, int], dict[int, tuple[str, str, str]]] = {}
         self._buckets: dict[str, _Bucket] = {}
         self._request_count = 0
 

@@ -1,47 +1,42 @@
 """The block artbot owns in the tracking issue, as one value: parsed once, rendered once.
 
-Between :data:`~artbot.tracking.checklist.START_MARKER` and ``END_MARKER`` artbot keeps four
-things, each with its own line format:
+Between :data:`~artbot.tracking.checklist.START_MARKER` and ``END_MARKER`` artbot keeps what a
+person sees and ticks, and one hidden record of what it remembers:
 
 * the checklist lines, one per audit item (written from GitHub and the catalog, never read
   back: what they say is derived, so a line a person edits is simply rewritten);
-* the Requests list (:mod:`artbot.tracking.requests`): which requests are ticked, which
-  follow-ups' declines were honoured (standing answers), and the note on a reverted tick;
-* the sub-issue record (:class:`~artbot.tracking.subissues.SubIssueRecord`);
-* artbot's identity, the logins it writes as (:mod:`artbot.tracking.ownership`).
+* the Requests list (:mod:`artbot.tracking.requests`): one tick box per request, and a ticked
+  "Declined" line for each follow-up whose decline was honoured (a standing answer);
+* the record (:mod:`artbot.tracking.record`): the logins artbot was configured to write as,
+  the sub-issue record and the note on cleared ticks, in one validated, versioned line.
 
 :meth:`TrackingBlock.parse` reads all of them from a body in one pass, and a run reads the
 body once, in its observe step; every decision after that reads this value. The text goes
-back through :meth:`TrackingBlock.apply`, which replaces the block and keeps every byte
-outside it (the rules are :mod:`artbot.tracking.checklist`'s). Pure: no I/O.
+back through :func:`apply`, which replaces the block and keeps every byte outside it (the
+rules are :mod:`artbot.tracking.checklist`'s). Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .checklist import ChecklistEntry, apply_block, read_block
-from .ownership import recorded_logins, with_identity
-from .requests import Request, declined, note_in, ticked
+from .checklist import apply_block, read_block
+from .record import Memory, read_record
+from .requests import Note, Request, declined, ticked
 from .subissues import SubIssueRecord
 
 
 @dataclass(frozen=True)
 class TrackingBlock:
-    """artbot's block in the tracking issue.
-
-    Read from a body (:meth:`parse`): ``text`` is the block as it stands (None when the body
-    has none), and ``ticked``, ``declined`` (honoured declines), ``note``, ``record`` and
-    ``logins`` what it holds. Built for a
-    write: ``entries`` are the checklist lines to render; ``text`` is then what rendering gave.
-    """
+    """artbot's block in the tracking issue, read from a body (:meth:`parse`): ``text`` is the
+    block as it stands (None when the body has none), ``ticked`` and ``declined`` (honoured
+    declines) its tick boxes, and ``note``, ``record`` and ``logins`` what its record holds."""
 
     text: str | None = None
-    entries: tuple[ChecklistEntry, ...] = ()
     ticked: frozenset[Request] = frozenset()
     declined: frozenset[int] = frozenset()
-    note: str | None = None
+    note: Note | None = None
     record: SubIssueRecord | None = None
     logins: tuple[str, ...] = field(default=())
 
@@ -50,13 +45,14 @@ class TrackingBlock:
         """Everything artbot reads from the tracking issue's body, in one pass. Raises
         :class:`artbot.errors.ChecklistError` on broken markers (nothing is then written)."""
         text = read_block(body)
+        memory = read_record(text)
         return cls(
             text=text,
             ticked=ticked(text),
             declined=declined(text),
-            note=note_in(text),
-            record=SubIssueRecord.find(text),
-            logins=recorded_logins(text),
+            note=memory.note,
+            record=memory.sub_issues,
+            logins=memory.logins,
         )
 
     @property
@@ -64,14 +60,35 @@ class TrackingBlock:
         return self.text is not None
 
     def with_logins(self, logins: Iterable[str]) -> tuple[str, ...]:
-        """The identity to record: the block's, then ``logins`` (first seen first)."""
+        """The logins to record: the block's, then ``logins`` (first seen first)."""
         return tuple(dict.fromkeys((*self.logins, *logins)))
 
 
-def compose(checklist: str, logins: Sequence[str]) -> str:
-    """The block's text: the rendered checklist (lines, Requests, sub-issue record), then the
-    identity line."""
-    return with_identity(checklist, logins)
+def compose(checklist: str, memory: Memory, items: Mapping[int, int] | None = None) -> str:
+    """The block's text: the rendered checklist (lines, Requests), a note for each item's
+    issue (``items``: issue -> item, in checklist order) a person removed from the sub-issues
+    or that has another parent, then the record."""
+    record, items = memory.sub_issues, items or {}
+    notes = []
+    if record is not None:
+        parents = record.parents
+        notes += [
+            f"_Sub-issues: #{n} (item {item}) was removed from this issue's sub-issues by hand, "
+            "so artbot leaves it out; add it back to have it tracked again._"
+            for n, item in items.items()
+            if n in record.removed
+        ]
+        notes += [
+            f"_Sub-issues: #{n} (item {item}) already has the parent issue {parents[n]}, so "
+            "artbot did not move it (`artbot sync --replace-parent` would)._"
+            for n, item in items.items()
+            if n in parents
+        ]
+    line = memory.line()
+    tail = "".join(f"\n{note}\n" for note in notes) + (f"\n{line}\n" if line else "")
+    if not tail:
+        return checklist
+    return checklist.rstrip("\n") + "\n" + tail
 
 
 def apply(body: str | None, text: str) -> str:

@@ -10,99 +10,25 @@ and it was written by the identity artbot writes as, or by one of the configured
 own ``GITHUB_TOKEN``). Anything else carrying a marker is *foreign*: reported, never
 written to.
 
-artbot's identity is established once and recorded in the tracking issue's checklist block
-(:func:`with_identity`): learnt from an issue it creates (the author GitHub gives it), else
-read from that record, else asked of ``GET /user`` (a GitHub App's or an Actions run's token
-gets 403 there). When it cannot be established and some marked issue was written by
-someone else, artbot refuses to go on (:class:`IdentityUnknown`) rather than guess.
+artbot's login is configured, never inferred: ``--author`` / ``$ARTBOT_AUTHORS``, else
+``login`` in ``findings/audit.yaml`` (default :data:`ACTIONS_BOT`, the workflow token's).
+The tracking issue's record (:mod:`artbot.tracking.record`) keeps the logins configured on
+earlier runs, so the issues each wrote stay artbot's when the configuration changes.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..errors import ArtbotError, BadInput
+from ..errors import BadInput
 from ..records.marker import IssueMarker
 from ..records.models import Audit, ObservedIssue
 
-# The login of issues filed with an Actions run's GITHUB_TOKEN.
+# The login of issues filed with an Actions run's GITHUB_TOKEN: the login artbot is configured
+# to write as unless findings/audit.yaml or --author / $ARTBOT_AUTHORS says otherwise.
 ACTIONS_BOT = "github-actions[bot]"
-# Nobody is trusted by default: github-actions[bot] writes for every workflow of a repository.
-DEFAULT_AUTHORS: tuple[str, ...] = ()
-_LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?"
-_IDENTITY_RE = re.compile(rf"<!-- artbot:identity login=({_LOGIN}(?:,{_LOGIN})*) -->")
-MAX_IDENTITIES = 5
-
-
-class IdentityUnknown(ArtbotError):
-    """artbot cannot tell which identity it writes as, and it would have to."""
-
-    exit_code = 1
-
-
-def identity_line(logins: Sequence[str]) -> str:
-    return f"<!-- artbot:identity login={','.join(logins)} -->"
-
-
-def recorded_logins(block: str | None) -> tuple[str, ...]:
-    """The identities recorded in a checklist block (each proven by a create or by GitHub's
-    answer to ``GET /user``, or written there by a maintainer), oldest first."""
-    found = _IDENTITY_RE.findall(block or "")
-    return tuple(found[-1].split(",")) if found else ()
-
-
-def with_identity(block: str, logins: Sequence[str]) -> str:
-    """``block`` (a rendered checklist) with ``logins`` recorded as its last line (first
-    seen first, at most :data:`MAX_IDENTITIES`); with none, ``block`` as it is. A token that
-    changes hands (an App, then a maintainer's) adds its login: the issues each filed stay
-    artbot's, never unlinked for having another author."""
-    valid = [x for x in logins if re.fullmatch(_LOGIN, x)]
-    unique = tuple(dict.fromkeys(valid))[:MAX_IDENTITIES]
-    if not unique:
-        return block
-    kept = [ln for ln in block.splitlines() if not _IDENTITY_RE.fullmatch(ln.strip())]
-    return "\n".join([*kept, identity_line(unique)]) + "\n"
-
-
-def unplaced(
-    observed: Iterable[ObservedIssue],
-    audit: Audit,
-    authors: Sequence[str],
-    *,
-    bots_only: bool,
-    tracking_issue: int | None = None,
-) -> list[ObservedIssue]:
-    """Marked issues by none of ``authors`` that could be artbot's own while its identity is
-    unknown. ``bots_only``: GitHub refused ``GET /user`` with 403, which it does for an
-    installation token (a GitHub App's, an Actions run's), whose issues are written by a
-    ``<slug>[bot]`` login, so a person's issue is certainly not artbot's."""
-    known = {_key(a) for a in authors}
-    return [
-        i
-        for i in observed
-        if i.marker is not None
-        and i.marker.audit == audit.commit
-        and _key(i.author) not in known
-        and (not bots_only or _key(i.author).endswith("[bot]"))
-        # never a finding's issue, whoever wrote it
-        and _why_not_ours(i, {_key(i.author)}, tracking_issue, audit.tracking_label) is None
-    ]
-
-
-def unknown_identity(issues: Sequence[ObservedIssue]) -> IdentityUnknown:
-    """Why artbot stops: the marked issues whose author it cannot place."""
-    shown = [f"#{i.number} by @{i.author}" if i.author else f"#{i.number}" for i in issues]
-    listed = ", ".join(shown[:5]) + (" ..." if len(shown) > 5 else "")
-    return IdentityUnknown(
-        f"cannot tell whether {listed} {'is' if len(shown) == 1 else 'are'} artbot's: GitHub "
-        "does not say who this token is (GET /user refused it, as for a GitHub App or an "
-        "Actions token) and the tracking issue records no identity; nothing was written. "
-        "Run with --author LOGIN (the login artbot's issues are written by), or with a "
-        "--tracking-issue whose checklist artbot wrote"
-    )
 
 
 @dataclass(frozen=True)
@@ -123,16 +49,6 @@ class Foreign:
 
 def _key(login: str | None) -> str:
     return (login or "").casefold()
-
-
-def needs_login(observed: Iterable[ObservedIssue], audit: Audit, authors: Sequence[str]) -> bool:
-    """True when some marked issue was written by none of ``authors``: only then is the
-    token's own login worth a request."""
-    known = {_key(a) for a in authors}
-    return any(
-        i.marker is not None and i.marker.audit == audit.commit and _key(i.author) not in known
-        for i in observed
-    )
 
 
 def claim(

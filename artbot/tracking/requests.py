@@ -69,7 +69,6 @@ _HONOURED_RE = re.compile(
     r"[ \t]*<!-- artbot:declined ([1-9][0-9]{0,5}) -->[ \t]*"
 )
 _LOGIN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
-NOTE_PREFIX = "_Requests: a tick by @"
 WRITE_PERMISSIONS = ("admin", "write")  # GitHub's `permission`; maintain reads as write
 
 
@@ -135,7 +134,7 @@ class Panel:
     """The Requests list to render: its lines and the note on a reverted tick, if any."""
 
     lines: tuple[RequestLine, ...] = ()
-    note: str | None = None
+    note: Note | None = None
 
 
 def offered(entries: Iterable[Any], declined: Iterable[int] = ()) -> tuple[Request, ...]:
@@ -181,9 +180,24 @@ _TEXT_RE = re.compile(
 )
 
 
-def note_in(block: str | None) -> str | None:
-    """The note on cleared ticks the block carries now, only as artbot writes it: a line of
-    another shape (someone's edit inside the block) is not kept."""
+@dataclass(frozen=True)
+class Note:
+    """Why ticks were cleared instead of carried out: whose (None: no writer's edit made
+    them), which requests, and why. Kept in the block's record
+    (:mod:`artbot.tracking.record`) until a request is next carried out, shown as one line."""
+
+    sender: str | None
+    requests: tuple[Request, ...]
+    why: Reason = "no-write"
+
+    @property
+    def text(self) -> str:
+        return revert_note(self.sender, self.requests, self.why)
+
+
+def legacy_note(block: str | None) -> Note | None:
+    """The note as a block written before the record carried it (a visible line, only as
+    artbot wrote it: a line of another shape is not kept). Read once, to migrate."""
     for line in (block or "").replace("\r\n", "\n").split("\n"):
         m = _NOTE_RE.fullmatch(line)
         if m is None:
@@ -203,9 +217,10 @@ def note_in(block: str | None) -> str | None:
             else:
                 requests.append(Request("recheck"))
         else:
-            notes = {revert_note(login, requests, why) for why in REASONS}
-            if requests and line in notes:
-                return line
+            for why in REASONS:
+                note = Note(login, tuple(sorted(requests)), why)
+                if requests and line == note.text:
+                    return note
     return None
 
 
@@ -219,11 +234,11 @@ def revert_note(login: str | None, requests: Sequence[Request], why: Reason = "n
         )
     if why == "unchecked":
         return (
-            f"{NOTE_PREFIX}{login} on {names} was reverted: GitHub did not say whether "
+            f"_Requests: a tick by @{login} on {names} was reverted: GitHub did not say whether "
             f"@{login} has write access; tick it again to ask._"
         )
     return (
-        f"{NOTE_PREFIX}{login} on {names} was reverted: on an edit, artbot carries out "
+        f"_Requests: a tick by @{login} on {names} was reverted: on an edit, artbot carries out "
         "requests only from people with write access to this repository._"
     )
 
@@ -231,7 +246,7 @@ def revert_note(login: str | None, requests: Sequence[Request], why: Reason = "n
 def panel(
     entries: Iterable[Any],
     keep_ticked: Iterable[Request],
-    note: str | None,
+    note: Note | None,
     declined: Iterable[int] = (),
 ) -> Panel:
     """The Requests list given the items' issues; ``keep_ticked`` stay ticked (pending), and
@@ -391,7 +406,7 @@ class Asked:
         self,
         entries: Iterable[Any],
         ticks: Iterable[Request],
-        note: str | None,
+        note: Note | None,
         *,
         done: Iterable[Request],
         declined: Iterable[int] = (),
@@ -407,7 +422,7 @@ class Asked:
         keep -= {Request("decline", n) for n in honoured}
         if self.revert:
             who = None if self.why == "unattributed" else self.sender
-            note = revert_note(who, self.revert, self.why)
+            note = Note(who, self.revert, self.why)
         elif done & set(self.carry):
             note = None
         return panel(entries, keep, note, honoured)

@@ -7,7 +7,8 @@ Markdown checklist stays beside them.
 
 Rules, so a reviewer can predict every write:
 
-* artbot remembers, in one hidden line inside the checklist block (:class:`SubIssueRecord`),
+* artbot remembers, in the block's hidden record (:class:`SubIssueRecord`, in
+  :mod:`artbot.tracking.record`),
   which issues are its sub-issues (in the order GitHub lists them), which a person removed,
   which have another parent, and how many other sub-issues people added. GitHub holds the
   truth; the line is memory, so that a person's decision is not undone in a loop.
@@ -35,6 +36,15 @@ from dataclasses import dataclass, field, replace
 from ..records.models import SubIssuesSummary
 
 MAX_SUB_ISSUES = 100  # GitHub's cap per parent issue
+# Beyond any issue number GitHub gives: a plan names an issue it files as REF + its item
+# (artbot.run.blockwrite.ref), looked up once it is filed.
+REF = 2**40
+
+
+def _name(number: int) -> str:
+    return f"#{number}" if number < REF else f"item {number - REF}'s new issue"
+
+
 _RECORD_RE = re.compile(r"<!-- artbot:sub-issues ((?:[a-z]+=\S* ?)*)-->")
 _PARENT_RE = re.compile(r"(?:[\w.-]+/[\w.-]+)?#\d+")
 
@@ -49,7 +59,7 @@ class Wanted:
 
 @dataclass(frozen=True)
 class SubIssueRecord:
-    """What artbot remembers about the tracking issue's sub-issues (a hidden line).
+    """What artbot remembers about the tracking issue's sub-issues (in the block's record).
 
     ``added``: artbot's sub-issues, in the order GitHub lists them. ``removed``: issues a
     person removed from the sub-issues, left out from then on. ``elsewhere``: (issue, its
@@ -66,44 +76,34 @@ class SubIssueRecord:
     def parents(self) -> dict[int, str]:
         return dict(self.elsewhere)
 
-    def __str__(self) -> str:
-        moved = ",".join(f"{n}:{p}" for n, p in self.elsewhere)
-        return (
-            f"<!-- artbot:sub-issues added={_numbers(self.added)} "
-            f"removed={_numbers(self.removed)} elsewhere={moved} others={self.others} -->"
-        )
-
-    @classmethod
-    def find(cls, block: str | None) -> SubIssueRecord | None:
-        """The record in a checklist block, or None (absent or not artbot's format)."""
-        found = _RECORD_RE.findall(block or "")
-        if not found:
-            return None
-        fields = dict(part.partition("=")[::2] for part in found[-1].split())
-        try:
-            elsewhere = []
-            for pair in filter(None, fields.get("elsewhere", "").split(",")):
-                number, _, parent = pair.partition(":")
-                if not _PARENT_RE.fullmatch(parent):
-                    return None
-                elsewhere.append((int(number), parent))
-            return cls(
-                _parse_numbers(fields.get("added", "")),
-                _parse_numbers(fields.get("removed", "")),
-                tuple(elsewhere),
-                int(fields.get("others", "0")),
-            )
-        except ValueError:
-            return None
-
     def with_added(self, numbers: Sequence[int]) -> SubIssueRecord:
         """After ``open`` added ``numbers``: GitHub appends each to the end of the list."""
         added = (*self.added, *(n for n in numbers if n not in self.added))
         return replace(self, added=added, removed=tuple(n for n in self.removed if n not in added))
 
 
-def _numbers(numbers: Sequence[int]) -> str:
-    return ",".join(str(n) for n in numbers)
+def legacy_sub_issue_record(block: str | None) -> SubIssueRecord | None:
+    """The record as a block written before :mod:`artbot.tracking.record` kept it (its own
+    hidden line), or None (absent or not artbot's format). Read once, to migrate."""
+    found = _RECORD_RE.findall(block or "")
+    if not found:
+        return None
+    fields = dict(part.partition("=")[::2] for part in found[-1].split())
+    try:
+        elsewhere = []
+        for pair in filter(None, fields.get("elsewhere", "").split(",")):
+            number, _, parent = pair.partition(":")
+            if not _PARENT_RE.fullmatch(parent):
+                return None
+            elsewhere.append((int(number), parent))
+        return SubIssueRecord(
+            _parse_numbers(fields.get("added", "")),
+            _parse_numbers(fields.get("removed", "")),
+            tuple(elsewhere),
+            int(fields.get("others", "0")),
+        )
+    except ValueError:
+        return None
 
 
 def _parse_numbers(text: str) -> tuple[int, ...]:
@@ -146,8 +146,8 @@ class MoveSubIssue:
     before: int | None = None
 
     def describe(self) -> str:
-        where = f"after #{self.after}" if self.after else f"before #{self.before}"
-        return f"item {self.item}: move #{self.issue} {where} in #{self.parent}'s sub-issues"
+        where = f"after {_name(self.after)}" if self.after else f"before {_name(self.before or 0)}"
+        return f"item {self.item}: move {_name(self.issue)} {where} in #{self.parent}'s sub-issues"
 
 
 @dataclass(frozen=True)
