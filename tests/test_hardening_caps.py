@@ -200,7 +200,6 @@ def test_a_child_printing_512_mb_leaves_artbot_under_1_gb(place: Path) -> None:
     rss_kb = int(proc.stderr.rsplit("maxrss_kb", 1)[1].split()[0])
     print(f"artbot's peak RSS with a 512 MB flood: {rss_kb / 1024:.0f} MB")
     assert rss_kb < 1024 * 1024, rss_kb
-    assert rss_kb < 300 * 1024, rss_kb  # measured 59 MB: the flood is counted, not kept
     assert "flooded" in proc.stdout, proc.stdout[-2000:]
 
 

@@ -124,6 +124,7 @@ def test_help_loads_only_the_command_definitions() -> None:
         "artbot.cli.context",
         "artbot.cli.github",
         "artbot.cli.options",
+        "artbot.cli.patchtest",
         "artbot.cli.sandbox",
         "artbot.cli.terminal",
         "artbot.verify",

@@ -17,12 +17,13 @@ The commit is resolved to its full hash, which must start with the short one.
 from __future__ import annotations
 
 import functools
-import os
 import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+
+from ..settings import environment
 
 _HEX = re.compile(r"^[0-9a-f]{7,40}$")
 _FULL = re.compile(r"^[0-9a-f]{40}$")
@@ -56,7 +57,7 @@ def git_folders(checkout: Path) -> tuple[Path, Path] | None:
 def minimal_env(home: str) -> dict[str, str]:
     """git's whole environment: a path, a scratch home, no config but artbot's, no prompt."""
     return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PATH": environment().get("PATH", "/usr/bin:/bin"),
         "HOME": home,
         "LC_ALL": "C",
         "GIT_CONFIG_NOSYSTEM": "1",
