@@ -264,13 +264,12 @@ def search_domain(loss: Any) -> Any:
     )
 
 
-def check_art(art: Any) -> dict[str, Any]:
-    """Item 8's property over DOMAIN with ART's own ``loss_fn`` from ``art`` (see artbot's
-    verify), and the records' own step (-inf and -9999) for the detail."""
-    loss = art.load("loss.py")
-    found = search_domain(loss)
-    measured = measure(loss.loss_fn)
-    cases = measured["cases"]
+def _records_step(loss: Any) -> str:
+    """The records' own step (-inf and -9999 on one of four tokens), for the detail."""
+    try:
+        cases = measure(loss.loss_fn)["cases"]
+    except Exception as exc:  # a fix may raise a clear error: the property judged it
+        return f"the records' step raises {type(exc).__name__}: {exc}"[:300]
     parts = []
     for label in BAD_OLD_LOGPROBS:
         case = cases[f"ppo A=-1 old={label}"]
@@ -281,9 +280,15 @@ def check_art(art: Any) -> dict[str, Any]:
             f"gradients {'finite' if finite else 'not finite'}"
         )
     control = cases["ppo A=-1 all old finite"]["loss"]
-    detail = (
-        f"{found.summary()}; PPO, A = -1, {'; '.join(parts)} (all old finite: loss {control:.4g})"
-    )
+    return f"PPO, A = -1, {'; '.join(parts)} (all old finite: loss {control:.4g})"
+
+
+def check_art(art: Any) -> dict[str, Any]:
+    """Item 8's property over DOMAIN with ART's own ``loss_fn`` from ``art`` (see artbot's
+    verify), and the records' own step (-inf and -9999) for the detail."""
+    loss = art.load("loss.py")
+    found = search_domain(loss)
+    detail = f"{found.summary()}; {_records_step(loss)}"
     fix = [
         _evidence.lines(art, "loss.py", FIX_FALLBACK),
         _evidence.lines(art, "loss.py", FIX_BOUND, FIX_CLAMP),

@@ -177,13 +177,18 @@ def check_art(art: Any) -> dict[str, Any]:
 
     loss = art.load("loss.py")
     found = search_domain(loss)
-    measured = measure(loss.loss_fn, loss.AlignedLossInputs)
-    bad, control = measured["-9999"], measured["all finite"]
-    detail = (
-        f"{found.summary()}; PPO, A = -1, old -9999 on 1 of 3 tokens: loss {bad['loss']!r}, "
-        f"gradient on that token {bad['grad_bad_token']:g} (every old logprob finite: loss "
-        f"{control['loss']:.4g})"
-    )
+    try:
+        measured = measure(loss.loss_fn, loss.AlignedLossInputs)
+    except Exception as exc:  # a fix may raise a clear error: the property judged it
+        step = f"the record's step raises {type(exc).__name__}: {exc}"[:300]
+    else:
+        bad, control = measured["-9999"], measured["all finite"]
+        step = (
+            f"PPO, A = -1, old -9999 on 1 of 3 tokens: loss {bad['loss']!r}, gradient on that "
+            f"token {bad['grad_bad_token']:g} (every old logprob finite: loss "
+            f"{control['loss']:.4g})"
+        )
+    detail = f"{found.summary()}; {step}"
     at = [
         _evidence.lines(art, "loss.py", CLAMP_LINE),
         _evidence.function(art, "loss.py", "loss_fn"),
