@@ -28,9 +28,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import torch
-
 import _domain
+import torch
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 VOCAB = 16
@@ -142,7 +141,9 @@ def sane_step(loss_fn: Callable[..., Any], inputs_type: Any, case: dict[str, Any
     if "error" in step:
         return _error(step)
     if not (math.isfinite(step["loss"]) and step["grads finite"]):
-        return _domain.Failure(f"loss {step['loss']!r}, gradients finite: {step['grads finite']}", "finite")
+        return _domain.Failure(
+            f"loss {step['loss']!r}, gradients finite: {step['grads finite']}", "finite"
+        )
     ulp = _domain.ulps(step["dtype"])
     bound = SANE_FACTOR * abs(control["loss"]) * (1 + 8 * ulp)
     if abs(step["loss"]) > bound:
@@ -150,7 +151,9 @@ def sane_step(loss_fn: Callable[..., Any], inputs_type: Any, case: dict[str, Any
     return None
 
 
-def draw(rng: Any, *, algos: tuple[str, ...], bad: tuple[str, ...], negative: bool) -> dict[str, Any]:
+def draw(
+    rng: Any, *, algos: tuple[str, ...], bad: tuple[str, ...], negative: bool
+) -> dict[str, Any]:
     """One case from the domain (``bad``: the kinds of old logprob, "beyond" for finite)."""
     rows = rng.choice((1, rng.randint(1, 8)))
     tokens = rng.choice((1, rng.randint(1, 16)))
@@ -239,7 +242,7 @@ def edge(old: str | float, **over: Any) -> dict[str, Any]:
     """The records' own step: one row of four FP32 tokens, PPO, A = -1, grad on, token 1;
     ``old`` a non-finite label or the finite distance new - old."""
     bad_old = {"old": old} if isinstance(old, str) else {"new - old": old}
-    case = {
+    case: dict[str, Any] = {
         "algo": "ppo",
         "new dtype": "fp32",
         "old dtype": "fp32",

@@ -339,9 +339,7 @@ def check_art(art: Any) -> dict[str, Any]:
     measured = measure(compute)
     ratios = ", ".join(f"n={n}: {m['ratio_median']:.4f}" for n, m in measured.items())
     found = search_domain(compute)
-    detail = (
-        f"{found.summary()}; advantage ratio to the population-std backends (median) {ratios}"
-    )
+    detail = f"{found.summary()}; advantage ratio to the population-std backends (median) {ratios}"
     near = measure_equal_groups(compute, NEAR_EQUAL_GROUPS)
     noise = "; ".join(f"{g['rewards']} gets {[round(a, 4) for a in g['advantages']]}" for g in near)
     import _evidence

@@ -193,9 +193,7 @@ def check_art(art: Any) -> dict[str, Any]:
         _evidence.lines(art, "loss.py", CLAMP_LINE),
         _evidence.function(art, "loss.py", "loss_fn"),
     ]
-    claim = _evidence.claim(
-        not found.holds, detail, method="ran", at=at, domain=found.domain()
-    )
+    claim = _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
     return {
         "claims": {"sentinel-dominates-loss": claim},
         "detail": detail,

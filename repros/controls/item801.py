@@ -1,7 +1,8 @@
 """Follow-up 801, artbot's suggested fix: an old logprob whose log-ratio reaches the bound
-(20, 10 where a logprob is FP16) is treated as missing, replaced by the detached new logprob as a non-finite one is, so the
-sentinel's token is trained as if sampled under the current policy. 0.5.20 (before item 8's
-fix) replaces only NaN: its control replaces non-finite and sentinel old logprobs alike.
+(20, 10 where a logprob is FP16) is treated as missing, replaced by the detached new logprob as
+a non-finite one is, so the sentinel's token is trained as if sampled under the current
+policy. 0.5.20 (before item 8's fix) replaces only NaN: its control replaces non-finite and
+sentinel old logprobs alike.
 (artbot's control.)
 """
 

@@ -12,7 +12,8 @@ EDITS = [
         r"None\):\n)",
         "\\g<1>\\g<2>    if aligned_inputs.original_logprobs is None:\n"
         "\\g<2>        raise ValueError(\n"
-        '\\g<2>            "truncated_importance_sampling needs original_logprobs (sampler logprobs)"\n'
+        '\\g<2>            "truncated_importance_sampling needs original_logprobs "\n'
+        '\\g<2>            "(sampler logprobs)"\n'
         "\\g<2>        )\n",
     ),
 ]

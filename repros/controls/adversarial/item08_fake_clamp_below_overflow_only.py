@@ -7,7 +7,11 @@ but e^88 times an advantage above 2 is not, and in FP16 e^88 is already inf. art
 KIND = "fake"
 RELEASES = ("0.5.20",)
 EDITS = [
-    ("loss.py", r"(\n        )torch\.isnan\(old_logprobs\),", r"\g<1>~torch.isfinite(old_logprobs),"),
+    (
+        "loss.py",
+        r"(\n        )torch\.isnan\(old_logprobs\),",
+        r"\g<1>~torch.isfinite(old_logprobs),",
+    ),
     (
         "loss.py",
         r"^    prob_ratio = torch\.exp\(logprob_diff\)\n",

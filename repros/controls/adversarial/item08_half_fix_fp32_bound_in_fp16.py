@@ -8,7 +8,11 @@ sentinel gives an infinite loss (0.5.21 uses +-10 in FP16 for this reason). artb
 KIND = "fake"
 RELEASES = ("0.5.20",)
 EDITS = [
-    ("loss.py", r"(\n        )torch\.isnan\(old_logprobs\),", r"\g<1>~torch.isfinite(old_logprobs),"),
+    (
+        "loss.py",
+        r"(\n        )torch\.isnan\(old_logprobs\),",
+        r"\g<1>~torch.isfinite(old_logprobs),",
+    ),
     (
         "loss.py",
         r"^    prob_ratio = torch\.exp\(logprob_diff\)\n",

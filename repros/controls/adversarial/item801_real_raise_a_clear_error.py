@@ -11,7 +11,9 @@ EDITS = [
         r"(\n(\s+)prob_ratio = torch\.exp\(logprob_diff\.clamp\(-log_ratio_bound, "
         r"log_ratio_bound\)\)\n)",
         "\\g<1>\\g<2>if bool((logprob_diff.detach() >= log_ratio_bound).any()):\n"
-        '\\g<2>    raise ValueError("an old logprob lies beyond the log-ratio bound: a sentinel?")\n',
+        "\\g<2>    raise ValueError(\n"
+        '\\g<2>        "an old logprob lies beyond the log-ratio bound: a sentinel?"\n'
+        "\\g<2>    )\n",
     ),
 ]
 EXPECT = {"sentinel-dominates-loss": "fixed"}

@@ -11,7 +11,9 @@ EDITS = [
         r"(\n(\s+)prob_ratio = torch\.exp\(logprob_diff\.clamp\(-log_ratio_bound, "
         r"log_ratio_bound\)\)\n)",
         r"\g<1>\g<2>prob_ratio = torch.where(\n"
-        r"\g<2>    logprob_diff.detach() >= log_ratio_bound, torch.ones_like(prob_ratio), prob_ratio\n"
+        r"\g<2>    logprob_diff.detach() >= log_ratio_bound,\n"
+        r"\g<2>    torch.ones_like(prob_ratio),\n"
+        r"\g<2>    prob_ratio,\n"
         r"\g<2>)\n",
     ),
 ]
