@@ -106,6 +106,7 @@ def search(art: Any, claim: str, shared: int) -> Any:
             out += [_domain.replace(case, "extra", e) for e in _domain.toward_int(case["extra"], 1)]
         return out
 
+    edges: list[dict[str, Any]]
     if claim == "one-optimizer-step-per-packed-row":
         edges = [{"completion lengths": [3, 3]}, {"completion lengths": [3, 3, 3]}]
         holds = steps
