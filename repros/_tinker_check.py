@@ -77,13 +77,31 @@ def check(art: Any) -> dict[str, Any]:
             art, "tinker/service.py", "async def resolve_global_grad_accumulation_sequences("
         ),
     ]
+    import _tinker_property
+
+    found = {cid: _tinker_property.search(art, cid, shared) for cid in _tinker_property.COVERS}
+    masks_found, steps_found = (
+        found["wrong-per-datum-masks"],
+        found["one-optimizer-step-per-packed-row"],
+    )
+    masks_detail = f"{masks_found.summary()}; {masks_detail}"
+    step_detail = f"{steps_found.summary()}; {step_detail}"
     return {
         "claims": {
             "wrong-per-datum-masks": _evidence.claim(
-                wrong > 0, masks_detail, method="ran", at=[train_at, *reach_at], fix=mask_fix
+                not masks_found.holds,
+                masks_detail,
+                method="ran",
+                at=[train_at, *reach_at],
+                fix=mask_fix,
+                domain=masks_found.domain(),
             ),
             "one-optimizer-step-per-packed-row": _evidence.claim(
-                rows > 1 and steps == rows, step_detail, method="ran", at=step_at
+                not steps_found.holds,
+                step_detail,
+                method="ran",
+                at=step_at,
+                domain=steps_found.domain(),
             ),
         },
         "detail": f"{masks_detail}; {step_detail}",

@@ -350,6 +350,22 @@ def _dropped(value: float | None) -> float | str:
     return "dropped" if value is None else value
 
 
+def _search_claims(advantages: AdvantagesImpl, pack_impl: Callable[..., Any]) -> dict[str, Any]:
+    """Each claim's property over its part of the domain (``_grpo_property``)."""
+    import _grpo_property
+
+    def step(groups: list[list[float]], advantage_balance: float = 0.0) -> dict[str, Any]:
+        return run_batch(
+            groups,
+            advantage_balance=advantage_balance,
+            advantages_impl=advantages,
+            pack_impl=pack_impl,
+        )
+
+    near = list(NEAR_EQUAL[0])
+    return {cid: _grpo_property.search(cid, step, near) for cid in _grpo_property.COVERS}
+
+
 def check_art(art: Any) -> dict[str, Any]:
     """Claim by claim against ART's code in ``art`` (see artbot's verify), each claim from its
     own batch: the GRPO advantages are ART's own statements of ``tokenize_trajectory_groups``
@@ -369,7 +385,8 @@ def check_art(art: Any) -> dict[str, Any]:
     if "rewards_have_zero_variance(" in art.source("preprocessing/tokenize.py"):
         ran.append(f"{art.name}/utils/grpo.py:rewards_have_zero_variance")
     measured = measure(advantages, pack_impl=pack.packed_tensors_from_tokenized_results)
-    verdicts = claim_verdicts(measured)
+    found = _search_claims(advantages, pack.packed_tensors_from_tokenized_results)
+    verdicts = {cid: not f.holds for cid, f in found.items()}
 
     def trained(name: str, batch: str) -> str:
         group = measured[name]["equal_group"]
@@ -418,10 +435,16 @@ def check_art(art: Any) -> dict[str, Any]:
         "nan-advantages-from-non-finite-rewards": dropped,
         "full-scale-advantage-for-near-equal-reward-groups": dropped,
     }
+    details = {cid: f"{found[cid].summary()}; {text}" for cid, text in details.items()}
     return {
         "claims": {
             cid: _evidence.claim(
-                verdicts[cid], details[cid], method="ran", at=at, fix=fixes.get(cid)
+                verdicts[cid],
+                details[cid],
+                method="ran",
+                at=at,
+                fix=fixes.get(cid),
+                domain=found[cid].domain(),
             )
             for cid in verdicts
         },

@@ -228,10 +228,48 @@ FIX_BOUND = "log_ratio_bound = 10.0 if logprob_diff.dtype == torch.float16 else 
 FIX_CLAMP = "prob_ratio = torch.exp(logprob_diff.clamp(-log_ratio_bound, log_ratio_bound))"
 
 
-def check_art(art: Any) -> dict[str, Any]:
-    """Run this measurement with ART's own ``loss_fn`` from ``art`` (see artbot's verify)."""
-    measured = measure(art.load("loss.py").loss_fn)
-    cases = measured["cases"]
+# The claim as a property (issue #37), over this domain; see ``_ppo_property``.
+DOMAIN = {
+    "function": "art/loss.py loss_fn with AlignedLossInputs (ART's own)",
+    "algorithms": "PPO and CISPO, advantages of either sign, |A| 1e-3 to 1e3 per row",
+    "rows x tokens": "1-8 x 1-16, every token trainable",
+    "dtypes": "new logprobs FP32, BF16, FP16 (from FP32 logits); old FP32 or the new dtype",
+    "old logprob": "-inf, +inf, NaN, or finite beyond the bound: new - d, d from just past 20 "
+    "(10 in FP16) to the dtype's largest, on one token",
+    "grad": "logits requiring grad (backward run) or not",
+    "predicate": "loss and gradients finite, or an error naming the old logprobs (the step "
+    "with ordinary old logprobs must still run)",
+    "budget": "300 inputs, 2 s",
+}
+COVERS = (
+    "PPO and CISPO, A of either sign (1e-3 to 1e3); 1-8 rows x 1-16 tokens; new logprobs "
+    "FP32/BF16/FP16, old FP32 or the same; old -inf, +inf, NaN or finite beyond the bound to the "
+    "dtype's max; grad on and off -> finite loss and gradients, or a clear error"
+)
+
+
+def search_domain(loss: Any) -> Any:
+    """Item 8's property over DOMAIN with ``loss`` (ART's loss module): ``_domain.Found``."""
+    import _ppo_property as prop
+
+    edges = [prop.edge(old) for old in ("-inf", 9999.0 + 1.2, "nan")]
+    edges += [prop.edge("-inf", advantages=[1.0]), prop.edge(9999.0, algo="cispo")]
+    return prop.search(
+        lambda case: prop.finite_step(loss.loss_fn, loss.AlignedLossInputs, case),
+        covers=COVERS,
+        edges=edges,
+        algos=("ppo", "cispo"),
+        bad=("-inf", "+inf", "nan", "beyond", "beyond"),
+        negative=False,
+    )
+
+
+def _records_step(loss: Any) -> str:
+    """The records' own step (-inf and -9999 on one of four tokens), for the detail."""
+    try:
+        cases = measure(loss.loss_fn)["cases"]
+    except Exception as exc:  # a fix may raise a clear error: the property judged it
+        return f"the records' step raises {type(exc).__name__}: {exc}"[:300]
     parts = []
     for label in BAD_OLD_LOGPROBS:
         case = cases[f"ppo A=-1 old={label}"]
@@ -242,17 +280,26 @@ def check_art(art: Any) -> dict[str, Any]:
             f"gradients {'finite' if finite else 'not finite'}"
         )
     control = cases["ppo A=-1 all old finite"]["loss"]
-    detail = f"PPO, A = -1, {'; '.join(parts)} (all old finite: loss {control:.4g})"
+    return f"PPO, A = -1, {'; '.join(parts)} (all old finite: loss {control:.4g})"
+
+
+def check_art(art: Any) -> dict[str, Any]:
+    """Item 8's property over DOMAIN with ART's own ``loss_fn`` from ``art`` (see artbot's
+    verify), and the records' own step (-inf and -9999) for the detail."""
+    loss = art.load("loss.py")
+    found = search_domain(loss)
+    detail = f"{found.summary()}; {_records_step(loss)}"
     fix = [
         _evidence.lines(art, "loss.py", FIX_FALLBACK),
         _evidence.lines(art, "loss.py", FIX_BOUND, FIX_CLAMP),
     ]
     claim = _evidence.claim(
-        is_reproduced(measured),
+        not found.holds,
         detail,
         method="ran",
         at=[_evidence.function(art, "loss.py", "loss_fn")],
         fix=fix,
+        domain=found.domain(),
     )
     return {
         "claims": {"inf-loss-nan-gradients": claim},

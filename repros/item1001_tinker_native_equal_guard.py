@@ -129,17 +129,138 @@ def build_report() -> _common.Report:
     return report
 
 
+# The claim as a property (issue #37). Over this domain, rewards equal up to float noise get
+# |advantage| <= 1e-6 (the record's Expected), and rewards that really differ keep a full-scale
+# signal (max |advantage| >= 0.5: normalized advantages of distinct rewards have a mean square
+# of 1, so some member is at least 1 with the population std, 0.71 with the sample std).
+DOMAIN = {
+    "function": "art/tinker_native/data.py compute_advantages(rewards, normalize_advantages=True)",
+    "group sizes": "2-64",
+    "reward scales": "1e-3 to 1e8 (the common value), either sign",
+    "noise": "equal by construction: the same 2-8 per-step rewards summed in other orders; "
+    "a float64 value and its neighbours up to 8 ulps; relative spread up to 1e-11 (the "
+    "record's 2e-12 at 0.22)",
+    "signal": "members differing by 1e-6 to 1 of the common value (at least 1e-6)",
+    "oracle": "analytic: 0 for noise (bound 1e-6), max |advantage| >= 0.5 for signal",
+    "budget": "1000 inputs, 2 s",
+}
+COVERS = (
+    "group sizes 2-64, common reward 1e-3 to 1e8 (either sign); noise: per-step sums in "
+    "other orders, neighbours up to 8 ulps, relative spread up to 1e-11 -> |advantage| <= "
+    "1e-6; signal: spread 1e-6 to 1 of max(|reward|, 1) -> max |advantage| >= 0.5"
+)
+SIGNAL_FLOOR = 0.5
+NOISE_KINDS = ("reordered sums", "ulp neighbours", "relative 1e-11")
+
+
+def _noise_group(rng: Any, n: int, value: float, how: str) -> list[float]:
+    if how == "reordered sums":
+        k = rng.randint(2, 8)
+        weights = [rng.random() for _ in range(k)]
+        steps = [value * w / sum(weights) for w in weights]
+        group = []
+        for _ in range(n):
+            rng.shuffle(steps)
+            group.append(sum(steps))
+        return group
+    if how == "ulp neighbours":
+        group = [value]
+        for _ in range(n - 1):
+            v = value
+            for _ in range(rng.randint(0, 8)):
+                v = math.nextafter(v, rng.choice((math.inf, -math.inf)))
+            group.append(v)
+        return group
+    return [value * (1 + rng.uniform(-1e-11, 1e-11)) for _ in range(n)]
+
+
+def _signal_group(rng: Any, n: int, value: float) -> list[float]:
+    spread = max(abs(value), 1.0) * 10 ** rng.uniform(-6, 0)
+    group = [value + spread * rng.choice((0.0, 1.0, rng.random())) for _ in range(n - 2)]
+    group += [value, value + spread]
+    rng.shuffle(group)
+    return group
+
+
+def _sample(rng: Any) -> dict[str, Any]:
+    n = rng.choice((rng.randint(2, 64), rng.choice((2, 3, 8, 64))))
+    value = rng.choice((-1.0, 1.0, 1.0)) * 10 ** rng.uniform(-3, 8)
+    if rng.random() < 0.7:
+        how = rng.choice(NOISE_KINDS)
+        return {"kind": "noise", "made by": how, "rewards": _noise_group(rng, n, value, how)}
+    return {"kind": "signal", "rewards": _signal_group(rng, n, value)}
+
+
+def _edges() -> list[dict[str, Any]]:
+    noise = [list(g) for g in (*GROUPS, *AT_SCALE, CONTROLS[0])]
+    signal = [list(g) for g in DISTINCT]
+    return [{"kind": "noise", "rewards": g} for g in noise] + [
+        {"kind": "signal", "rewards": g} for g in signal
+    ]
+
+
+def _is_signal(rewards: list[float]) -> bool:
+    """Members differ by at least 1e-6 of the largest magnitude (and of 1: ART's std floor is
+    an absolute 1e-8, which a spread of 1e-6 clears at any group size up to 64)."""
+    top = max(map(abs, rewards))
+    return max(rewards) - min(rewards) >= 1e-6 * max(top, 1.0)
+
+
+def advantage_property(compute: Callable[..., list[float]], case: dict[str, Any]) -> Any:
+    import _domain
+
+    try:
+        got = compute(list(case["rewards"]), normalize_advantages=True)
+    except Exception as exc:
+        return _domain.Failure(f"raised {type(exc).__name__}", "advantages")
+    if case["kind"] == "noise":
+        worst = max((abs(a) if math.isfinite(a) else math.inf for a in got), default=0.0)
+        return _domain.Failure(float(f"{worst:.4g}"), TOLERANCE) if worst > TOLERANCE else None
+    top = max((abs(a) for a in got if math.isfinite(a)), default=0.0)
+    finite = all(math.isfinite(a) for a in got)
+    if top >= SIGNAL_FLOOR and finite:
+        return None
+    return _domain.Failure(float(f"{top:.4g}") if finite else "not finite", f">= {SIGNAL_FLOOR}")
+
+
+def _shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
+    import _domain
+
+    out = []
+    for rewards in _domain.shorter(case["rewards"], 2):
+        if case["kind"] == "noise" or _is_signal(rewards):
+            out.append(_domain.replace(case, "rewards", rewards))
+    return out
+
+
+def search_domain(compute: Callable[..., list[float]], *, seed: int = 0) -> Any:
+    """The property searched over DOMAIN: ``_domain.Found``."""
+    import _domain
+
+    return _domain.search(
+        covers=COVERS,
+        edges=_edges(),
+        sample=_sample,
+        holds=lambda case: advantage_property(compute, case),
+        shrink=_shrink,
+        seed=seed,
+        max_inputs=1000,
+        budget_s=2.0,
+    )
+
+
 def check_art(art: Any) -> dict[str, Any]:
-    """This measurement with ART's own ``compute_advantages`` from ``art``."""
+    """The property over DOMAIN with ART's own ``compute_advantages`` from ``art``."""
     import _evidence
 
-    measured = measure(art.load("tinker_native/data.py").compute_advantages)
+    compute = art.load("tinker_native/data.py").compute_advantages
+    measured = measure(compute)
     first = str(GROUPS[0])
-    detail = f"rewards {first} get advantages {[round(a, 4) for a in measured[first]]}"
-    noisy = noisy_groups(measured)
-    if noisy and first not in noisy:
-        differ = ", which differ," if noisy[0] in {str(g) for g in DISTINCT} else ""
-        detail += f"; rewards {noisy[0]}{differ} get {[round(a, 4) for a in measured[noisy[0]]]}"
+    found = search_domain(compute)
+    detail = (
+        f"{found.summary()}; rewards {first} get advantages "
+        f"{[round(a, 4) for a in measured[first]]}"
+    )
     at = [
         _evidence.lines(
             art,
@@ -148,7 +269,7 @@ def check_art(art: Any) -> dict[str, Any]:
         ),
         _evidence.function(art, "tinker_native/data.py", "compute_advantages"),
     ]
-    claim = _evidence.claim(noise_gets_advantage(measured), detail, method="ran", at=at)
+    claim = _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
     return {
         "claims": {"near-equal-group-full-advantage": claim},
         "detail": detail,

@@ -224,12 +224,122 @@ def build_report() -> _common.Report:
     return report
 
 
+# The claim as a property (issue #37): over this domain, tinker_native's advantages are the
+# population-std advantages (the analytic value, float64, of the same FP32 rewards) within a
+# tolerance in FP32 ulps scaled by the group's conditioning (see ``advantage_error``).
+DOMAIN = {
+    "function": "art/tinker_native/data.py compute_advantages(rewards, normalize_advantages=True)",
+    "group sizes": "2-64",
+    "reward scales": "1e-3 to 1e8, offsets up to 3 scales from 0",
+    "rewards": "0/1 pass-fail, two-point, uniform; FP32 values with at least two distinct",
+    "oracle": "float64 (r - mean) / population std of the same rewards",
+    "tolerance": "4 * n * eps(fp32) * (1 + max|r| / std) per element",
+    "budget": "300 inputs, 2 s",
+}
+COVERS = (
+    "group sizes 2-64, reward scales 1e-3 to 1e8 with offsets, 0/1, two-point and uniform "
+    "rewards; oracle: float64 population-std advantage; tolerance 4 n eps(fp32) (1 + max|r|/std)"
+)
+SIZES = (2, 3, 4, 5, 8, 16, 31, 64)
+SCALES = (1e-3, 1.0, 7.0, 1e3, 1.5e6, 1e8)
+
+
+def fp32(values: list[float]) -> list[float]:
+    """The values as FP32 holds them (what ART's tensor sees), as Python floats."""
+    return [float(v) for v in torch.tensor(values, dtype=torch.float32).tolist()]
+
+
+def population_z(rewards: list[float]) -> tuple[list[float], float]:
+    """The analytic advantage: (r - mean) / population std, in float64; and that std."""
+    mean = math.fsum(rewards) / len(rewards)
+    std = math.sqrt(math.fsum((r - mean) ** 2 for r in rewards) / len(rewards))
+    return [(r - mean) / std for r in rewards], std
+
+
+def in_domain(rewards: list[float]) -> bool:
+    """At least two distinct FP32 values and a spread well above the 1e-8 std floor."""
+    if len(rewards) < 2 or len(set(rewards)) < 2:
+        return False
+    return population_z(rewards)[1] > 1e-6
+
+
+def advantage_error(compute: Callable[..., list[float]], case: dict[str, Any]) -> Any:
+    import _domain
+
+    rewards = case["rewards"]
+    try:
+        got = compute(list(rewards), normalize_advantages=True)
+    except Exception as exc:  # a crash on a valid group is a failure of the property
+        return _domain.Failure(f"raised {type(exc).__name__}", "advantages")
+    z, std = population_z(rewards)
+    bound = 4 * len(rewards) * _domain.ulps(torch.float32) * (1 + max(map(abs, rewards)) / std)
+    if len(got) != len(z):
+        return _domain.Failure(f"{len(got)} advantages", f"{len(z)}")
+    worst = max(abs(a - b) if math.isfinite(a) else math.inf for a, b in zip(got, z, strict=True))
+    return _domain.Failure(float(f"{worst:.4g}"), float(f"{bound:.3g}")) if worst > bound else None
+
+
+def draw_rewards(rng: Any, n: int, scale: float, kind: str) -> list[float]:
+    offset = scale * rng.choice((0.0, 0.0, rng.uniform(-3.0, 3.0)))
+    while True:
+        if kind == "binary":
+            rewards = [offset + scale * rng.randint(0, 1) for _ in range(n)]
+        elif kind == "two-point":
+            rewards = [offset + scale * rng.choice((0.25, 1.0)) for _ in range(n)]
+        else:
+            rewards = [offset + scale * rng.random() for _ in range(n)]
+        rewards = fp32(rewards)
+        if in_domain(rewards):
+            return rewards
+
+
+def _sample(rng: Any) -> dict[str, Any]:
+    n = rng.choice((rng.randint(2, 64), rng.choice(SIZES)))
+    scale = rng.choice((10 ** rng.uniform(-3, 8), rng.choice(SCALES)))
+    kind = rng.choice(("binary", "two-point", "uniform"))
+    return {"rewards": draw_rewards(rng, n, scale, kind)}
+
+
+def _edges() -> list[dict[str, Any]]:
+    groups = [[0.0, 1.0], [0.0, 0.0, 0.0, 1.0], [0.0, 1.0] * 2, [0.0, 1.0] * 32]
+    groups += [fp32([s * k / 7 for k in range(n)]) for s in SCALES for n in (3, 64)]
+    return [{"rewards": g} for g in groups]
+
+
+def _shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
+    import _domain
+
+    rewards = case["rewards"]
+    out = [r for r in _domain.shorter(rewards, 2) if in_domain(r)]
+    rounded = fp32([float(f"{r:.2g}") for r in rewards])
+    if rounded != rewards and in_domain(rounded):
+        out.append(rounded)
+    return [{"rewards": r} for r in out]
+
+
+def search_domain(compute: Callable[..., list[float]], *, seed: int = 0) -> Any:
+    """The property searched over DOMAIN: ``_domain.Found``."""
+    import _domain
+
+    return _domain.search(
+        covers=COVERS,
+        edges=_edges(),
+        sample=_sample,
+        holds=lambda case: advantage_error(compute, case),
+        shrink=_shrink,
+        seed=seed,
+        max_inputs=300,
+        budget_s=2.0,
+    )
+
+
 def check_art(art: Any) -> dict[str, Any]:
-    """Run this measurement with ART's own ``compute_advantages`` (see artbot's verify)."""
+    """The property over DOMAIN with ART's own ``compute_advantages`` (see artbot's verify)."""
     compute = art.load("tinker_native/data.py").compute_advantages
     measured = measure(compute)
     ratios = ", ".join(f"n={n}: {m['ratio_median']:.4f}" for n, m in measured.items())
-    detail = f"advantage ratio to the population-std backends (median) {ratios}"
+    found = search_domain(compute)
+    detail = f"{found.summary()}; advantage ratio to the population-std backends (median) {ratios}"
     near = measure_equal_groups(compute, NEAR_EQUAL_GROUPS)
     noise = "; ".join(f"{g['rewards']} gets {[round(a, 4) for a in g['advantages']]}" for g in near)
     import _evidence
@@ -243,11 +353,11 @@ def check_art(art: Any) -> dict[str, Any]:
             "std_reward = rewards_tensor.std(unbiased=False)",
         )
     ]
-    hit = is_reproduced(measured)
+    claim = _evidence.claim(
+        not found.holds, detail, method="ran", at=at, fix=fix, domain=found.domain()
+    )
     return {
-        "claims": {
-            "sample-std-advantages": _evidence.claim(hit, detail, method="ran", at=at, fix=fix)
-        },
+        "claims": {"sample-std-advantages": claim},
         "detail": f"{detail}; equal up to float noise (not a claim of the audit's): {noise}",
         "ran": [f"{art.name}/tinker_native/data.py:compute_advantages"],
         "scope": None,

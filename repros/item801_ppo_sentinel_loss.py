@@ -129,22 +129,71 @@ def build_report() -> _common.Report:
     return report
 
 
+# The claim as a property (issue #37), over this domain; see ``_ppo_property``.
+DOMAIN = {
+    "function": "art/loss.py loss_fn with AlignedLossInputs (ART's own)",
+    "algorithm": "PPO, advantages A < 0 (|A| 1e-3 to 1e3 per row)",
+    "rows x tokens": "1-8 x 1-16, every token trainable",
+    "dtypes": "new logprobs FP32, BF16, FP16 (from FP32 logits); old FP32 or the new dtype",
+    "sentinel": "one token's old logprob finite and beyond the bound: new - d, d from just past "
+    "20 (10 in FP16) to the dtype's largest (-9999 among them)",
+    "grad": "logits requiring grad (backward run) or not",
+    "predicate": "loss finite and within twice (+ 8 ulps) the same step's with that old "
+    "logprob set to the new one, gradients finite; or an error naming the old logprobs",
+    "budget": "300 inputs, 2 s",
+}
+COVERS = (
+    "PPO, A < 0 (1e-3 to 1e3); 1-8 rows x 1-16 tokens; new logprobs FP32/BF16/FP16, old FP32 "
+    "or the same; one old logprob finite beyond the bound (just past it to the dtype's max); "
+    "grad on and off -> loss within 2x the all-ordinary step's, finite gradients, or a clear error"
+)
+
+
+def search_domain(loss: Any) -> Any:
+    """Follow-up 801's property over DOMAIN with ``loss`` (ART's loss module)."""
+    import _ppo_property as prop
+
+    edges = [
+        prop.edge(9999.0 - 0.7, tokens=3),
+        prop.edge(21.0, tokens=3),
+        prop.edge(1e4, tokens=1),
+        prop.edge(float(torch.finfo(torch.bfloat16).max), **{"new dtype": "bf16"}),
+        prop.edge(11.0, **{"new dtype": "fp16", "old dtype": "fp16"}),
+    ]
+    return prop.search(
+        lambda case: prop.sane_step(loss.loss_fn, loss.AlignedLossInputs, case),
+        covers=COVERS,
+        edges=edges,
+        algos=("ppo",),
+        bad=("beyond",),
+        negative=True,
+    )
+
+
 def check_art(art: Any) -> dict[str, Any]:
-    """This measurement with ART's own ``loss_fn`` and ``AlignedLossInputs`` from ``art``."""
+    """Follow-up 801's property over DOMAIN with ART's own ``loss_fn`` and
+    ``AlignedLossInputs``, and the record's own step for the detail."""
     import _evidence
 
     loss = art.load("loss.py")
-    measured = measure(loss.loss_fn, loss.AlignedLossInputs)
-    bad, control = measured["-9999"], measured["all finite"]
-    detail = (
-        f"PPO, A = -1, old -9999 on 1 of 3 tokens: loss {bad['loss']!r}, gradient on that "
-        f"token {bad['grad_bad_token']:g} (every old logprob finite: loss {control['loss']:.4g})"
-    )
+    found = search_domain(loss)
+    try:
+        measured = measure(loss.loss_fn, loss.AlignedLossInputs)
+    except Exception as exc:  # a fix may raise a clear error: the property judged it
+        step = f"the record's step raises {type(exc).__name__}: {exc}"[:300]
+    else:
+        bad, control = measured["-9999"], measured["all finite"]
+        step = (
+            f"PPO, A = -1, old -9999 on 1 of 3 tokens: loss {bad['loss']!r}, gradient on that "
+            f"token {bad['grad_bad_token']:g} (every old logprob finite: loss "
+            f"{control['loss']:.4g})"
+        )
+    detail = f"{found.summary()}; {step}"
     at = [
         _evidence.lines(art, "loss.py", CLAMP_LINE),
         _evidence.function(art, "loss.py", "loss_fn"),
     ]
-    claim = _evidence.claim(dominated(measured), detail, method="ran", at=at)
+    claim = _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
     return {
         "claims": {"sentinel-dominates-loss": claim},
         "detail": detail,

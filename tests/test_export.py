@@ -31,6 +31,7 @@ from click.testing import CliRunner
 from artbot.cli import cli
 from artbot.records.catalog import load_catalog
 from artbot.repro.export import regression_tests
+from artbot.repro.scripts import import_script
 from artbot.settings import TOKEN_VARIABLES
 from tests.controls import controlled_copy, load_control
 from tests.forkrun import ForkServer
@@ -61,12 +62,20 @@ def server() -> Iterator[ForkServer]:
 
 
 def run_exported(
-    server: ForkServer, tmp_path: Path, version: str, package: Path | None = None
+    server: ForkServer,
+    tmp_path: Path,
+    version: str,
+    package: Path | None = None,
+    only: set[str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """Export the tests (``only``: just these files) and run them on ``package``."""
     package = package or art_package(version)
     out = tmp_path / version
     result = CliRunner().invoke(cli, ["--root", str(REPO), "export-tests", "--out", str(out)])
     assert result.exit_code == 0, result.output
+    for test in out.glob("test_*.py"):
+        if only is not None and test.name not in only:
+            test.unlink()
     shutil.copyfile(HARNESS, out / "conftest.py")
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", str(out)]
     env = {**exported_env(), "ARTBOT_ART_PACKAGE": str(package)}
@@ -215,6 +224,13 @@ def test_the_strict_xfail_of_item_6_flips_when_adam_params_gets_an_eps(
     assert "XPASS(strict)" in done.stdout
 
 
+def _control_fix(item: int) -> list[tuple[str, str, str]]:
+    """The item's fix on 0.5.23 as repros/controls/itemNN.py writes it."""
+    control = load_control(item)
+    assert control is not None, item
+    return control.edits("fix", "0.5.23")
+
+
 # Each follow-up's suggested fix as an edit of the release (files under art/, regex, replacement),
 # applied to a linked copy of 0.5.23: the follow-up's strict xfail must then fail as an XPASS.
 FOLLOW_UP_FIXES = {
@@ -225,20 +241,16 @@ FOLLOW_UP_FIXES = {
             "torch.matmul(chunk_hs.float(), lm_head_t.float())",
         )
     ],
-    "test_item801_ppo_sentinel_old_logprob.py": [
-        (
-            "loss.py",
-            r"~torch\.isfinite\(old_logprobs\),",
-            "~torch.isfinite(old_logprobs) | (new_logprobs.detach() - old_logprobs >= 20),",
-        )
-    ],
-    "test_item1001_near_equal_rewards.py": [
-        (
-            "tinker_native/data.py",
-            r"torch\.tensor\(rewards, dtype=torch\.float32\)",
-            "torch.tensor(rewards, dtype=torch.float64)",
-        )
-    ],
+    "test_item801_ppo_sentinel_old_logprob.py": _control_fix(801),
+    "test_item1001_near_equal_rewards.py": _control_fix(1001),
+}
+# A second real fix of each follow-up whose property test is strict, written unlike the first
+# (issue #37: a strict xfail flips on two differently written real fixes): 801 masks the tokens
+# beyond the bound instead of replacing their old logprobs; 1001 computes in float64 with a std
+# floor relative to the rewards' magnitude instead of a relative equality guard.
+SECOND_FOLLOW_UP_FIXES = {
+    "test_item801_ppo_sentinel_old_logprob.py": "item801_real_mask_beyond_the_bound.py",
+    "test_item1001_near_equal_rewards.py": "item1001_real_float64_relative_std_floor.py",
 }
 
 
@@ -257,6 +269,54 @@ def test_each_follow_ups_strict_xfail_flips_with_its_suggested_fix(
     for name in FOLLOW_UP_FIXES:
         assert got[name] == "failed", done.stdout[-3000:]  # XPASS(strict): the mark must go
     assert done.stdout.count("XPASS(strict)") >= len(FOLLOW_UP_FIXES)
+
+
+@pytest.mark.network
+def test_each_follow_ups_property_flips_with_a_second_real_fix(
+    server: ForkServer, tmp_path: Path
+) -> None:
+    release = art_package("0.5.23").parent
+    controls = REPO / "repros" / "controls" / "adversarial"
+    edits = []
+    for name in SECOND_FOLLOW_UP_FIXES.values():
+        control = import_script(controls / name, f"_artbot_second_fix_{Path(name).stem}")
+        assert control.KIND == "real", name
+        edits += control.EDITS
+    fixed = controlled_copy(release, tmp_path / "fixed", edits) / "art"
+    done = run_exported(server, tmp_path, "0.5.23-second-fixes", fixed)
+    got = outcomes(done.stdout)
+    for name in SECOND_FOLLOW_UP_FIXES:
+        assert got[name] == "failed", done.stdout[-3000:]  # XPASS(strict)
+    assert done.stdout.count("XPASS(strict)") >= len(SECOND_FOLLOW_UP_FIXES)
+
+
+# Fixes that hold on part of a follow-up's domain (repros/controls/adversarial/), one for 801
+# and one for 1001 per run (they edit different files): each strict property test must stay
+# an expected failure.
+FOLLOW_UP_FAKES = [
+    ("item801_fake_literal_sentinel_only.py", "item1001_fake_absolute_tolerance_1e9.py"),
+    ("item801_fake_fp32_bound_only.py", "item1001_half_fix_float64_only.py"),
+    ("item801_half_fix_sentinel_threshold.py", "item1001_fake_zero_every_group.py"),
+    ("item801_fake_tighter_clamp.py", "item1001_fake_fp16_rewards.py"),
+]
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("fakes", FOLLOW_UP_FAKES, ids=lambda f: f[0].split("_", 1)[1][:-3])
+def test_each_follow_ups_property_stays_xfailed_under_a_fake(
+    server: ForkServer, tmp_path: Path, fakes: tuple[str, str]
+) -> None:
+    release = art_package("0.5.23").parent
+    controls = REPO / "repros" / "controls" / "adversarial"
+    edits = []
+    for name in fakes:
+        control = import_script(controls / name, f"_artbot_fake_{Path(name).stem}")
+        assert control.KIND == "fake", name
+        edits += control.EDITS
+    fixed = controlled_copy(release, tmp_path / "faked", edits) / "art"
+    only = set(SECOND_FOLLOW_UP_FIXES)
+    done = run_exported(server, tmp_path, "0.5.23-faked", fixed, only=only)
+    assert outcomes(done.stdout) == dict.fromkeys(only, "xfailed"), done.stdout[-3000:]
 
 
 # The audit's open items whose code runs on CPU here, each with its suggested fix as an edit of

@@ -1,7 +1,8 @@
 """Item 8, 0.5.21's fix (the audit's: clamp the log-ratio before ``exp``): non-finite old
 logprobs are replaced like missing ones (``~torch.isfinite`` instead of ``torch.isnan``), and
 the token log-ratio is clamped to +-20 before ``exp`` (0.5.21 ``loss.py`` L290-L302; 0.5.21
-uses +-10 for FP16, which these FP32 checks do not reach). UNFIX undoes both, so the check is
+uses +-10 for FP16, where exp(20) overflows: the check's domain has FP16 logprobs, so this
+control does the same). UNFIX undoes both, so the check is
 shown to say "reproduced" on a release that fixed it. (Helper "checks" wrote these two for
 items 7 and 8 with tests/controls.py; the item's own check is helper "evid"'s.)
 """
@@ -16,7 +17,8 @@ FIX = {
         (
             "loss.py",
             r"^    prob_ratio = torch\.exp\(logprob_diff\)\n",
-            r"    prob_ratio = torch.exp(logprob_diff.clamp(-20.0, 20.0))\n",
+            r"    bound = 10.0 if logprob_diff.dtype == torch.float16 else 20.0\n"
+            r"    prob_ratio = torch.exp(logprob_diff.clamp(-bound, bound))\n",
         ),
     ],
 }

@@ -1,14 +1,64 @@
 """artbot follow-up 1001 (after audit item 10's fix): rewards equal up to float noise must get no
-advantage from tinker_native's compute_advantages. Strict xfail while they do ([0.22, 0.22,
-0.22 + 2e-12] gets [1.0, 1.0, 1.0] on 0.5.21 and 0.5.23); it fails as an unexpected pass once
-fixed."""
+advantage from tinker_native's compute_advantages, whatever their scale, while rewards that
+really differ keep theirs. Strict xfail while they do not ([0.22, 0.22, 0.22 + 2e-12] gets
+[1.0, 1.0, 1.0] on 0.5.21 and 0.5.23); it fails as an unexpected pass once fixed.
+
+The property runs over seeded draws: group sizes 2-64, a common reward from 1e-3 to 1e8 of
+either sign, made noisy the ways float noise arises (the same per-step rewards summed in other
+orders; float64 neighbours up to 8 ulps apart; a relative spread up to 1e-11, the size of the
+finding's own example). Each member's |advantage| must be at most 1e-6. Groups whose members
+differ by 1e-6 to 1 of max(|reward|, 1) must keep a full-scale signal (max |advantage| >= 0.5),
+so a function that zeroes every group does not pass."""
+
+import math
+import random
 
 import pytest
 
 from art.tinker_native.data import compute_advantages
 
 
+def _noise(rng: random.Random, n: int, value: float, how: int) -> list[float]:
+    if how == 0:
+        weights = [rng.random() for _ in range(rng.randint(2, 8))]
+        steps = [value * w / sum(weights) for w in weights]
+        group = []
+        for _ in range(n):
+            rng.shuffle(steps)
+            group.append(sum(steps))
+        return group
+    if how == 1:
+        group = [value]
+        for _ in range(n - 1):
+            v = value
+            for _ in range(rng.randint(0, 8)):
+                v = math.nextafter(v, rng.choice((math.inf, -math.inf)))
+            group.append(v)
+        return group
+    return [value * (1 + rng.uniform(-1e-11, 1e-11)) for _ in range(n)]
+
+
+def _groups() -> tuple[list[list[float]], list[list[float]]]:
+    rng = random.Random(1001)
+    noise = [[0.22, 0.22, 0.22 + 2e-12], [0.15] * 7 + [0.15 + 5e-12]]
+    signal = [[0.0, 0.0, 1.0]]
+    for _ in range(600):
+        n = rng.randint(2, 64)
+        value = rng.choice((-1.0, 1.0)) * 10 ** rng.uniform(-3, 8)
+        noise.append(_noise(rng, n, value, rng.randrange(3)))
+        spread = max(abs(value), 1.0) * 10 ** rng.uniform(-6, 0)
+        group = [value + spread * rng.random() for _ in range(n - 2)] + [value, value + spread]
+        signal.append(group)
+    return noise, signal
+
+
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason="artbot follow-up 1001 is open")
 def test_a_group_equal_up_to_float_noise_gets_no_advantage() -> None:
-    advantages = compute_advantages([0.22, 0.22, 0.22 + 2e-12])
-    assert max(abs(a) for a in advantages) <= 1e-6, advantages
+    noise, signal = _groups()
+    for rewards in noise:
+        advantages = compute_advantages(list(rewards))
+        assert max(abs(a) for a in advantages) <= 1e-6, (rewards, advantages)
+    for rewards in signal:
+        advantages = compute_advantages(list(rewards))
+        assert all(math.isfinite(a) for a in advantages), (rewards, advantages)
+        assert max(abs(a) for a in advantages) >= 0.5, (rewards, advantages)

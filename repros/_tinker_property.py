@@ -1,0 +1,124 @@
+"""Item 9's claims as properties of ART's Tinker path (issue #37), run through
+``_tinker_train.run_train`` (ART's packer and ``TinkerService.train`` with a stand-in client).
+
+- ``one-optimizer-step-per-packed-row``: one ART step (one ``train`` call) over a group of
+  ``branches`` (1-8) trajectories packed one per row (``pack_results=False``, the Tinker path's
+  layout) takes one optimizer step: the audit's fix, "accumulate forward_backward over rows and
+  step once". A counterexample is a row count whose step count is not 1 (stepping every second
+  row fails at three rows).
+- ``wrong-per-datum-masks``: with ``pack_results=True``, a group of ``branches`` (2-6)
+  completions of 1-6 tokens after a prompt ART's packer shares (its minimum shared segment plus
+  ``extra`` 1-32 tokens): every trainable token is scored in its own context (the record's
+  Expected: each datum's mask covers its own group and its ancestors' groups and nothing else).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import _domain
+import _tinker_train
+from _tinker_masks import scored_contexts
+
+COVERS = {
+    "one-optimizer-step-per-packed-row": "one train call over 1-8 trajectories, one per packed "
+    "row (pack_results=False) -> one optimizer step",
+    "wrong-per-datum-masks": "pack_results=True, 2-6 branches of 1-6 tokens after a shared "
+    "prompt of the packer's minimum + 1-32 tokens -> every trainable token in its own context",
+}
+
+
+def branch_group(prompt_len: int, lengths: list[int]) -> list[_tinker_train.Record]:
+    """One prompt of ``prompt_len`` tokens and one completion per entry of ``lengths``."""
+    prompt = list(range(1000, 1000 + prompt_len))
+    out = []
+    for k, n_completion in enumerate(lengths):
+        completion = [10_000 + 100 * k + i for i in range(n_completion)]
+        n = prompt_len + n_completion
+        out.append(
+            _tinker_train.Record(
+                token_ids=prompt + completion,
+                input_pos=list(range(n)),
+                assistant_mask=[0] * prompt_len + [1] * n_completion,
+                logprobs=[math.nan] * prompt_len + [-0.5] * n_completion,
+                advantage=1.0 if k % 2 == 0 else -1.0,
+                weight=1 / n_completion,
+                prompt_id=0,
+                prompt_length=prompt_len - 1,
+            )
+        )
+    return out
+
+
+def _wrong(run: dict[str, Any]) -> tuple[int, int]:
+    wrong = total = 0
+    for row in run["rows"]:
+        masks = [(0, m) for m in row["masks"]]
+        scored = scored_contexts(masks, row["group_ids"], row["parent_ids"], row["assistant_mask"])
+        wrong += sum(not s["correct"] for s in scored)
+        total += len(scored)
+    return wrong, total
+
+
+def search(art: Any, claim: str, shared: int) -> Any:
+    """``claim``'s property over its domain on ``art``: ``_domain.Found``."""
+
+    def steps(case: dict[str, Any]) -> Any:
+        group = branch_group(8, case["completion lengths"])
+        seq_len = 8 + max(case["completion lengths"]) + 8
+        run = _tinker_train.run_train(art, group, seq_len, pack_results=False)
+        if run["optim_steps"] == 1:
+            return None
+        return _domain.Failure(
+            f"{run['optim_steps']} optimizer steps for {run['packed_rows']} rows", "1"
+        )
+
+    def masks(case: dict[str, Any]) -> Any:
+        prompt_len = shared + case["extra"]
+        lengths = case["completion lengths"]
+        seq_len = prompt_len + sum(lengths) + 8
+        run = _tinker_train.run_train(
+            art, branch_group(prompt_len, lengths), seq_len, pack_results=True
+        )
+        wrong, total = _wrong(run)
+        return _domain.Failure(f"{wrong} of {total} tokens", 0) if wrong else None
+
+    def draw(rng: Any) -> dict[str, Any]:
+        if claim == "one-optimizer-step-per-packed-row":
+            return {"completion lengths": [rng.randint(1, 6) for _ in range(rng.randint(1, 8))]}
+        return {
+            "extra": rng.randint(1, 32),
+            "completion lengths": [rng.randint(1, 6) for _ in range(rng.randint(2, 6))],
+        }
+
+    def shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
+        least = 1 if claim == "one-optimizer-step-per-packed-row" else 2
+        out = [
+            _domain.replace(case, "completion lengths", lengths)
+            for lengths in _domain.shorter(case["completion lengths"], least)
+        ]
+        if case["completion lengths"] != [3] * len(case["completion lengths"]):
+            out.append(
+                _domain.replace(case, "completion lengths", [3] * len(case["completion lengths"]))
+            )
+        if "extra" in case:
+            out += [_domain.replace(case, "extra", e) for e in _domain.toward_int(case["extra"], 1)]
+        return out
+
+    edges: list[dict[str, Any]]
+    if claim == "one-optimizer-step-per-packed-row":
+        edges = [{"completion lengths": [3, 3]}, {"completion lengths": [3, 3, 3]}]
+        holds = steps
+    else:
+        edges = [{"extra": 16, "completion lengths": [3, 3]}]
+        holds = masks
+    return _domain.search(
+        covers=COVERS[claim],
+        edges=edges,
+        sample=draw,
+        holds=holds,
+        shrink=shrink,
+        max_inputs=40,
+        budget_s=2.0,
+    )

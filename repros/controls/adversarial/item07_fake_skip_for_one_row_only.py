@@ -1,0 +1,16 @@
+"""Item 7, a fake fix on 0.5.20 that holds on part of the domain: TIS is skipped without
+original_logprobs only when the batch has one row (the records' one-token step); with two or
+more rows the policy ratio is applied again. artbot's control (issue #37).
+"""
+
+KIND = "fake"
+RELEASES = ("0.5.20",)
+EDITS = [
+    (
+        "loss.py",
+        r"\n(        )policy_loss \*= torch\.clamp\(prob_ratio, max=upper_bound\)\.detach\(\)\n",
+        "\n\\g<1>if aligned_inputs.original_logprobs is not None or policy_loss.shape[0] > 1:\n"
+        "\\g<1>    policy_loss *= torch.clamp(prob_ratio, max=upper_bound).detach()\n",
+    ),
+]
+EXPECT = {"policy-ratio-applied-twice": "reproduced"}

@@ -1,0 +1,17 @@
+"""Follow-up 801, a real fix written unlike the suggested one: tokens whose log-ratio reaches
+the bound are masked out of the loss (their weight set to 0) instead of having their old
+logprob replaced. artbot's control (issue #37).
+"""
+
+KIND = "real"
+RELEASES = ("0.5.21", "0.5.23")
+EDITS = [
+    (
+        "loss.py",
+        r"(\n(\s+)prob_ratio = torch\.exp\(logprob_diff\.clamp\(-log_ratio_bound, "
+        r"log_ratio_bound\)\)\n)",
+        r"\g<1>\g<2>beyond = logprob_diff.detach() >= log_ratio_bound\n"
+        r"\g<2>weights = weights * ~beyond\n",
+    ),
+]
+EXPECT = {"sentinel-dominates-loss": "fixed"}
