@@ -52,6 +52,10 @@ class RenderedIssue:
 RELEASE_TAG = "v{version}"
 # The longest regression test an issue shows in view as its repro (the 3 KB in view).
 REPRO_IN_VIEW_MAX = 1_600
+# The whole body a maintainer is handed (#38): past it, the minimal script's code under Details
+# is named, not pasted (its output stays in view). The body's share: the title and the labels
+# are shown above it.
+WHOLE_MAX = 6 * 1024 - 512
 
 
 def permalink(audit: Audit, location: Location) -> str:
@@ -218,6 +222,9 @@ class Renderer:
         try:
             title = self.env.get_template("issue_title.md.j2").render(context).strip()
             body = self.env.get_template("issue_body.md.j2").render(context)
+            if len(body.encode()) > WHOLE_MAX and repro["minimal"] and not repro["in_view"]:
+                repro["minimal"], repro["minimal_named"] = None, True
+                body = self.env.get_template("issue_body.md.j2").render(context)
         except jinja2.TemplateError as exc:
             raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
         where = catalog.files.get(finding.item, finding.repro)
@@ -281,6 +288,7 @@ class Renderer:
             "url": url,
             "commit_note": None if sha or not url else "at the main branch: no commit was known",
             "minimal": self.catalog.sources.get(minimal_path),
+            "minimal_named": False,  # True: its code is named, not pasted (the whole budget)
             "minimal_path": minimal_path,
             "minimal_name": minimal_path.rsplit("/", 1)[-1],
             "minimal_output": _text_or_none(
