@@ -68,10 +68,23 @@ def test_the_job_that_runs_art_code_holds_no_write_token() -> None:
                 assert steps.index(upload) > steps.index(verify)
             if "write" in permissions.values():
                 assert "verify" not in commands, (path.name, name)
+                downloads = []
                 for s in artbot_steps(job):
                     assert "torch-index-url" not in s["with"], (path.name, name)
                 if job.get("needs") == "check":
-                    [down] = [s for s in job["steps"] if "download-artifact@" in s.get("uses", "")]
+                    # It takes only what the check job handed over (by artifact name).
+                    handed = {
+                        s["with"]["name"]
+                        for s in workflow["jobs"]["check"]["steps"]
+                        if "upload-artifact@" in s.get("uses", "")
+                    }
+                    downloads = [
+                        s for s in job["steps"] if "download-artifact@" in s.get("uses", "")
+                    ]
+                    assert {s["with"]["name"] for s in downloads} <= handed, (path.name, name)
+                status = [s for s in downloads if s["with"]["name"] == "artbot-status"]
+                if status:
+                    [down] = status
                     assert down["with"]["path"] == "findings/status/"
                     assert down["if"] == "${{ needs.check.result == 'success' }}"
     assert checked == 2  # sync.yml's and requests.yml's
