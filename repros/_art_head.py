@@ -26,9 +26,9 @@ times ``|G| @ |W|``. The oracle is float64 arithmetic on the same operands, outs
 The domain: the model's dtype (BF16, FP16, FP32: rows and weight alike), grad off / rows /
 rows and weight, the weight passed (tied) or the layer's own, chunk rows 1 to 512 (ART's
 ``_HEAD_CHUNK_TOKENS``), vocabulary 512 to 151,936 (Qwen3's), hidden sizes 4 to 2560. The
-full-size corners (64 and 512 rows x 151,936 ids) are run with a hidden size of 4, so that the float64
-oracle fits in the budget (scaled down in the hidden size only: every branch a fix could take
-on rows, vocabulary, dtype or grad mode is reached).
+full-size corners (64 and 512 rows x 151,936 ids) are run with a hidden size of 4, so
+that the float64 oracle fits in the budget (scaled down in the hidden size only: every
+branch a fix could take on rows, vocabulary, dtype or grad mode is reached).
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ SIMPLEST = {
     "tied": (True,),
     "rows": (1, 64),
     "vocab": (512,),
-    "hidden": (64,),
+    "hidden": (4, 64),
 }
 
 
@@ -264,11 +264,6 @@ def run(art: Any, seed: int = 0, samples: int = 12) -> dict[str, Any]:
         shrink=lambda inp: _domain.shrink_towards(inp, SIMPLEST),
         seed=seed,
     )
-    import os, sys
-
-    if os.environ.get("ARTBOT_DOMAIN_DEBUG"):
-        for inp, sec in found.slowest(8):
-            print(f"{sec:.3f}s {inp}", file=sys.stderr)
     return {
         "found": found,
         "seen": sorted(prop.seen),

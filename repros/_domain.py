@@ -20,7 +20,9 @@ a check whose search runs over its budget says so in its domain (``seconds > bud
 from __future__ import annotations
 
 import contextlib
+import os
 import random
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -147,6 +149,9 @@ def search(
     with one_thread():
         _run(found, prop, candidates(), shrink, max_shrinks)
     found.seconds = time.perf_counter() - start
+    if os.environ.get("ARTBOT_DOMAIN_DEBUG"):  # where a search's time goes, for its author
+        for inputs, seconds in found.slowest(5):
+            print(f"{covers[:30]}: {seconds:.3f} s {inputs}", file=sys.stderr)
     return found
 
 
