@@ -15,7 +15,8 @@ EDITS = [
     ),
     (
         "unsloth/train.py",
-        r"(log_probs = torch\.empty\(\n\s*\(batch_size, seq_len\),\n\s*)dtype=hidden_states\.dtype,",
+        r"(log_probs = torch\.empty\(\n\s*\(batch_size, seq_len\),\n\s*)"
+        r"dtype=hidden_states\.dtype,",
         r"\g<1>dtype=torch.float32,",
     ),
 ]

@@ -9,7 +9,8 @@ RELEASES = ("0.5.23",)
 EDITS = [
     (
         "unsloth/train.py",
-        r"(\s*chunk_log_probs, dim=-1, index=chunk_input_ids\.unsqueeze\(-1\)\n\s*\)\.squeeze\(-1\))",
+        r"(\s*chunk_log_probs, dim=-1, index=chunk_input_ids\.unsqueeze\(-1\)\n"
+        r"\s*\)\.squeeze\(-1\))",
         r"\g<1>.clamp(max=-1e-4)",
     ),
 ]
