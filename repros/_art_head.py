@@ -50,8 +50,8 @@ GRADS = ("off", "rows", "rows+weight")
 REAL_VOCAB, REAL_CHUNK = 151_936, 512
 COVERS = (
     "dtype bfloat16/float16/float32; grad off, rows, rows+weight; weight passed or the "
-    "layer's own; rows 1-512, vocab 512-151,936, hidden 8-2560 (the 512 x 151,936 corner at "
-    "hidden 8)"
+    "layer's own; rows 1-512 (ART's chunk), vocab 17-151,936, hidden 4-2560 (151,936 ids at "
+    "hidden 4: 64 rows with grad off and on, 512 rows with grad)"
 )
 
 
