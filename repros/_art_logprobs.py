@@ -30,6 +30,7 @@ from typing import Any
 
 import _art_extract
 import _domain
+import _simpler
 import torch
 
 RELPATH = "unsloth/train.py"
@@ -52,14 +53,28 @@ def _ratio(err: torch.Tensor, bound: torch.Tensor) -> float:
 
 LOGITS_COVERS = (
     "hidden dtype bfloat16/float16/float32; grad off, hidden, hidden+head; chunk 1-1024 "
-    "(ART's default); batch 1-2, positions 1-1100; vocab 17-151,936 (151,936: 64 positions, 8 "
+    "(ART's default); batch 1-2, positions 1-1100; vocab 17-151,936 (151,936: 32 positions, 8 "
     "with grad, hidden 8); hidden 8-256; logits up to about 4 or 58"
 )
 
 
 def logits_edges() -> list[dict[str, Any]]:
-    base = {"batch": 1, "seq": 64, "chunk": 32, "vocab": 4096, "hidden": 256, "scale": 58.0}
-    out = [
+    """Qwen3's vocabulary first (it decides a fix for small chunks only, before the time budget
+    can run out), then every dtype x grad mode, then the other sizes."""
+    base = {"batch": 1, "seq": 32, "chunk": 16, "vocab": 2048, "hidden": 128, "scale": 58.0}
+    out = [  # a chunk of 32 x 151,936 = 4.9M logits, then one with grad
+        {**base, "dtype": "bfloat16", "grad": "off", "vocab": REAL_VOCAB, "hidden": 8, "chunk": 32},
+        {
+            **base,
+            "dtype": "bfloat16",
+            "grad": "hidden",
+            "vocab": REAL_VOCAB,
+            "hidden": 8,
+            "chunk": ART_CHUNK,
+            "seq": 8,
+        },
+    ]
+    out += [
         {**base, "dtype": d, "grad": g} for d in DTYPES for g in ("off", "hidden", "hidden+head")
     ]
     out += [
@@ -75,16 +90,6 @@ def logits_edges() -> list[dict[str, Any]]:
         },
         {**base, "dtype": "bfloat16", "grad": "hidden", "chunk": 1, "seq": 3},
         {**base, "dtype": "bfloat16", "grad": "hidden", "batch": 2, "seq": 48},
-        {**base, "dtype": "bfloat16", "grad": "off", "vocab": REAL_VOCAB, "hidden": 8},
-        {
-            **base,
-            "dtype": "bfloat16",
-            "grad": "hidden",
-            "vocab": REAL_VOCAB,
-            "hidden": 8,
-            "chunk": ART_CHUNK,
-            "seq": 8,
-        },
     ]
     return out
 
@@ -94,7 +99,7 @@ def logits_sample(rng: random.Random) -> dict[str, Any]:
         "batch": rng.choice((1, 2)),
         "seq": rng.choice((1, 5, 40, 100)),
         "chunk": rng.choice((3, 7, 32, 64, ART_CHUNK)),
-        "vocab": rng.choice((17, 1000, 4096)),
+        "vocab": rng.choice((17, 1000, 2048)),
         "hidden": rng.choice((8, 64, 256)),
         "scale": rng.choice((4.0, 20.0, 58.0)),
         "dtype": rng.choice(list(DTYPES)),
@@ -106,10 +111,10 @@ LOGITS_SIMPLEST = {
     "dtype": ("bfloat16",),
     "grad": ("off", "hidden"),
     "batch": (1,),
-    "seq": (1, 64),
-    "chunk": (32,),
-    "vocab": (4096,),
-    "hidden": (8, 64, 256),
+    "seq": (1, 32),
+    "chunk": (16,),
+    "vocab": (2048,),
+    "hidden": (8, 64, 128, 256),
     "scale": (58.0,),
 }
 
@@ -183,14 +188,15 @@ class LogitsProperty:
 
 def search_logits(art: Any, seed: int = 0, samples: int = 4) -> tuple[_domain.Found, int]:
     impl, line = load(art)
+    cases = logits_edges()
     found = _domain.search(
-        LOGITS_COVERS,
-        LogitsProperty(impl),
-        edges=logits_edges(),
+        covers=LOGITS_COVERS,
+        edges=cases,
         sample=logits_sample,
-        samples=samples,
-        shrink=lambda inp: _domain.shrink_towards(inp, LOGITS_SIMPLEST),
+        holds=LogitsProperty(impl),
+        shrink=lambda inp: _simpler.toward(inp, LOGITS_SIMPLEST),
         seed=seed,
+        max_inputs=len(cases) + samples,
     )
     return found, line
 
@@ -299,13 +305,14 @@ class LseProperty:
 
 def search_lse(art: Any, seed: int = 0, samples: int = 10) -> tuple[_domain.Found, int]:
     impl, line = load(art)
+    cases = lse_edges()
     found = _domain.search(
-        LSE_COVERS,
-        LseProperty(impl),
-        edges=lse_edges(),
+        covers=LSE_COVERS,
+        edges=cases,
         sample=lse_sample,
-        samples=samples,
-        shrink=lambda inp: _domain.shrink_towards(inp, LSE_SIMPLEST),
+        holds=LseProperty(impl),
+        shrink=lambda inp: _simpler.toward(inp, LSE_SIMPLEST),
         seed=seed,
+        max_inputs=len(cases) + samples,
     )
     return found, line

@@ -324,9 +324,10 @@ def check_art(art: Any) -> dict[str, Any]:
     the gradient reaching the hidden states is onehot - p to the accuracy of their dtype.
     Reproduced: an input where either fails (shrunk and shown); fixed: none found."""
     import _art_logprobs
+    import _simpler
 
     found, line = _art_logprobs.search_lse(art)
-    detail = "ran _calculate_logprobs: " + found.summary()
+    detail = "ran _calculate_logprobs: " + _simpler.said(found)
     import _evidence
     import _source
 

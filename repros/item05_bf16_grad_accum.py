@@ -373,6 +373,7 @@ def accumulate_in_art(art: Any, seed: int = 0) -> dict[str, Any]:
     calls, ``calls * eps32`` relative (L2)."""
     import _art_lora
     import _domain
+    import _simpler
 
     main = trainer_reads_main_grad(art)
     built: dict[str, Any] = {}
@@ -436,14 +437,16 @@ def accumulate_in_art(art: Any, seed: int = 0) -> dict[str, Any]:
         {"dtype": "bfloat16", "calls": c, "tokens": t, "scale": sc}
         for c, t, sc in ((2, 8, 1.0), (48, 8, 1.0), (16, 32, 1e-3))
     ]
-    found = _domain.search(
-        ACCUM_COVERS,
-        prop,
+    found = _domain.search(  # the edge cases only: max_inputs stops before any draw
+        covers=ACCUM_COVERS,
         edges=edges,
-        shrink=lambda inp: _domain.shrink_towards(
+        sample=lambda rng: rng.choice(edges),
+        holds=prop,
+        shrink=lambda inp: _simpler.toward(
             inp, {"dtype": ("bfloat16",), "calls": (2, 16), "tokens": (8, 32)}
         ),
         seed=seed,
+        max_inputs=len(edges),
     )
     return {"found": found, "trainer_reads_main_grad": main, **seen}
 
@@ -462,6 +465,8 @@ def check_art(art: Any) -> dict[str, Any]:
     trainer) is not run here. The error's size for a real model's shapes is this script's
     measurement.
     """
+    import _simpler
+
     claim = "bf16-gradient-accumulation"
     measured = accumulate_in_art(art)
     found = measured["found"]
@@ -474,7 +479,7 @@ def check_art(art: Any) -> dict[str, Any]:
     detail = (
         f"ran {measured.get('where', 'the wrapper')} ({WRAPPER_NAME}): {shown}; the trainer "
         f"reads {'main_grad' if measured['trainer_reads_main_grad'] else 'param.grad'}; "
-        + found.summary()
+        + _simpler.said(found)
     )
     at = [
         _evidence.function(art, "megatron/lora.py", WRAPPER_NAME),

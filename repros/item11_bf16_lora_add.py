@@ -275,6 +275,7 @@ def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
     them), against an FP32 add's bound, ``8 eps32 |base| / |delta|``."""
     import _art_lora
     import _domain
+    import _simpler
 
     built: dict[str, Any] = {}
     seen: dict[str, str] = {}
@@ -323,14 +324,16 @@ def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
         {"dtype": "bfloat16", "mode": "train", "tokens": t, "b_std": b}
         for t, b in ((1, 1e-4), (8, 1e-6), (8, 1e-3))
     ]
-    found = _domain.search(
-        RUN_COVERS,
-        prop,
+    found = _domain.search(  # the edge cases only: max_inputs stops before any draw
+        covers=RUN_COVERS,
         edges=edges,
-        shrink=lambda inp: _domain.shrink_towards(
+        sample=lambda rng: rng.choice(edges),
+        holds=prop,
+        shrink=lambda inp: _simpler.toward(
             inp, {"dtype": ("bfloat16",), "mode": ("eval", "train"), "tokens": (1, 8)}
         ),
         seed=seed,
+        max_inputs=len(edges),
     )
     return {"found": found, **seen}
 
@@ -376,6 +379,7 @@ def check_art(art: Any) -> dict[str, Any]:
     measurement.
     """
     import _art_lora
+    import _simpler
 
     claim = "forward-delta-rounds-away"
     run = _run_add(art)
@@ -386,7 +390,7 @@ def check_art(art: Any) -> dict[str, Any]:
     path = f"{art.name}/megatron/lora.py"
     detail = (
         f"ran {run.get('where', 'the wrapper')} {_art_lora.WRAPPER}.forward: output in "
-        f"{run.get('out', '?')}; {found.summary()}; read {len(read)} other wrappers' base + "
+        f"{run.get('out', '?')}; {_simpler.said(found)}; read {len(read)} other wrappers' base + "
         "delta returns: "
         + (
             f"{len(low)} below FP32 ("

@@ -122,9 +122,10 @@ def check_art(art: Any) -> dict[str, Any]:
     oracle; the first such input is shrunk and shown. Fixed: none found."""
     import _art_logprobs
     import _evidence
+    import _simpler
 
     found, line = _art_logprobs.search_logits(art)
-    detail = f"{art.name}/unsloth/train.py:{line} _calculate_logprobs: " + found.summary()
+    detail = f"{art.name}/unsloth/train.py:{line} _calculate_logprobs: " + _simpler.said(found)
     at = [
         _evidence.lines(art, "unsloth/train.py", "lm_head_t = lm_head_t.to(hidden_states.dtype)"),
         _evidence.lines(

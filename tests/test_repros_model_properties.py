@@ -1,5 +1,6 @@
-"""repros/_domain.py (the search every property check of issue #37 uses) and the dtype reading of
-item 11's check (repros/_dtype_read.py): what they find, on inputs made up here."""
+"""The model-side property checks' helpers (issue #37), on inputs made up here: shrinking toward
+simpler values and the verdict's words (repros/_simpler.py, over repros/_domain.py's search),
+and the dtype reading of item 11's check (repros/_dtype_read.py)."""
 
 from __future__ import annotations
 
@@ -17,76 +18,65 @@ from artbot.status import Domain
 
 REPROS = Path(__file__).resolve().parents[1] / "repros"
 sys.path.insert(0, str(REPROS))  # as the repros find their helpers
-domain = import_script(REPROS / "_domain.py", "repros_domain_under_test")
+domain = import_script(REPROS / "_domain.py", "_domain")
+simpler = import_script(REPROS / "_simpler.py", "repros_simpler_under_test")
 dtype_read = import_script(REPROS / "_dtype_read.py", "repros_dtype_read_under_test")
 
 
 def _fails_above(limit: int):  # type: ignore[no-untyped-def]
     """A property of {"n": int, "dtype": str} that fails for n > limit in float16 only."""
 
-    def prop(inp: dict[str, object]) -> object:
-        n = inp["n"]
+    def holds(case: dict[str, object]) -> object:
+        n = case["n"]
         assert isinstance(n, int)
-        if inp["dtype"] == "float16" and n > limit:
+        if case["dtype"] == "float16" and n > limit:
             return domain.Failure(float(n), float(limit))
         return None
 
-    return prop
+    return holds
 
 
 def _sample(rng: random.Random) -> dict[str, object]:
     return {"n": rng.randint(1, 1000), "dtype": rng.choice(["bfloat16", "float16"])}
 
 
-def test_a_property_that_holds_reports_every_input_tried_and_no_counterexample() -> None:
-    edges = [{"n": 1, "dtype": "bfloat16"}, {"n": 1000, "dtype": "bfloat16"}]
-    found = domain.search(
-        "n 1-1000; dtype bfloat16", _fails_above(10**9), edges=edges, sample=_sample, samples=5
-    )
-    assert found.holds and found.inputs == 7
-    shaped = Domain.model_validate(found.domain())
-    assert shaped.counterexample is None and shaped.inputs == 7 and shaped.seed == 0
-    assert found.summary().startswith("held over 7 inputs")
-
-
-def test_the_first_failure_is_shrunk_to_the_simplest_input_that_still_fails() -> None:
+def test_a_counterexample_shrinks_toward_the_simplest_values_that_still_fail() -> None:
     edges = [{"n": 900, "dtype": "float16"}]
     simplest = {"n": (1, 10, 50, 100, 500), "dtype": ("bfloat16",)}
     found = domain.search(
-        "n; dtype",
-        _fails_above(60),
+        covers="n; dtype",
         edges=edges,
-        shrink=lambda inp: domain.shrink_towards(inp, simplest),
+        sample=_sample,
+        holds=_fails_above(60),
+        shrink=lambda case: simpler.toward(case, simplest),
+        max_inputs=1,
+        budget_s=30.0,
     )
     # bfloat16 never fails and n = 1, 10, 50 hold: 100 is the first simpler n that still fails.
-    assert found.counterexample == {"n": 100, "dtype": "float16"}
+    assert found.failure is not None and found.failure[0] == {"n": 100, "dtype": "float16"}
     ce = Domain.model_validate(found.domain()).counterexample
-    assert ce is not None and ce.inputs == {"n": 100, "dtype": "float16"}
-    assert ce.measured == 100.0 and ce.bound == 60.0
-    assert "fails on n=100, dtype=float16" in found.summary()
+    assert ce is not None and ce.measured == 100.0 and ce.bound == 60.0
+    assert simpler.said(found).startswith("fails on n=100, dtype=float16: measured 100")
 
 
 @given(seed=st.integers(min_value=0, max_value=2**31))
-def test_the_same_seed_draws_the_same_inputs(seed: int) -> None:
-    runs = [
-        domain.search("n", _fails_above(10**9), sample=_sample, samples=4, seed=seed)
-        for _ in range(2)
-    ]
-    assert [i for i, _ in runs[0].tried] == [i for i, _ in runs[1].tried]
+def test_a_property_that_holds_is_said_to_hold_over_every_input_tried(seed: int) -> None:
+    found = domain.search(
+        covers="n",
+        edges=[],
+        sample=_sample,
+        holds=_fails_above(10**9),
+        seed=seed,
+        max_inputs=5,
+        budget_s=30.0,
+    )
+    assert found.holds and simpler.said(found).startswith("held over 5 inputs")
 
 
-def test_edge_cases_run_before_the_draws_and_stop_the_search_at_a_failure() -> None:
-    edges = [{"n": 5, "dtype": "bfloat16"}, {"n": 99, "dtype": "float16"}]
-    found = domain.search("n", _fails_above(50), edges=edges, sample=_sample, samples=50)
-    assert found.inputs == 2 and found.counterexample == edges[1]
-
-
-def test_the_search_runs_torch_on_one_thread_and_restores_it() -> None:
-    torch = pytest.importorskip("torch")
-    before = torch.get_num_threads()
-    seen: list[int] = []
-    domain.search("n", lambda inp: seen.append(torch.get_num_threads()), edges=[{"n": 1}])
-    assert seen == [1] and torch.get_num_threads() == before
+def test_toward_proposes_only_values_simpler_than_the_current_one() -> None:
+    simplest = {"dtype": ("bfloat16",), "rows": (1, 64, 512)}
+    proposed = list(simpler.toward({"dtype": "bfloat16", "rows": 64, "x": 3}, simplest))
+    assert proposed == [{"dtype": "bfloat16", "rows": 1, "x": 3}]
 
 
 def _returned(source: str) -> list[tuple[bool, str]]:
