@@ -332,7 +332,9 @@ def check_art(art: Any) -> dict[str, Any]:
             "eps-not-configurable": _evidence.claim(
                 not configurable, config, method="ran", at=at, domain=domain
             ),
-            "eps-damps-tiny-updates": _evidence.claim(damp_hit, damp, method="ran", at=at),
+            "eps-damps-tiny-updates": _evidence.claim(
+                damp_hit, damp, method="ran", at=at, domain=_damp_domain(measured, damp_hit)
+            ),
         },
         "detail": f"{config}; {damp}",
         "ran": [
@@ -378,6 +380,27 @@ def _eps_domain(measured: dict[str, Any]) -> dict[str, Any]:
         "seconds": round(measured["seconds"], 3),
         "seed": None,
         "counterexample": counterexample,
+    }
+
+
+def _damp_domain(measured: dict[str, Any], damped: bool | None) -> dict[str, Any]:
+    """One input: the eps ART's optimizer gets from AdamParams' defaults, measured on this
+    script's LoRA layer against eps 1e-13 (the damping is a property of that one value)."""
+    default = measured.get("default") or []
+    return {
+        "covers": "the eps of the optimizer ART builds from AdamParams' defaults; A's first "
+        "update at the median |grad A| after the clip over ART's Qwen3-4B LoRA parameters",
+        "inputs": 1,
+        "budget_s": 2.0,
+        "seconds": round(measured["seconds"], 3),
+        "seed": None,
+        "counterexample": {
+            "inputs": {"eps": max(default)},
+            "measured": "A's first update damped",
+            "bound": "the update eps 1e-13 gives",
+        }
+        if damped and default
+        else None,
     }
 
 
