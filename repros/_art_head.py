@@ -1,4 +1,5 @@
-"""Item 4's check: ART's LM-head function run on CPU around a stand-in output layer.
+"""Item 4's check: ART's LM-head function run on CPU around a stand-in output layer, searched
+over the claim's domain (``_domain``).
 
 ``TrainerRank._local_logits_from_hidden_rows`` (``trainer_rank/_impl.py``) takes the logits of
 a chunk of hidden rows from ``model.output_layer(hidden.unsqueeze(1), weight=output_weight,
@@ -6,33 +7,53 @@ a chunk of hidden rows from ``model.output_layer(hidden.unsqueeze(1), weight=out
 compiled from the release's source (``_art_partial``; the file needs Python 3.12 and Megatron)
 and called with:
 
-- a stand-in ``self`` (the method uses none of it) and model: ``_scale_logits`` returns the
-  logits as given (Megatron scales only when a model sets a logit multiplier);
+- a stand-in ``self`` whose attributes are TrainerRank's own methods, each compiled from the
+  release on first use and bound to it (a fix written as a helper method on ``self`` runs);
+- a stand-in model: ``_scale_logits`` returns the logits as given (Megatron scales only when a
+  model sets a logit multiplier);
 - a stand-in output layer that records the dtypes of the input and weight it is given and
-  returns their product as a GPU GEMM with FP32 accumulation does: the float64 product rounded
-  once to the operands' dtype. Operands of two dtypes are refused, as ``F.linear`` refuses them.
-  Its own weight (used when ``weight`` is None) is BF16.
+  returns their product as a GPU GEMM with FP32 accumulation does: the FP32 product rounded
+  once to the operands' dtype (differentiable). Operands of two dtypes are refused, as
+  ``F.linear`` refuses them. Its own weight (used when ``weight`` is None) is the model's dtype.
 
-The hidden rows and the weight are BF16, as in BF16 training; the logits ART returns are
-compared with the float64 product of the same BF16 operands. It is run twice: with the weight
-passed (tied embeddings) and with none (the layer's own).
+The property, on every input of the domain: the logits ART returns are the product of the rows
+and the weight to FP32 accuracy (each logit within ``4 sqrt(H) eps32`` of ``|h| @ |w|``, the
+bound of an FP32-accumulated dot product), and, with the rows (and the weight) requiring grad,
+the logits carry a gradient and the gradient of ``sum(G * logits)`` reaching the rows (and the
+weight) is ``G @ W`` (and ``G^T @ H``) in float64 to within ``4 eps`` of the leaf's dtype
+times ``|G| @ |W|``. The oracle is float64 arithmetic on the same operands, outside ART's code.
+
+The domain: the model's dtype (BF16, FP16, FP32: rows and weight alike), grad off / rows /
+rows and weight, the weight passed (tied) or the layer's own, chunk rows 1 to 512 (ART's
+``_HEAD_CHUNK_TOKENS``), vocabulary 512 to 151,936 (Qwen3's), hidden sizes 4 to 2560. The
+full-size corners (64 and 512 rows x 151,936 ids) are run with a hidden size of 4, so
+that the float64 oracle fits in the budget (scaled down in the hidden size only: every
+branch a fix could take on rows, vocabulary, dtype or grad mode is reached).
 """
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import math
+import random
+import types
 from typing import Any
 
 import _art_partial
+import _domain
+import _simpler
 import torch
 
 RELPATH = "trainer_rank/_impl.py"
 CLASS = "TrainerRank"
 METHOD = "_local_logits_from_hidden_rows"
-ROWS, HIDDEN, VOCAB = 64, 256, 512
-# The logits' RMS error relative to their RMS: FP32 leaves about 1e-7, FP16 about 3e-4, BF16
-# about 2e-3. Fixed means FP32 (or better) logits out of the GEMM.
-FP32_LEVEL = 1e-5
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+GRADS = ("off", "rows", "rows+weight")
+REAL_VOCAB, REAL_CHUNK = 151_936, 512
+COVERS = (
+    "dtype bfloat16/float16/float32; grad off, rows, rows+weight; weight passed or the "
+    "layer's own; rows 1-512 (ART's chunk), vocab 17-151,936, hidden 4-2560 (151,936 ids at "
+    "hidden 4: 64 rows with grad off and on, 512 rows with grad)"
+)
 
 
 class StandInOutputLayer:
@@ -53,52 +74,213 @@ class StandInOutputLayer:
                 f"the output layer's GEMM was given {_name(x.dtype)} rows and a "
                 f"{_name(used.dtype)} weight"
             )
-        return (x.double() @ used.double().T).to(x.dtype), None
+        # FP32 accumulation, one rounding to the operands' dtype (FP32 operands: FP32 out).
+        return (x.float() @ used.float().T).to(x.dtype), None
+
+
+class StandInSelf:
+    """``self`` for a TrainerRank method: its other methods, compiled from the release on use."""
+
+    def __init__(self, module: _art_partial.PartialModule) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            fn, line = self._module.method(CLASS, name)
+        except LookupError as exc:
+            raise AttributeError(name) from exc
+        above = self._module.lines[line - 2].strip() if line > 1 else ""
+        value = fn if above == "@staticmethod" else types.MethodType(fn, self)
+        object.__setattr__(self, name, value)
+        return value
 
 
 def _name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def run(art: Any, seed: int = 0) -> dict[str, Any]:
-    """ART's ``_local_logits_from_hidden_rows`` on BF16 rows, with and without a weight."""
-    module = _art_partial.PartialModule(art, RELPATH)
-    method, line = module.method(CLASS, METHOD)
-    gen = torch.Generator().manual_seed(seed)
-    hidden = (3.0 * torch.randn(ROWS, HIDDEN, generator=gen)).bfloat16()
-    weight = (torch.randn(VOCAB, HIDDEN, generator=gen) / HIDDEN**0.5).bfloat16()
-    exact = hidden.double() @ weight.double().T
-    cases = {}
-    for case, passed in (("weight passed", weight), ("layer's own weight", None)):
-        layer = StandInOutputLayer(weight.clone())
-        model = SimpleNamespace(output_layer=layer, _scale_logits=lambda logits: logits)
+def edges() -> list[dict[str, Any]]:
+    """The realistic sizes first (they decide a fix that holds for small chunks only, and the
+    search's time budget must not run out before them), then every dtype x grad mode x weight
+    source on a small chunk, then the other sizes."""
+    out: list[dict[str, Any]] = []
+    for grad in ("off", "rows"):
+        out.append(
+            {
+                "dtype": "bfloat16",
+                "grad": grad,
+                "tied": True,
+                "rows": 64,
+                "vocab": REAL_VOCAB,
+                "hidden": 4,
+            }
+        )
+    out.append(
+        {
+            "dtype": "bfloat16",
+            "grad": "rows",
+            "tied": False,
+            "rows": REAL_CHUNK,
+            "vocab": REAL_VOCAB,
+            "hidden": 4,
+        }
+    )
+    for dtype in DTYPES:
+        for grad in GRADS:
+            for tied in (True, False):
+                out.append(
+                    {
+                        "dtype": dtype,
+                        "grad": grad,
+                        "tied": tied,
+                        "rows": 64,
+                        "vocab": 512,
+                        "hidden": 64,
+                    }
+                )
+    for rows, vocab, hidden in ((1, 512, 64), (REAL_CHUNK, 512, 64), (64, 512, 2560)):
+        out.append(
+            {
+                "dtype": "bfloat16",
+                "grad": "rows",
+                "tied": True,
+                "rows": rows,
+                "vocab": vocab,
+                "hidden": hidden,
+            }
+        )
+    return out
+
+
+def sample(rng: random.Random) -> dict[str, Any]:
+    """A small random input: dtype, grad mode, weight source and shape drawn independently."""
+    return {
+        "dtype": rng.choice(list(DTYPES)),
+        "grad": rng.choice(GRADS),
+        "tied": rng.random() < 0.5,
+        "rows": rng.choice((1, 2, 7, 33, 64, 100, 256)),
+        "vocab": rng.choice((17, 512, 1000, 4096)),
+        "hidden": rng.choice((8, 16, 64, 128)),
+    }
+
+
+SIMPLEST = {
+    "dtype": ("bfloat16",),
+    "grad": ("off", "rows"),
+    "tied": (True,),
+    "rows": (1, 64),
+    "vocab": (512,),
+    "hidden": (4, 64),
+}
+
+
+class HeadProperty:
+    """The property on one input, run with ART's method; remembers what the GEMM was given."""
+
+    def __init__(self, art: Any) -> None:
+        self.module = _art_partial.PartialModule(art, RELPATH)
+        self.method, self.line = self.module.method(CLASS, METHOD)
+        self.seen: set[tuple[str, str]] = set()
+        self.out_dtypes: set[str] = set()
+
+    def __call__(self, inp: dict[str, Any]) -> _domain.Failure | None:
+        dtype = DTYPES[inp["dtype"]]
+        rows, vocab, hidden_size = inp["rows"], inp["vocab"], inp["hidden"]
+        gen = torch.Generator().manual_seed(rows * 131 + vocab * 7 + hidden_size)
+        hidden = (3.0 * torch.randn(rows, hidden_size, generator=gen)).to(dtype)
+        weight = (torch.randn(vocab, hidden_size, generator=gen) / hidden_size**0.5).to(dtype)
+        hidden.requires_grad_(inp["grad"] != "off")
+        weight.requires_grad_(inp["grad"] == "rows+weight")
+        layer = StandInOutputLayer(weight if not inp["tied"] else weight.detach().clone())
+        model = types.SimpleNamespace(output_layer=layer, _scale_logits=lambda logits: logits)
         try:
-            logits = method(SimpleNamespace(), model, hidden.clone(), output_weight=passed)
-        except TypeError as exc:
-            cases[case] = {"refused": str(exc), "seen": layer.seen}
-            continue
-        got = logits.double().reshape(exact.shape)
-        rms = float((got - exact).square().mean().sqrt() / exact.square().mean().sqrt())
-        cases[case] = {"rel_rms": rms, "dtype": _name(logits.dtype), "seen": layer.seen}
-    return {"cases": cases, "where": f"{module.path}:{line}", "line": line}
-
-
-def rounded(case: dict[str, Any]) -> bool:
-    """The logits carry more than FP32 rounding (or the GEMM could not be run as written)."""
-    return "refused" in case or case["rel_rms"] > FP32_LEVEL
-
-
-def describe(cases: dict[str, dict[str, Any]]) -> str:
-    """Each case's GEMM operands and logits, cases that measured alike said once."""
-    said: dict[str, list[str]] = {}
-    for name, case in cases.items():
-        seen = ", ".join(f"{x} rows x {w} weight" for x, w in case["seen"]) or "never called"
-        if "refused" in case:
-            text = f"GEMM given {seen}, refused ({case['refused']})"
-        else:
-            text = (
-                f"GEMM given {seen}; logits returned in {case['dtype']}, RMS error "
-                f"{case['rel_rms']:.1g} of their RMS"
+            logits = self.method(
+                StandInSelf(self.module),
+                model,
+                hidden,
+                output_weight=weight if inp["tied"] else None,
             )
-        said.setdefault(text, []).append(name)
-    return "; ".join(f"{' and '.join(names)}: {text}" for text, names in said.items())
+        except TypeError as exc:
+            return _domain.Failure(f"refused: {exc}"[:120], "FP32 logits")
+        finally:
+            self.seen.update(layer.seen)
+        self.out_dtypes.add(_name(logits.dtype))
+        logits = logits.reshape(rows, vocab)
+        h64, w64 = hidden.detach().double(), weight.detach().double()
+        # The float64 oracle on at most 16 rows, spread evenly (the first and the last included).
+        picked = torch.linspace(0, rows - 1, min(rows, 16)).round().long().unique()
+        exact = h64[picked] @ w64.T
+        bound = 4 * math.sqrt(hidden_size) * EPS32 * (h64[picked].abs() @ w64.abs().T)
+        got = logits.detach()[picked].double()
+        worst = float(((got - exact).abs() / bound.clamp_min(1e-300)).max())
+        if worst > 1:
+            return _domain.Failure(round(worst, 3), "1 (error / FP32 bound)")
+        if inp["grad"] == "off":
+            return None
+        return _grad_failure(logits, hidden, weight, gen)
+
+
+EPS32 = torch.finfo(torch.float32).eps
+
+
+def _grad_failure(
+    logits: torch.Tensor, hidden: torch.Tensor, weight: torch.Tensor, gen: torch.Generator
+) -> _domain.Failure | None:
+    """The gradient of sum(G * logits), G = u v^T (random u, v), reaching the rows (and the
+    weight), against float64 G @ W = u (v^T W) (and G^T @ H = v (u^T H)), within 4 eps of the
+    leaf's dtype times |G| @ |W| (|G|^T @ |H|)."""
+    if not logits.requires_grad:
+        return _domain.Failure("logits carry no gradient", "a gradient")
+    rows, vocab = logits.shape
+    u = torch.randn(rows, generator=gen, dtype=torch.float64)
+    v = torch.randn(vocab, generator=gen, dtype=torch.float64)
+    ((logits.float() @ v.float()).double() * u).sum().backward()
+    eps = torch.finfo(hidden.dtype).eps
+    h, w = hidden.detach().double(), weight.detach().double()
+    leaves = [(hidden, u[:, None] * (v @ w)[None], u.abs()[:, None] * (v.abs() @ w.abs())[None])]
+    if weight.requires_grad:
+        leaves.append(
+            (weight, v[:, None] * (u @ h)[None], v.abs()[:, None] * (u.abs() @ h.abs())[None])
+        )
+    for leaf, exact, scale in leaves:
+        if leaf.grad is None:
+            return _domain.Failure("no gradient reached the leaf", "a gradient")
+        # v rounded to FP32 and G's entries to the logits' dtype add a few eps32 at most.
+        bound = 4 * eps * scale + 8 * EPS32 * scale
+        ratio = float(((leaf.grad.double() - exact).abs() / bound.clamp_min(1e-300)).max())
+        if ratio > 1:
+            return _domain.Failure(round(ratio, 3), "1 (gradient error / 4 eps |G| @ |W|)")
+    return None
+
+
+def run(art: Any, seed: int = 0, samples: int = 12) -> dict[str, Any]:
+    """ART's ``_local_logits_from_hidden_rows`` over the domain; the first counterexample."""
+    prop = HeadProperty(art)
+    cases = edges()
+    found = _domain.search(
+        covers=COVERS,
+        edges=cases,
+        sample=sample,
+        holds=prop,
+        shrink=lambda inp: _simpler.toward(inp, SIMPLEST),
+        seed=seed,
+        max_inputs=len(cases) + samples,
+    )
+    return {
+        "found": found,
+        "seen": sorted(prop.seen),
+        "out_dtypes": sorted(prop.out_dtypes),
+        "where": f"{prop.module.path}:{prop.line}",
+        "line": prop.line,
+    }
+
+
+def describe(measured: dict[str, Any]) -> str:
+    """What the GEMM was given, what came back, and where the property held or failed."""
+    seen = ", ".join(f"{x} rows x {w} weight" for x, w in measured["seen"]) or "never called"
+    return (
+        f"GEMM given {seen}; logits returned in {', '.join(measured['out_dtypes']) or 'none'}; "
+        + _simpler.said(measured["found"])
+    )

@@ -116,11 +116,50 @@ class ArtOptimizer:
         dynamic = rank._dynamic_optimizer("default", params)
         return [float(group["eps"]) for group in dynamic.optimizer.param_groups]
 
-    def params(self, eps: float | None = None) -> Any:
-        """``AdamParams(learning_rate=LR)``, with ``eps=eps`` when given (TypeError when ART's
-        AdamParams has no such field)."""
-        extra = {} if eps is None else {"eps": eps}
+    def params(self, eps: float | None = None, field: str = "eps") -> Any:
+        """``AdamParams(learning_rate=LR)``, with ``field=eps`` when given (TypeError when ART's
+        AdamParams has no such field). Any other field without a default gets 1e-8."""
+        extra = {name: 1e-8 for name in self.required() if name not in ("learning_rate", field)}
+        if eps is not None:
+            extra[field] = eps
         return self.AdamParams(learning_rate=LR, **extra)
+
+    def fields(self) -> dict[str, bool]:
+        """AdamParams' fields (a dataclass's, or a pydantic model's): name -> has a default."""
+        import dataclasses
+
+        if dataclasses.is_dataclass(self.AdamParams):
+            return {
+                f.name: not (
+                    f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+                )
+                for f in dataclasses.fields(self.AdamParams)
+            }
+        model_fields = getattr(self.AdamParams, "model_fields", None) or {}
+        return {name: not f.is_required() for name, f in model_fields.items()}
+
+    def required(self) -> list[str]:
+        return [name for name, has_default in self.fields().items() if not has_default]
+
+    def eps_field(self) -> tuple[str | None, dict[str, dict[float, list[float]]]]:
+        """The field of AdamParams, whatever it is called, whose value reaches the optimizer's
+        ``param_groups[i]["eps"]``: each field but the learning rate set in turn to each of
+        ``TRIED_EPS`` (a field whose value is refused counts as not reaching it). Returns the
+        first that reaches it for every value tried, and what each field gave."""
+        tried: dict[str, dict[float, list[float]]] = {}
+        for name in self.fields():
+            if name == "learning_rate":
+                continue
+            got: dict[float, list[float]] = {}
+            for eps in TRIED_EPS:
+                try:
+                    got[eps] = self.eps_of(self.params(eps, name))
+                except (TypeError, ValueError):
+                    break
+            tried[name] = got
+            if len(got) == len(TRIED_EPS) and all(v == [want] * len(v) for want, v in got.items()):
+                return name, tried
+        return None, tried
 
     def guard_tells_apart(self, first: Any, second: Any) -> bool:
         """Does the cross-rank guard raise when two ranks hold ``first`` and ``second``?"""
@@ -147,12 +186,18 @@ def measure(art: Any) -> dict[str, Any]:
     except TypeError as exc:  # a required field: AdamParams(learning_rate=...) is refused
         out["default"] = []
         out["no_default"] = str(exc)
-    try:
-        tried = {eps: built.params(eps) for eps in TRIED_EPS}
-    except TypeError as exc:
-        out["no_field"] = str(exc)
+    field, by_field = built.eps_field()
+    out["fields"] = sorted(built.fields())
+    out["by_field"] = by_field
+    if field is None:
+        out["no_field"] = (
+            f"no field of AdamParams ({', '.join(out['fields'])}) reaches the optimizer's eps "
+            f"when set to {', '.join(f'{e:g}' for e in TRIED_EPS)}"
+        )
         return out
-    out["set"] = {eps: built.eps_of(params) for eps, params in tried.items()}
+    out["field"] = field
+    tried = {eps: built.params(eps, field) for eps in TRIED_EPS}
+    out["set"] = by_field[field]
     rank = built.rank()
     built.eps_of(tried[TRIED_EPS[0]], rank)
     out["later"] = built.eps_of(tried[TRIED_EPS[1]], rank)

@@ -5,7 +5,10 @@ read for the dtype it names (``.to(torch.float16)`` is FP16, not "a cast to floa
 followed to its last assignment above the use in the same function; an arithmetic result has
 the widest of its operands' dtypes (torch's promotion). A value the reading cannot place has
 the input's dtype (``"input"``: BF16 in BF16 training), which is what ART's tensors carry
-unless something casts them.
+unless something casts them. A cast to a dtype the reading cannot place (``.to(x.dtype)``
+follows ``x``; a dtype from a parameter or a call is unknown) is a cast to the input's dtype,
+and a conditional value (``a if flag else b``, an environment flag) has the narrower of its
+two dtypes: a fix must hold in every configuration, not only behind a flag.
 
 Dtypes are ranked: ``input`` (BF16) < ``float16`` < ``float32`` < ``float64``; ``input`` and
 ``bfloat16`` are one rank, and ``float16`` no better for this purpose (both round far above
@@ -41,6 +44,10 @@ def dtype_named(node: ast.expr) -> str | None:
 
 def widest(*dtypes: str) -> str:
     return max(dtypes, key=lambda d: _RANK[d])
+
+
+def narrowest(*dtypes: str) -> str:
+    return min(dtypes, key=lambda d: _RANK[d])
 
 
 class Reader:
@@ -79,10 +86,45 @@ class Reader:
                 return _METHOD[name]
             if name in ("to", "type"):
                 args = [*node.args, *(k.value for k in node.keywords if k.arg == "dtype")]
-                named = [d for d in (dtype_named(a) for a in args) if d]
-                if named:
-                    return named[0]
-                return self.dtype(node.func.value, line, depth + 1)
+                if not args:
+                    return self.dtype(node.func.value, line, depth + 1)
+                # A cast to a dtype it names, to another tensor's (``.to(x.dtype)``, ``.to(x)``),
+                # or to a dtype held in a name or chosen by a condition: whatever it is.
+                cast = self.target(args[0], line, depth + 1)
+                return cast or self.dtype(node.func.value, line, depth + 1)
+        if isinstance(node, ast.IfExp):  # a flag picks one: the narrower holds on part
+            return narrowest(
+                self.dtype(node.body, line, depth + 1), self.dtype(node.orelse, line, depth + 1)
+            )
+        return "input"
+
+    def target(self, node: ast.expr, line: int, depth: int) -> str | None:
+        """The dtype a ``.to(node)`` casts to: a dtype named, another tensor's dtype (or the
+        tensor itself), a name followed to its assignment, the narrower of a condition's two;
+        anything else the input's dtype (a dtype the reading cannot place is not FP32). None
+        when it is a device, not a dtype (``.to(x.device)``, ``.to("cuda")``)."""
+        named = dtype_named(node)
+        if named is not None:
+            return named
+        if depth > 20:
+            return "input"
+        if isinstance(node, ast.Constant) or (
+            isinstance(node, ast.Attribute) and node.attr == "device"
+        ):
+            return None
+        if isinstance(node, ast.Attribute) and node.attr == "dtype":
+            return self.dtype(node.value, line, depth + 1)
+        if isinstance(node, ast.IfExp):
+            return narrowest(
+                self.target(node.body, line, depth + 1) or "input",
+                self.target(node.orelse, line, depth + 1) or "input",
+            )
+        if isinstance(node, ast.Name):
+            before = [(n, v) for n, v in self.assigned.get(node.id, []) if n < line]
+            if before:
+                n, value = max(before, key=lambda pair: pair[0])
+                return self.target(value, n, depth + 1)
+            return "input"  # a parameter: a tensor of the input's dtype, or a dtype unknown
         return "input"
 
     def add_dtype(self, node: ast.BinOp, line: int) -> str:
@@ -91,12 +133,14 @@ class Reader:
 
 
 def returned_adds(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Return]:
-    """``return <a + b>, <bias>`` statements: a pair whose first value is (or casts) a sum."""
+    """``return <a + b>, <bias>`` statements: a pair whose first value is (or casts) a sum, or
+    a name last assigned one above the ``return`` (``total = a + b; return total, bias``)."""
+    reader = Reader(function)
     out = []
     for node in ast.walk(function):
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
             elts = node.value.elts
-            if len(elts) == 2 and _sum_inside(elts[0]) is not None:
+            if len(elts) == 2 and _sum_of(reader, elts[0], node.lineno) is not None:
                 out.append(node)
     return out
 
@@ -110,13 +154,38 @@ def _sum_inside(node: ast.expr) -> ast.BinOp | None:
     return None
 
 
+def _sum_of(reader: Reader, node: ast.expr, line: int) -> tuple[ast.BinOp, int] | None:
+    """The addition a value is (through its casts and the names it was assigned from), and the
+    line it is made on."""
+    for _ in range(20):
+        add = _sum_inside(node)
+        if add is not None:
+            return add, line
+        # A name is followed through casts only (``total.float()``), not through other calls
+        # (``zero.expand(...).clone()`` is not the value a sum was assigned).
+        while (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in (*_METHOD, "to", "type")
+        ):
+            node = node.func.value
+        if not isinstance(node, ast.Name):
+            return None
+        before = [(n, v) for n, v in reader.assigned.get(node.id, []) if n < line]
+        if not before:
+            return None
+        line, node = max(before, key=lambda pair: pair[0])
+    return None
+
+
 def add_kept_wide(reader: Reader, ret: ast.Return) -> tuple[bool, str]:
     """Is the returned sum made in FP32 (or wider) and returned without rounding it back?"""
     assert isinstance(ret.value, ast.Tuple)
     value = ret.value.elts[0]
-    add = _sum_inside(value)
-    assert add is not None
-    made = reader.add_dtype(add, ret.lineno)
+    found = _sum_of(reader, value, ret.lineno)
+    assert found is not None
+    add, line = found
+    made = reader.add_dtype(add, line)
     kept = reader.dtype(value, ret.lineno) if value is not add else made
     wide = made in WIDE and kept in WIDE
     return wide, f"added in {_shown(made)}, returned in {_shown(kept)}"

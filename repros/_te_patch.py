@@ -3,18 +3,20 @@
 TE's Triton kernel cannot run here (no TE, no GPU). ART's ``patch_te_cross_entropy``
 (``megatron/te_cross_entropy.py``) edits that kernel's *source* and hands it back to Triton;
 that much runs on CPU. It is called with a stand-in ``transformer_engine`` whose
-``cross_entropy_kernel`` has a ``src`` built as a small kernel skeleton written here (a loop
-that loads a block of logits in FP32, forms the gradient and stores it in the logits' dtype,
-then the target step after the loop), holding the two pieces of TE's text the patch itself
-says it looks for (its module's ``_GRADIENT`` and ``_TARGET``). No TE code is copied: the
-pieces are ART's, from the release.
+``cross_entropy_kernel`` has as ``src`` TE's real kernel: ``cross_entropy_kernel`` of
+``transformer_engine/common/triton/cross_entropy.py`` from the ``transformer_engine_cu12``
+2.14.0 wheel, shipped unchanged as test data (``repros/data/transformer_engine-2.14.0/``,
+version and sha256 in its ``SOURCE.json``, checked at each run), cut from its ``def`` to the end
+of the function as Triton's ``JITFunction.src`` holds it. A patch whose search strings no
+longer match TE's kernel refuses it or leaves it as it was, and is no fix.
 
 The patch did its work when it handed Triton (``_unsafe_update_src``) a different source. What
 that source does is read with ``ast`` (Triton kernels are Python syntax), not by its text:
 
-- the target's term is formed in the block before the store: inside the loop, before the
-  ``tl.store`` of the block, an assignment to ``X_block`` whose value compares with ``y`` and
-  uses ``label_smoothing`` (``X_block -= tl.where(... == y, 1 - label_smoothing, 0.0)``);
+- the target's term is formed in the block before the store: inside the loop that stores the
+  gradient block, before that ``tl.store``, an assignment to ``X_block`` whose value compares
+  with ``y`` and uses ``label_smoothing`` (``X_block -= tl.where(... == y, 1 -
+  label_smoothing, 0.0)``);
 - no separate target step: no ``tl.store`` anywhere whose address uses ``y`` (the BF16 load,
   add and store of step 6).
 
@@ -25,19 +27,32 @@ forming the term, or forms it and keeps the separate step, is no fix.
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
-_HEAD = """\
-def cross_entropy_kernel(X_ptr, y, m, d, eps, n_cols, n_non_ignore, rank, reduce_loss,
-                         label_smoothing, BLOCK_SIZE):
-    for i in range(0, n_cols, BLOCK_SIZE):
-        X_offsets = i + tl.arange(0, BLOCK_SIZE)
-        X_block = tl.load(X_ptr + X_offsets).to(tl.float32)
-"""
-_STORE = "        tl.store(X_ptr + X_offsets, X_block.to(X_ptr.dtype.element_ty))\n"
 _TE = "transformer_engine.common.triton.cross_entropy"
+TE_DATA = Path(__file__).resolve().parent / "data" / "transformer_engine-2.14.0"
+
+
+def te_kernel() -> tuple[str, dict[str, str]]:
+    """TE 2.14.0's ``cross_entropy_kernel`` source as Triton holds it (from ``def`` to the end
+    of the function), and the pinned file's record; the file's sha256 is checked."""
+    record = json.loads((TE_DATA / "SOURCE.json").read_text(encoding="utf-8"))
+    raw = (TE_DATA / record["file"]).read_bytes()
+    if hashlib.sha256(raw).hexdigest() != record["file_sha256"]:
+        raise RuntimeError(f"{TE_DATA / record['file']} does not match its recorded sha256")
+    text = raw.decode("utf-8")
+    node = next(
+        n
+        for n in ast.parse(text).body
+        if isinstance(n, ast.FunctionDef) and n.name == "cross_entropy_kernel"
+    )
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[node.lineno - 1 : node.end_lineno]), record
 
 
 class StandInKernel:
@@ -53,16 +68,9 @@ class StandInKernel:
         self.src = src
 
 
-def stand_in_source(module: Any) -> str:
-    return _HEAD + module._GRADIENT + _STORE + module._TARGET
-
-
 def run_patch(module: Any) -> tuple[bool, str]:
     """(fixed, how) for ART's ``patch_te_cross_entropy`` run on the stand-in kernel."""
-    try:
-        original = stand_in_source(module)
-    except AttributeError as exc:
-        return False, f"does not name the TE text it patches ({exc})"
+    original, _record = te_kernel()
     kernel = StandInKernel(original)
     names = ["transformer_engine", "transformer_engine.common", "transformer_engine.common.triton"]
     saved = {n: sys.modules.get(n) for n in [*names, _TE]}
@@ -75,7 +83,7 @@ def run_patch(module: Any) -> tuple[bool, str]:
         try:
             module.patch_te_cross_entropy()
         except Exception as exc:  # the patch refuses the kernel: no fix is applied
-            return False, f"raises on the kernel it expects ({type(exc).__name__}: {exc})"
+            return False, f"raises on TE 2.14.0's kernel ({type(exc).__name__}: {exc})"
     finally:
         for name, value in saved.items():
             if value is None:
@@ -83,7 +91,7 @@ def run_patch(module: Any) -> tuple[bool, str]:
             else:
                 sys.modules[name] = value
     if not kernel.updates or kernel.src == original:
-        return False, "runs but leaves TE's kernel as it was (no source update)"
+        return False, "runs but leaves TE 2.14.0's kernel as it was (no source update)"
     return _reads_fixed(kernel.src)
 
 
@@ -93,7 +101,11 @@ def _reads_fixed(src: str) -> tuple[bool, str]:
     except SyntaxError as exc:
         return False, f"writes a kernel that does not parse ({exc.msg})"
     assert isinstance(fn, ast.FunctionDef)
-    loop = next((s for s in fn.body if isinstance(s, ast.For)), None)
+    # The loop that stores the gradient block (TE's step 4), wherever it sits.
+    loop = next(
+        (n for n in ast.walk(fn) if isinstance(n, ast.For) and any(map(_is_block_store, n.body))),
+        None,
+    )
     formed = False
     if loop is not None:
         for stmt in loop.body:
@@ -105,7 +117,7 @@ def _reads_fixed(src: str) -> tuple[bool, str]:
     if formed and not separate:
         return True, (
             "forms the target's p - 1 in FP32 before the one store and removes the BF16 "
-            "target step (run on a stand-in kernel; the kernel it writes read with ast)"
+            "target step (run on TE 2.14.0's kernel source; the kernel it writes read with ast)"
         )
     missing = []
     if not formed:

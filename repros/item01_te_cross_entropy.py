@@ -286,34 +286,73 @@ def _te_fusion(provider: str) -> tuple[bool, str, int | None]:
     return value == "te", f"L{node.lineno} cross_entropy_fusion_impl = {value!r}", node.lineno
 
 
+_PATCH, _MODULE = "patch_te_cross_entropy", "te_cross_entropy"
+
+
 def _hook(provider: str) -> int | None:
-    """The line of a module-level ``patch_te_cross_entropy()`` call in provider.py that calls
-    ART's patch (the name imported from ``te_cross_entropy``, not rebound before the call);
-    a call inside a function, a branch, a comment or a string is not the hook."""
+    """The line of a module-level call in provider.py that calls ART's patch, recognised by
+    what the called name is bound to, not by its spelling: ``patch_te_cross_entropy`` imported
+    from ``te_cross_entropy`` under any alias (``as p``), a name assigned from one (``p =
+    patch_te_cross_entropy``), or an attribute of the module imported under any name
+    (``tce.patch_te_cross_entropy()``, ``art.megatron.te_cross_entropy.patch_...()``); a
+    name rebound to something else before the call no longer counts. A call inside a function,
+    a branch, a comment or a string is not the hook."""
     import ast
 
-    name = "patch_te_cross_entropy"
-    imported = False  # is the module-level name bound to ART's patch, at this point?
+    bound: dict[str, str] = {}  # module-level name -> "patch" | "module" | "package"
+
+    def kind(node: ast.expr) -> str | None:
+        if isinstance(node, ast.Name):
+            return bound.get(node.id)
+        if isinstance(node, ast.Attribute):
+            parent = kind(node.value)
+            if node.attr == _PATCH and parent == "module":
+                return "patch"
+            if node.attr == _MODULE and parent == "package":
+                return "module"
+            if parent == "package":
+                return "package"
+        return None
+
     for node in ast.parse(provider).body:
-        if isinstance(node, ast.ImportFrom | ast.Import):
+        if isinstance(node, ast.ImportFrom):
+            from_module = (node.module or "").split(".")[-1] == _MODULE
             for alias in node.names:
-                if (alias.asname or alias.name) == name:
-                    imported = (
-                        isinstance(node, ast.ImportFrom)
-                        and (node.module or "").endswith("te_cross_entropy")
-                        and alias.name == name
-                    )
+                name = alias.asname or alias.name
+                if from_module and alias.name == _PATCH:
+                    bound[name] = "patch"
+                elif alias.name == _MODULE:
+                    bound[name] = "module"
+                else:
+                    bound.pop(name, None)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    hit = alias.name.split(".")[-1] == _MODULE
+                    if hit:
+                        bound[alias.asname] = "module"
+                    else:
+                        bound.pop(alias.asname, None)
+                elif _MODULE in alias.name.split("."):
+                    bound[alias.name.split(".")[0]] = "package"
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            imported = imported and node.name != name
-        elif isinstance(node, ast.Assign):
-            bound = {t.id for t in node.targets if isinstance(t, ast.Name)}
-            imported = imported and name not in bound
+            bound.pop(node.name, None)
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = kind(node.value)
+            call = isinstance(node.value, ast.Call) and kind(node.value.func) == "patch"
+            if call:
+                return node.lineno
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    if value is None:
+                        bound.pop(target.id, None)
+                    else:
+                        bound[target.id] = value
         elif (
-            imported
-            and isinstance(node, ast.Expr)
+            isinstance(node, ast.Expr)
             and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Name)
-            and node.value.func.id == name
+            and kind(node.value.func) == "patch"
         ):
             return node.lineno
     return None
@@ -332,11 +371,16 @@ def check_art(art: Any) -> dict[str, Any]:
     """Read ART's Megatron provider by its meaning (``ast`` of the file; its imports need
     Megatron): is Transformer Engine's fused cross-entropy enabled, and does the module call
     ART's patch of TE's kernel when imported (0.5.21 ``provider.py`` L33
-    ``patch_te_cross_entropy()``)? The patch is then run on a stand-in of TE's kernel
-    (``_te_patch``: it imports TE only when called) and the kernel it writes read with ``ast``.
+    ``patch_te_cross_entropy()``, recognised by what the called name is bound to: aliases,
+    attribute calls)? The patch is then run on TE 2.14.0's real ``cross_entropy_kernel`` source
+    (``_te_patch``: pinned test data; it imports TE only when called) and the kernel it writes
+    read with ``ast``.
     Fixed when TE's fusion is off, or the hook runs a patch that forms the target gradient in
     FP32 before the one store; an early return, a patch that changes nothing or does half of it
     is not. The size of the zero band without it is this script's model of TE's kernel."""
+    import time
+
+    began = time.perf_counter()
     provider = art.source("megatron/provider.py")
     if not provider:
         raise RuntimeError(f"{art.name}/megatron/provider.py not found")
@@ -348,8 +392,8 @@ def check_art(art: Any) -> dict[str, Any]:
         module = art.load("megatron/te_cross_entropy.py")
         patched, how = _patch_forms_target_in_fp32(module)
         ran.append(
-            f"{art.name}/megatron/te_cross_entropy.py:patch_te_cross_entropy (run on a stand-in "
-            "of TE's kernel; the kernel it writes read with ast)"
+            f"{art.name}/megatron/te_cross_entropy.py:patch_te_cross_entropy (run on TE 2.14.0's "
+            "cross_entropy_kernel source, pinned; the kernel it writes read with ast)"
         )
     if not te:
         detail = f"TE's fused cross-entropy is not enabled ({te_at})"
@@ -360,8 +404,8 @@ def check_art(art: Any) -> dict[str, Any]:
         )
     else:
         detail = (
-            f"TE's fused cross-entropy enabled ({te_at}); provider.py L{hook} calls "
-            "patch_te_cross_entropy() on import, which " + how
+            f"TE's fused cross-entropy enabled ({te_at}); provider.py L{hook} calls ART's "
+            "patch_te_cross_entropy on import, which " + how
         )
     import _evidence
 
@@ -377,16 +421,33 @@ def check_art(art: Any) -> dict[str, Any]:
             _evidence.function(art, "megatron/te_cross_entropy.py", "patch_te_cross_entropy"),
         ]
     hit = te and not patched
+    domain = {
+        "covers": "TE 2.14.0's cross_entropy_kernel source (the transformer_engine_cu12 wheel's "
+        "file, pinned by sha256 in repros/data); provider.py's module-level statements for a "
+        "call bound to ART's patch (any alias, attribute or assigned name)",
+        "inputs": 1,
+        "budget_s": 2.0,
+        "seconds": round(time.perf_counter() - began, 3),
+        "seed": None,
+        "counterexample": {
+            "inputs": {"kernel": "TE 2.14.0", "hook": f"L{hook}" if hook else "none"},
+            "measured": (how or "no patch called")[:200],
+            "bound": "target term formed in FP32 before the one store, no separate target store",
+        }
+        if hit
+        else None,
+    }
     return {
         "claims": {
             "zeroed-target-gradient-near-one": _evidence.claim(
-                hit, detail, method="read", at=at, fix=fix if te else at
+                hit, detail, method="read", at=at, fix=fix if te else at, domain=domain
             )
         },
         "detail": detail,
         "ran": ran,
-        "scope": "ART's provider and patch read; TE's kernel is this script's model (no TE or "
-        "CUDA here)",
+        "scope": "ART's provider read; ART's patch run on TE 2.14.0's kernel source (pinned test "
+        "data), the kernel it writes read; the zero band's size is this script's model (no TE "
+        "or CUDA here)",
     }
 
 

@@ -272,40 +272,45 @@ def check_art(art: Any) -> dict[str, Any]:
     measurement with the default eps, and the global clip norm over the LoRA parameters of
     ART's own default target modules for Qwen/Qwen3-4B (``megatron/model_support/registry.py``).
 
-    eps-not-configurable: fixed when the optimizer takes each eps set in AdamParams (a field
-    with no default counts: each caller sets it); the guard and a later step's eps are
-    reported beside it. eps-damps-tiny-updates: the default eps measured, or not checked when
-    AdamParams' eps has no default."""
+    eps-not-configurable: fixed when some field of AdamParams, whatever it is called
+    (``eps``, ``adam_eps``, ...), reaches the optimizer: set to each eps tried, every param
+    group's eps is that value (a field with no default counts: each caller sets it); the
+    guard and a later step's eps are reported beside it. eps-damps-tiny-updates: the default
+    eps measured, or not checked when AdamParams' eps has no default."""
+    import time
+
     import _art_optimizer
     import _evidence
 
+    began = time.perf_counter()
     measured = _art_optimizer.measure(art)
+    measured["seconds"] = time.perf_counter() - began
     where = measured["where"]
     builder = where["_new_dynamic_optimizer"]
     default = measured["default"]
     if "no_field" in measured:
         configurable = False
         config = (
-            f"ran {builder}: AdamParams ({measured['params_at']}) takes no eps "
-            f"({measured['no_field']}); the optimizer gets eps {_eps(default)}; the cross-rank "
-            f"guard ({where['_guard_optim_step_configuration']}) does not compare eps (there is "
-            "none to compare)"
+            f"ran {builder}: {measured['no_field']} ({measured['params_at']}); the optimizer "
+            f"gets eps {_eps(default)}; the cross-rank guard "
+            f"({where['_guard_optim_step_configuration']}) has no eps to compare"
         )
     else:
         got = measured["set"]
-        configurable = all(eps == [float(want)] * len(eps) for want, eps in got.items())
+        configurable = True
         config = (
-            f"ran {builder}: AdamParams ({measured['params_at']}) eps "
+            f"ran {builder}: AdamParams.{measured['field']} ({measured['params_at']}) "
             + ", ".join(f"{want:g} -> optimizer eps {_eps(eps)}" for want, eps in got.items())
-            + f"; a later step with eps {_art_optimizer.TRIED_EPS[1]:g} leaves "
+            + f"; a later step with {measured['field']} {_art_optimizer.TRIED_EPS[1]:g} leaves "
             f"{_eps(measured['later'])}; the cross-rank guard "
             f"({where['_guard_optim_step_configuration']}) "
             + (
-                "tells two ranks apart that differ only in eps"
+                "tells two ranks apart that differ only in it"
                 if measured["guard"]
-                else "does not compare eps: two ranks that differ only in it pass"
+                else "does not compare it: two ranks that differ only in it pass"
             )
         )
+    domain = _eps_domain(measured)
     modules = _art_optimizer.target_modules(art, "Qwen/Qwen3-4B")
     parameters = lora_parameters(modules)
     if not default:
@@ -324,8 +329,12 @@ def check_art(art: Any) -> dict[str, Any]:
     at = _optimizer_lines(art, where)
     return {
         "claims": {
-            "eps-not-configurable": _evidence.claim(not configurable, config, method="ran", at=at),
-            "eps-damps-tiny-updates": _evidence.claim(damp_hit, damp, method="ran", at=at),
+            "eps-not-configurable": _evidence.claim(
+                not configurable, config, method="ran", at=at, domain=domain
+            ),
+            "eps-damps-tiny-updates": _evidence.claim(
+                damp_hit, damp, method="ran", at=at, domain=_damp_domain(measured, damp_hit)
+            ),
         },
         "detail": f"{config}; {damp}",
         "ran": [
@@ -336,6 +345,62 @@ def check_art(art: Any) -> dict[str, Any]:
         "scope": "ART's optimizer construction and cross-rank guard run on CPU (a stand-in "
         "TrainerRank with one slot, a stand-in two-rank torch.distributed); the damping "
         "measured with torch's AdamW on a modelled LoRA layer",
+    }
+
+
+def _eps_domain(measured: dict[str, Any]) -> dict[str, Any]:
+    """What was searched for a configurable eps: every field of AdamParams but the learning
+    rate, each set to every eps tried; the counterexample, when none reaches the optimizer, is
+    the first field's (or the default's) eps against the value set."""
+    import _art_optimizer
+
+    tried = measured.get("by_field", {})
+    inputs = sum(len(v) for v in tried.values()) or 1
+    covers = (
+        f"every field of AdamParams ({', '.join(measured.get('fields', []))}) but the learning "
+        f"rate, set to eps {', '.join(f'{e:g}' for e in _art_optimizer.TRIED_EPS)}; the "
+        "optimizer's param_groups read"
+    )
+    counterexample = None
+    if "no_field" in measured:
+        want = _art_optimizer.TRIED_EPS[0]
+        name, got = next(
+            ((n, v[want]) for n, v in tried.items() if want in v),
+            ("(none settable)", measured.get("default", [])),
+        )
+        counterexample = {
+            "inputs": {"field": name, "set to": want},
+            "measured": f"optimizer eps {_eps(got)}",
+            "bound": f"eps {want:g}",
+        }
+    return {
+        "covers": covers[:400],
+        "inputs": inputs,
+        "budget_s": 2.0,
+        "seconds": round(measured["seconds"], 3),
+        "seed": None,
+        "counterexample": counterexample,
+    }
+
+
+def _damp_domain(measured: dict[str, Any], damped: bool | None) -> dict[str, Any]:
+    """One input: the eps ART's optimizer gets from AdamParams' defaults, measured on this
+    script's LoRA layer against eps 1e-13 (the damping is a property of that one value)."""
+    default = measured.get("default") or []
+    return {
+        "covers": "the eps of the optimizer ART builds from AdamParams' defaults; A's first "
+        "update at the median |grad A| after the clip over ART's Qwen3-4B LoRA parameters",
+        "inputs": 1,
+        "budget_s": 2.0,
+        "seconds": round(measured["seconds"], 3),
+        "seed": None,
+        "counterexample": {
+            "inputs": {"eps": max(default)},
+            "measured": "A's first update damped",
+            "bound": "the update eps 1e-13 gives",
+        }
+        if damped and default
+        else None,
     }
 
 

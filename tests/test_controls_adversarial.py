@@ -39,6 +39,8 @@ def _cases() -> list[Any]:
         match = re.match(r"item(\d+)_", path.name)
         if getattr(control, "ITEMS", None) == "all":
             items = ITEMS
+        elif control.KIND == "harmless":  # a rewrite of the files some items' checks read
+            items = tuple(control.ITEMS)
         else:
             assert match is not None, f"{path.name}: name it itemNN_<what>"
             items = (int(match.group(1)),)
@@ -61,7 +63,8 @@ def test_every_item_has_two_fakes_and_every_control_says_what_it_is() -> None:
         assert control.EDITS and control.RELEASES, path.name
         match = re.match(r"item(\d+)_(fake|half|real)_", path.name)
         if control.KIND == "harmless":
-            assert control.ITEMS == "all" and control.EXPECT is None, path.name
+            assert control.EXPECT is None, path.name
+            assert control.ITEMS == "all" or set(control.ITEMS) <= set(ITEMS), path.name
             continue
         assert match is not None, f"{path.name}: name it itemNN_fake_/half_/real_<what>"
         kinds.setdefault(int(match.group(1)), []).append(control.KIND)

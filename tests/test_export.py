@@ -1,10 +1,11 @@
 """The regression tests artbot exports for ART's own suite, each proven on 0.5.20, 0.5.21 and
 0.5.23 to pass or xfail as the finding's recorded status says: those of items 7, 8 and 10 fail
-on 0.5.20 and pass from 0.5.21, which fixed them; those of items 4, 5, 6 and 11 and of the
+on 0.5.20 and pass from 0.5.21, which fixed them; those of items 5 and 6 and of the
 follow-ups (401, 801, 1001), still present, are strict xfails on all three, and each fails
 (XPASS, strict) on a copy of 0.5.23 with its suggested fix applied, so it flips when ART fixes
-it. What each reported on the newest
-release is the one recorded in repros/regression/outcomes.json, which the issues quote.
+it; items 4 and 11, whose audit decides no fix, are non-strict xfails that report an XPASS.
+What each reported on the newest release is the one recorded in repros/regression/outcomes.json,
+which the issues quote.
 
 They run in a child process with pytest against an unpacked wheel, without the token variables
 in its environment (the wheel's code runs there): ``python -m pytest``, forked from one
@@ -19,6 +20,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -187,7 +189,9 @@ def test_export_writes_tests_that_import_art_and_never_artbot(tmp_path: Path) ->
             and isinstance(node.args[0].value, str)
         }
         assert "art" in imported and "artbot" not in imported, test
-        if releases[test.name] is None:  # open: a strict xfail, so it flips with the fix
+        if releases[test.name] is None and test.name in NON_STRICT:  # the audit decides no fix
+            assert "strict=False" in text and "strict=True" not in text, test
+        elif releases[test.name] is None:  # open: a strict xfail, so it flips with the fix
             assert "strict=True" in text and "raises=AssertionError" in text, test
     assert {"item04", "item05", "item11"} <= {t.name.split("_")[1] for t in tests}
 
@@ -229,6 +233,11 @@ def _control_fix(item: int) -> list[tuple[str, str, str]]:
     control = load_control(item)
     assert control is not None, item
     return control.edits("fix", "0.5.23")
+
+
+# Open items whose audit decides no behaviour (4: "a GPU A/B", 11: "probably leave it"): their
+# tests are non-strict xfails, reporting an XPASS on a fix without failing ART's suite.
+NON_STRICT = {"test_item04_lm_head_fp32_logits.py", "test_item11_lora_delta_add.py"}
 
 
 # Each follow-up's suggested fix as an edit of the release (files under art/, regex, replacement),
@@ -371,5 +380,10 @@ def test_each_open_audit_items_strict_xfail_flips_with_its_suggested_fix(
     done = run_exported(server, tmp_path, "0.5.23-open-items-fixed", fixed)
     got = outcomes(done.stdout)
     for name in OPEN_AUDIT_FIXES:
-        assert got[name] == "failed", done.stdout[-3000:]  # XPASS(strict): the mark must go
-    assert done.stdout.count("XPASS(strict)") >= len(OPEN_AUDIT_FIXES) + 1  # item 4: two cases
+        if name in NON_STRICT:  # an XPASS reported, ART's suite not failed
+            assert re.search(rf"^XPASS \S*{re.escape(name)}", done.stdout, re.M), name
+            assert got.get(name) != "failed", done.stdout[-3000:]
+        else:
+            assert got[name] == "failed", done.stdout[-3000:]  # XPASS(strict): the mark must go
+    strict = [name for name in OPEN_AUDIT_FIXES if name not in NON_STRICT]
+    assert done.stdout.count("XPASS(strict)") >= len(strict)

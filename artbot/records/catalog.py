@@ -21,6 +21,7 @@ from ..repro.files import (
     MINIMAL_OUTPUTS,
     REGRESSION_OUTCOMES,
     json_or_empty,
+    regression_strictness,
     regression_tests_by_item,
 )
 from ..repro.scripts import helper_imports
@@ -60,6 +61,8 @@ class Catalog:
     dating: AnchorDating | None = None
     # item -> its regression test for ART's own suite (repros/regression/test_itemNN_*.py).
     regression: dict[int, str] = field(default_factory=dict)
+    # item -> False where its regression test is a non-strict xfail (the audit decides no fix).
+    regression_strict: dict[int, bool] = field(default_factory=dict)
     # What artbot's run of each regression test on the newest release reported
     # (repros/regression/outcomes.json: {"release": ..., "outcomes": {file name: summary}}).
     regression_outcomes: dict[str, Any] = field(default_factory=dict)
@@ -151,6 +154,7 @@ def load_catalog(root: Path, *, tool: ToolSource | None = None) -> Catalog:
         dating=load_dating(root),
         tool=tool or ToolSource(),
         regression=regression,
+        regression_strict=regression_strictness(root),
         regression_outcomes=json_or_empty(root / REGRESSION_OUTCOMES),
         minimal_outputs=json_or_empty(root / MINIMAL_OUTPUTS),
     )

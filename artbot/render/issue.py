@@ -267,6 +267,7 @@ class Renderer:
             "name": name,
             "url": f"{web}/{repository}/blob/{sha}/{path}" if repository else None,
             "open": not (view is not None and view.fixed_in),
+            "strict": catalog.regression_strict.get(finding.item, True),
             "release": outcomes.get("release"),
             "outcome": (outcomes.get("outcomes") or {}).get(name),
         }

@@ -26,6 +26,19 @@ def json_or_empty(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def regression_strictness(root: Path) -> dict[int, bool]:
+    """item -> whether its regression test's xfail is strict (False where the file marks it
+    ``strict=False``: the audit decides no fix, so a fix is reported as an XPASS only)."""
+    out: dict[int, bool] = {}
+    for item, rel in regression_tests_by_item(root).items():
+        try:
+            text = (root / rel).read_text(encoding="utf-8")
+        except OSError:
+            continue
+        out[item] = "strict=False" not in text
+    return out
+
+
 def regression_tests_by_item(root: Path) -> dict[int, str]:
     """item -> the path of its regression test, ``repros/regression/test_itemNN_slug.py``."""
     found: dict[int, str] = {}

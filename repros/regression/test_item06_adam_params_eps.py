@@ -1,23 +1,66 @@
 """Audit item 6: TrainerRank's Adam epsilon is PyTorch's default 1e-8 and cannot be set, while
-the Megatron backend's OptimizerConfig uses adam_eps = 1e-13. AdamParams should carry an eps.
+the Megatron backend's OptimizerConfig uses adam_eps = 1e-13. AdamParams should carry an eps
+that reaches the optimizer TrainerRank builds.
+
+The test asks what the audit asks, not how: some field of AdamParams, whatever it is called
+(``eps``, ``adam_eps``, ...), set to 1e-13 and then to 1e-6, must give every param group of the
+optimizer TrainerRank builds from it (``_new_dynamic_optimizer``) that eps. A field that nothing
+passes on, or an eps hard-coded in the AdamW call, does not pass it.
 
 Still present in openpipe-art 0.5.20, 0.5.21 and 0.5.23, so the test is a strict xfail: it
-passes ART's suite as long as AdamParams has no eps, and fails (XPASS, strict) the day it
-gets one, so that this mark is removed with the fix.
+passes ART's suite as long as no field reaches the optimizer, and fails (XPASS, strict) the day
+one does, so that this mark is removed with the fix.
 """
 
 import dataclasses
+from types import SimpleNamespace
 
 import pytest
+import torch
 
 from art.trainer_rank._impl import AdamParams
+
+TRIED = (1e-13, 1e-6)
+
+
+def optimizer_from(params: AdamParams) -> torch.optim.Optimizer:
+    """The optimizer TrainerRank builds for a checkpoint slot of one BF16 parameter."""
+    try:  # 0.5.21+: the builder is a function of trainer_rank/_optimizer.py taking the rank
+        from art.trainer_rank._optimizer import _new_dynamic_optimizer as build
+    except ImportError:  # 0.5.20: a TrainerRank method
+        from art.trainer_rank._impl import TrainerRank
+
+        build = TrainerRank._new_dynamic_optimizer
+    weight = torch.nn.Parameter(torch.zeros(4, 2, dtype=torch.bfloat16))
+    slot = SimpleNamespace(params=(weight,), optimizer=None, custom={})
+    rank = SimpleNamespace(_checkpoint_slots={"default": slot}, device=torch.device("cpu"))
+    return build(rank, "default", params).optimizer
+
+
+def fields_reaching_eps() -> list[str]:
+    """Fields of AdamParams (all but the learning rate) whose value, set to each of TRIED, is
+    every param group's eps."""
+    names = [f.name for f in dataclasses.fields(AdamParams) if f.name != "learning_rate"]
+    reached = []
+    for name in names:
+        try:
+            groups = [
+                (eps, optimizer_from(AdamParams(learning_rate=1e-4, **{name: eps})).param_groups)
+                for eps in TRIED
+            ]
+        except (TypeError, ValueError):  # a value this field refuses
+            continue
+        if all(group["eps"] == eps for eps, gs in groups for group in gs):
+            reached.append(name)
+    return reached
 
 
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="audit item 6: AdamParams has no eps (openpipe-art 0.5.20 to 0.5.23)",
+    reason="audit item 6: no field of AdamParams reaches the optimizer's eps (openpipe-art "
+    "0.5.20 to 0.5.23)",
 )
-def test_adam_params_carry_an_eps() -> None:
-    fields = {f.name: f for f in dataclasses.fields(AdamParams)}
-    assert "eps" in fields, sorted(fields)
+def test_a_configured_eps_reaches_the_optimizer() -> None:
+    names = [f.name for f in dataclasses.fields(AdamParams)]
+    assert fields_reaching_eps(), f"no field of AdamParams {names} sets the optimizer's eps"

@@ -1,10 +1,12 @@
 """Audit item 11: the LoRA delta is added to the BF16 base output in BF16, so a delta below half
-a BF16 spacing of the base rounds away in the forward pass. The audit suggests probably leaving
-it; this test holds the behaviour its suggested comparison asks for: the delta added in FP32,
-so that ``output - base`` is the LoRA's own output.
+a BF16 spacing of the base rounds away in the forward pass. This test holds the behaviour the
+audit's suggested comparison measures: the delta added in FP32, so that ``output - base`` is the
+LoRA's own output.
 
-Present in openpipe-art 0.5.20, 0.5.21 and 0.5.23 (76% of a delta 1.1e-3 of the base is
-lost), so the test is a strict xfail; it fails as an unexpected pass if the add is made in FP32.
+The audit does not ask for that behaviour: it says "probably leave it" (the BF16 add matches
+vLLM) and proposes only the comparison. So the test is a non-strict xfail: present in
+openpipe-art 0.5.20, 0.5.21 and 0.5.23 (76% of a delta 1.1e-3 of the base is lost), it reports
+an unexpected pass (XPASS) if the add is made in FP32, without failing ART's suite.
 CPU only: ART's attention output projection wrapper (``SelfAttentionLinearProjLoRA``) around a
 frozen BF16 stand-in for Transformer Engine's layer.
 """
@@ -114,7 +116,9 @@ class BF16RowLinear(torch.nn.Module):
 TOKENS, FEATURES, RANK = 32, 256, 8
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="audit item 11 is open")
+@pytest.mark.xfail(
+    strict=False, raises=AssertionError, reason="audit item 11: the audit suggests leaving it"
+)
 def test_a_small_lora_delta_survives_the_add() -> None:
     (wrapper_cls,) = art_lora("SelfAttentionLinearProjLoRA")
     gen = torch.Generator().manual_seed(0)

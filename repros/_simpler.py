@@ -1,0 +1,44 @@
+"""Shrinking and wording for the model-side property checks (items 2, 4, 5, 11, 401), on top of
+``_domain`` (the generic search).
+
+- :func:`toward`: a ``shrink`` for ``_domain.search``: the case with one key set to a simpler
+  value, from a table of values per key in order of simplicity (only those before the current
+  value are proposed), so a counterexample shrinks to the simplest dtype, grad mode and size
+  that still fails, never to a costlier one.
+- :func:`said`: what a search found, in a few words for a verdict's detail ("held over 36
+  inputs (0.72 s)" or "fails on dtype=bfloat16, ...: measured ..., bound ..."); the domain
+  itself (what was covered, the budget) goes with the claim as ``_domain.Found.domain()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import _domain
+
+
+def toward(case: dict[str, Any], simplest: Mapping[str, Sequence[Any]]) -> Iterator[dict[str, Any]]:
+    for key, values in simplest.items():
+        if key not in case:
+            continue
+        for value in values:
+            if value == case[key]:
+                break
+            yield _domain.replace(case, key, value)
+
+
+def said(found: Any) -> str:
+    cut = f", budget spent after {found.inputs} of {found.declared}" if found.exhausted else ""
+    if found.failure is None:
+        return f"held over {found.inputs} inputs ({found.seconds:.2f} s{cut})"
+    case, fail = found.failure
+    given = ", ".join(f"{k}={_domain.short(v)}" for k, v in case.items())
+    return (
+        f"fails on {given}: measured {_text(fail.measured)}, bound {_text(fail.bound)} "
+        f"(after {found.inputs} inputs, {found.seconds:.2f} s{cut})"
+    )
+
+
+def _text(value: float | str) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
