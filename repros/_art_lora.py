@@ -105,3 +105,29 @@ def build(
             ]
         ),
     )
+
+
+def trainer_reads_main_grad(art: Any) -> bool:
+    """Does the trainer's step read ``main_grad`` (TrainerRank's ``_reduce_dynamic_grads``, read
+    with ``ast``)? 0.5.20-0.5.23 read ``param.grad``."""
+    import ast
+
+    import _source
+
+    source = art.source("trainer_rank/_impl.py") or ""
+    line = next(
+        (
+            n
+            for n, text in enumerate(source.splitlines(), 1)
+            if text.strip().startswith("def _reduce_dynamic_grads(")
+        ),
+        None,
+    )
+    if line is None:
+        return False
+    node = _source.block_at(source, line).node
+    return any(
+        (isinstance(n, ast.Attribute) and n.attr == "main_grad")
+        or (isinstance(n, ast.Constant) and n.value == "main_grad")  # getattr(p, "main_grad")
+        for n in ast.walk(node)
+    )

@@ -60,8 +60,10 @@ def run_step(
     case: dict[str, Any],
     *,
     sentinel: bool = True,
+    strict: bool = False,
 ) -> dict[str, Any]:
-    """One step of ``case`` (``sentinel`` False: token ``at`` of row 0 gets old = new)."""
+    """One step of ``case`` (``sentinel`` False: token ``at`` of row 0 gets old = new);
+    ``strict``: an error is raised, not returned (the code itself is broken)."""
     rows, tokens, at = case["rows"], case["tokens"], case["at"]
     gen = torch.Generator().manual_seed(case["seed"])
     logits = torch.randn(rows, tokens, VOCAB, generator=gen, dtype=torch.float32)
@@ -88,6 +90,8 @@ def run_step(
     try:
         loss = loss_fn(inputs, new, None, None, {"ppo": case["algo"] == "ppo"}).policy_loss
     except Exception as exc:  # judged by the caller: a clear error, or a failure
+        if strict:
+            raise
         return {"error": f"{type(exc).__name__}: {exc}"[:200]}
     out: dict[str, Any] = {"loss": float(loss.detach()), "dtype": loss.dtype}
     if case["grad"]:
@@ -226,7 +230,13 @@ def search(
     bad: tuple[str, ...],
     negative: bool,
     max_inputs: int = 300,
+    ordinary: Callable[[], Any] | None = None,
 ) -> _domain.Found:
+    """``ordinary`` runs first, outside the search: a step with every old logprob ordinary that
+    raises means the code is broken, and its error (with ART's file and line) is the result,
+    not a counterexample."""
+    if ordinary is not None:
+        ordinary()
     return _domain.search(
         covers=covers,
         edges=edges,

@@ -328,32 +328,6 @@ ACCUM_COVERS = (
 )
 
 
-def trainer_reads_main_grad(art: Any) -> bool:
-    """Does the trainer's step read ``main_grad`` (TrainerRank's ``_reduce_dynamic_grads``, read
-    with ``ast``)? 0.5.20-0.5.23 read ``param.grad``."""
-    import ast
-
-    import _source
-
-    source = art.source("trainer_rank/_impl.py") or ""
-    line = next(
-        (
-            n
-            for n, text in enumerate(source.splitlines(), 1)
-            if text.strip().startswith("def _reduce_dynamic_grads(")
-        ),
-        None,
-    )
-    if line is None:
-        return False
-    node = _source.block_at(source, line).node
-    return any(
-        (isinstance(n, ast.Attribute) and n.attr == "main_grad")
-        or (isinstance(n, ast.Constant) and n.value == "main_grad")  # getattr(p, "main_grad")
-        for n in ast.walk(node)
-    )
-
-
 def _own_gradients(built: Any, x: torch.Tensor, upstream: torch.Tensor) -> list[torch.Tensor]:
     """One call's own gradient of each leaf, outside the code under test's hooks: the forward
     run with detached copies of the leaves in their own dtype (``torch.func.functional_call``;
@@ -375,7 +349,7 @@ def accumulate_in_art(art: Any, seed: int = 0) -> dict[str, Any]:
     import _domain
     import _simpler
 
-    main = trainer_reads_main_grad(art)
+    main = _art_lora.trainer_reads_main_grad(art)
     built: dict[str, Any] = {}
     seen: dict[str, Any] = {"leaves": {}}
 

@@ -261,6 +261,9 @@ def search_domain(loss: Any) -> Any:
         algos=("ppo", "cispo"),
         bad=("-inf", "+inf", "nan", "beyond", "beyond"),
         negative=False,
+        ordinary=lambda: prop.run_step(
+            loss.loss_fn, loss.AlignedLossInputs, prop.edge(21.0), sentinel=False, strict=True
+        ),
     )
 
 

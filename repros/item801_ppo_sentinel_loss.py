@@ -167,6 +167,9 @@ def search_domain(loss: Any) -> Any:
         algos=("ppo",),
         bad=("beyond",),
         negative=True,
+        ordinary=lambda: prop.run_step(
+            loss.loss_fn, loss.AlignedLossInputs, prop.edge(21.0), sentinel=False, strict=True
+        ),
     )
 
 

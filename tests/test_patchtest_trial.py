@@ -98,31 +98,23 @@ def test_a_partial_fix_of_item_6_is_reproduced_with_what_it_measured() -> None:
     got = trial(6, (FIXTURES / "item06_partial.diff").read_text(encoding="utf-8"))
     assert got.after.status is CodeStatus.reproduced
     claim = got.after.claims["eps-not-configurable"]
-    assert claim.verdict.value == "reproduced" and "optimizer eps 1e-08" in claim.detail
+    assert claim.verdict.value == "reproduced" and "eps 1e-08" in claim.detail
     answer = render_trial(got)
-    assert "**reproduced**" in answer and "optimizer eps 1e-08" in answer
+    assert "**reproduced**" in answer and "eps 1e-08" in answer
 
 
-# The domain searches of #37 (another branch) are what catches these two: the checks of this
-# tree try one input, on which each partial fix holds.
-@pytest.mark.xfail(
-    strict=False,
-    reason="depends on #37: 801's check tries the sentinel -9999 only, so a fallback for "
-    "that literal passes it; the domain search over sentinels catches it",
-)
+# A fix that holds on part of the claim's domain gets the counterexample the search found.
 def test_a_fallback_for_the_literal_sentinel_only_is_not_a_fix_of_801() -> None:
     got = trial(801, (FIXTURES / "item801_partial.diff").read_text(encoding="utf-8"))
     assert got.after.status is not CodeStatus.fixed
+    assert any(c.domain and c.domain.counterexample for c in got.after.claims.values())
+    assert "counterexample" in render_trial(got)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="depends on #37: 1001's check tries groups near 1.5e6 (2.3e-10 apart), inside an "
-    "absolute tolerance of 1e-9; groups equal by construction near 1.1e8 escape it",
-)
 def test_an_absolute_tolerance_of_1e9_is_not_a_fix_of_1001() -> None:
     got = trial(1001, (FIXTURES / "item1001_partial.diff").read_text(encoding="utf-8"))
     assert got.after.status is not CodeStatus.fixed
+    assert any(c.domain and c.domain.counterexample for c in got.after.claims.values())
 
 
 def test_a_patch_that_breaks_the_code_gets_the_error_at_its_art_line() -> None:

@@ -1,14 +1,18 @@
-"""The import harness a patched tree's regression test runs under (the ``conftest.py`` written
-beside it imports :func:`install`): ``import art.x`` loads the single file ``art/x.py`` of the
-tree in ``$ARTBOT_ART_PACKAGE`` with artbot's import isolation, as ``artbot verify`` does (ART's
-dependencies are not installed where artbot runs).
+"""The import harness ART's regression tests run under, wherever artbot runs them: the
+``conftest.py`` written beside a patched tree's test (:mod:`.regress`) and the one artbot's own
+suite copies beside the exported tests (tests/fixtures/export/harness_conftest.py) both call
+:func:`install`, so there is one harness. ``import art.x`` loads the single file ``art/x.py`` of
+the tree in ``$ARTBOT_ART_PACKAGE`` with artbot's import isolation, as ``artbot verify`` does
+(ART's dependencies are not installed where artbot runs).
 
-The same harness as the one artbot's own suite copies beside the exported tests
-(tests/fixtures/export/harness_conftest.py): ``trainer_rank/_impl.py`` needs Python 3.12's
-``type X = ...``, so on an older interpreter ``art.trainer_rank._impl`` holds only the classes
-in :data:`CUT` (item 6 reads ``AdamParams``); ``art.unsloth.train`` imports Unsloth's training
-stack, so it always holds only :data:`CUT_ALWAYS`. Each is cut verbatim from the tree's file
-and compiled at its own line numbers.
+ART needs Python 3.12; ``trainer_rank/_impl.py`` uses its ``type X = ...`` statements, which an
+older interpreter cannot compile. There, ``art.trainer_rank._impl`` holds only the classes in
+:data:`CUT` (item 6 builds its optimizer from ``AdamParams``: in 0.5.20 with the one
+``TrainerRank`` method that does it, cut alone into a class of that name), each cut verbatim
+from the release's file with its decorators and compiled at its own line numbers.
+``art.unsloth.train`` imports Unsloth's training stack (peft, trl, datasets, nest_asyncio, which
+it calls at import), not installed here, so it always holds only the functions in
+:data:`CUT_ALWAYS` (follow-up 401 calls ``_calculate_logprobs``), cut the same way.
 """
 
 from __future__ import annotations
@@ -21,9 +25,18 @@ import types
 from pathlib import Path
 
 PACKAGE_VARIABLE = "ARTBOT_ART_PACKAGE"
-CUT: dict[str, tuple[str, ...]] = {"trainer_rank/_impl.py": ("AdamParams",)}
-CUT_ALWAYS: dict[str, tuple[str, ...]] = {"unsloth/train.py": ("_calculate_logprobs",)}
 CONFTEST = "from artbot.patchtest.harness import install\n\ninstall()\n"
+
+CUT: dict[str, tuple[str, ...]] = {
+    "trainer_rank/_impl.py": (
+        "AdamParams",
+        "_DynamicOptimizer",
+        "TrainerRankSlotStateError",
+        # 0.5.20 builds its optimizer in a TrainerRank method (0.5.21+: trainer_rank/_optimizer.py)
+        "TrainerRank._new_dynamic_optimizer",
+    )
+}
+CUT_ALWAYS: dict[str, tuple[str, ...]] = {"unsloth/train.py": ("_calculate_logprobs",)}
 
 
 def top_level_source(text: str, name: str) -> str:
@@ -41,6 +54,32 @@ def top_level_source(text: str, name: str) -> str:
     return "\n" * first + "\n".join(lines[first:end]) + "\n"
 
 
+def method_source(text: str, owner: str, name: str) -> str:
+    """The method ``name`` of the top-level class ``owner``, dedented to a top-level ``def`` at
+    its own line numbers; raises StopIteration when the class defines none."""
+    lines = text.splitlines()
+    cls = next(
+        i for i, line in enumerate(lines) if line.startswith((f"class {owner}(", f"class {owner}:"))
+    )
+    start = next(
+        i
+        for i in range(cls + 1, len(lines))
+        if lines[i].startswith(f"    def {name}(")
+        or (lines[i][:1].strip() and not lines[i].startswith(("#", ")")))
+    )
+    if not lines[start].startswith("    def "):
+        raise StopIteration
+    end = start + 1
+    while end < len(lines) and (
+        not lines[end].strip()
+        or lines[end].startswith("        ")
+        or lines[end].startswith("    )")
+    ):
+        end += 1
+    body = [line[4:] for line in lines[start:end]]
+    return "\n" * start + "\n".join(body) + "\n"
+
+
 def _cut_modules(package: Path, cuts: dict[str, tuple[str, ...]]) -> None:
     for relpath, names in cuts.items():
         file = package / relpath
@@ -49,15 +88,27 @@ def _cut_modules(package: Path, cuts: dict[str, tuple[str, ...]]) -> None:
         dotted = ".".join([package.name, *Path(relpath).with_suffix("").parts])
         module = types.ModuleType(dotted)
         module.__file__ = str(file)
+        # Item 4's test finds the file with importlib.util.find_spec, which reads this.
         module.__spec__ = importlib.util.spec_from_file_location(dotted, file)
         sys.modules[dotted] = module  # dataclass() looks its module up
         exec("from dataclasses import dataclass\nimport torch", module.__dict__)
         flags = __future__.annotations.compiler_flag  # as the file's own future import
         text = file.read_text(encoding="utf-8")
         for name in names:
-            source = top_level_source(text, name)
+            owner, _, method = name.rpartition(".")
+            try:
+                source = (
+                    method_source(text, owner, method) if owner else top_level_source(text, name)
+                )
+            except StopIteration:  # not in this release (a method moved to another file)
+                continue
             code = compile(source, str(file), "exec", flags=flags, dont_inherit=True)
-            exec(code, module.__dict__)
+            if not owner:
+                exec(code, module.__dict__)
+                continue
+            exec(code, module.__dict__)  # the method's globals are the module's
+            holder = module.__dict__.setdefault(owner, type(owner, (), {}))
+            setattr(holder, method, module.__dict__.pop(method))
 
 
 def install() -> None:
