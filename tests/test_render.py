@@ -102,7 +102,9 @@ def test_an_issue_says_each_thing_once_and_fits_in_two_minutes(item: int) -> Non
     )
     assert len(issue.body.encode()) <= 6 * 1024 and len(issue.title) <= 90
     seen = Counter(clauses(issue.body))
-    assert [c for c, n in seen.items() if n > 1] == []
+    # A line to look for is data, spelled out at each place that has it (#38's review read
+    # "look for the same line" as the line above's).
+    assert [c for c, n in seen.items() if n > 1 and not c.startswith("look for ")] == []
     assert "_common" not in issue.body and "def measure" not in issue.body
 
 
