@@ -73,8 +73,12 @@ def test_item6_claims_are_independent(
     art_wheels: ArtWheels,
     tmp_path: Path,
 ) -> None:
-    """A reviewer's fix, an eps field and ``eps=params.eps`` in the call (the guard untouched):
-    the eps is configurable whatever its default; the damping follows the default."""
+    """A reviewer's fix, an eps field, ``eps=params.eps`` in the call and ``value.eps`` in the
+    cross-rank guard: the eps is configurable whatever its default; the damping follows the
+    default. The guard edit is part of the fix: the audit's own fix is "add eps to AdamParams
+    and the cross-rank config guard" (and the finding's Expected asks for an eps covered by
+    that guard), so with the guard untouched eps-not-configurable stays reproduced (the
+    adversarial control item06_half_fix_eps_not_in_the_guard holds that case)."""
     release = art_wheels.tree("0.5.23")
     field = "eps: float" if default is None else f"eps: float = {default}"
     edits = [
@@ -88,10 +92,11 @@ def test_item6_claims_are_independent(
             r"^([ \t]*)weight_decay=params\.weight_decay,\n",
             r"\g<0>\g<1>eps=params.eps,\n",
         ),
+        ("trainer_rank/*.py", r"^([ \t]*)value\.grad_clip_norm,\n", r"\g<0>\g<1>value.eps,\n"),
     ]
     result = check(catalog, controlled_copy(release, tmp_path / "eps", edits), 6, "0.5.23 + eps")
     assert claim_verdicts(result) == {
         "eps-not-configurable": "fixed",
         "eps-damps-tiny-updates": damped,
     }, result.detail
-    assert "does not compare it" in result.claims["eps-not-configurable"].detail
+    assert "tells two ranks apart" in result.claims["eps-not-configurable"].detail
