@@ -54,14 +54,23 @@ def _ratio(err: torch.Tensor, bound: torch.Tensor) -> float:
 LOGITS_COVERS = (
     "hidden dtype bfloat16/float16/float32; grad off, hidden, hidden+head; chunk 1-1024 "
     "(ART's default); batch 1-2, positions 1-1100; vocab 17-151,936 (151,936: 32 positions, 8 "
-    "with grad, hidden 8); hidden 8-256; logits up to about 4 or 58"
+    "with grad, hidden 8); hidden 8-256; logits up to about 4 or 58; hidden-state |max| 4, 40 "
+    "or 400 (real final-norm outputs reach hundreds; the head scaled down to match)"
 )
 
 
 def logits_edges() -> list[dict[str, Any]]:
     """Qwen3's vocabulary first (it decides a fix for small chunks only, before the time budget
     can run out), then every dtype x grad mode, then the other sizes."""
-    base = {"batch": 1, "seq": 32, "chunk": 16, "vocab": 2048, "hidden": 128, "scale": 58.0}
+    base = {
+        "batch": 1,
+        "seq": 32,
+        "chunk": 16,
+        "vocab": 2048,
+        "hidden": 128,
+        "scale": 58.0,
+        "hmax": 4.0,
+    }
     out = [  # a chunk of 32 x 151,936 = 4.9M logits, then one with grad
         {**base, "dtype": "bfloat16", "grad": "off", "vocab": REAL_VOCAB, "hidden": 8, "chunk": 32},
         {
@@ -90,6 +99,10 @@ def logits_edges() -> list[dict[str, Any]]:
         },
         {**base, "dtype": "bfloat16", "grad": "hidden", "chunk": 1, "seq": 3},
         {**base, "dtype": "bfloat16", "grad": "hidden", "batch": 2, "seq": 48},
+        # Hidden states as large as a real model's (the head smaller, the logits the same).
+        {**base, "dtype": "bfloat16", "grad": "off", "hidden": 64, "hmax": 40.0},
+        {**base, "dtype": "bfloat16", "grad": "hidden", "hmax": 400.0},
+        {**base, "dtype": "float16", "grad": "off", "hidden": 64, "hmax": 400.0},
     ]
     return out
 
@@ -104,6 +117,7 @@ def logits_sample(rng: random.Random) -> dict[str, Any]:
         "scale": rng.choice((4.0, 20.0, 58.0)),
         "dtype": rng.choice(list(DTYPES)),
         "grad": rng.choice(("off", "hidden", "hidden+head")),
+        "hmax": rng.choice((4.0, 40.0, 400.0)),
     }
 
 
@@ -116,6 +130,7 @@ LOGITS_SIMPLEST = {
     "vocab": (2048,),
     "hidden": (8, 64, 128, 256),
     "scale": (58.0,),
+    "hmax": (4.0, 40.0, 400.0),
 }
 
 
@@ -128,9 +143,13 @@ class LogitsProperty:
         b, s, v, h = inp["batch"], inp["seq"], inp["vocab"], inp["hidden"]
         gen = torch.Generator().manual_seed(b * 7 + s * 131 + v * 3 + h)
         # Logits h @ W have a standard deviation of about scale / 4: the top reaches ~scale.
-        hidden = torch.randn(b, s, h, generator=gen, dtype=torch.float64).to(dtype)
+        # The hidden states' standard deviation is hmax / 4 (their |max| about hmax), the head
+        # divided by as much, so the logits keep their size whatever the hidden states'.
+        spread = inp.get("hmax", 4.0) / 4
+        hidden = (torch.randn(b, s, h, generator=gen, dtype=torch.float64) * spread).to(dtype)
         head = (
-            torch.randn(h, v, generator=gen, dtype=torch.float64) * inp["scale"] / 4 / math.sqrt(h)
+            torch.randn(h, v, generator=gen, dtype=torch.float64)
+            * (inp["scale"] / 4 / math.sqrt(h) / spread)
         ).to(dtype)
         ids = torch.randint(0, v, (b, s), generator=gen)
         hidden.requires_grad_(inp["grad"] != "off")

@@ -19,13 +19,13 @@ EDITS = [
     ),
     (
         "trainer_rank/_optimizer.py",
-        r"^([ \t]*)group\[\"weight_decay\"\] = params\.weight_decay\n",
-        r"\g<0>\g<1>group[\"eps\"] = params.eps\n",
+        r'^([ \t]*)group\["weight_decay"\] = params\.weight_decay\n',
+        r'\g<0>\g<1>group["eps"] = params.eps\n',
     ),
     (
         "trainer_rank/_optimizer.py",
         r"^(    \)\n)(    dynamic = _impl\._DynamicOptimizer)",
-        r"\g<1>    for _group in optimizer.param_groups:\n        _group[\"eps\"] = params.eps\n\g<2>",
+        r'\g<1>    for _group in optimizer.param_groups:\n        _group["eps"] = params.eps\n\g<2>',
     ),
 ]
 EXPECT = {"eps-not-configurable": "fixed", "eps-damps-tiny-updates": "fixed"}
