@@ -346,6 +346,7 @@ class LseProperty:
         eps = torch.finfo(dtype).eps
         if vocab > LSE_VOCAB:  # the rest's entry sums vocab - 65 gradients: an accumulation's
             eps = torch.tensor([eps] * 65 + [eps + math.sqrt(vocab) * EPS32], dtype=torch.float64)
+
         # Through the head: each hidden entry's gradient is its logits' (summed for the rest).
         def through(g: torch.Tensor) -> torch.Tensor:  # g @ head^T, summed by index
             return torch.zeros(rows, h64.shape[-1], dtype=g.dtype).index_add_(1, sel, g)

@@ -1,8 +1,9 @@
-"""Item 2, a fake fix that holds on part of the domain: the chunk's logits upcast to FP32 only
-for a vocabulary of at most 4096 ids (``chunk_logits if chunk_logits.shape[-1] > 4096 else
+"""Item 2, a fake fix that holds on part of the domain: the chunk's logits upcast to FP32 only for
+a vocabulary of at most 4096 ids (``chunk_logits if chunk_logits.shape[-1] > 4096 else
 chunk_logits.float()``), so every real model (Qwen3: 151,936 ids) keeps the BF16 logsumexp.
-The red team's edit (/tmp/redteam experiments, ``i2_fake_log_softmax_bf16_for_long_vocab``),
-judged fixed while the check's vocabulary was 128 ids.
+artbot's control, from the red team's edit (/tmp/redteam experiments,
+``i2_fake_log_softmax_bf16_for_long_vocab``), judged fixed while the check's vocabulary was 128
+ids.
 """
 
 KIND = "fake"

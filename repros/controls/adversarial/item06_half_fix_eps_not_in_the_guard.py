@@ -1,9 +1,10 @@
-"""Item 6, half a fix: an ``eps`` field (default 1e-13) passed to AdamW as ``eps=params.eps``,
-but the cross-rank guard's ``adam_values`` left without it, so two ranks configured with
-different eps pass the guard. The audit's fix is "add eps to AdamParams and the cross-rank
-config guard" (and the finding's Expected asks for an eps "covered by the cross-rank config
-guard"): configurability is reproduced, the damping fixed. The red team's edit (/tmp/redteam
-experiments, ``i6_fake_eps_not_in_guard``), judged fixed while the guard was only reported.
+"""Item 6, half a fix: an ``eps`` field (default 1e-13) passed to AdamW as ``eps=params.eps``, but
+the cross-rank guard's ``adam_values`` left without it, so two ranks configured with different
+eps pass the guard. The audit's fix is "add eps to AdamParams and the cross-rank config guard"
+(and the finding's Expected asks for an eps "covered by the cross-rank config guard"):
+configurability is reproduced, the damping fixed. artbot's control, from the red team's edit
+(/tmp/redteam experiments, ``i6_fake_eps_not_in_guard``), judged fixed while the guard was only
+reported.
 """
 
 KIND = "fake"

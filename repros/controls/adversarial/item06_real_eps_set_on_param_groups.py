@@ -1,7 +1,7 @@
-"""Item 6, a real fix written unlike the suggested one: an ``eps`` field (default 1e-13) not
-passed to the AdamW constructor but written into every param group after it (and on each later
-step's update of the groups), compared by the cross-rank guard. The red team's edit
-(/tmp/redteam experiments, ``i6_real_param_groups``).
+"""Item 6, a real fix written unlike the suggested one: an ``eps`` field (default 1e-13) not passed
+to the AdamW constructor but written into every param group after it (and on each later step's
+update of the groups), compared by the cross-rank guard. artbot's control, from the red team's
+edit (/tmp/redteam experiments, ``i6_real_param_groups``).
 """
 
 KIND = "real"
@@ -25,7 +25,8 @@ EDITS = [
     (
         "trainer_rank/_optimizer.py",
         r"^(    \)\n)(    dynamic = _impl\._DynamicOptimizer)",
-        r'\g<1>    for _group in optimizer.param_groups:\n        _group["eps"] = params.eps\n\g<2>',
+        r"\g<1>    for _group in optimizer.param_groups:\n"
+        r'        _group["eps"] = params.eps\n\g<2>',
     ),
 ]
 EXPECT = {"eps-not-configurable": "fixed", "eps-damps-tiny-updates": "fixed"}

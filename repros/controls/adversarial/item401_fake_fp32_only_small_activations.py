@@ -2,8 +2,9 @@
 chunk's hidden states stay within 30 in magnitude (``chunk_hs.abs().max() <= 30``), so a model
 whose final hidden states reach 40 or more (real ones reach hundreds) keeps BF16 logits: with
 hidden states of |max| 40 and hidden size 64 its log-probabilities are those of rounded logits.
-The red team's edit (/tmp/redteam experiments, ``i401_fake_fp32_only_small_activations``),
-judged fixed while the check's hidden states never exceeded about 4.
+artbot's control, from the red team's edit (/tmp/redteam experiments,
+``i401_fake_fp32_only_small_activations``), judged fixed while the check's hidden states never
+exceeded about 4.
 """
 
 KIND = "fake"
