@@ -269,6 +269,10 @@ def closest(by_field: dict[str, list[Tried]]) -> tuple[str, Tried] | None:
     best = sorted(
         by_field, key=lambda n: (-sum(map(_reached, by_field[n])), "eps" not in n.lower())
     )
+    if best and not any(map(_reached, by_field[best[0]])) and "eps" not in best[0].lower():
+        # No field reaches it in any try and none is named for it: no field is nearest.
+        miss = next((t for t in by_field[best[0]] if not _reached(t)), None)
+        return None if miss is None else (f"any of {', '.join(by_field)}", miss)
     for name in best:
         miss = next((t for t in by_field[name] if not _reached(t)), None)
         if miss is not None:

@@ -295,7 +295,7 @@ def check_art(art: Any) -> dict[str, Any]:
             f"ran {builder}: {measured['no_field']} ({measured['params_at']})"
             + _missed(measured.get("closest"))
             + f"; the optimizer ART builds from AdamParams' defaults gets eps {_eps(default)}; "
-            f"the cross-rank guard ({guard_at}) has no eps to compare"
+            f"the cross-rank guard ({guard_at}) not run: no configured eps reaches the optimizer"
         )
     else:
         got = measured["set"]
@@ -432,6 +432,8 @@ def _missed(near: Any) -> str:
         return ""
     name, (want, others, got) = near
     given = ", ".join(f"{k}={v:.4g}" for k, v in sorted(others.items()))
+    if name.startswith("any of "):
+        return f"; each set to {want:g} leaves the optimizer eps {_eps(got or [])}"
     return (
         f"; nearest: AdamParams.{name} set to {want:g} "
         + (f"with {given} " if given else "with the other fields at their defaults ")
