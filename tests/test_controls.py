@@ -100,3 +100,39 @@ def test_item6_claims_are_independent(
         "eps-damps-tiny-updates": damped,
     }, result.detail
     assert "tells two ranks apart" in result.claims["eps-not-configurable"].detail
+
+
+@pytest.mark.repro
+def test_item6_counterexample_names_the_field_and_try_that_missed(
+    catalog: Catalog, art_wheels: ArtWheels, tmp_path: Path
+) -> None:
+    """An ``eps`` field passed on only while ``weight_decay`` is its default (the red team's
+    fake): the counterexample is ``eps`` (not the first field, ``beta1``) under a non-default
+    weight decay, and the detail does not say 1e-6 fails (it reaches the optimizer)."""
+    edits = [
+        (
+            "trainer_rank/_impl.py",
+            r"(class AdamParams:\n(?:    .*\n)*?    grad_clip_norm: float = 0\.1\n)",
+            r"\g<1>    eps: float = 1e-13\n",
+        ),
+        (
+            "trainer_rank/_optimizer.py",
+            r"^([ \t]*)weight_decay=params\.weight_decay,\n",
+            r"\g<0>\g<1>eps=params.eps if params.weight_decay == 0.1 else 1e-8,\n",
+        ),
+        (
+            "trainer_rank/_optimizer.py",
+            r"^([ \t]*)value\.grad_clip_norm,\n",
+            r"\g<0>\g<1>value.eps,\n",
+        ),
+    ]
+    release = art_wheels.tree("0.5.23")
+    result = check(catalog, controlled_copy(release, tmp_path / "wd", edits), 6, "0.5.23 + wd")
+    claim = result.claims["eps-not-configurable"]
+    assert claim.verdict.value == "reproduced", claim.detail
+    assert claim.domain is not None and claim.domain.counterexample is not None
+    given = claim.domain.counterexample.inputs
+    assert given["field"] == "eps", given
+    assert given["weight_decay (other field)"] != 0.1, given
+    assert "1e-06" not in claim.detail.split("nearest:")[0], claim.detail
+    assert "AdamParams.eps set to 1e-13" in claim.detail, claim.detail
