@@ -343,9 +343,9 @@ class LseProperty:
         p = torch.softmax(l64, -1)
         exact = -p
         exact[:, 0] += 1
-        eps = torch.finfo(dtype).eps
+        eps = torch.full((h64.shape[-1],), torch.finfo(dtype).eps, dtype=torch.float64)
         if vocab > LSE_VOCAB:  # the rest's entry sums vocab - 65 gradients: an accumulation's
-            eps = torch.tensor([eps] * 65 + [eps + math.sqrt(vocab) * EPS32], dtype=torch.float64)
+            eps[-1] += math.sqrt(vocab) * EPS32
 
         # Through the head: each hidden entry's gradient is its logits' (summed for the rest).
         def through(g: torch.Tensor) -> torch.Tensor:  # g @ head^T, summed by index

@@ -23,7 +23,7 @@ from art.trainer_rank._impl import AdamParams
 
 TRIED = (1e-13, 1e-6)
 # The other fields at their defaults, then at other values (a user who sets eps may set them too).
-OTHERS = (
+OTHERS: tuple[dict[str, float], ...] = (
     {},
     {"beta1": 0.8, "beta2": 0.95, "weight_decay": 0.05, "grad_clip_norm": 1.0},
     {"beta1": 0.5, "beta2": 0.9, "weight_decay": 0.0, "grad_clip_norm": 0.05},
