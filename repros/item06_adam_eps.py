@@ -273,10 +273,13 @@ def check_art(art: Any) -> dict[str, Any]:
     ART's own default target modules for Qwen/Qwen3-4B (``megatron/model_support/registry.py``).
 
     eps-not-configurable: fixed when some field of AdamParams, whatever it is called
-    (``eps``, ``adam_eps``, ...), reaches the optimizer: set to each eps tried, every param
-    group's eps is that value (a field with no default counts: each caller sets it); the
-    guard and a later step's eps are reported beside it. eps-damps-tiny-updates: the default
-    eps measured, or not checked when AdamParams' eps has no default."""
+    (``eps``, ``adam_eps``, ...), reaches the optimizer: set to each eps tried, with the other
+    fields at their defaults and at non-default values, every param group's eps is that value
+    (a field with no default counts: each caller sets it), and the cross-rank guard tells two
+    ranks apart that differ only in it (the audit's fix: "add eps to AdamParams and the
+    cross-rank config guard"); a later step's eps is reported beside it.
+    eps-damps-tiny-updates: the default eps measured, or not checked when AdamParams' eps has
+    no default."""
     import time
 
     import _art_optimizer
