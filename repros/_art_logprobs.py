@@ -54,14 +54,23 @@ def _ratio(err: torch.Tensor, bound: torch.Tensor) -> float:
 LOGITS_COVERS = (
     "hidden dtype bfloat16/float16/float32; grad off, hidden, hidden+head; chunk 1-1024 "
     "(ART's default); batch 1-2, positions 1-1100; vocab 17-151,936 (151,936: 32 positions, 8 "
-    "with grad, hidden 8); hidden 8-256; logits up to about 4 or 58"
+    "with grad, hidden 8); hidden 8-256; logits up to about 4 or 58; hidden-state |max| 4, 40 "
+    "or 400 (real final-norm outputs reach hundreds; the head scaled down to match)"
 )
 
 
 def logits_edges() -> list[dict[str, Any]]:
     """Qwen3's vocabulary first (it decides a fix for small chunks only, before the time budget
     can run out), then every dtype x grad mode, then the other sizes."""
-    base = {"batch": 1, "seq": 32, "chunk": 16, "vocab": 2048, "hidden": 128, "scale": 58.0}
+    base = {
+        "batch": 1,
+        "seq": 32,
+        "chunk": 16,
+        "vocab": 2048,
+        "hidden": 128,
+        "scale": 58.0,
+        "hmax": 4.0,
+    }
     out = [  # a chunk of 32 x 151,936 = 4.9M logits, then one with grad
         {**base, "dtype": "bfloat16", "grad": "off", "vocab": REAL_VOCAB, "hidden": 8, "chunk": 32},
         {
@@ -90,6 +99,10 @@ def logits_edges() -> list[dict[str, Any]]:
         },
         {**base, "dtype": "bfloat16", "grad": "hidden", "chunk": 1, "seq": 3},
         {**base, "dtype": "bfloat16", "grad": "hidden", "batch": 2, "seq": 48},
+        # Hidden states as large as a real model's (the head smaller, the logits the same).
+        {**base, "dtype": "bfloat16", "grad": "off", "hidden": 64, "hmax": 40.0},
+        {**base, "dtype": "bfloat16", "grad": "hidden", "hmax": 400.0},
+        {**base, "dtype": "float16", "grad": "off", "hidden": 64, "hmax": 400.0},
     ]
     return out
 
@@ -104,6 +117,7 @@ def logits_sample(rng: random.Random) -> dict[str, Any]:
         "scale": rng.choice((4.0, 20.0, 58.0)),
         "dtype": rng.choice(list(DTYPES)),
         "grad": rng.choice(("off", "hidden", "hidden+head")),
+        "hmax": rng.choice((4.0, 40.0, 400.0)),
     }
 
 
@@ -116,6 +130,7 @@ LOGITS_SIMPLEST = {
     "vocab": (2048,),
     "hidden": (8, 64, 128, 256),
     "scale": (58.0,),
+    "hmax": (4.0, 40.0, 400.0),
 }
 
 
@@ -128,9 +143,13 @@ class LogitsProperty:
         b, s, v, h = inp["batch"], inp["seq"], inp["vocab"], inp["hidden"]
         gen = torch.Generator().manual_seed(b * 7 + s * 131 + v * 3 + h)
         # Logits h @ W have a standard deviation of about scale / 4: the top reaches ~scale.
-        hidden = torch.randn(b, s, h, generator=gen, dtype=torch.float64).to(dtype)
+        # The hidden states' standard deviation is hmax / 4 (their |max| about hmax), the head
+        # divided by as much, so the logits keep their size whatever the hidden states'.
+        spread = inp.get("hmax", 4.0) / 4
+        hidden = (torch.randn(b, s, h, generator=gen, dtype=torch.float64) * spread).to(dtype)
         head = (
-            torch.randn(h, v, generator=gen, dtype=torch.float64) * inp["scale"] / 4 / math.sqrt(h)
+            torch.randn(h, v, generator=gen, dtype=torch.float64)
+            * (inp["scale"] / 4 / math.sqrt(h) / spread)
         ).to(dtype)
         ids = torch.randint(0, v, (b, s), generator=gen)
         hidden.requires_grad_(inp["grad"] != "off")
@@ -204,14 +223,29 @@ def search_logits(art: Any, seed: int = 0, samples: int = 4) -> tuple[_domain.Fo
 # ---- item 2: the logsumexp ------------------------------------------------------------------
 
 LSE_COVERS = (
-    "identity head; hidden dtype bfloat16/float16/float32; target logit 0.5-200; 1 - p from "
+    "identity head (vocab 128) or a 0/1 selection head of hidden 66 (vocab 4,099-151,936, "
+    "rows up to 16); hidden dtype bfloat16/float16/float32; target logit 0.5-200; 1 - p from "
     "1e-5 to 0.6 (1-64 competitors); rows 1-2100; chunk 1-1024; grad on and off"
 )
 LSE_VOCAB = 128
+# Vocabularies past a 4096-id cut-off, up to Qwen3's; with them the rows stay few (2 s budget).
+LONG_VOCABS = (4_099, 32_000, REAL_VOCAB)
+LONG_ROWS = 16
 
 
 def lse_edges() -> list[dict[str, Any]]:
-    out = []
+    # A real vocabulary (Qwen3's 151,936 ids) first: a fix for small vocabularies only is no fix.
+    out = [
+        {
+            "dtype": "bfloat16",
+            "x": 40.0,
+            "rows": LONG_ROWS,
+            "chunk": ART_CHUNK,
+            "grad": grad,
+            "vocab": REAL_VOCAB,
+        }
+        for grad in (False, True)
+    ]
     for dtype in DTYPES:
         for x in (6.0, 12.0, 24.0, 40.0, 80.0):
             out.append({"dtype": dtype, "x": x, "rows": 256, "chunk": ART_CHUNK, "grad": True})
@@ -229,10 +263,19 @@ def lse_sample(rng: random.Random) -> dict[str, Any]:
         "rows": rng.choice((1, 3, 64, 300)),
         "chunk": rng.choice((1, 16, 128, ART_CHUNK)),
         "grad": rng.random() < 0.7,
+        "vocab": rng.choice((LSE_VOCAB,) * 3 + LONG_VOCABS),
     }
 
 
+def lse_case(inp: dict[str, Any]) -> dict[str, Any]:
+    """A sampled case as run: a long vocabulary keeps at most LONG_ROWS rows."""
+    if inp.get("vocab", LSE_VOCAB) > LSE_VOCAB:
+        return {**inp, "rows": min(inp["rows"], LONG_ROWS)}
+    return inp
+
+
 LSE_SIMPLEST = {
+    "vocab": (LSE_VOCAB, *LONG_VOCABS),
     "dtype": ("bfloat16",),
     "grad": (False, True),
     "rows": (1, 64),
@@ -263,13 +306,23 @@ class LseProperty:
 
     def __call__(self, inp: dict[str, Any]) -> _domain.Failure | None:
         dtype = DTYPES[inp["dtype"]]
-        x, rows = inp["x"], inp["rows"]
-        logits = lse_rows(x, rows, seed=rows * 17 + int(x * 100), dtype=dtype)
-        hidden = logits.unsqueeze(0).clone().requires_grad_(inp["grad"])
-        head = torch.eye(LSE_VOCAB, dtype=dtype)
+        x, rows, vocab = inp["x"], inp["rows"], inp.get("vocab", LSE_VOCAB)
+        row_logits = lse_rows(x, rows, seed=rows * 17 + int(x * 100), dtype=dtype)
+        if vocab == LSE_VOCAB:  # the identity head: each hidden row is its row of logits
+            hidden = row_logits.unsqueeze(0).clone()
+            sel = torch.arange(LSE_VOCAB)
+        else:  # hidden 66: the target, 64 competitors' slots, the rest (x - 64) for every id after
+            hidden = torch.cat([row_logits[:, :65], row_logits[:, -1:]], -1).unsqueeze(0)
+            sel = torch.cat([torch.arange(65), torch.full((vocab - 65,), 65)])
+        # Logit j is hidden entry sel[j]: a 0/1 head with one 1 per column.
+        head = torch.zeros(hidden.shape[-1], vocab, dtype=dtype)
+        head[sel, torch.arange(vocab)] = 1
+        hidden.requires_grad_(inp["grad"])
         ids = torch.zeros((1, rows), dtype=torch.long)
         logprobs = self.impl(head, hidden, ids, inp["chunk"])[0]
-        l64 = logits.double()
+        # Each logit is one hidden entry times 1 (the rest zeros): exact in every dtype.
+        h64 = hidden.detach().double().reshape(rows, -1)
+        l64 = h64[:, sel]
         lp64 = torch.log_softmax(l64, -1)[:, 0]
         bound = 8 * EPS32 * (abs(x) + 1)
         err = (logprobs.detach().double().reshape(rows) - lp64).abs()
@@ -290,8 +343,18 @@ class LseProperty:
         p = torch.softmax(l64, -1)
         exact = -p
         exact[:, 0] += 1
-        gbound = 4 * torch.finfo(dtype).eps * exact.abs() + bound * p + torch.finfo(dtype).tiny
-        gerr = (hidden.grad.double().reshape(rows, LSE_VOCAB) - exact).abs()
+        eps = torch.full((h64.shape[-1],), torch.finfo(dtype).eps, dtype=torch.float64)
+        if vocab > LSE_VOCAB:  # the rest's entry sums vocab - 65 gradients: an accumulation's
+            eps[-1] += math.sqrt(vocab) * EPS32
+
+        # Through the head: each hidden entry's gradient is its logits' (summed for the rest).
+        def through(g: torch.Tensor) -> torch.Tensor:  # g @ head^T, summed by index
+            return torch.zeros(rows, h64.shape[-1], dtype=g.dtype).index_add_(1, sel, g)
+
+        per = through(4 * exact.abs())
+        gbound = eps * per + through(bound * p) + torch.finfo(dtype).tiny
+        exact = through(exact)
+        gerr = (hidden.grad.double().reshape(rows, -1) - exact).abs()
         ratio = _ratio(gerr, gbound)
         if ratio > 1:
             r = int((gerr / gbound).amax(-1).argmax())
@@ -309,7 +372,7 @@ def search_lse(art: Any, seed: int = 0, samples: int = 10) -> tuple[_domain.Foun
     found = _domain.search(
         covers=LSE_COVERS,
         edges=cases,
-        sample=lse_sample,
+        sample=lambda rng: lse_case(lse_sample(rng)),
         holds=LseProperty(impl),
         shrink=lambda inp: _simpler.toward(inp, LSE_SIMPLEST),
         seed=seed,

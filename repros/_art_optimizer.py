@@ -26,6 +26,9 @@ IMPL, OPTIMIZER = "trainer_rank/_impl.py", "trainer_rank/_optimizer.py"
 NAMES = ("_dynamic_optimizer", "_new_dynamic_optimizer", "_guard_optim_step_configuration")
 LR = 1e-4
 TRIED_EPS = (1e-13, 1e-6)
+OTHER_SETTINGS = 3  # draws of the other fields at non-default values
+# One try of a field: (eps set, the other fields set, each param group's eps or None: refused)
+Tried = tuple[float, dict[str, Any], list[float] | None]
 
 
 class TwoRanks:
@@ -116,13 +119,54 @@ class ArtOptimizer:
         dynamic = rank._dynamic_optimizer("default", params)
         return [float(group["eps"]) for group in dynamic.optimizer.param_groups]
 
-    def params(self, eps: float | None = None, field: str = "eps") -> Any:
+    def params(
+        self, eps: float | None = None, field: str = "eps", others: dict[str, Any] | None = None
+    ) -> Any:
         """``AdamParams(learning_rate=LR)``, with ``field=eps`` when given (TypeError when ART's
-        AdamParams has no such field). Any other field without a default gets 1e-8."""
+        AdamParams has no such field) and ``others`` (other fields' values) on top. Any other
+        field without a default gets 1e-8."""
         extra = {name: 1e-8 for name in self.required() if name not in ("learning_rate", field)}
+        extra.update(others or {})
         if eps is not None:
             extra[field] = eps
-        return self.AdamParams(learning_rate=LR, **extra)
+        return self.AdamParams(**{"learning_rate": LR, **extra})
+
+    def defaults(self) -> dict[str, Any]:
+        """Each field's default (1e-8 for one without, LR for the learning rate)."""
+        import dataclasses
+
+        out: dict[str, Any] = {}
+        if dataclasses.is_dataclass(self.AdamParams):
+            for f in dataclasses.fields(self.AdamParams):
+                if f.default is not dataclasses.MISSING:
+                    out[f.name] = f.default
+                elif f.default_factory is not dataclasses.MISSING:
+                    out[f.name] = f.default_factory()
+        else:
+            for name, f in (getattr(self.AdamParams, "model_fields", None) or {}).items():
+                if not f.is_required():
+                    out[name] = f.get_default()
+        out.setdefault("learning_rate", LR)
+        return {name: out.get(name, 1e-8) for name in self.fields()}
+
+    def others(self, field: str) -> list[dict[str, Any]]:
+        """The other fields' settings each eps is tried under: all at their defaults, then
+        ``OTHER_SETTINGS`` draws (a fixed seed) giving every other float field (the learning
+        rate too) a value other than its default, in (0.5, 0.95) x the default (a default of 0
+        gets 0.001-0.05): a value a beta, a decay, a clip norm and a learning rate all accept."""
+        import random
+
+        rng = random.Random(6)
+        defaults = self.defaults()
+        out: list[dict[str, Any]] = [{}]
+        for _ in range(OTHER_SETTINGS):
+            draw: dict[str, Any] = {}
+            for name, value in defaults.items():
+                if name == field or isinstance(value, bool) or not isinstance(value, float):
+                    continue
+                draw[name] = value * rng.uniform(0.5, 0.95) if value else rng.uniform(1e-3, 0.05)
+            out.append(draw)
+        return out
 
     def fields(self) -> dict[str, bool]:
         """AdamParams' fields (a dataclass's, or a pydantic model's): name -> has a default."""
@@ -141,23 +185,30 @@ class ArtOptimizer:
     def required(self) -> list[str]:
         return [name for name, has_default in self.fields().items() if not has_default]
 
-    def eps_field(self) -> tuple[str | None, dict[str, dict[float, list[float]]]]:
+    def eps_field(self) -> tuple[str | None, dict[str, list[Tried]]]:
         """The field of AdamParams, whatever it is called, whose value reaches the optimizer's
         ``param_groups[i]["eps"]``: each field but the learning rate set in turn to each of
-        ``TRIED_EPS`` (a field whose value is refused counts as not reaching it). Returns the
-        first that reaches it for every value tried, and what each field gave."""
-        tried: dict[str, dict[float, list[float]]] = {}
+        ``TRIED_EPS``, under each of ``others(field)`` (the other fields at their defaults, then
+        at other values), a field's tries stopping at its first miss (a value it refuses counts
+        as a miss). Returns the first field that reaches it in every case, and each field's
+        tries: ``(eps set, other fields, the optimizer's eps or None when refused)``."""
+        tried: dict[str, list[Tried]] = {}
         for name in self.fields():
             if name == "learning_rate":
                 continue
-            got: dict[float, list[float]] = {}
-            for eps in TRIED_EPS:
-                try:
-                    got[eps] = self.eps_of(self.params(eps, name))
-                except (TypeError, ValueError):
+            got: list[Tried] = []
+            for others in self.others(name):
+                for eps in TRIED_EPS:
+                    try:
+                        got.append((eps, others, self.eps_of(self.params(eps, name, others))))
+                    except (TypeError, ValueError):
+                        got.append((eps, others, None))
+                    if not _reached(got[-1]):
+                        break
+                if not _reached(got[-1]):
                     break
             tried[name] = got
-            if len(got) == len(TRIED_EPS) and all(v == [want] * len(v) for want, v in got.items()):
+            if all(_reached(t) for t in got):
                 return name, tried
         return None, tried
 
@@ -192,17 +243,41 @@ def measure(art: Any) -> dict[str, Any]:
     if field is None:
         out["no_field"] = (
             f"no field of AdamParams ({', '.join(out['fields'])}) reaches the optimizer's eps "
-            f"when set to {', '.join(f'{e:g}' for e in TRIED_EPS)}"
+            f"in every case tried"
         )
+        out["closest"] = closest(by_field)
         return out
     out["field"] = field
     tried = {eps: built.params(eps, field) for eps in TRIED_EPS}
-    out["set"] = by_field[field]
+    out["set"] = {eps: v for eps, others, v in by_field[field] if not others}
+    out["settings"] = len({repr(o) for _, o, _ in by_field[field]})
     rank = built.rank()
     built.eps_of(tried[TRIED_EPS[0]], rank)
     out["later"] = built.eps_of(tried[TRIED_EPS[1]], rank)
     out["guard"] = built.guard_tells_apart(tried[TRIED_EPS[0]], tried[TRIED_EPS[1]])
     return out
+
+
+def _reached(tried: Tried) -> bool:
+    eps, _, got = tried
+    return got is not None and bool(got) and got == [eps] * len(got)
+
+
+def closest(by_field: dict[str, list[Tried]]) -> tuple[str, Tried] | None:
+    """The field that came nearest to reaching the optimizer's eps (the most tries that
+    reached it; among equals, one named like eps first, else the first) and its first miss."""
+    best = sorted(
+        by_field, key=lambda n: (-sum(map(_reached, by_field[n])), "eps" not in n.lower())
+    )
+    if best and not any(map(_reached, by_field[best[0]])) and "eps" not in best[0].lower():
+        # No field reaches it in any try and none is named for it: no field is nearest.
+        miss = next((t for t in by_field[best[0]] if not _reached(t)), None)
+        return None if miss is None else (f"any of {', '.join(by_field)}", miss)
+    for name in best:
+        miss = next((t for t in by_field[name] if not _reached(t)), None)
+        if miss is not None:
+            return name, miss
+    return None
 
 
 def target_modules(art: Any, model: str) -> tuple[str, ...]:

@@ -273,10 +273,13 @@ def check_art(art: Any) -> dict[str, Any]:
     ART's own default target modules for Qwen/Qwen3-4B (``megatron/model_support/registry.py``).
 
     eps-not-configurable: fixed when some field of AdamParams, whatever it is called
-    (``eps``, ``adam_eps``, ...), reaches the optimizer: set to each eps tried, every param
-    group's eps is that value (a field with no default counts: each caller sets it); the
-    guard and a later step's eps are reported beside it. eps-damps-tiny-updates: the default
-    eps measured, or not checked when AdamParams' eps has no default."""
+    (``eps``, ``adam_eps``, ...), reaches the optimizer: set to each eps tried, with the other
+    fields at their defaults and at non-default values, every param group's eps is that value
+    (a field with no default counts: each caller sets it), and the cross-rank guard tells two
+    ranks apart that differ only in it (the audit's fix: "add eps to AdamParams and the
+    cross-rank config guard"); a later step's eps is reported beside it.
+    eps-damps-tiny-updates: the default eps measured, or not checked when AdamParams' eps has
+    no default."""
     import time
 
     import _art_optimizer
@@ -288,26 +291,33 @@ def check_art(art: Any) -> dict[str, Any]:
     where = measured["where"]
     builder = where["_new_dynamic_optimizer"]
     default = measured["default"]
+    guard_at = where["_guard_optim_step_configuration"]
     if "no_field" in measured:
         configurable = False
         config = (
-            f"ran {builder}: {measured['no_field']} ({measured['params_at']}); the optimizer "
-            f"gets eps {_eps(default)}; the cross-rank guard "
-            f"({where['_guard_optim_step_configuration']}) has no eps to compare"
+            f"ran {builder}: {measured['no_field']} ({measured['params_at']})"
+            + _missed(measured.get("closest"))
+            + f"; the optimizer ART builds from AdamParams' defaults gets eps {_eps(default)}; "
+            f"the cross-rank guard ({guard_at}) not run: no configured eps reaches the optimizer"
         )
     else:
         got = measured["set"]
-        configurable = True
+        # The audit's fix is "add eps to AdamParams and the cross-rank config guard" (and the
+        # finding's Expected asks the same): an eps two ranks may hold differently without
+        # the guard noticing is not yet the configurable eps the audit asks for.
+        configurable = bool(measured["guard"])
         config = (
             f"ran {builder}: AdamParams.{measured['field']} ({measured['params_at']}) "
             + ", ".join(f"{want:g} -> optimizer eps {_eps(eps)}" for want, eps in got.items())
+            + f" (and under {measured['settings'] - 1} settings of every other field at "
+            "non-default values)"
             + f"; a later step with {measured['field']} {_art_optimizer.TRIED_EPS[1]:g} leaves "
-            f"{_eps(measured['later'])}; the cross-rank guard "
-            f"({where['_guard_optim_step_configuration']}) "
+            f"{_eps(measured['later'])}; the cross-rank guard ({guard_at}) "
             + (
                 "tells two ranks apart that differ only in it"
                 if measured["guard"]
-                else "does not compare it: two ranks that differ only in it pass"
+                else "does not compare it: two ranks that differ only in it pass (the audit's "
+                "fix adds eps to AdamParams and the cross-rank config guard)"
             )
         )
     domain = _eps_domain(measured)
@@ -355,23 +365,32 @@ def _eps_domain(measured: dict[str, Any]) -> dict[str, Any]:
     import _art_optimizer
 
     tried = measured.get("by_field", {})
-    inputs = sum(len(v) for v in tried.values()) or 1
+    inputs = sum(len(v) for v in tried.values()) + ("guard" in measured) or 1
     covers = (
         f"every field of AdamParams ({', '.join(measured.get('fields', []))}) but the learning "
-        f"rate, set to eps {', '.join(f'{e:g}' for e in _art_optimizer.TRIED_EPS)}; the "
-        "optimizer's param_groups read"
+        f"rate, set to eps {', '.join(f'{e:g}' for e in _art_optimizer.TRIED_EPS)} with the "
+        f"other fields at their defaults and in {_art_optimizer.OTHER_SETTINGS} draws at "
+        "non-default values (each, the learning rate too, 0.5-0.95 x its default); the "
+        "optimizer's param_groups read; the cross-rank guard on two ranks differing in eps only"
     )
     counterexample = None
     if "no_field" in measured:
-        want = _art_optimizer.TRIED_EPS[0]
-        name, got = next(
-            ((n, v[want]) for n, v in tried.items() if want in v),
-            ("(none settable)", measured.get("default", [])),
-        )
+        near = measured.get("closest")
+        if near is None:
+            name, want, others, got = "(none settable)", _art_optimizer.TRIED_EPS[0], {}, None
+        else:
+            name, (want, others, got) = near
         counterexample = {
-            "inputs": {"field": name, "set to": want},
-            "measured": f"optimizer eps {_eps(got)}",
+            "inputs": {"field": name, "set to": want, **_non_default(others)},
+            "measured": "refused" if got is None else f"optimizer eps {_eps(got)}",
             "bound": f"eps {want:g}",
+        }
+    elif not measured.get("guard"):
+        first, second = _art_optimizer.TRIED_EPS
+        counterexample = {
+            "inputs": {"field": measured["field"], "rank 0": first, "rank 1": second},
+            "measured": "the cross-rank guard passes",
+            "bound": "the guard raises: the configs differ across ranks",
         }
     return {
         "covers": covers[:400],
@@ -402,6 +421,27 @@ def _damp_domain(measured: dict[str, Any], damped: bool | None) -> dict[str, Any
         if damped and default
         else None,
     }
+
+
+def _non_default(others: dict[str, Any]) -> dict[str, Any]:
+    """The other fields' values of a try, rounded for a counterexample (none: all defaults)."""
+    return {f"{k} (other field)": float(f"{v:.4g}") for k, v in sorted(others.items())}
+
+
+def _missed(near: Any) -> str:
+    """Which field came nearest, and the try that missed: "; AdamParams.eps set to 1e-13 gives
+    1e-08 (with beta1=0.6, ...; it reached 1e-06)"."""
+    if near is None:
+        return ""
+    name, (want, others, got) = near
+    given = ", ".join(f"{k}={v:.4g}" for k, v in sorted(others.items()))
+    if name.startswith("any of "):
+        return f"; each set to {want:g} leaves the optimizer eps {_eps(got or [])}"
+    return (
+        f"; nearest: AdamParams.{name} set to {want:g} "
+        + (f"with {given} " if given else "with the other fields at their defaults ")
+        + ("is refused" if got is None else f"gives the optimizer eps {_eps(got)}")
+    )
 
 
 def _eps(values: list[float]) -> str:

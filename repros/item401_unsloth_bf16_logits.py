@@ -117,9 +117,10 @@ def check_art(art: Any) -> dict[str, Any]:
     """ART's own ``_calculate_logprobs`` (from the release's source) searched over the claim's
     domain (``_art_logprobs``): hidden dtypes BF16/FP16/FP32, grad off / on the hidden states /
     on the head too, chunk sizes up to ART's default 1024, vocabularies up to 151,936 ids,
-    logits up to about 58. Reproduced: on some input the log-probabilities (or their
-    gradients) are not those of FP32-accurate logits of the operands, against a float64
-    oracle; the first such input is shrunk and shown. Fixed: none found."""
+    logits up to about 58, hidden states of |max| 4, 40 and 400. Reproduced: on some input the
+    log-probabilities (or their gradients) are not those of FP32-accurate logits of the
+    operands, against a float64 oracle; the first such input is shrunk and shown. Fixed: none
+    found."""
     import _art_logprobs
     import _evidence
     import _simpler

@@ -73,8 +73,12 @@ def test_item6_claims_are_independent(
     art_wheels: ArtWheels,
     tmp_path: Path,
 ) -> None:
-    """A reviewer's fix, an eps field and ``eps=params.eps`` in the call (the guard untouched):
-    the eps is configurable whatever its default; the damping follows the default."""
+    """A reviewer's fix, an eps field, ``eps=params.eps`` in the call and ``value.eps`` in the
+    cross-rank guard: the eps is configurable whatever its default; the damping follows the
+    default. The guard edit is part of the fix: the audit's own fix is "add eps to AdamParams
+    and the cross-rank config guard" (and the finding's Expected asks for an eps covered by
+    that guard), so with the guard untouched eps-not-configurable stays reproduced (the
+    adversarial control item06_half_fix_eps_not_in_the_guard holds that case)."""
     release = art_wheels.tree("0.5.23")
     field = "eps: float" if default is None else f"eps: float = {default}"
     edits = [
@@ -88,10 +92,47 @@ def test_item6_claims_are_independent(
             r"^([ \t]*)weight_decay=params\.weight_decay,\n",
             r"\g<0>\g<1>eps=params.eps,\n",
         ),
+        ("trainer_rank/*.py", r"^([ \t]*)value\.grad_clip_norm,\n", r"\g<0>\g<1>value.eps,\n"),
     ]
     result = check(catalog, controlled_copy(release, tmp_path / "eps", edits), 6, "0.5.23 + eps")
     assert claim_verdicts(result) == {
         "eps-not-configurable": "fixed",
         "eps-damps-tiny-updates": damped,
     }, result.detail
-    assert "does not compare it" in result.claims["eps-not-configurable"].detail
+    assert "tells two ranks apart" in result.claims["eps-not-configurable"].detail
+
+
+@pytest.mark.repro
+def test_item6_counterexample_names_the_field_and_try_that_missed(
+    catalog: Catalog, art_wheels: ArtWheels, tmp_path: Path
+) -> None:
+    """An ``eps`` field passed on only while ``weight_decay`` is its default (the red team's
+    fake): the counterexample is ``eps`` (not the first field, ``beta1``) under a non-default
+    weight decay, and the detail does not say 1e-6 fails (it reaches the optimizer)."""
+    edits = [
+        (
+            "trainer_rank/_impl.py",
+            r"(class AdamParams:\n(?:    .*\n)*?    grad_clip_norm: float = 0\.1\n)",
+            r"\g<1>    eps: float = 1e-13\n",
+        ),
+        (
+            "trainer_rank/_optimizer.py",
+            r"^([ \t]*)weight_decay=params\.weight_decay,\n",
+            r"\g<0>\g<1>eps=params.eps if params.weight_decay == 0.1 else 1e-8,\n",
+        ),
+        (
+            "trainer_rank/_optimizer.py",
+            r"^([ \t]*)value\.grad_clip_norm,\n",
+            r"\g<0>\g<1>value.eps,\n",
+        ),
+    ]
+    release = art_wheels.tree("0.5.23")
+    result = check(catalog, controlled_copy(release, tmp_path / "wd", edits), 6, "0.5.23 + wd")
+    claim = result.claims["eps-not-configurable"]
+    assert claim.verdict.value == "reproduced", claim.detail
+    assert claim.domain is not None and claim.domain.counterexample is not None
+    given = claim.domain.counterexample.inputs
+    assert given["field"] == "eps", given
+    assert given["weight_decay (other field)"] != 0.1, given
+    assert "1e-06" not in claim.detail.split("nearest:")[0], claim.detail
+    assert "AdamParams.eps set to 1e-13" in claim.detail, claim.detail

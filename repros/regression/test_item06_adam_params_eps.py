@@ -3,8 +3,9 @@ the Megatron backend's OptimizerConfig uses adam_eps = 1e-13. AdamParams should 
 that reaches the optimizer TrainerRank builds.
 
 The test asks what the audit asks, not how: some field of AdamParams, whatever it is called
-(``eps``, ``adam_eps``, ...), set to 1e-13 and then to 1e-6, must give every param group of the
-optimizer TrainerRank builds from it (``_new_dynamic_optimizer``) that eps. A field that nothing
+(``eps``, ``adam_eps``, ...), set to 1e-13 and then to 1e-6, with the other fields at their
+defaults and at other values, must give every param group of the optimizer TrainerRank builds
+from it (``_new_dynamic_optimizer``) that eps. A field that nothing
 passes on, or an eps hard-coded in the AdamW call, does not pass it.
 
 Still present in openpipe-art 0.5.20, 0.5.21 and 0.5.23, so the test is a strict xfail: it
@@ -21,6 +22,12 @@ import torch
 from art.trainer_rank._impl import AdamParams
 
 TRIED = (1e-13, 1e-6)
+# The other fields at their defaults, then at other values (a user who sets eps may set them too).
+OTHERS: tuple[dict[str, float], ...] = (
+    {},
+    {"beta1": 0.8, "beta2": 0.95, "weight_decay": 0.05, "grad_clip_norm": 1.0},
+    {"beta1": 0.5, "beta2": 0.9, "weight_decay": 0.0, "grad_clip_norm": 0.05},
+)
 
 
 def optimizer_from(params: AdamParams) -> torch.optim.Optimizer:
@@ -37,15 +44,23 @@ def optimizer_from(params: AdamParams) -> torch.optim.Optimizer:
     return build(rank, "default", params).optimizer
 
 
+def params(name: str, eps: float, others: dict[str, float]) -> AdamParams:
+    """AdamParams with ``name`` set to ``eps`` and the other fields given (those it has)."""
+    fields = {f.name for f in dataclasses.fields(AdamParams)}
+    given = {k: v for k, v in others.items() if k in fields and k != name}
+    return AdamParams(**{"learning_rate": 1e-4, **given, name: eps})
+
+
 def fields_reaching_eps() -> list[str]:
-    """Fields of AdamParams (all but the learning rate) whose value, set to each of TRIED, is
-    every param group's eps."""
+    """Fields of AdamParams (all but the learning rate) whose value, set to each of TRIED with
+    the other fields at each of OTHERS, is every param group's eps."""
     names = [f.name for f in dataclasses.fields(AdamParams) if f.name != "learning_rate"]
     reached = []
     for name in names:
         try:
             groups = [
-                (eps, optimizer_from(AdamParams(learning_rate=1e-4, **{name: eps})).param_groups)
+                (eps, optimizer_from(params(name, eps, others)).param_groups)
+                for others in OTHERS
                 for eps in TRIED
             ]
         except (TypeError, ValueError):  # a value this field refuses

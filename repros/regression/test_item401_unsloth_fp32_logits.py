@@ -1,7 +1,8 @@
 """artbot follow-up 401 (audit item 4 on the Unsloth backend): _calculate_logprobs must give the
 log-probabilities of FP32 logits of its operands, not of logits rounded to the operands' dtype,
 whatever the dtype (BF16 or FP16), whether the hidden states require grad (training) or not,
-and for a chunk over a real vocabulary (Qwen3's 151,936 ids) as for a small one. Strict xfail
+for a chunk over a real vocabulary (Qwen3's 151,936 ids) as for a small one, and for hidden
+states as large as a real model's (|max| about 40 and 400) as for small ones. Strict xfail
 while the matmul is BF16 (p90 error 0.11 nats on 0.5.21 and 0.5.23); it fails as an unexpected
 pass once fixed. CPU only: random operands whose logits reach about 58."""
 
@@ -11,9 +12,13 @@ import torch
 from art.unsloth.train import _calculate_logprobs
 
 
-CASES = [  # (positions, hidden size, vocabulary, chunk)
-    (64, 256, 4096, 32),
-    (8, 8, 151_936, 8),  # Qwen3's vocabulary: a chunk of 1.2M logits
+CASES = [  # (positions, hidden size, vocabulary, chunk, hidden states' spread)
+    (64, 256, 4096, 32, 1.0),
+    (8, 8, 151_936, 8, 1.0),  # Qwen3's vocabulary: a chunk of 1.2M logits
+    # Hidden states as large as a real model's final ones (|max| about 40, then 400), the head
+    # as much smaller: the same logits, so the same rounding, whatever the activations' size.
+    (64, 64, 2048, 16, 10.0),
+    (64, 64, 2048, 16, 100.0),
 ]
 
 
@@ -22,16 +27,23 @@ def test_logprobs_come_from_fp32_logits() -> None:
     # One test over the whole domain: a fix for one dtype, grad mode or chunk size is no fix.
     for dtype in (torch.bfloat16, torch.float16):
         for grad in (False, True):
-            for positions, hidden_size, vocab, chunk in CASES:
-                check(dtype, grad, positions, hidden_size, vocab, chunk)
+            for positions, hidden_size, vocab, chunk, spread in CASES:
+                check(dtype, grad, positions, hidden_size, vocab, chunk, spread)
 
 
 def check(
-    dtype: torch.dtype, grad: bool, positions: int, hidden_size: int, vocab: int, chunk: int
+    dtype: torch.dtype,
+    grad: bool,
+    positions: int,
+    hidden_size: int,
+    vocab: int,
+    chunk: int,
+    spread: float,
 ) -> None:
     g = torch.Generator().manual_seed(0)
-    hidden = torch.randn(1, positions, hidden_size, generator=g).to(dtype)
-    scale = 0.8 * (256 / hidden_size) ** 0.5  # logits of the same size at every hidden size
+    hidden = (torch.randn(1, positions, hidden_size, generator=g) * spread).to(dtype)
+    # Logits of the same size at every hidden size and spread.
+    scale = 0.8 * (256 / hidden_size) ** 0.5 / spread
     lm_head_t = (torch.randn(hidden_size, vocab, generator=g) * scale).to(dtype)
     ids = torch.randint(0, vocab, (1, positions), generator=g)
     hidden.requires_grad_(grad)
@@ -39,6 +51,8 @@ def check(
     logits = hidden.detach().double() @ lm_head_t.double()
     exact = torch.log_softmax(logits, -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
     error = float((logprobs.detach().double() - exact).abs().quantile(0.9))
-    where = f"{dtype}, grad {grad}, vocabulary {vocab}"
+    where = (
+        f"{dtype}, grad {grad}, vocabulary {vocab}, hidden |max| {float(hidden.abs().max()):.3g}"
+    )
     assert error <= 1e-3, f"{where}: p90 logprob error {error:.2g} nats"
     assert logprobs.requires_grad == grad, f"{where}: the logprobs carry no gradient"
