@@ -331,7 +331,7 @@ def check_art(art: Any) -> dict[str, Any]:
         result = damped(eps, parameters)
         damp_hit = result["damped"]
         damp = (
-            f"default eps {eps:g} (the optimizer ART builds from AdamParams defaults); A's first "
+            f"default eps {eps:g} (ran: the optimizer ART builds from AdamParams defaults); modelled: A's first "
             f"update is {result['ratio']:.3g} of eps 1e-13's at median |grad A| "
             f"{result['grad_a_median']:.2g}, with the clip over {parameters:,} LoRA parameters "
             f"(ART's target modules for Qwen/Qwen3-4B: {', '.join(modules)})"
@@ -343,7 +343,7 @@ def check_art(art: Any) -> dict[str, Any]:
                 not configurable, config, method="ran", at=at, domain=domain
             ),
             "eps-damps-tiny-updates": _evidence.claim(
-                damp_hit, damp, method="ran", at=at, domain=_damp_domain(measured, damp_hit)
+                damp_hit, damp, method="modelled", at=at, domain=_damp_domain(measured, damp_hit)
             ),
         },
         "detail": f"{config}; {damp}",
