@@ -151,7 +151,8 @@ DOMAIN = {
 COVERS = (
     "group sizes 2-64, common reward 1e-3 to 1e8 (either sign); noise: per-step sums in "
     "other orders, neighbours up to 8 ulps, relative spread up to 1e-11, also straddling an "
-    "FP32 midpoint or a 6-12 digit decimal rounding boundary -> |advantage| <= 1e-6; signal: spread 1e-6 to 1 of max(|reward|, 1) -> max |advantage| >= 0.5"
+    "FP32 midpoint or a 6-12 digit decimal rounding boundary -> |advantage| <= 1e-6; signal: "
+    "spread 1e-6 to 1 of max(|reward|, 1) -> max |advantage| >= 0.5"
 )
 SIGNAL_FLOOR = 0.5
 NOISE_KINDS = (
