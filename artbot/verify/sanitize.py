@@ -13,8 +13,9 @@ printed, recorded in ``findings/status/`` or put in an issue, it goes through :f
   prefix (``ghp_``, ``gho_``, ``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``), an
   ``Authorization:`` header or ``extraheader``, a ``Bearer``/``Basic``/``token`` credential
   (8 or more credential characters after the word; a number there, as in "gradient on that
-  token 0.333333" or "token 1.5e-08", is a measurement, not a credential), a private key, a run of 32 or more base64 characters mixing cases and digits, or the value of any
-  secret it is given.
+  token 0.333333" or "token 1.5e-08", is a measurement, not a credential), a private key, a
+  run of 32 or more base64 characters mixing cases and digits, or the value of any secret it
+  is given.
 """
 
 from __future__ import annotations
