@@ -7,7 +7,9 @@ gives); old logprobs in ``old dtype`` (FP32, the packed tensors', or the new log
 equal to the new ones plus a small drift, except token ``at`` of row 0, which holds a bad value:
 a non-finite ``old``, or a finite one whose log-ratio ``new - old`` is beyond ART's bound (20, 10 in
 FP16), from just past it to the dtype's largest. ``grad`` says whether the logits require grad
-(a backward is then run and its gradients read). Advantages are FP32, one per row.
+(a backward is then run and its gradients read). Advantages are FP32, one per row. ``level`` is
+``loss_fn``'s ``importance_sampling_level`` (every level ART 0.5.20-0.5.23 accepts: "token",
+"sequence", "average", "geometric_average"; each row is one sequence, its own group id).
 
 The predicates (the records' Expected):
 
@@ -36,6 +38,8 @@ VOCAB = 16
 CLEAR_ERROR = re.compile(r"log[ _-]?prob", re.IGNORECASE)
 SANE_FACTOR = 2.0
 NON_FINITE = {"-inf": float("-inf"), "nan": float("nan"), "+inf": float("inf")}
+# loss_fn's importance_sampling_level values (art/loss.py 0.5.20-0.5.23; "token" the default)
+LEVELS = ("token", "sequence", "average", "geometric_average")
 
 
 def bound_for(new_dtype: str, old_dtype: str) -> float:
@@ -88,7 +92,8 @@ def run_step(
         group_ids=torch.arange(1, rows + 1)[:, None].expand(-1, tokens).contiguous(),
     )
     try:
-        loss = loss_fn(inputs, new, None, None, {"ppo": case["algo"] == "ppo"}).policy_loss
+        config = {"ppo": case["algo"] == "ppo", "importance_sampling_level": level(case)}
+        loss = loss_fn(inputs, new, None, None, config).policy_loss
     except Exception as exc:  # judged by the caller: a clear error, or a failure
         if strict:
             raise
@@ -101,6 +106,11 @@ def run_step(
     else:
         out["grads finite"] = True
     return out
+
+
+def level(case: dict[str, Any]) -> str:
+    """The case's importance-sampling level ("token" when it names none)."""
+    return str(case.get("level", "token"))
 
 
 def _error(step: dict[str, Any]) -> _domain.Failure | None:
@@ -183,6 +193,7 @@ def draw(
     sign = -1.0 if negative else rng.choice((-1.0, 1.0))
     return {
         "algo": rng.choice(algos),
+        "level": rng.choice(LEVELS),
         "new dtype": new_dtype,
         "old dtype": old_dtype,
         **bad_old,
@@ -206,6 +217,8 @@ def shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(_domain.replace(smaller, "at", min(case["at"], tokens - 1)))
     if case["at"]:
         out.append(_domain.replace(case, "at", 0))
+    if level(case) != "token":
+        out.append(_domain.replace(case, "level", "token"))
     simple = [math.copysign(1.0, a) for a in case["advantages"]]
     if simple != case["advantages"]:
         out.append(_domain.replace(case, "advantages", simple))
@@ -249,11 +262,12 @@ def search(
 
 
 def edge(old: str | float, **over: Any) -> dict[str, Any]:
-    """The records' own step: one row of four FP32 tokens, PPO, A = -1, grad on, token 1;
-    ``old`` a non-finite label or the finite distance new - old."""
+    """The records' own step: one row of four FP32 tokens, PPO, A = -1, grad on, token 1, token
+    level; ``old`` a non-finite label or the finite distance new - old."""
     bad_old = {"old": old} if isinstance(old, str) else {"new - old": old}
     case: dict[str, Any] = {
         "algo": "ppo",
+        "level": "token",
         "new dtype": "fp32",
         "old dtype": "fp32",
         **bad_old,

@@ -203,7 +203,9 @@ DOMAIN = {
     "function": "art/loss.py loss_fn with AlignedLossInputs (ART's own), original_logprobs None",
     "algorithms": "PPO and CISPO, advantages of either sign, |A| 1e-3 to 1e3 per row",
     "policy ratios": "exp(new - old), log-ratio -3 to 3 per token (drawn), 1 on some tokens",
-    "U": "truncated_importance_sampling 1.01 to 10",
+    "U": "truncated_importance_sampling a float 1.01 to 10 or an int 2 to 10",
+    "importance_sampling_level": "token, sequence, average, geometric_average (each row one "
+    "sequence)",
     "rows x tokens": "1-8 x 1-16, every token trainable",
     "dtypes": "new logprobs FP32, BF16, FP16 (from FP32 logits); old FP32 or the new dtype",
     "grad": "logits requiring grad (backward run, gradient compared) or not",
@@ -212,7 +214,8 @@ DOMAIN = {
     "budget": "300 inputs, 2 s",
 }
 COVERS = (
-    "PPO and CISPO, A of either sign (1e-3 to 1e3); log-ratios -3 to 3; U 1.01 to 10; 1-8 rows "
+    "PPO and CISPO, A of either sign (1e-3 to 1e3); token, sequence, average and "
+    "geometric_average levels; log-ratios -3 to 3; U float 1.01 to 10 or int 2 to 10; 1-8 rows "
     "x 1-16 tokens; new logprobs FP32/BF16/FP16, old FP32 or the same; grad on and off -> loss "
     "and logits gradient equal to the step without TIS (4 ulps), or a clear error"
 )
@@ -240,7 +243,10 @@ def tis_step(loss: Any, case: dict[str, Any], tis: bool) -> Any:
         weights=torch.ones(rows, tokens),
         group_ids=torch.arange(1, rows + 1)[:, None].expand(-1, tokens).contiguous(),
     )
-    config: dict[str, Any] = {"ppo": case["algo"] == "ppo"}
+    config: dict[str, Any] = {
+        "ppo": case["algo"] == "ppo",
+        "importance_sampling_level": case.get("level", "token"),
+    }
     if tis:
         config["truncated_importance_sampling"] = case["U"]
     try:
@@ -290,12 +296,14 @@ def _tis_case(rng: Any) -> dict[str, Any]:
 
     rows = rng.choice((1, rng.randint(1, 8)))
     new_dtype = rng.choice(tuple(prop.DTYPES))
+    upper = float(f"{rng.uniform(1.01, 10):.3g}")
     return {
         "algo": rng.choice(("ppo", "cispo")),
+        "level": rng.choice(prop.LEVELS),
         "new dtype": new_dtype,
         "old dtype": rng.choice(("fp32", new_dtype)),
         "log-ratio scale": rng.choice((0.0, rng.uniform(0.1, 3.0))),
-        "U": float(f"{rng.uniform(1.01, 10):.3g}"),
+        "U": rng.choice((upper, rng.randint(2, 10))),
         "rows": rows,
         "tokens": rng.choice((1, rng.randint(1, 16))),
         "advantages": [rng.choice((-1, 1)) * 10 ** rng.uniform(-3, 3) for _ in range(rows)],
@@ -305,8 +313,11 @@ def _tis_case(rng: Any) -> dict[str, Any]:
 
 
 def _tis_edges() -> list[dict[str, Any]]:
+    import _ppo_property as prop
+
     base = {
         "algo": "ppo",
+        "level": "token",
         "new dtype": "fp32",
         "old dtype": "fp32",
         "log-ratio scale": 1.0,
@@ -318,7 +329,9 @@ def _tis_edges() -> list[dict[str, Any]]:
         "seed": 0,
     }
     edges = [dict(base, algo=a, advantages=[s]) for a in ("ppo", "cispo") for s in (1.0, -1.0)]
-    return edges + [dict(base, rows=4, tokens=8, advantages=[1.0, -1.0, 2.0, -0.5])]
+    edges += [dict(base, rows=4, tokens=8, advantages=[1.0, -1.0, 2.0, -0.5])]
+    edges += [dict(base, level=level, advantages=[-1.0]) for level in prop.LEVELS[1:]]
+    return edges + [dict(base, U=2), dict(base, U=2, algo="cispo", advantages=[-1.0])]
 
 
 def _tis_shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
@@ -335,6 +348,8 @@ def _tis_shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
     signs = [math.copysign(1.0, a) for a in case["advantages"]]
     if signs != case["advantages"]:
         out.append(dict(case, advantages=signs))
+    if case.get("level", "token") != "token":
+        out.append(dict(case, level="token"))
     return out
 
 

@@ -232,6 +232,8 @@ FIX_CLAMP = "prob_ratio = torch.exp(logprob_diff.clamp(-log_ratio_bound, log_rat
 DOMAIN = {
     "function": "art/loss.py loss_fn with AlignedLossInputs (ART's own)",
     "algorithms": "PPO and CISPO, advantages of either sign, |A| 1e-3 to 1e3 per row",
+    "importance_sampling_level": "token, sequence, average, geometric_average (each row one "
+    "sequence)",
     "rows x tokens": "1-8 x 1-16, every token trainable",
     "dtypes": "new logprobs FP32, BF16, FP16 (from FP32 logits); old FP32 or the new dtype",
     "old logprob": "-inf, +inf, NaN, or finite beyond the bound: new - d, d from just past 20 "
@@ -242,7 +244,8 @@ DOMAIN = {
     "budget": "300 inputs, 2 s",
 }
 COVERS = (
-    "PPO and CISPO, A of either sign (1e-3 to 1e3); 1-8 rows x 1-16 tokens; new logprobs "
+    "PPO and CISPO, A of either sign (1e-3 to 1e3); importance sampling at the token, sequence, "
+    "average and geometric_average levels; 1-8 rows x 1-16 tokens; new logprobs "
     "FP32/BF16/FP16, old FP32 or the same; old -inf, +inf, NaN or finite beyond the bound to the "
     "dtype's max; grad on and off -> finite loss and gradients, or a clear error"
 )
@@ -254,6 +257,7 @@ def search_domain(loss: Any) -> Any:
 
     edges = [prop.edge(old) for old in ("-inf", 9999.0 + 1.2, "nan")]
     edges += [prop.edge("-inf", advantages=[1.0]), prop.edge(9999.0, algo="cispo")]
+    edges += [prop.edge(200.0, level=level) for level in prop.LEVELS[1:]]
     return prop.search(
         lambda case: prop.finite_step(loss.loss_fn, loss.AlignedLossInputs, case),
         covers=COVERS,

@@ -27,8 +27,10 @@ Assumptions: ``normalize_advantages=True`` (the default). ``check_art`` runs ART
 from __future__ import annotations
 
 import math
+import struct
 import sys
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -139,18 +141,55 @@ DOMAIN = {
     "reward scales": "1e-3 to 1e8 (the common value), either sign",
     "noise": "equal by construction: the same 2-8 per-step rewards summed in other orders; "
     "a float64 value and its neighbours up to 8 ulps; relative spread up to 1e-11 (the "
-    "record's 2e-12 at 0.22)",
+    "record's 2e-12 at 0.22); the same relative spread (1e-15 to 1e-11) on both sides of a "
+    "rounding boundary: the midpoint between two adjacent FP32 values, and the midpoint "
+    "between two decimals of 6-12 significant digits (0.2200000005 for 9)",
     "signal": "members differing by 1e-6 to 1 of the common value (at least 1e-6)",
     "oracle": "analytic: 0 for noise (bound 1e-6), max |advantage| >= 0.5 for signal",
     "budget": "1000 inputs, 2 s",
 }
 COVERS = (
     "group sizes 2-64, common reward 1e-3 to 1e8 (either sign); noise: per-step sums in "
-    "other orders, neighbours up to 8 ulps, relative spread up to 1e-11 -> |advantage| <= "
-    "1e-6; signal: spread 1e-6 to 1 of max(|reward|, 1) -> max |advantage| >= 0.5"
+    "other orders, neighbours up to 8 ulps, relative spread up to 1e-11, also straddling an "
+    "FP32 midpoint or a 6-12 digit decimal rounding boundary -> |advantage| <= 1e-6; signal: "
+    "spread 1e-6 to 1 of max(|reward|, 1) -> max |advantage| >= 0.5"
 )
 SIGNAL_FLOOR = 0.5
-NOISE_KINDS = ("reordered sums", "ulp neighbours", "relative 1e-11")
+NOISE_KINDS = (
+    "reordered sums",
+    "ulp neighbours",
+    "relative 1e-11",
+    "across an FP32 midpoint",
+    "across a decimal boundary",
+)
+
+
+def fp32_midpoint(value: float) -> float:
+    """The float64 midpoint between ``value`` rounded to FP32 and the next FP32 value away from
+    zero: float64 rewards on either side of it round to two different FP32 values."""
+    low = struct.unpack("<f", struct.pack("<f", value))[0]
+    bits = struct.unpack("<I", struct.pack("<f", low))[0]
+    high = struct.unpack("<f", struct.pack("<I", bits + 1))[0]
+    return (low + high) / 2
+
+
+def decimal_boundary(value: float, digits: int) -> float:
+    """The midpoint between ``value`` rounded to ``digits`` significant digits and the next such
+    decimal away from zero (0.2200000005 for 0.22 and 9): where rounding to that many digits
+    splits a group."""
+    rounded = Decimal(f"{value:.{digits}g}")
+    half = Decimal(5).scaleb(rounded.adjusted() - digits)
+    return float(rounded + half.copy_sign(rounded))
+
+
+def straddling(rng: Any, n: int, boundary: float) -> list[float]:
+    """``n`` rewards a relative 1e-15 to 1e-11 of ``boundary`` from it, the first two on
+    either side."""
+    group = []
+    for i in range(n):
+        side = (-1.0, 1.0)[i] if i < 2 else rng.choice((-1.0, 1.0))
+        group.append(boundary * (1 + side * 10 ** rng.uniform(-15, -11)))
+    return group
 
 
 def _noise_group(rng: Any, n: int, value: float, how: str) -> list[float]:
@@ -171,6 +210,10 @@ def _noise_group(rng: Any, n: int, value: float, how: str) -> list[float]:
                 v = math.nextafter(v, rng.choice((math.inf, -math.inf)))
             group.append(v)
         return group
+    if how == "across an FP32 midpoint":
+        return straddling(rng, n, fp32_midpoint(value))
+    if how == "across a decimal boundary":
+        return straddling(rng, n, decimal_boundary(value, rng.randint(6, 12)))
     return [value * (1 + rng.uniform(-1e-11, 1e-11)) for _ in range(n)]
 
 
@@ -193,6 +236,8 @@ def _sample(rng: Any) -> dict[str, Any]:
 
 def _edges() -> list[dict[str, Any]]:
     noise = [list(g) for g in (*GROUPS, *AT_SCALE, CONTROLS[0])]
+    for boundary in (fp32_midpoint(0.22), decimal_boundary(0.22, 9)):  # 2e-12 across each
+        noise.append([boundary - 1e-12, boundary - 1e-12, boundary + 1e-12])
     signal = [list(g) for g in DISTINCT]
     return [{"kind": "noise", "rewards": g} for g in noise] + [
         {"kind": "signal", "rewards": g} for g in signal

@@ -133,6 +133,8 @@ def build_report() -> _common.Report:
 DOMAIN = {
     "function": "art/loss.py loss_fn with AlignedLossInputs (ART's own)",
     "algorithm": "PPO, advantages A < 0 (|A| 1e-3 to 1e3 per row)",
+    "importance_sampling_level": "token, sequence, average, geometric_average (each row one "
+    "sequence)",
     "rows x tokens": "1-8 x 1-16, every token trainable",
     "dtypes": "new logprobs FP32, BF16, FP16 (from FP32 logits); old FP32 or the new dtype",
     "sentinel": "one token's old logprob finite and beyond the bound: new - d, d from just past "
@@ -143,7 +145,8 @@ DOMAIN = {
     "budget": "300 inputs, 2 s",
 }
 COVERS = (
-    "PPO, A < 0 (1e-3 to 1e3); 1-8 rows x 1-16 tokens; new logprobs FP32/BF16/FP16, old FP32 "
+    "PPO, A < 0 (1e-3 to 1e3); token, sequence, average and geometric_average levels; 1-8 rows "
+    "x 1-16 tokens; new logprobs FP32/BF16/FP16, old FP32 "
     "or the same; one old logprob finite beyond the bound (just past it to the dtype's max); "
     "grad on and off -> loss within 2x the all-ordinary step's, finite gradients, or a clear error"
 )
@@ -160,6 +163,7 @@ def search_domain(loss: Any) -> Any:
         prop.edge(float(torch.finfo(torch.bfloat16).max), **{"new dtype": "bf16"}),
         prop.edge(11.0, **{"new dtype": "fp16", "old dtype": "fp16"}),
     ]
+    edges += [prop.edge(9999.0 - 0.7, tokens=3, level=level) for level in prop.LEVELS[1:]]
     return prop.search(
         lambda case: prop.sane_step(loss.loss_fn, loss.AlignedLossInputs, case),
         covers=COVERS,

@@ -307,6 +307,13 @@ FOLLOW_UP_FAKES = [
     ("item801_fake_fp32_bound_only.py", "item1001_half_fix_float64_only.py"),
     ("item801_half_fix_sentinel_threshold.py", "item1001_fake_zero_every_group.py"),
     ("item801_fake_tighter_clamp.py", "item1001_fake_fp16_rewards.py"),
+    # the red team's (issue #37): the sentinel rule at the token level only; an FP32-equality
+    # guard and rewards rounded to 9 digits, each fooled by noise across a rounding boundary
+    (
+        "item801_fake_stale_rule_at_the_token_level_only.py",
+        "item1001_fake_guard_on_fp32_equality.py",
+    ),
+    ("item801_fake_sentinel_mask_unused.py", "item1001_fake_rewards_rounded_to_9_digits.py"),
 ]
 
 

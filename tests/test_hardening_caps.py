@@ -141,6 +141,21 @@ def test_the_sanitizer_refuses_credentials_and_keeps_measurements() -> None:
     ):
         assert shown(text) == REFUSED, text
     assert shown("the session's secret-42-value here", secrets=["secret-42-value"]) == REFUSED
+    for text in (  # a scheme word before a credential, whatever the case or the words around
+        "Authorization: token ghp_abcdefghijklmnop1234",
+        "header token ghs_abcdefghijklmnopqrstu",
+        "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJl",
+        "sent basic dXNlcjpwYXNz to the proxy",
+        "use token abcdefgh12345678",
+        "token 0x1234abcd9",
+    ):
+        assert shown(text) == REFUSED, text
+    for text in (  # a number after "token" is a measurement (follow-up 801's detail)
+        "PPO, A = -1, old -9999 on 1 of 3 tokens: loss 161721728.0, gradient on that token "
+        "0.333333 (every old logprob finite: loss 1)",
+        "gradient on that token -0.33333334, on the next token 1.5e-08, the last token 12345678.",
+    ):
+        assert shown(text) == text, text
     kept = "rewards [0.22, 0.22, 0.220000000002] get advantages [1.0, 1.0, 1.0] at art/loss.py:302"
     assert shown(kept) == kept
     assert shown("a\nb\x1b[31m @owner") == "a b [31m @\u2060owner"

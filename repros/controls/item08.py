@@ -1,8 +1,9 @@
 """Item 8, 0.5.21's fix (the audit's: clamp the log-ratio before ``exp``): non-finite old
 logprobs are replaced like missing ones (``~torch.isfinite`` instead of ``torch.isnan``), and
-the token log-ratio is clamped to +-20 before ``exp`` (0.5.21 ``loss.py`` L290-L302; 0.5.21
-uses +-10 for FP16, where exp(20) overflows: the check's domain has FP16 logprobs, so this
-control does the same). UNFIX undoes both, so the check is
+the token log-ratio, and the sequence's mean log-ratio at the other importance-sampling levels,
+are clamped to +-20 before ``exp`` (0.5.21 ``loss.py`` L290-L308; 0.5.21 uses +-10 for FP16,
+where exp(20) overflows: the check's domain has FP16 logprobs and every level, so this control
+does the same). UNFIX undoes both, so the check is
 shown to say "reproduced" on a release that fixed it. (Helper "checks" wrote these two for
 items 7 and 8 with tests/controls.py; the item's own check is helper "evid"'s.)
 """
@@ -19,6 +20,12 @@ FIX = {
             r"^    prob_ratio = torch\.exp\(logprob_diff\)\n",
             r"    bound = 10.0 if logprob_diff.dtype == torch.float16 else 20.0\n"
             r"    prob_ratio = torch.exp(logprob_diff.clamp(-bound, bound))\n",
+        ),
+        (
+            "loss.py",
+            r"(\n            \)\n)"
+            r"(        \)\n        if importance_sampling_level == \"sequence\":)",
+            r"\n            ).clamp(-bound, bound)\n\g<2>",
         ),
     ],
 }

@@ -3,11 +3,12 @@ policy loss by the policy ratio (it has no sampler logprobs to correct for): the
 gradient with TIS set are those of the same step without it, or the call raises an error that
 names the missing logprobs.
 
-The property runs over seeded draws: PPO and CISPO, advantages of either sign (1e-3 to 1e3), log
-policy ratios from -3 to 3, U from 1.01 to 10, 1-8 rows of 1-16 trainable tokens, new logprobs
-from FP32 logits cast to FP32, BF16 or FP16, old logprobs in FP32 or the new dtype, logits
-requiring grad or not. Tolerance: 4 ulps of the loss's dtype, and of the new logprobs' dtype
-times the largest gradient for the gradient."""
+The property runs over seeded draws: PPO and CISPO, advantages of either sign (1e-3 to 1e3),
+importance sampling at the token, sequence, average and geometric_average levels, log policy ratios
+from -3 to 3, U a float from 1.01 to 10 or an int from 2 to 10, 1-8 rows (one sequence each) of
+1-16 trainable tokens, new logprobs from FP32 logits cast to FP32, BF16 or FP16, old logprobs in
+FP32 or the new dtype, logits requiring grad or not. Tolerance: 4 ulps of the loss's dtype, and of
+the new logprobs' dtype times the largest gradient for the gradient."""
 
 import random
 import re
@@ -19,6 +20,7 @@ from art.loss import AlignedLossInputs, loss_fn
 
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 CLEAR = re.compile(r"log[ _-]?prob", re.IGNORECASE)
+LEVELS = ("token", "sequence", "average", "geometric_average")
 
 
 def _step(case: dict, tis: bool) -> tuple[torch.Tensor, torch.Tensor | None] | str:
@@ -36,7 +38,7 @@ def _step(case: dict, tis: bool) -> tuple[torch.Tensor, torch.Tensor | None] | s
         weights=torch.ones(rows, tokens),
         group_ids=torch.arange(1, rows + 1)[:, None].expand(-1, tokens).contiguous(),
     )
-    config = {"ppo": case["ppo"]}
+    config = {"ppo": case["ppo"], "importance_sampling_level": case["level"]}
     if tis:
         config["truncated_importance_sampling"] = case["U"]
     try:
@@ -59,10 +61,11 @@ def _cases() -> list[dict]:
         cases.append(
             {
                 "ppo": rng.random() < 0.5,
+                "level": LEVELS[i % 4],
                 "new": dtype,
                 "old": rng.choice((torch.float32, dtype)),
                 "scale": rng.choice((0.0, rng.uniform(0.1, 3.0))),
-                "U": rng.uniform(1.01, 10.0),
+                "U": rng.uniform(1.01, 10.0) if i % 8 < 4 else rng.randint(2, 10),
                 "rows": rows,
                 "tokens": rng.randint(1, 16),
                 "advantages": [rng.choice((-1, 1)) * 10 ** rng.uniform(-3, 3) for _ in range(rows)],

@@ -3,9 +3,10 @@ as -9999, or any finite value far below the new one), the loss and its gradients
 or the step fails with a clear error (one that names the old logprobs) before backward.
 
 The property runs over seeded draws: PPO and CISPO, advantages of either sign (1e-3 to 1e3),
-1-8 rows of 1-16 trainable tokens, new logprobs from FP32 logits cast to FP32, BF16 or FP16,
-old logprobs in FP32 or the new dtype, logits requiring grad or not. The same step with
-ordinary old logprobs must run and be finite."""
+importance sampling at the token, sequence, average and geometric_average levels, 1-8 rows (one
+sequence each) of 1-16 trainable tokens, new logprobs from FP32 logits cast to FP32, BF16 or FP16,
+old logprobs in FP32 or the new dtype, logits requiring grad or not. The same step with ordinary
+old logprobs must run and be finite."""
 
 import math
 import random
@@ -17,6 +18,7 @@ from art.loss import AlignedLossInputs, loss_fn
 
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 CLEAR = re.compile(r"log[ _-]?prob", re.IGNORECASE)
+LEVELS = ("token", "sequence", "average", "geometric_average")
 
 
 def _step(case: dict, bad: bool) -> tuple[float, bool] | str:
@@ -39,7 +41,8 @@ def _step(case: dict, bad: bool) -> tuple[float, bool] | str:
         group_ids=torch.arange(1, rows + 1)[:, None].expand(-1, tokens).contiguous(),
     )
     try:
-        loss = loss_fn(inputs, new, None, None, {"ppo": case["ppo"]}).policy_loss
+        config = {"ppo": case["ppo"], "importance_sampling_level": case["level"]}
+        loss = loss_fn(inputs, new, None, None, config).policy_loss
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
     finite = True
@@ -53,14 +56,15 @@ def _cases() -> list[dict]:
     rng = random.Random(8)
     values = [float("-inf"), float("inf"), float("nan"), 9999.0, 21.0, 100.0, 1e30, 3.4e38]
     cases = []
-    for i in range(200):
+    for i in range(240):
         dtype = rng.choice(DTYPES)
         cases.append(
             {
                 "ppo": rng.random() < 0.5,
+                "level": LEVELS[(i // len(values)) % 4],
                 "new": dtype,
                 "old": rng.choice((torch.float32, dtype)),
-                "value": values[i] if i < len(values) else 10 ** rng.uniform(1.05, 38),
+                "value": values[i % 8] if i < 4 * len(values) else 10 ** rng.uniform(1.05, 38),
                 "rows": rng.randint(1, 8),
                 "tokens": rng.randint(1, 16),
                 "advantages": [rng.choice((-1, 1)) * 10 ** rng.uniform(-3, 3) for _ in range(8)],

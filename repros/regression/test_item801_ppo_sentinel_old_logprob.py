@@ -3,13 +3,14 @@ trainable token must not dominate a PPO step's loss. Strict xfail while it does 
 0.5.23 give 161721728.0 against 1.0 for -9999 on one of three tokens); it fails as an
 unexpected pass the day it is fixed.
 
-The property runs over seeded draws: PPO with negative advantages (1e-3 to 1e3 per row), 1-8
-rows of 1-16 trainable tokens, new logprobs from FP32 logits cast to FP32, BF16 or FP16, old
-logprobs in FP32 or the new dtype, one of them finite and beyond ART's log-ratio bound (from
-just past 20, or 10 in FP16, to the dtype's largest; -9999 among them), logits requiring grad
-or not. The loss must be finite and within twice (plus 8 ulps) that of the same step with that
-old logprob equal to the new one, with finite gradients; or the step fails with a clear error
-(one that names the old logprobs) while the ordinary step runs."""
+The property runs over seeded draws: PPO with negative advantages (1e-3 to 1e3 per row), importance
+sampling at the token, sequence, average and geometric_average levels, 1-8 rows (one sequence each)
+of 1-16 trainable tokens, new logprobs from FP32 logits cast to FP32, BF16 or FP16, old logprobs in
+FP32 or the new dtype, one of them finite and beyond ART's log-ratio bound (from just past 20, or
+10 in FP16, to the dtype's largest; -9999 among them), logits requiring grad or not. The loss must
+be finite and within twice (plus 8 ulps) that of the same step with that old logprob equal to the
+new one, with finite gradients; or the step fails with a clear error (one that names the old
+logprobs) while the ordinary step runs."""
 
 import math
 import random
@@ -22,6 +23,7 @@ from art.loss import AlignedLossInputs, loss_fn
 
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 CLEAR = re.compile(r"log[ _-]?prob", re.IGNORECASE)
+LEVELS = ("token", "sequence", "average", "geometric_average")
 
 
 def _step(case: dict, sentinel: bool) -> tuple[float, bool, torch.dtype] | str:
@@ -43,7 +45,8 @@ def _step(case: dict, sentinel: bool) -> tuple[float, bool, torch.dtype] | str:
         group_ids=torch.arange(1, rows + 1)[:, None].expand(-1, tokens).contiguous(),
     )
     try:
-        loss = loss_fn(inputs, new, None, None, {"ppo": True}).policy_loss
+        config = {"ppo": True, "importance_sampling_level": case["level"]}
+        loss = loss_fn(inputs, new, None, None, config).policy_loss
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
     finite = True
@@ -56,19 +59,20 @@ def _step(case: dict, sentinel: bool) -> tuple[float, bool, torch.dtype] | str:
 def _cases() -> list[dict]:
     rng = random.Random(801)
     cases = []
-    for i in range(120):
-        dtype = rng.choice(DTYPES) if i >= 4 else (torch.float32, torch.float16)[i % 2]
-        old = rng.choice((torch.float32, dtype)) if i >= 4 else dtype
+    for i in range(136):
+        dtype = rng.choice(DTYPES) if i >= 16 else (torch.float32, torch.float16)[i % 2]
+        old = rng.choice((torch.float32, dtype)) if i >= 16 else dtype
         edge = 10.0 if torch.promote_types(dtype, old) == torch.float16 else 20.0
         top = math.log10(torch.finfo(old).max)
         beyond = rng.choice(
             (edge + 10 ** rng.uniform(-1, 1), 10 ** rng.uniform(math.log10(edge) + 0.01, top))
         )
-        if i < 4:  # the record's -9999 and the bound's edge, in FP32 and in FP16
-            beyond = (10000.2, 10000.2, edge + 1.0, edge + 0.1)[i]
+        if i < 16:  # the record's -9999 and the bound's edge, in FP32 and FP16, at each level
+            beyond = (10000.2, 10000.2, edge + 1.0, edge + 0.1)[i % 4]
         rows = rng.randint(1, 8)
         cases.append(
             {
+                "level": LEVELS[(i // 4) % 4],
                 "new": dtype,
                 "old": old,
                 "beyond": beyond,
