@@ -331,10 +331,10 @@ def check_art(art: Any) -> dict[str, Any]:
         result = damped(eps, parameters)
         damp_hit = result["damped"]
         damp = (
-            f"default eps {eps:g} (ran: the optimizer ART builds from AdamParams defaults); modelled: A's first "
-            f"update is {result['ratio']:.3g} of eps 1e-13's at median |grad A| "
-            f"{result['grad_a_median']:.2g}, with the clip over {parameters:,} LoRA parameters "
-            f"(ART's target modules for Qwen/Qwen3-4B: {', '.join(modules)})"
+            f"default eps {eps:g} (ran: the optimizer ART builds from AdamParams defaults); "
+            f"modelled: A's first update is {result['ratio']:.3g} of eps 1e-13's at median "
+            f"|grad A| {result['grad_a_median']:.2g}, with the clip over {parameters:,} LoRA "
+            f"parameters (ART's target modules for Qwen/Qwen3-4B: {', '.join(modules)})"
         )
     at = _optimizer_lines(art, where)
     return {
