@@ -346,3 +346,11 @@ def test_a_missing_protection_with_a_token_set_refuses_before_anything_runs(
     assert "could not be made non-dumpable" in message and "env -u GH_TOKEN" in message
     assert CANARY not in message and not marker.exists()
     assert refused.value.exit_code == 2
+
+
+def test_the_sanitizer_keeps_a_line_to_look_for_byte_for_byte() -> None:
+    """One line, but its own spaces kept: a recorded "look for" is quoted byte for byte (the
+    two spaces before ``#`` in ART's ``….float()  # [B, chunk_size, V]``)."""
+    line = "chunk_logits = torch.matmul(chunk_hs, lm_head_t).float()  # [B, chunk_size, V]"
+    assert shown(line) == line
+    assert shown("a\nb\tc") == "a b c"

@@ -50,9 +50,8 @@ def looks_secret(text: str, secrets: Sequence[str] = ()) -> bool:
 
 def shown(text: str, secrets: Sequence[str] = (), limit: int = MAX_TEXT) -> str:
     """``text`` from the check process as it may be shown or stored (see the module)."""
-    from ..report.output import flatten
-
-    flat = flatten(str(text))
+    # One line, but the text's own spaces kept: a line to look for is quoted byte for byte.
+    flat = "".join(c if c.isprintable() else " " for c in str(text)).strip()
     if looks_secret(flat, secrets) or looks_secret(str(text), secrets):
         return REFUSED
     if len(flat) > limit:
