@@ -330,8 +330,8 @@ def versions_line(
 ) -> str:
     """What the issue's figures were found on: the audit commit and where it lies among the
     releases (the anchors that place it are stated once, in the tracking issue), or the release
-    a follow-up was found in; the newest release checked; the torch the minimal repro ran on,
-    when its output is the repro in view."""
+    a follow-up was found in; the torch the minimal repro ran on, when its output is the repro
+    in view. The newest release checked is the status line's, and is not said twice."""
     audit = catalog.audit
     parts = []
     if finding.is_follow_up:
@@ -344,7 +344,8 @@ def versions_line(
             else ""
         )
         parts.append(f"audit at `{audit.commit}`{placed}")
-    if view is not None and view.newest:
+    if view is not None and view.newest and view.fixed_in == view.newest:
+        # "Fixed in X" names no newer release: X is the newest checked.
         parts.append(f"newest release checked: {view.newest}")
     torch = _text_or_none(catalog.minimal_outputs.get("torch"))
     if torch and shows_minimal_output:
