@@ -169,3 +169,26 @@ def test_at_a_terminal_artbot_test_prints_the_answer_and_refuses_what_does_not_a
     )
     assert refused.exit_code == 2
     assert "not run: src/art/loss.py: the hunk -1,1 +1,1 does not apply" in refused.output
+
+
+def test_a_second_request_about_the_same_item_and_release_runs_the_release_once() -> None:
+    """`answer-tests` over several comments: the release's check and regression test run once
+    in a process; each patch's side runs every time."""
+    catalog = load_catalog(REPO)
+    default_wheels().wheel(RELEASE)
+    parsed = checked_diff((FIXTURES / "item801_partial.diff").read_text(encoding="utf-8"), RELEASE)
+    assert not isinstance(parsed, Refusal), parsed
+    runs = []
+    for _ in range(2):
+        said: list[str] = []
+        out = run_trial(
+            catalog, 801, parsed.files, RELEASE, source="a test's diff", env=NO_TOKEN,
+            progress=said.append,
+        )  # fmt: skip
+        assert not isinstance(out, Refusal), out
+        runs.append((out, said))
+    (first, _), (second, said) = runs
+    assert "patchtest: item 801: the check on the release ..." not in said
+    assert "patchtest: item 801: the check on the patched tree ..." in said
+    assert second.before == first.before and second.regression_before == first.regression_before
+    assert second.isolation == first.isolation
