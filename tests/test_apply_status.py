@@ -45,11 +45,11 @@ def setup_status(root: Path, item: int, build) -> None:  # type: ignore[no-untyp
 
 
 def first_paragraph(body: str) -> str:
-    """The status line: the paragraph after the summary (#22.6; after artbot's disagreement
-    with the audit and the summary where there is one, #38), hidden marker lines left out."""
+    """The status line: the paragraph after the summary (#22.6; after the summary and artbot's
+    disagreement with the audit where one follows it, #38), hidden marker lines left out."""
     lines = [ln for ln in body.splitlines() if not ln.startswith("<!--")]
     paragraphs = "\n".join(lines).strip().split("\n\n")
-    return paragraphs[2 if paragraphs[0].startswith("**Where artbot disagrees") else 1]
+    return paragraphs[2 if paragraphs[1].startswith("**Where artbot disagrees") else 1]
 
 
 def line_of(block: str, item: int) -> str:

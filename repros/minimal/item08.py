@@ -45,7 +45,10 @@ ppo_loss, ppo_grad_ok = loss_and_grad(ppo=True, advantage=-1.0)
 cispo_loss, cispo_grad_ok = loss_and_grad(ppo=False, advantage=-1.0)
 control, _ = loss_and_grad(ppo=True, advantage=-1.0, bad=None)  # every old logprob finite
 print(f"old logprob -inf on one token, A = -1{', 0.5.21 fix applied' if FIX else ''}:")
-print(f"PPO:   loss {ppo_loss:.3g} (all finite: {control:.3g}), logits grad finite: {ppo_grad_ok}")
+print(
+    f"PPO:   loss {ppo_loss:.3g} (every old logprob finite: {control:.3g}), "
+    f"logits gradient finite: {ppo_grad_ok}"
+)
 print(f"CISPO: loss {cispo_loss:.3g}, logits gradient finite: {cispo_grad_ok}")
 sane = abs(ppo_loss) <= 2 * abs(control)  # a sane loss: within 2x of the all-finite step's
 print("verdict: " + ("fixed" if ppo_grad_ok and sane else "reproduced"))
