@@ -277,21 +277,12 @@ def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
     import _domain
     import _simpler
 
-    built: dict[str, Any] = {}
+    built = _art_lora.builder(art, features=CHECK_FEATURES, rank=CHECK_RANK, alpha=32.0)
     seen: dict[str, str] = {}
 
     def prop(inp: dict[str, Any]) -> _domain.Failure | None:
         dtype = getattr(torch, inp["dtype"])
-        if inp["dtype"] not in built:
-            built[inp["dtype"]] = _art_lora.build(
-                art,
-                in_features=CHECK_FEATURES,
-                out_features=CHECK_FEATURES,
-                rank=CHECK_RANK,
-                alpha=32.0,
-                dtype=dtype,
-            )
-        lora = built[inp["dtype"]]
+        lora = built(inp["dtype"])
         gen = torch.Generator().manual_seed(inp["tokens"] * 31 + int(1e6 * inp["b_std"]))
         b_t = lora.lora.B_T
         with torch.no_grad():
@@ -442,9 +433,5 @@ def _domain_of(run: dict[str, Any], read: list[tuple[int, str, bool, str]]) -> d
     return domain
 
 
-def main() -> int:
-    return _common.run(build_report)
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

@@ -140,13 +140,8 @@ def check_art(art: Any) -> dict[str, Any]:
         "claims": {"bf16-logits-on-unsloth": claim},
         "detail": detail,
         "ran": [f"{art.name}/unsloth/train.py:_calculate_logprobs (from the source)"],
-        "scope": None,
     }
 
 
-def main() -> int:
-    return _common.run(build_report)
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

@@ -205,13 +205,8 @@ def check_art(art: Any) -> dict[str, Any]:
         "claims": {"sentinel-dominates-loss": claim},
         "detail": detail,
         "ran": [f"{art.name}/loss.py:loss_fn"],
-        "scope": None,
     }
 
 
-def main() -> int:
-    return _common.run(build_report)
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))
