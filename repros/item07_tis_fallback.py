@@ -394,11 +394,7 @@ def check_art(art: Any) -> dict[str, Any]:
     ]
     fix = [_evidence.lines(art, "loss.py", FIX_FIRST, FIX_LOOK_FOR)]
     claim = _evidence.claim(hit, detail, method="ran", at=at, fix=fix, domain=found.domain())
-    return {
-        "claims": {"policy-ratio-applied-twice": claim},
-        "detail": detail,
-        "ran": [f"{art.name}/loss.py:loss_fn"],
-    }
+    return _evidence.one_claim("policy-ratio-applied-twice", claim, f"{art.name}/loss.py:loss_fn")
 
 
 if __name__ == "__main__":

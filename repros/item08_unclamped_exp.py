@@ -300,11 +300,7 @@ def check_art(art: Any) -> dict[str, Any]:
         fix=fix,
         domain=found.domain(),
     )
-    return {
-        "claims": {"inf-loss-nan-gradients": claim},
-        "detail": detail,
-        "ran": [f"{art.name}/loss.py:loss_fn"],
-    }
+    return _evidence.one_claim("inf-loss-nan-gradients", claim, f"{art.name}/loss.py:loss_fn")
 
 
 if __name__ == "__main__":

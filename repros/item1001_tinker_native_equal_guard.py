@@ -285,11 +285,11 @@ def check_art(art: Any) -> dict[str, Any]:
         _evidence.function(art, "tinker_native/data.py", "compute_advantages"),
     ]
     claim = _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
-    return {
-        "claims": {"near-equal-group-full-advantage": claim},
-        "detail": detail,
-        "ran": [f"{art.name}/tinker_native/data.py:compute_advantages"],
-    }
+    return _evidence.one_claim(
+        "near-equal-group-full-advantage",
+        claim,
+        f"{art.name}/tinker_native/data.py:compute_advantages",
+    )
 
 
 if __name__ == "__main__":
