@@ -399,17 +399,8 @@ def accumulate_in_art(art: Any, seed: int = 0) -> dict[str, Any]:
         {"dtype": "bfloat16", "calls": c, "tokens": t, "scale": sc}
         for c, t, sc in ((2, 8, 1.0), (48, 8, 1.0), (16, 32, 1e-3))
     ]
-    found = _domain.search(  # the edge cases only: max_inputs stops before any draw
-        covers=ACCUM_COVERS,
-        edges=edges,
-        sample=lambda rng: rng.choice(edges),
-        holds=prop,
-        shrink=lambda inp: _simpler.toward(
-            inp, {"dtype": ("bfloat16",), "calls": (2, 16), "tokens": (8, 32)}
-        ),
-        seed=seed,
-        max_inputs=len(edges),
-    )
+    simplest = {"dtype": ("bfloat16",), "calls": (2, 16), "tokens": (8, 32)}
+    found = _simpler.search(ACCUM_COVERS, edges, prop, simplest, seed=seed)  # the edges only
     return {"found": found, "trainer_reads_main_grad": main, **seen}
 
 

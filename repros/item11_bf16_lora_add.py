@@ -315,17 +315,8 @@ def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
         {"dtype": "bfloat16", "mode": "train", "tokens": t, "b_std": b}
         for t, b in ((1, 1e-4), (8, 1e-6), (8, 1e-3))
     ]
-    found = _domain.search(  # the edge cases only: max_inputs stops before any draw
-        covers=RUN_COVERS,
-        edges=edges,
-        sample=lambda rng: rng.choice(edges),
-        holds=prop,
-        shrink=lambda inp: _simpler.toward(
-            inp, {"dtype": ("bfloat16",), "mode": ("eval", "train"), "tokens": (1, 8)}
-        ),
-        seed=seed,
-        max_inputs=len(edges),
-    )
+    simplest = {"dtype": ("bfloat16",), "mode": ("eval", "train"), "tokens": (1, 8)}
+    found = _simpler.search(RUN_COVERS, edges, prop, simplest, seed=seed)  # the edges only
     return {"found": found, **seen}
 
 
