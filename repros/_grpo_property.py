@@ -58,10 +58,6 @@ def _noise(rng: Any, n: int, value: float) -> list[float]:
     return _reward_noise.ulp_neighbours(rng, n, value)
 
 
-def _spread(rng: Any, m: int) -> list[float]:
-    return [float(i % 2) for i in range(m)]
-
-
 def sample(claim: str) -> Callable[[Any], dict[str, Any]]:
     """The sampler of ``claim``'s part of the domain."""
 
