@@ -258,8 +258,7 @@ def build_report() -> _common.Report:
 
 
 # The check's run: base outputs ~ N(0, 1), a delta about 1e-3 of them (B_T ~ N(0, 1e-4)).
-CHECK_FEATURES, CHECK_TOKENS, CHECK_RANK = 256, 32, 8
-CHECK_B_STD = 1e-4
+CHECK_FEATURES, CHECK_TOKENS, CHECK_RANK, CHECK_B_STD = 256, 32, 8, 1e-4
 
 
 RUN_COVERS = (
@@ -308,7 +307,7 @@ def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
         return None
 
     edges = [
-        {"dtype": d, "mode": m, "tokens": 32, "b_std": 1e-4}
+        {"dtype": d, "mode": m, "tokens": CHECK_TOKENS, "b_std": CHECK_B_STD}
         for d in ("bfloat16", "float16")
         for m in ("train", "eval")
     ] + [
