@@ -277,7 +277,7 @@ def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
     import _simpler
 
     built = _art_lora.builder(art, features=CHECK_FEATURES, rank=CHECK_RANK, alpha=32.0)
-    seen: dict[str, str] = {}
+    seen: dict[str, Any] = {}
 
     def prop(inp: dict[str, Any]) -> _domain.Failure | None:
         dtype = getattr(torch, inp["dtype"])
