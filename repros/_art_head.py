@@ -258,15 +258,8 @@ def _grad_failure(
 def run(art: Any, seed: int = 0, samples: int = 12) -> dict[str, Any]:
     """ART's ``_local_logits_from_hidden_rows`` over the domain; the first counterexample."""
     prop = HeadProperty(art)
-    cases = edges()
-    found = _domain.search(
-        covers=COVERS,
-        edges=cases,
-        sample=sample,
-        holds=prop,
-        shrink=lambda inp: _simpler.toward(inp, SIMPLEST),
-        seed=seed,
-        max_inputs=len(cases) + samples,
+    found = _simpler.search(
+        COVERS, edges(), prop, SIMPLEST, sample=sample, samples=samples, seed=seed
     )
     return {
         "found": found,

@@ -207,15 +207,14 @@ class LogitsProperty:
 
 def search_logits(art: Any, seed: int = 0, samples: int = 4) -> tuple[_domain.Found, int]:
     impl, line = load(art)
-    cases = logits_edges()
-    found = _domain.search(
-        covers=LOGITS_COVERS,
-        edges=cases,
+    found = _simpler.search(
+        LOGITS_COVERS,
+        logits_edges(),
+        LogitsProperty(impl),
+        LOGITS_SIMPLEST,
         sample=logits_sample,
-        holds=LogitsProperty(impl),
-        shrink=lambda inp: _simpler.toward(inp, LOGITS_SIMPLEST),
+        samples=samples,
         seed=seed,
-        max_inputs=len(cases) + samples,
     )
     return found, line
 
@@ -368,14 +367,13 @@ class LseProperty:
 
 def search_lse(art: Any, seed: int = 0, samples: int = 10) -> tuple[_domain.Found, int]:
     impl, line = load(art)
-    cases = lse_edges()
-    found = _domain.search(
-        covers=LSE_COVERS,
-        edges=cases,
+    found = _simpler.search(
+        LSE_COVERS,
+        lse_edges(),
+        LseProperty(impl),
+        LSE_SIMPLEST,
         sample=lambda rng: lse_case(lse_sample(rng)),
-        holds=LseProperty(impl),
-        shrink=lambda inp: _simpler.toward(inp, LSE_SIMPLEST),
+        samples=samples,
         seed=seed,
-        max_inputs=len(cases) + samples,
     )
     return found, line

@@ -20,6 +20,8 @@ the add) is ART's code as released.
 from __future__ import annotations
 
 import contextvars
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -131,3 +133,31 @@ def trainer_reads_main_grad(art: Any) -> bool:
         or (isinstance(n, ast.Constant) and n.value == "main_grad")  # getattr(p, "main_grad")
         for n in ast.walk(node)
     )
+
+
+def builder(
+    art: Any, *, features: int, rank: int, alpha: float, seed: int = 0, b_std: float = 0.0
+) -> Callable[[str], BuiltLora]:
+    """:func:`build` square (``features`` in and out), once per dtype name (``"bfloat16"``), for
+    a property run over a domain of dtypes. ``b_std``: B drawn with this std (generator seeded
+    ``seed + 1``), as after the first steps (ART initialises it to zero)."""
+
+    @functools.cache
+    def built(dtype: str) -> BuiltLora:
+        lora = build(
+            art,
+            in_features=features,
+            out_features=features,
+            rank=rank,
+            alpha=alpha,
+            dtype=getattr(torch, dtype),
+            seed=seed,
+        )
+        if b_std:
+            gen = torch.Generator().manual_seed(seed + 1)
+            with torch.no_grad():
+                b_t = lora.leaves()["B_T"]
+                b_t.copy_((b_std * torch.randn(b_t.shape, generator=gen)).to(b_t.dtype))
+        return lora
+
+    return built

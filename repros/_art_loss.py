@@ -50,6 +50,12 @@ from typing import Any, Literal
 
 import torch
 
+# What items 7 and 8 measure: any callable with the signature of ART's ``loss_fn(inputs,
+# new_logprobs, ref_logprobs, entropies, experimental_config, reduction="mean")`` that returns an
+# object with ``.policy_loss`` (the only field read), so ART's own function can be passed in and
+# given the same inputs as the model.
+LossFn = Callable[..., Any]
+
 # loss.py L314-L324 (0.5.20): (epsilon, epsilon_high) when the config sets neither; None means
 # epsilon_high = epsilon. PPO clips the ratio to [0.8, 1.2], CISPO to [0, 5].
 EPSILON_DEFAULTS: dict[str, tuple[float, float | None]] = {"ppo": (0.2, None), "cispo": (1.0, 4.0)}

@@ -120,3 +120,9 @@ def claim(
     if verdict is False and fix and all(f is not None for f in fix):
         out["fix"] = {"lines": list(fix)}
     return out
+
+
+def one_claim(claim_id: str, result: dict[str, Any], ran: str) -> dict[str, Any]:
+    """What ``check_art`` returns for a finding of one claim: that claim's ``result``
+    (:func:`claim`), whose detail is the finding's, and the one ART function ``ran``."""
+    return {"claims": {claim_id: result}, "detail": result["detail"], "ran": [ran]}

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 import _domain
+import _reward_noise
 
 SIZES = (2, 3, 5, 6, 7, 8, 16, 64)
 RESIDUE = (0.1, 0.2, 0.3, 0.6, 0.7, 0.9, 1 / 3, 2 / 3)
@@ -53,24 +54,8 @@ def _value(rng: Any) -> float:
 
 def _noise(rng: Any, n: int, value: float) -> list[float]:
     if rng.random() < 0.5:
-        weights = [rng.random() for _ in range(rng.randint(2, 8))]
-        steps = [value * w / sum(weights) for w in weights]
-        group = []
-        for _ in range(n):
-            rng.shuffle(steps)
-            group.append(sum(steps))
-        return group
-    group = [value]
-    for _ in range(n - 1):
-        v = value
-        for _ in range(rng.randint(0, 8)):
-            v = math.nextafter(v, rng.choice((math.inf, -math.inf)))
-        group.append(v)
-    return group
-
-
-def _spread(rng: Any, m: int) -> list[float]:
-    return [float(i % 2) for i in range(m)]
+        return _reward_noise.reordered_sums(rng, n, value)
+    return _reward_noise.ulp_neighbours(rng, n, value)
 
 
 def sample(claim: str) -> Callable[[Any], dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""Item 3's near-equal rewards: rewards equal by construction that differ only by float noise.
+"""Near-equal rewards: rewards equal by construction that differ only by float noise (item 3's
+fixed groups; the noisy groups that item 1001 and the GRPO properties draw).
 
 A trajectory's reward is often a sum of per-step rewards. Two trajectories that earned the same
 steps have the same reward, but a sum taken in another order can come out one ulp apart: at
@@ -9,8 +10,10 @@ inside it.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Sequence
+from typing import Any
 
 # Four per-step rewards; summed forwards and backwards they are one ulp (1.8e-12) apart.
 STEPS_AT_1E4 = (2391.2, 2386.8, 2324.4, 2335.2)
@@ -44,3 +47,26 @@ def kept_by_scale(zero_variance: Callable[[Sequence[float]], bool]) -> dict[floa
     """Per scale, how many of ``GROUPS`` equal-by-construction groups ``zero_variance`` keeps
     (calls not zero-variance)."""
     return {s: sum(not zero_variance(g) for g in groups_at(s)) for s in SCALES}
+
+
+def reordered_sums(rng: Any, n: int, value: float) -> list[float]:
+    """``n`` rewards, each the same 2-8 random per-step shares of ``value`` summed in a shuffled
+    order (``rng``: a ``random.Random``)."""
+    weights = [rng.random() for _ in range(rng.randint(2, 8))]
+    steps = [value * w / sum(weights) for w in weights]
+    group = []
+    for _ in range(n):
+        rng.shuffle(steps)
+        group.append(sum(steps))
+    return group
+
+
+def ulp_neighbours(rng: Any, n: int, value: float) -> list[float]:
+    """``value`` and ``n - 1`` float64 neighbours of it, each 0-8 ulps away."""
+    group = [value]
+    for _ in range(n - 1):
+        v = value
+        for _ in range(rng.randint(0, 8)):
+            v = math.nextafter(v, rng.choice((math.inf, -math.inf)))
+        group.append(v)
+    return group

@@ -5,6 +5,8 @@
   value, from a table of values per key in order of simplicity (only those before the current
   value are proposed), so a counterexample shrinks to the simplest dtype, grad mode and size
   that still fails, never to a costlier one.
+- :func:`search`: ``_domain.search`` over a check's edge cases, then ``samples`` seeded draws,
+  shrinking :func:`toward` the simplest values.
 - :func:`said`: what a search found, in a few words for a verdict's detail ("held over 36
   inputs (0.72 s)" or "fails on dtype=bfloat16, ...: measured ..., bound ..."); the domain
   itself (what was covered, the budget) goes with the claim as ``_domain.Found.domain()``.
@@ -12,7 +14,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import random
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import _domain
@@ -26,6 +29,29 @@ def toward(case: dict[str, Any], simplest: Mapping[str, Sequence[Any]]) -> Itera
             if value == case[key]:
                 break
             yield _domain.replace(case, key, value)
+
+
+def search(
+    covers: str,
+    edges: list[dict[str, Any]],
+    holds: Callable[[dict[str, Any]], _domain.Failure | None],
+    simplest: Mapping[str, Sequence[Any]],
+    *,
+    sample: Callable[[random.Random], dict[str, Any]] | None = None,
+    samples: int = 0,
+    seed: int = 0,
+) -> _domain.Found:
+    """Every case of ``edges``, then ``samples`` cases drawn by ``sample`` (none: the edge cases
+    only), a counterexample shrunk :func:`toward` ``simplest``."""
+    return _domain.search(
+        covers=covers,
+        edges=edges,
+        sample=sample or (lambda rng: rng.choice(edges)),
+        holds=holds,
+        shrink=lambda inp: toward(inp, simplest),
+        seed=seed,
+        max_inputs=len(edges) + samples,
+    )
 
 
 def said(found: Any) -> str:

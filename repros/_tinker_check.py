@@ -15,7 +15,6 @@ import _art_extract
 import _evidence
 import _source
 import _tinker_train
-from _tinker_masks import scored_contexts
 
 
 def check(art: Any) -> dict[str, Any]:
@@ -26,10 +25,10 @@ def check(art: Any) -> dict[str, Any]:
     group = _tinker_train.two_branch_group(prompt_len)
     seq_len = 4 * prompt_len
     packed_run = _tinker_train.run_train(art, group, seq_len, pack_results=True)
-    wrong, trainable = _wrong_context(packed_run)
+    wrong, trainable = _tinker_train.wrong_context(packed_run)
     tinker_packs, why = _tinker_train.tinker_pack_results(art)
     path_run = _tinker_train.run_train(art, group, seq_len, pack_results=bool(tinker_packs))
-    path_wrong, path_trainable = _wrong_context(path_run)
+    path_wrong, path_trainable = _tinker_train.wrong_context(path_run)
     roots = [sum(1 for g in set(r["group_ids"].tolist()) if g >= 0) for r in path_run["rows"]]
     reach = (
         f"ART's Tinker path packs with pack_results={tinker_packs} ({why}): "
@@ -115,17 +114,6 @@ def check(art: Any) -> dict[str, Any]:
         "records the datums and counts optimizer steps",
         "method": "ran",
     }
-
-
-def _wrong_context(run: dict[str, Any]) -> tuple[int, int]:
-    """Trainable tokens scored in the wrong context over a run's rows, and trainable tokens."""
-    wrong = total = 0
-    for row in run["rows"]:
-        masks = [(0, m) for m in row["masks"]]
-        scored = scored_contexts(masks, row["group_ids"], row["parent_ids"], row["assistant_mask"])
-        wrong += sum(not s["correct"] for s in scored)
-        total += len(scored)
-    return wrong, total
 
 
 def _source_span(art: Any, relpath: str, where: str) -> dict[str, Any]:

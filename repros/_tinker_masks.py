@@ -113,26 +113,29 @@ def pad_row(row: Any, seq_len: int) -> PackedRow:
     return PackedRow(tokens, groups, parents)
 
 
+def _per_group(
+    group_ids: torch.Tensor, parent_ids: torch.Tensor, side: torch.Tensor
+) -> list[tuple[int, torch.Tensor]]:
+    """``(group == g) | (side == parent(g))`` per unique group g."""
+    masks = []
+    for group_id in group_ids.unique():  # sorted, so the padding group -1 comes first
+        parent_id = parent_ids[group_ids == group_id][0]
+        masks.append((int(group_id), (group_ids == group_id) | (side == parent_id)))
+    return masks
+
+
 def tinker_datum_masks(
     group_ids: torch.Tensor, parent_ids: torch.Tensor
 ) -> list[tuple[int, torch.Tensor]]:
     """Model of service.py L137-L146: ``(group == g) | (parent == parent(g))`` per unique group."""
-    masks = []
-    for group_id in group_ids.unique():  # sorted, so the padding group -1 comes first
-        parent_id = parent_ids[group_ids == group_id][0]
-        masks.append((int(group_id), (group_ids == group_id) | (parent_ids == parent_id)))
-    return masks
+    return _per_group(group_ids, parent_ids, parent_ids)
 
 
 def audit_fix_masks(
     group_ids: torch.Tensor, parent_ids: torch.Tensor
 ) -> list[tuple[int, torch.Tensor]]:
     """The audit's suggested fix, in the same loop: ``(group == g) | (group == parent(g))``."""
-    masks = []
-    for group_id in group_ids.unique():
-        parent_id = parent_ids[group_ids == group_id][0]
-        masks.append((int(group_id), (group_ids == group_id) | (group_ids == parent_id)))
-    return masks
+    return _per_group(group_ids, parent_ids, group_ids)
 
 
 def ancestor_masks(

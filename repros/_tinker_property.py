@@ -19,7 +19,6 @@ from typing import Any
 
 import _domain
 import _tinker_train
-from _tinker_masks import scored_contexts
 
 COVERS = {
     "one-optimizer-step-per-packed-row": "one train call over 1-8 trajectories, one per packed "
@@ -51,16 +50,6 @@ def branch_group(prompt_len: int, lengths: list[int]) -> list[_tinker_train.Reco
     return out
 
 
-def _wrong(run: dict[str, Any]) -> tuple[int, int]:
-    wrong = total = 0
-    for row in run["rows"]:
-        masks = [(0, m) for m in row["masks"]]
-        scored = scored_contexts(masks, row["group_ids"], row["parent_ids"], row["assistant_mask"])
-        wrong += sum(not s["correct"] for s in scored)
-        total += len(scored)
-    return wrong, total
-
-
 def search(art: Any, claim: str, shared: int) -> Any:
     """``claim``'s property over its domain on ``art``: ``_domain.Found``."""
 
@@ -81,7 +70,7 @@ def search(art: Any, claim: str, shared: int) -> Any:
         run = _tinker_train.run_train(
             art, branch_group(prompt_len, lengths), seq_len, pack_results=True
         )
-        wrong, total = _wrong(run)
+        wrong, total = _tinker_train.wrong_context(run)
         return _domain.Failure(f"{wrong} of {total} tokens", 0) if wrong else None
 
     def draw(rng: Any) -> dict[str, Any]:

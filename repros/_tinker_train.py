@@ -28,6 +28,7 @@ from typing import Any
 import _art_extract
 import _source
 import torch
+from _tinker_masks import scored_contexts
 
 
 @dataclass
@@ -224,3 +225,15 @@ def run_train(art: Any, records: list[Record], seq_len: int, *, pack_results: bo
         "calls": client.calls,
         "where": where,
     }
+
+
+def wrong_context(run: dict[str, Any]) -> tuple[int, int]:
+    """Trainable tokens scored in the wrong context over a :func:`run_train` run's rows, and
+    trainable tokens."""
+    wrong = total = 0
+    for row in run["rows"]:
+        masks = [(0, m) for m in row["masks"]]
+        scored = scored_contexts(masks, row["group_ids"], row["parent_ids"], row["assistant_mask"])
+        wrong += sum(not s["correct"] for s in scored)
+        total += len(scored)
+    return wrong, total

@@ -70,19 +70,22 @@ LogprobImpl = Callable[
 ]
 
 
-def calculate_logprobs_bf16(
+def _calculate_logprobs(
     lm_head_t: torch.Tensor,
     hidden_states: torch.Tensor,
     next_input_ids: torch.Tensor,
     chunk_size: int,
+    *,
+    upcast: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Model of ``_calculate_logprobs`` (train.py L636-L687): everything in the hidden dtype."""
     batch, seq_len, _ = hidden_states.shape
-    log_probs = torch.empty((batch, seq_len), dtype=hidden_states.dtype)
-    entropy = torch.empty((batch, seq_len), dtype=hidden_states.dtype)
+    dtype = torch.float32 if upcast else hidden_states.dtype
+    log_probs = torch.empty((batch, seq_len), dtype=dtype)
+    entropy = torch.empty((batch, seq_len), dtype=dtype)
     lm_head_t = lm_head_t.to(hidden_states.dtype)
     for i in range(0, seq_len, chunk_size):
         logits = torch.matmul(hidden_states[:, i : i + chunk_size, :], lm_head_t)
+        logits = logits.float() if upcast else logits
         ids = next_input_ids[:, i : i + chunk_size]
         selected = torch.gather(logits, dim=-1, index=ids.unsqueeze(-1)).squeeze(-1)
         lse = torch.logsumexp(logits, dim=-1)
@@ -90,28 +93,20 @@ def calculate_logprobs_bf16(
         full = logits - lse.unsqueeze(-1)
         entropy[:, i : i + chunk_size] = (-torch.exp(full) * full).sum(dim=-1)
     return log_probs, entropy
+
+
+def calculate_logprobs_bf16(
+    lm_head_t: torch.Tensor, hidden_states: torch.Tensor, next_input_ids: torch.Tensor, chunk: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Model of ``_calculate_logprobs`` (train.py L636-L687): everything in the hidden dtype."""
+    return _calculate_logprobs(lm_head_t, hidden_states, next_input_ids, chunk, upcast=False)
 
 
 def calculate_logprobs_fp32(
-    lm_head_t: torch.Tensor,
-    hidden_states: torch.Tensor,
-    next_input_ids: torch.Tensor,
-    chunk_size: int,
+    lm_head_t: torch.Tensor, hidden_states: torch.Tensor, next_input_ids: torch.Tensor, chunk: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The suggested fix: the same steps with the BF16 logits upcast to FP32 first."""
-    batch, seq_len, _ = hidden_states.shape
-    log_probs = torch.empty((batch, seq_len), dtype=torch.float32)
-    entropy = torch.empty((batch, seq_len), dtype=torch.float32)
-    lm_head_t = lm_head_t.to(hidden_states.dtype)
-    for i in range(0, seq_len, chunk_size):
-        logits = torch.matmul(hidden_states[:, i : i + chunk_size, :], lm_head_t).float()
-        ids = next_input_ids[:, i : i + chunk_size]
-        selected = torch.gather(logits, dim=-1, index=ids.unsqueeze(-1)).squeeze(-1)
-        lse = torch.logsumexp(logits, dim=-1)
-        log_probs[:, i : i + chunk_size] = selected - lse
-        full = logits - lse.unsqueeze(-1)
-        entropy[:, i : i + chunk_size] = (-torch.exp(full) * full).sum(dim=-1)
-    return log_probs, entropy
+    return _calculate_logprobs(lm_head_t, hidden_states, next_input_ids, chunk, upcast=True)
 
 
 def sweep_logits(x: float) -> torch.Tensor:
@@ -361,9 +356,5 @@ def check_art(art: Any) -> dict[str, Any]:
     }
 
 
-def main() -> int:
-    return _common.run(build_report)
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

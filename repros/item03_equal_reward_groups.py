@@ -487,9 +487,5 @@ def _noise_by_scale(art: Any) -> str:
     return out
 
 
-def main() -> int:
-    return _common.run(build_report)
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

@@ -438,9 +438,5 @@ def check_art(art: Any) -> dict[str, Any]:
     }
 
 
-def main() -> int:
-    return _common.run(build_report)
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

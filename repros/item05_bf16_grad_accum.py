@@ -350,26 +350,14 @@ def accumulate_in_art(art: Any, seed: int = 0) -> dict[str, Any]:
     import _simpler
 
     main = _art_lora.trainer_reads_main_grad(art)
-    built: dict[str, Any] = {}
+    built = _art_lora.builder(
+        art, features=CHECK_FEATURES, rank=RANK, alpha=ALPHA, seed=seed, b_std=0.02
+    )
     seen: dict[str, Any] = {"leaves": {}}
 
     def prop(inp: dict[str, Any]) -> _domain.Failure | None:
         dtype = getattr(torch, inp["dtype"])
-        if inp["dtype"] not in built:
-            built[inp["dtype"]] = _art_lora.build(
-                art,
-                in_features=CHECK_FEATURES,
-                out_features=CHECK_FEATURES,
-                rank=RANK,
-                alpha=ALPHA,
-                dtype=dtype,
-                seed=seed,
-            )
-            gen0 = torch.Generator().manual_seed(seed + 1)
-            with torch.no_grad():  # B as after the first steps (ART initialises it to zero)
-                b_t = built[inp["dtype"]].leaves()["B_T"]
-                b_t.copy_((0.02 * torch.randn(b_t.shape, generator=gen0)).to(b_t.dtype))
-        lora = built[inp["dtype"]]
+        lora = built(inp["dtype"])
         seen["where"], seen["stand_ins"] = lora.where, lora.stand_ins
         leaves = lora.leaves()
         for param in leaves.values():  # a fresh step: nothing accumulated
@@ -411,17 +399,8 @@ def accumulate_in_art(art: Any, seed: int = 0) -> dict[str, Any]:
         {"dtype": "bfloat16", "calls": c, "tokens": t, "scale": sc}
         for c, t, sc in ((2, 8, 1.0), (48, 8, 1.0), (16, 32, 1e-3))
     ]
-    found = _domain.search(  # the edge cases only: max_inputs stops before any draw
-        covers=ACCUM_COVERS,
-        edges=edges,
-        sample=lambda rng: rng.choice(edges),
-        holds=prop,
-        shrink=lambda inp: _simpler.toward(
-            inp, {"dtype": ("bfloat16",), "calls": (2, 16), "tokens": (8, 32)}
-        ),
-        seed=seed,
-        max_inputs=len(edges),
-    )
+    simplest = {"dtype": ("bfloat16",), "calls": (2, 16), "tokens": (8, 32)}
+    found = _simpler.search(ACCUM_COVERS, edges, prop, simplest, seed=seed)  # the edges only
     return {"found": found, "trainer_reads_main_grad": main, **seen}
 
 
@@ -475,9 +454,5 @@ def check_art(art: Any) -> dict[str, Any]:
 WRAPPER_NAME = "SelfAttentionLinearProjLoRA"
 
 
-def main() -> int:
-    return _common.run(build_report)
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

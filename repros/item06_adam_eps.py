@@ -458,9 +458,5 @@ def _optimizer_lines(art: Any, where: dict[str, str]) -> list[dict[str, Any] | N
     return out
 
 
-def main() -> int:
-    return _common.run(build_report)
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

@@ -31,9 +31,8 @@ Assumptions:
 The model of ``loss_fn`` is in ``_art_loss.py`` (shared with item 8), whose docstring lists the
 lines it covers; this script sets its ``skip_tis_without_original_logprobs`` knob for the fix.
 
-``measure(impl=...)`` takes any callable with the signature of ART's ``loss_fn`` (the modelled one
-by default) and only reads ``.policy_loss`` from what it returns, so ART's own function can be
-passed in and given the same inputs.
+``measure(impl=...)`` takes ART's own ``loss_fn`` or the model, and gives both the same inputs
+(``_art_loss.LossFn``).
 """
 
 from __future__ import annotations
@@ -41,7 +40,6 @@ from __future__ import annotations
 import math
 import sys
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _art_loss  # noqa: E402
 import _common  # noqa: E402
 import _evidence  # noqa: E402
-
-# Re-exported so that callers can build inputs as this script's AlignedInputs.
-AlignedInputs = _art_loss.AlignedInputs
-LossValues = _art_loss.LossValues
-make_loss_fn = _art_loss.make_loss_fn
+from _art_loss import AlignedInputs, LossFn, make_loss_fn  # noqa: E402
 
 TIS_UPPER_BOUND = 2.0
 RATIOS = (0.25, 0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 8.0)
@@ -82,15 +76,14 @@ def one_token_inputs(ratio: float, advantage: float) -> tuple[AlignedInputs, tor
 
 
 def measure(
-    impl: Callable[..., Any] | None = None,
+    impl: LossFn | None = None,
     *,
     ratios: tuple[float, ...] = RATIOS,
     upper_bound: float = TIS_UPPER_BOUND,
 ) -> dict[str, Any]:
     """Per algorithm and advantage sign: the TIS factor and gradient coefficients at each ratio.
 
-    ``impl`` has the signature of ART's ``loss_fn(inputs, new_logprobs, ref_logprobs, entropies,
-    experimental_config, reduction="mean")`` and returns an object with ``.policy_loss``.
+    ``impl``: a ``_art_loss.LossFn``, ART's ``loss_fn`` or the model (the default).
     """
     impl = impl or loss_fn
     out: dict[str, Any] = {"ratios": list(ratios), "upper_bound": upper_bound, "cases": {}}
@@ -401,17 +394,8 @@ def check_art(art: Any) -> dict[str, Any]:
     ]
     fix = [_evidence.lines(art, "loss.py", FIX_FIRST, FIX_LOOK_FOR)]
     claim = _evidence.claim(hit, detail, method="ran", at=at, fix=fix, domain=found.domain())
-    return {
-        "claims": {"policy-ratio-applied-twice": claim},
-        "detail": detail,
-        "ran": [f"{art.name}/loss.py:loss_fn"],
-        "scope": None,
-    }
-
-
-def main() -> int:
-    return _common.run(build_report)
+    return _evidence.one_claim("policy-ratio-applied-twice", claim, f"{art.name}/loss.py:loss_fn")
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

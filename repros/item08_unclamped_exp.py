@@ -34,30 +34,23 @@ The model of ``loss_fn`` is in ``_art_loss.py`` (shared with item 7), whose docs
 lines it covers; this script sets its ``log_ratio_bound`` and
 ``replace_non_finite_old_logprobs`` knobs for the fix.
 
-``measure(impl=...)`` takes any callable with the signature of ART's ``loss_fn`` (the modelled one
-by default) and only reads ``.policy_loss`` from what it returns, so ART's own function can be
-passed in and given the same inputs.
+``measure(impl=...)`` takes ART's own ``loss_fn`` or the model, and gives both the same inputs
+(``_art_loss.LossFn``).
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _art_loss  # noqa: E402
 import _common  # noqa: E402
 import _evidence  # noqa: E402
-
-# Re-exported so that callers can build inputs as this script's AlignedInputs.
-AlignedInputs = _art_loss.AlignedInputs
-LossValues = _art_loss.LossValues
-make_loss_fn = _art_loss.make_loss_fn
+from _art_loss import AlignedInputs, LossFn, make_loss_fn  # noqa: E402
 
 BAD_OLD_LOGPROBS = {"-inf": float("-inf"), "-9999": -9999.0}
 LOG_RATIO_BOUND = 20.0  # ART 0.5.21's bound for FP32 log-ratios (the audit's example too)
@@ -69,7 +62,7 @@ loss_fn_fixed = make_loss_fn(log_ratio_bound=LOG_RATIO_BOUND, replace_non_finite
 
 
 def run_case(
-    impl: Callable[..., Any],
+    impl: LossFn,
     *,
     ppo: bool,
     advantage: float,
@@ -111,11 +104,10 @@ def run_case(
     }
 
 
-def measure(impl: Callable[..., Any] | None = None) -> dict[str, Any]:
+def measure(impl: LossFn | None = None) -> dict[str, Any]:
     """Every case: {algo} A={sign} old={bad value}, plus the masked-token and finite controls.
 
-    ``impl`` has the signature of ART's ``loss_fn(inputs, new_logprobs, ref_logprobs, entropies,
-    experimental_config, reduction="mean")`` and returns an object with ``.policy_loss``.
+    ``impl``: a ``_art_loss.LossFn``, ART's ``loss_fn`` or the model (the default).
     """
     impl = impl or loss_fn
     cases: dict[str, dict[str, Any]] = {}
@@ -308,17 +300,8 @@ def check_art(art: Any) -> dict[str, Any]:
         fix=fix,
         domain=found.domain(),
     )
-    return {
-        "claims": {"inf-loss-nan-gradients": claim},
-        "detail": detail,
-        "ran": [f"{art.name}/loss.py:loss_fn"],
-        "scope": None,
-    }
-
-
-def main() -> int:
-    return _common.run(build_report)
+    return _evidence.one_claim("inf-loss-nan-gradients", claim, f"{art.name}/loss.py:loss_fn")
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

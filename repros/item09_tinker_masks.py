@@ -253,6 +253,10 @@ def is_reproduced(m: dict[str, Any]) -> bool:
     return sibling_leak and root_whole and extra_steps and at_art_packing
 
 
+def _in_wrong_context(m: dict[str, Any]) -> str:
+    return f"{m['wrong_context_tokens']} of {m['trainable_tokens']}"
+
+
 def build_report() -> _common.Report:
     """Item 9: Tinker per-datum masks and optimizer steps per packed row."""
     cited = measure()
@@ -293,8 +297,8 @@ def build_report() -> _common.Report:
     )
     report.measure(
         "two-branch: trainable tokens scored in the wrong context",
-        f"{two['wrong_context_tokens']} of {two['trainable_tokens']}",
-        fixed=f"{two_fixed['wrong_context_tokens']} of {two_fixed['trainable_tokens']}",
+        _in_wrong_context(two),
+        fixed=_in_wrong_context(two_fixed),
         note="the second branch is scored after the first",
     )
     report.measure(
@@ -307,12 +311,9 @@ def build_report() -> _common.Report:
     nested, nested_fixed = cited["nested"], fixed["nested"]
     report.measure(
         "nested row: trainable tokens scored in the wrong context",
-        f"{nested['wrong_context_tokens']} of {nested['trainable_tokens']}",
-        fixed=f"{nested_fixed['wrong_context_tokens']} of {nested_fixed['trainable_tokens']}",
-        note=(
-            "with the group and all ancestors (0.5.21): "
-            f"{chain['nested']['wrong_context_tokens']} of {chain['nested']['trainable_tokens']}"
-        ),
+        _in_wrong_context(nested),
+        fixed=_in_wrong_context(nested_fixed),
+        note=f"with the group and all ancestors (0.5.21): {_in_wrong_context(chain['nested'])}",
     )
     first_leaf = _first_leaf(nested)
     report.measure(
@@ -332,9 +333,8 @@ def build_report() -> _common.Report:
         report.measure(
             f"{prompt_len}-token prompt, min_shared_segment_length "
             f"{ART_MIN_SHARED_SEGMENT_LENGTH}: prefix shared / tokens in the wrong context",
-            f"{'shared' if t['shared_segment'] else 'not shared'}, "
-            f"{t['wrong_context_tokens']} of {t['trainable_tokens']}",
-            fixed=f"{t_fixed['wrong_context_tokens']} of {t_fixed['trainable_tokens']}",
+            f"{'shared' if t['shared_segment'] else 'not shared'}, {_in_wrong_context(t)}",
+            fixed=_in_wrong_context(t_fixed),
         )
     shared = [int(n) for n, t in cited["trigger"].items() if t["shared_segment"]]
     report.note(
@@ -392,9 +392,5 @@ def check_art(art: Any) -> dict[str, Any]:
     return _tinker_check.check(art)
 
 
-def main() -> int:
-    return _common.run(build_report)
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

@@ -38,6 +38,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
+import _reward_noise  # noqa: E402
+import item10_sample_std  # noqa: E402
 
 GROUPS = ([0.22, 0.22, 0.22 + 2e-12], [0.15] * 7 + [0.15 + 5e-12])
 # Rewards equal by construction at scale (item 3's kind of noise): the same four per-step
@@ -52,28 +54,9 @@ CONTROLS = ([0.22, 0.22, 0.22], [0.0, 0.0, 1.0])
 TOLERANCE = 1e-6
 
 
-def make_compute_advantages(dtype: torch.dtype) -> Callable[..., list[float]]:
-    """0.5.21's ``compute_advantages`` (FP32), or the same arithmetic in ``dtype``."""
-
-    def compute_advantages(rewards: list[float], normalize_advantages: bool = True) -> list[float]:
-        if not rewards:
-            return []
-        if all(abs(reward - rewards[0]) <= 1e-12 for reward in rewards[1:]):
-            return [0.0] * len(rewards)
-        rewards_tensor = torch.tensor(rewards, dtype=dtype)
-        centered = rewards_tensor - rewards_tensor.mean()
-        if not normalize_advantages:
-            return centered.tolist()
-        std_reward = rewards_tensor.std(unbiased=False)
-        if std_reward > 1e-8:
-            return (centered / std_reward).tolist()
-        return [0.0] * len(rewards)
-
-    return compute_advantages
-
-
-released = make_compute_advantages(torch.float32)
-suggested = make_compute_advantages(torch.float64)
+# 0.5.21's compute_advantages (FP32), and the same arithmetic in float64 (item 10's model).
+released = item10_sample_std.make_compute_advantages(fixed=True)
+suggested = item10_sample_std.make_compute_advantages(fixed=True, dtype=torch.float64)
 
 
 def measure(impl: Callable[..., list[float]] | None = None) -> dict[str, list[float]]:
@@ -194,22 +177,9 @@ def straddling(rng: Any, n: int, boundary: float) -> list[float]:
 
 def _noise_group(rng: Any, n: int, value: float, how: str) -> list[float]:
     if how == "reordered sums":
-        k = rng.randint(2, 8)
-        weights = [rng.random() for _ in range(k)]
-        steps = [value * w / sum(weights) for w in weights]
-        group = []
-        for _ in range(n):
-            rng.shuffle(steps)
-            group.append(sum(steps))
-        return group
+        return _reward_noise.reordered_sums(rng, n, value)
     if how == "ulp neighbours":
-        group = [value]
-        for _ in range(n - 1):
-            v = value
-            for _ in range(rng.randint(0, 8)):
-                v = math.nextafter(v, rng.choice((math.inf, -math.inf)))
-            group.append(v)
-        return group
+        return _reward_noise.ulp_neighbours(rng, n, value)
     if how == "across an FP32 midpoint":
         return straddling(rng, n, fp32_midpoint(value))
     if how == "across a decimal boundary":
@@ -315,17 +285,12 @@ def check_art(art: Any) -> dict[str, Any]:
         _evidence.function(art, "tinker_native/data.py", "compute_advantages"),
     ]
     claim = _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
-    return {
-        "claims": {"near-equal-group-full-advantage": claim},
-        "detail": detail,
-        "ran": [f"{art.name}/tinker_native/data.py:compute_advantages"],
-        "scope": None,
-    }
-
-
-def main() -> int:
-    return _common.run(build_report)
+    return _evidence.one_claim(
+        "near-equal-group-full-advantage",
+        claim,
+        f"{art.name}/tinker_native/data.py:compute_advantages",
+    )
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

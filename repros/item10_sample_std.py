@@ -50,8 +50,11 @@ GROUPS_PER_KIND = 32
 AUDIT_RATIO = {4: 0.87}
 
 
-def make_compute_advantages(*, fixed: bool) -> Callable[..., list[float]]:
-    """tinker_native's ``compute_advantages`` as in 0.5.20, or (``fixed``) as in 0.5.21."""
+def make_compute_advantages(
+    *, fixed: bool, dtype: torch.dtype = torch.float32
+) -> Callable[..., list[float]]:
+    """tinker_native's ``compute_advantages`` as in 0.5.20, or (``fixed``) as in 0.5.21 (and
+    0.5.23); ``dtype``: the rewards tensor's (ART's is FP32; item 1001's fix is float64)."""
 
     def compute_advantages(rewards: list[float], normalize_advantages: bool = True) -> list[float]:
         if not rewards:
@@ -59,7 +62,7 @@ def make_compute_advantages(*, fixed: bool) -> Callable[..., list[float]]:
         # 0.5.21 returns zeros for a group of equal rewards before any FP32 arithmetic.
         if fixed and all(abs(r - rewards[0]) <= 1e-12 for r in rewards[1:]):
             return [0.0] * len(rewards)
-        rewards_tensor = torch.tensor(rewards, dtype=torch.float32)
+        rewards_tensor = torch.tensor(rewards, dtype=dtype)
         centered = rewards_tensor - rewards_tensor.mean()
         if not normalize_advantages:
             return centered.tolist()
@@ -360,14 +363,9 @@ def check_art(art: Any) -> dict[str, Any]:
         "claims": {"sample-std-advantages": claim},
         "detail": f"{detail}; equal up to float noise (not a claim of the audit's): {noise}",
         "ran": [f"{art.name}/tinker_native/data.py:compute_advantages"],
-        "scope": None,
         "method": "ran",
     }
 
 
-def main() -> int:
-    return _common.run(build_report)
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

@@ -258,8 +258,7 @@ def build_report() -> _common.Report:
 
 
 # The check's run: base outputs ~ N(0, 1), a delta about 1e-3 of them (B_T ~ N(0, 1e-4)).
-CHECK_FEATURES, CHECK_TOKENS, CHECK_RANK = 256, 32, 8
-CHECK_B_STD = 1e-4
+CHECK_FEATURES, CHECK_TOKENS, CHECK_RANK, CHECK_B_STD = 256, 32, 8, 1e-4
 
 
 RUN_COVERS = (
@@ -277,21 +276,12 @@ def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
     import _domain
     import _simpler
 
-    built: dict[str, Any] = {}
-    seen: dict[str, str] = {}
+    built = _art_lora.builder(art, features=CHECK_FEATURES, rank=CHECK_RANK, alpha=32.0)
+    seen: dict[str, Any] = {}
 
     def prop(inp: dict[str, Any]) -> _domain.Failure | None:
         dtype = getattr(torch, inp["dtype"])
-        if inp["dtype"] not in built:
-            built[inp["dtype"]] = _art_lora.build(
-                art,
-                in_features=CHECK_FEATURES,
-                out_features=CHECK_FEATURES,
-                rank=CHECK_RANK,
-                alpha=32.0,
-                dtype=dtype,
-            )
-        lora = built[inp["dtype"]]
+        lora = built(inp["dtype"])
         gen = torch.Generator().manual_seed(inp["tokens"] * 31 + int(1e6 * inp["b_std"]))
         b_t = lora.lora.B_T
         with torch.no_grad():
@@ -317,24 +307,15 @@ def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
         return None
 
     edges = [
-        {"dtype": d, "mode": m, "tokens": 32, "b_std": 1e-4}
+        {"dtype": d, "mode": m, "tokens": CHECK_TOKENS, "b_std": CHECK_B_STD}
         for d in ("bfloat16", "float16")
         for m in ("train", "eval")
     ] + [
         {"dtype": "bfloat16", "mode": "train", "tokens": t, "b_std": b}
         for t, b in ((1, 1e-4), (8, 1e-6), (8, 1e-3))
     ]
-    found = _domain.search(  # the edge cases only: max_inputs stops before any draw
-        covers=RUN_COVERS,
-        edges=edges,
-        sample=lambda rng: rng.choice(edges),
-        holds=prop,
-        shrink=lambda inp: _simpler.toward(
-            inp, {"dtype": ("bfloat16",), "mode": ("eval", "train"), "tokens": (1, 8)}
-        ),
-        seed=seed,
-        max_inputs=len(edges),
-    )
+    simplest = {"dtype": ("bfloat16",), "mode": ("eval", "train"), "tokens": (1, 8)}
+    found = _simpler.search(RUN_COVERS, edges, prop, simplest, seed=seed)  # the edges only
     return {"found": found, **seen}
 
 
@@ -442,9 +423,5 @@ def _domain_of(run: dict[str, Any], read: list[tuple[int, str, bool, str]]) -> d
     return domain
 
 
-def main() -> int:
-    return _common.run(build_report)
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

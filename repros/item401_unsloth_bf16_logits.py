@@ -136,17 +136,12 @@ def check_art(art: Any) -> dict[str, Any]:
         ),
     ]
     claim = _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
-    return {
-        "claims": {"bf16-logits-on-unsloth": claim},
-        "detail": detail,
-        "ran": [f"{art.name}/unsloth/train.py:_calculate_logprobs (from the source)"],
-        "scope": None,
-    }
-
-
-def main() -> int:
-    return _common.run(build_report)
+    return _evidence.one_claim(
+        "bf16-logits-on-unsloth",
+        claim,
+        f"{art.name}/unsloth/train.py:_calculate_logprobs (from the source)",
+    )
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

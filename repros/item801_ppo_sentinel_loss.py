@@ -201,17 +201,8 @@ def check_art(art: Any) -> dict[str, Any]:
         _evidence.function(art, "loss.py", "loss_fn"),
     ]
     claim = _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
-    return {
-        "claims": {"sentinel-dominates-loss": claim},
-        "detail": detail,
-        "ran": [f"{art.name}/loss.py:loss_fn"],
-        "scope": None,
-    }
-
-
-def main() -> int:
-    return _common.run(build_report)
+    return _evidence.one_claim("sentinel-dominates-loss", claim, f"{art.name}/loss.py:loss_fn")
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_common.run(build_report))

@@ -6,7 +6,9 @@ imported only when a command connects (:func:`connect`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,8 +22,28 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+@dataclass(frozen=True)
+class GitHubArgs:
+    """The values of :func:`github_options`, handed to the command as one argument, ``gh``."""
+
+    repo_name: str | None
+    api_url: str | None
+    tracking_issue: int | None
+    cache: Path | None
+    authors: tuple[str, ...]
+    dry_run: bool
+    max_writes: int | None
+    as_json: bool
+
+
 def github_options(f: F) -> F:
-    """Options shared by the commands that talk to GitHub."""
+    """Options shared by the commands that talk to GitHub, passed to ``f`` as ``gh``."""
+
+    @functools.wraps(f)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        gh = GitHubArgs(**{field.name: kwargs.pop(field.name) for field in fields(GitHubArgs)})
+        return f(*args, gh=gh, **kwargs)
+
     options = [
         click.option(
             "-R",
@@ -72,8 +94,8 @@ def github_options(f: F) -> F:
         click.option("--json", "as_json", is_flag=True, help="Print the plan and results as JSON."),
     ]
     for option in reversed(options):
-        f = option(f)
-    return f
+        command = option(command)
+    return command  # type: ignore[return-value]
 
 
 def identity(authors: tuple[str, ...]) -> Any:
@@ -100,7 +122,7 @@ def connect(
     from ..settings import default_cache_path
 
     obj.use_gh_token(api_url)
-    repo = connect_repo(
+    return connect_repo(
         obj.settings,
         catalog.audit.repository,
         repo_name=repo_name,
@@ -108,25 +130,13 @@ def connect(
         cache_path=cache or default_cache_path(catalog.root),
         dry_run=dry_run,
     )
-    return repo
 
 
 @click.command(name="open", short_help="File items' issues, linked from the tracking issue.")
 @item_options("Item to file (repeatable).", "Every item without an issue.")
 @github_options
 @click.pass_obj
-def open_(
-    obj: Context,
-    items: tuple[int, ...] | None,
-    repo_name: str | None,
-    api_url: str | None,
-    tracking_issue: int | None,
-    cache: Path | None,
-    authors: tuple[str, ...],
-    dry_run: bool,
-    max_writes: int | None,
-    as_json: bool,
-) -> None:
+def open_(obj: Context, items: tuple[int, ...] | None, gh: GitHubArgs) -> None:
     """File the dedicated issue for an item (once) and link it from the tracking checklist.
 
     What it writes to GitHub: the issue, with artbot's labels (created if missing); an item
@@ -143,26 +153,26 @@ def open_(
 
     catalog = obj.catalog(for_render=True)
     selected = [f.item for f in findings_of(catalog, items)]  # unknown item: exit 2 here
-    tracking = catalog.audit.tracking(tracking_issue)
-    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
+    tracking = catalog.audit.tracking(gh.tracking_issue)
+    repo = connect(obj, catalog, gh.repo_name, gh.api_url, gh.cache, gh.dry_run)
     outcome = open_issues(
         catalog,
         repo,
         selected,
         tracking,
-        dry_run=dry_run,
-        log=run_log(obj, as_json),
-        identity=identity(authors),
-        max_writes=max_writes,
+        dry_run=gh.dry_run,
+        log=run_log(obj, gh.as_json),
+        identity=identity(gh.authors),
+        max_writes=gh.max_writes,
     )
-    if dry_run and not as_json:
+    if gh.dry_run and not gh.as_json:
         from ..run.plan import Create
 
         for action in outcome.plan.of(Create):
             issue = outcome.rendered[action.item]
             click.echo(f"\n--- would file: {issue.title}\n\n{issue.body}")
-    report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
-    if not as_json:
+    report(outcome, obj.settings, as_json=gh.as_json, dry_run=gh.dry_run)
+    if not gh.as_json:
         # The URL of an issue filed now is in its result line; the others' are shown here.
         now = {r.item for r in outcome.results if r.kind == "Create"}
         for n in selected:
@@ -220,14 +230,7 @@ def read_event(path: Path) -> Any:
 @click.pass_obj
 def sync(
     obj: Context,
-    repo_name: str | None,
-    api_url: str | None,
-    tracking_issue: int | None,
-    cache: Path | None,
-    authors: tuple[str, ...],
-    dry_run: bool,
-    max_writes: int | None,
-    as_json: bool,
+    gh: GitHubArgs,
     verify_version: str | None,
     replace_parent: bool,
     event_path: Path | None,
@@ -248,8 +251,8 @@ def sync(
     from ..run.commands import sync as run_sync
 
     catalog = obj.catalog(for_render=True)
-    tracking = catalog.audit.tracking(tracking_issue)
-    repo = connect(obj, catalog, repo_name, api_url, cache, dry_run)
+    tracking = catalog.audit.tracking(gh.tracking_issue)
+    repo = connect(obj, catalog, gh.repo_name, gh.api_url, gh.cache, gh.dry_run)
     event = read_event(event_path) if event_path else None
 
     def check_release(version: str) -> tuple[str, Any]:
@@ -263,21 +266,21 @@ def sync(
         catalog,
         repo,
         tracking,
-        dry_run=dry_run,
+        dry_run=gh.dry_run,
         verified=verified,
-        log=run_log(obj, as_json),
+        log=run_log(obj, gh.as_json),
         replace_parent=replace_parent,
-        identity=identity(authors),
+        identity=identity(gh.authors),
         verifier=lambda: check_release("latest"),
         event=event,
-        max_writes=max_writes,
+        max_writes=gh.max_writes,
     )
-    report(outcome, obj.settings, as_json=as_json, dry_run=dry_run)
+    report(outcome, obj.settings, as_json=gh.as_json, dry_run=gh.dry_run)
     if summary:
         from ..report.output import redact
         from .summary import step_summary
 
-        text = step_summary(catalog, outcome, dry_run=dry_run)
+        text = step_summary(catalog, outcome, dry_run=gh.dry_run)
         with summary.open("a", encoding="utf-8") as fh:
             fh.write(redact(text, obj.settings.secrets))
     save_cache(repo.cache, obj.settings)

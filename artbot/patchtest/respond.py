@@ -126,12 +126,17 @@ def check_tasks(
 ) -> list[Answer]:
     """Phase 2: every task's answer, rendered (tests run confined, without a token)."""
     return [
-        Answer(t.issue, t.comment_id, t.updated_at, _body(catalog, t, cache, secrets, progress))
+        Answer(
+            t.issue,
+            t.comment_id,
+            t.updated_at,
+            f"{t.marker()}\n{_text(catalog, t, cache, secrets, progress)}",
+        )
         for t in tasks
     ]
 
 
-def _body(
+def _text(
     catalog: Catalog,
     task: Task,
     cache: Path | None,
@@ -139,23 +144,10 @@ def _body(
     progress: Callable[[str], None] | None,
 ) -> str:
     if task.kind == "repeat":
-        text = f"{TITLE}: the same request was answered before: {task.text}"
-    elif task.kind == "busy":
-        text = render_refusal(Refusal(f"over the cap of {task.text}; ask again later"))
-    elif task.kind == "refuse":
-        text = render_refusal(Refusal(task.text))
-    else:
-        text = _run(catalog, task, cache, secrets, progress)
-    return f"{task.marker()}\n{text}"
-
-
-def _run(
-    catalog: Catalog,
-    task: Task,
-    cache: Path | None,
-    secrets: Sequence[str],
-    progress: Callable[[str], None] | None,
-) -> str:
+        return f"{TITLE}: the same request was answered before: {task.text}"
+    if task.kind in ("busy", "refuse"):
+        why = f"over the cap of {task.text}; ask again later" if task.kind == "busy" else task.text
+        return render_refusal(Refusal(why))
     release = task.release or newest_checked(catalog.root)
     parsed = checked_diff(task.diff or "", release, task.pull)
     if isinstance(parsed, Refusal):
@@ -165,9 +157,7 @@ def _run(
         catalog, task.item, parsed.files, release, source=source, cache=cache, secrets=secrets,
         progress=progress,
     )  # fmt: skip
-    if isinstance(outcome, Refusal):
-        return render_refusal(outcome)
-    return render_trial(outcome)
+    return render_refusal(outcome) if isinstance(outcome, Refusal) else render_trial(outcome)
 
 
 def post_answers(repo: Repo, answers: Sequence[Answer], artbot: Sequence[str]) -> list[str]:

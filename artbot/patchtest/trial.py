@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import ArtbotError, BadInput
 from ..records.catalog import Catalog
-from ..status import ItemStatus, StatusError
+from ..status import release_points
 from ..verify.apart import verify_code_apart
 from ..verify.code import CodeResult, checkable
 from ..verify.release import recorded_pin, release_tree
@@ -52,13 +52,7 @@ class Trial:
 
 def newest_checked(root: Path) -> str:
     """The newest release recorded in findings/status/ (what a request without one gets)."""
-    versions: set[str] = set()
-    for path in sorted((Path(root) / "findings" / "status").glob("[0-9]*.json")):
-        try:
-            status = ItemStatus.model_validate_json(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise StatusError(f"{path}: {exc}") from None
-        versions |= {p.label for p in status.points if p.source == "release"}
+    versions = {p.label for p in release_points(root)}
     if not versions:
         raise BadInput("findings/status/ records no checked release: name one")
     return max(versions, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()))

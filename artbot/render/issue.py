@@ -354,28 +354,11 @@ def versions_line(
 
 
 def render_issue(
-    catalog: Catalog,
-    finding: Finding,
-    *,
-    tracking_issue: int | None = None,
-    repro_result: Mapping[str, Any] | None = None,
-    templates_dir: Path | None = None,
-    status: ItemStatus | None = None,
-    commit: str | None = None,
-    follows: int | None = None,
-    issues: Mapping[int, int] | None = None,
+    catalog: Catalog, finding: Finding, *, templates_dir: Path | None = None, **keywords: Any
 ) -> RenderedIssue:
-    """:meth:`Renderer.issue` with a renderer for ``catalog`` (templates compiled once per
-    process): for one-off callers and tests."""
-    return Renderer(catalog, templates_dir).issue(
-        finding,
-        tracking_issue=tracking_issue,
-        repro_result=repro_result,
-        status=status,
-        commit=commit,
-        follows=follows,
-        issues=issues,
-    )
+    """:meth:`Renderer.issue` (the same keywords) with a renderer for ``catalog`` (templates
+    compiled once per process): for one-off callers and tests."""
+    return Renderer(catalog, templates_dir).issue(finding, **keywords)
 
 
 def check_markers(body: str, marker: IssueMarker, where: str) -> None:

@@ -78,7 +78,6 @@ class Row:
     sentence: str  # the audit's words, one line, for running text
     fixed_in: str | None  # the release from which this claim stays fixed
     fix: str = ""  # the Fixed-in cell: the release, its fixing lines and the upstream change
-    has_fix: bool = False  # the record gives the fixing lines (ClaimResult.fix)
     # One per column, short: "reproduced (ran)"; a figure in the claim's words that the ran
     # check did not report is "modelled" in the same cell (see :func:`verdict_cell`).
     verdicts: tuple[str, ...] = ()
@@ -102,12 +101,6 @@ class StatusView:
     marker: str  # hidden line recording the state this body states
     # How the newest release's checked claims were checked: (method, count), strongest first.
     methods: tuple[tuple[str, int], ...] = ()
-
-    @property
-    def fixes_shown(self) -> bool:
-        """Every claim fixed in a release has its fixing lines in the table."""
-        fixed = [r for r in self.rows if r.fixed_in]
-        return bool(fixed) and all(r.has_fix for r in fixed)
 
     @property
     def checked(self) -> int:
@@ -355,7 +348,6 @@ def status_view(
                 sentence=one_line(text, _SENTENCE_MAX),
                 fixed_in=fixed_in,
                 fix=_fix_cell(fixed_in, at_fix, web_url, history),
-                has_fix=at_fix is not None and at_fix.fix is not None,
                 verdicts=tuple(verdict_cell(point.claims.get(cid), text) for _, point in columns),
             )
         )

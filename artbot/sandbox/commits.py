@@ -131,6 +131,10 @@ class _CommitRoutes(_SubIssueRoutes):
         repo = self._repo(call)  # 404 for an unknown repository
         return self._histories().get(f"{repo.owner}/{repo.name}".casefold(), _History())
 
+    def _seeded_history(self, owner: str, name: str) -> _History:
+        repo = self._repo_or_raise(owner, name)
+        return self._histories().setdefault(f"{repo.owner}/{repo.name}".casefold(), _History())
+
     def _index(self, history: _History, ref: str, call: _Call) -> int:
         if ref == "main" and history.commits:
             return len(history.commits) - 1
@@ -250,10 +254,7 @@ class _CommitRoutes(_SubIssueRoutes):
         """Append a commit changing ``files`` (path -> unified diff); returns its sha (``sha``,
         40 hex digits, or one derived from the content)."""
         with self._lock:
-            repo = self._repo_or_raise(owner, name)
-            history = self._histories().setdefault(
-                f"{repo.owner}/{repo.name}".casefold(), _History()
-            )
+            history = self._seeded_history(owner, name)
             parent = history.commits[-1].sha if history.commits else None
             digest = hashlib.sha1(f"{parent or ''}\n{message}\n{sorted(files.items())}".encode())
             commit = _Commit(
@@ -270,8 +271,5 @@ class _CommitRoutes(_SubIssueRoutes):
     def seed_tag(self, owner: str, name: str, tag: str, sha: str) -> None:
         """Point tag ``tag`` at commit ``sha``."""
         with self._lock:
-            repo = self._repo_or_raise(owner, name)
-            history = self._histories().setdefault(
-                f"{repo.owner}/{repo.name}".casefold(), _History()
-            )
+            history = self._seeded_history(owner, name)
             history.tags[tag] = sha

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar, TextIO
+from typing import Any, ClassVar, NamedTuple, TextIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .collaborators import _CollaboratorRoutes
@@ -40,6 +40,14 @@ from .state import (
     _Repo,
 )
 from .transcript import SentResponse, TranscriptFile
+
+
+class _Request(NamedTuple):
+    method: str
+    path: str
+    query: dict[str, str]
+    raw_body: bytes
+    headers: Message
 
 
 class _Server(ThreadingHTTPServer):
@@ -328,7 +336,8 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _PullRoutes):
             if fault is not None and not fault.after_write:
                 out = self._fault_outcome(fault, request_id, bucket, raw_path)
             else:
-                out = self._serve(method, path, query, raw_body, headers, request_id, bucket)
+                request = _Request(method, path, query, raw_body, headers)
+                out = self._serve(request, request_id, bucket)
                 if fault is not None:
                     out = self._fault_outcome(fault, request_id, bucket, raw_path)
         self.requests.append(RecordedRequest(method, path, query, out.status))
@@ -340,23 +349,15 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _PullRoutes):
                     watch(sent)
         return out
 
-    def _serve(
-        self,
-        method: str,
-        path: str,
-        query: dict[str, str],
-        raw_body: bytes,
-        headers: Message,
-        request_id: str,
-        bucket: _Bucket,
-    ) -> _Outcome:
+    def _serve(self, request: _Request, request_id: str, bucket: _Bucket) -> _Outcome:
+        method, path, _, _, headers = request
         counted = path.rstrip("/") != "/rate_limit"  # as on GitHub, asking costs nothing
         try:
             if counted and bucket.remaining == 0:
                 counted = False  # a refusal does not push "used" past the limit
                 who = "127.0.0.1" if bucket.anonymous else f"user ID {self._user_id(self.login)}"
                 raise _error(403, f"API rate limit exceeded for {who}.", RATE_DOCS)
-            reply = self._dispatch(method, path, query, raw_body, headers, bucket)
+            reply = self._dispatch(request, bucket)
         except ApiError as exc:
             reply = _Reply(exc.status, exc.payload)
         except Exception:  # a sandbox bug: answer like GitHub would, and show the traceback
@@ -388,15 +389,8 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _PullRoutes):
             self._save()
         return _Outcome(status, body, out_headers + bucket.headers())
 
-    def _dispatch(
-        self,
-        method: str,
-        path: str,
-        query: dict[str, str],
-        raw_body: bytes,
-        headers: Message,
-        bucket: _Bucket,
-    ) -> _Reply:
+    def _dispatch(self, request: _Request, bucket: _Bucket) -> _Reply:
+        method, path, query, raw_body, headers = request
         version = headers.get("X-GitHub-Api-Version")
         if version is not None and version != API_VERSION:
             raise _error(

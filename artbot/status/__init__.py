@@ -222,5 +222,18 @@ def load_status(root: Path, item: int) -> ItemStatus | None:
         ) from None
 
 
+def release_points(root: Path) -> list[StatusPoint]:
+    """Every release point recorded in ``root``'s findings/status/NN.json files, in file order
+    (a file that cannot be read is a :class:`StatusError`)."""
+    points: list[StatusPoint] = []
+    for path in sorted((Path(root) / STATUS_DIR).glob("[0-9]*.json")):
+        try:
+            status = ItemStatus.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise StatusError(f"{path}: {exc}") from None
+        points += status.releases()
+    return points
+
+
 def dump_status(status: ItemStatus) -> str:
     return json.dumps(status.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"

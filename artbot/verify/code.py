@@ -8,7 +8,7 @@ run against ART defines ``check_art(art)``, where ``art`` is an :class:`ArtModul
      "detail": "one line of what was measured",
      "method": "ran" | "read" | "modelled",              # optional: each claim's, unless it says
      "ran": ["art/loss.py:loss_fn", ...],                 # ART functions executed or read
-     "scope": "what part was run, what was modelled or read" | None}
+     "scope": "what part was run, what was modelled or read" | None}  # optional
 
 A claim is either the pair ``(verdict, detail)`` or a dict with the evidence of the verdict
 (``repros/_evidence.py`` builds these from lines it finds in the release)::

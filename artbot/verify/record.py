@@ -194,14 +194,11 @@ def recorded_check(root: Path, version: str) -> tuple[str, list[CodeResult]]:
     process that holds the write token never imports a release's code."""
     from ..errors import ReleaseUnavailable
     from ..inputs import check_version
-    from ..status import ItemStatus
+    from ..status import release_points
 
     if version != "latest":
         check_version(version, "--verify")
-    labels: set[str] = set()
-    for path in sorted((Path(root) / "findings" / "status").glob("[0-9]*.json")):
-        status = ItemStatus.model_validate_json(path.read_text(encoding="utf-8"))
-        labels |= {p.label for p in status.points if p.source == "release"}
+    labels = {p.label for p in release_points(root)}
     how = "record one with `artbot verify --release {v} --record`, in a process without the token"
     if version == "latest":
         if not labels:

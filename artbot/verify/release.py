@@ -193,19 +193,9 @@ def index_pin(version: str, *, run: Runner = subprocess.run) -> Pin:
 def recorded_pin(root: Path, version: str) -> Pin | None:
     """The wheel sha256 that ``verify --record`` wrote for ``version`` in findings/status/
     (None when none is recorded); two different ones are refused."""
-    from ..status import ItemStatus, StatusError
+    from ..status import release_points
 
-    found: set[str] = set()
-    for path in sorted((Path(root) / "findings" / "status").glob("[0-9]*.json")):
-        try:
-            status = ItemStatus.model_validate_json(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise StatusError(f"{path}: {exc}") from None
-        found |= {
-            p.wheel_sha256
-            for p in status.points
-            if p.source == "release" and p.label == version and p.wheel_sha256
-        }
+    found = {p.wheel_sha256 for p in release_points(root) if p.label == version and p.wheel_sha256}
     if len(found) > 1:
         raise ReleaseUnavailable(
             f"findings/status/ records {len(found)} different wheel digests for {version}"
