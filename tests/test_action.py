@@ -1,6 +1,6 @@
 """The composite action (action.yml), run as sync.yml and open.yml call it, against the sandbox.
 
-tests/action_harness.py runs the action's steps as Actions would; these tests take each
+tests/helpers/action_harness.py runs the action's steps as Actions would; these tests take each
 workflow's `uses: ./` step as it stands: a workflow, the action and the CLI it calls cannot
 drift apart unnoticed.
 """
@@ -16,7 +16,7 @@ import pytest
 
 from artbot.sandbox import GitHubSandbox
 from artbot.verify import CACHE_ENV
-from tests.action_harness import (
+from tests.helpers.action_harness import (
     NAME,
     OWNER,
     REPO,
@@ -28,42 +28,16 @@ from tests.action_harness import (
     records,
     run_uses,
     schedule_context,
-    seed_as,
     titles,
     writes,
 )
-from tests.wheels import INDEX_SHA256
+from tests.helpers.wheels import INDEX_SHA256
 
 pytestmark = pytest.mark.e2e
 
 CHECKLIST_START = "<!-- artbot:checklist:start -->"
 CHECKLIST_END = "<!-- artbot:checklist:end -->"
 SUMMARY_HEADER = "| Item | Issue | State | What changed |"
-
-# -- fixtures --------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def checkout(tmp_path: Path) -> Path:
-    """What actions/checkout leaves: the catalog, templates and repros (a copy: sync writes
-    its ETag cache into the workspace)."""
-    root = tmp_path / "checkout"
-    for part in ("findings", "templates", "repros"):
-        shutil.copytree(REPO / part, root / part)
-    return root
-
-
-@pytest.fixture
-def tracking(sandbox: GitHubSandbox) -> int:
-    """ART as the audit left it: the dedicated issues filed by hand (#1108-#1110), then the
-    tracking issue, as written, right after them."""
-    sandbox.create_repo(OWNER, NAME)
-    preset = sorted((r["issue"], r["title"]) for r in records() if r.get("issue"))
-    for number, title in preset:
-        seed_as(sandbox, number, title, "Filed by hand during the audit.")
-    body = (REPO / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
-    return sandbox.seed_issue(OWNER, NAME, "Numerics audit of ART", body)
-
 
 # -- sync.yml's `uses: ./` with command: sync --------------------------------------------------
 

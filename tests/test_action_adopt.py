@@ -4,7 +4,7 @@ handed over, requests on an edit of the tracking issue), using the action by nam
 they pass actionlint, and they run here end to end against the sandbox from a workspace that is
 not artbot's, with the action downloaded elsewhere (``$GITHUB_ACTION_PATH``), as Actions does.
 
-A job is its steps in order: the action's steps run as tests/action_harness.py runs them;
+A job is its steps in order: the action's steps run as tests/helpers/action_harness.py runs them;
 upload-artifact and download-artifact are a copy through a folder; setup-python, the ETag cache
 and the AppArmor switch are what the machine already is.
 """
@@ -26,7 +26,7 @@ from artbot.cli.demo import tick_request
 from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox
 from artbot.verify import CACHE_ENV
-from tests.action_harness import (
+from tests.helpers.action_harness import (
     NAME,
     OWNER,
     REPO,
@@ -36,7 +36,7 @@ from tests.action_harness import (
     run_action,
     writes,
 )
-from tests.test_workflows import PINNED, effective_permissions, lint, load_action, triggers
+from tests.helpers.workflows import PINNED, effective_permissions, lint, load_action, triggers
 
 pytestmark = pytest.mark.e2e
 

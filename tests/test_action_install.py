@@ -2,7 +2,7 @@
 the reproductions, pinned and from the CPU index, and no token.
 
 The step runs as it stands, with a python3 on PATH that records its calls and those of the
-virtual environment's python and artbot it makes (tests/action_harness.py ``recorder``).
+virtual environment's python and artbot it makes (tests/helpers/action_harness.py ``recorder``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.action_harness import (
+from tests.helpers.action_harness import (
     REPO,
     TOKEN,
     action_inputs,
@@ -24,7 +24,7 @@ from tests.action_harness import (
     run_action_step,
     runner_env,
 )
-from tests.test_workflows import load_action
+from tests.helpers.workflows import load_action
 
 pytestmark = pytest.mark.e2e
 

@@ -54,7 +54,7 @@ from artbot.tracking.subissues import (
     SubIssuesFull,
     SubIssuesUpToDate,
 )
-from tests.action_harness import read_outputs
+from tests.helpers.action_harness import read_outputs
 
 EVERY_KIND = Plan(
     (

@@ -13,8 +13,8 @@ from artbot.cli.demo import tick_request
 from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.checklist import read_block
-from tests.action_harness import NAME, OWNER, REPO, direct, records, seed_as, writes
-from tests.test_workflows import load, step, triggers
+from tests.helpers.action_harness import NAME, OWNER, REPO, direct, records, seed_as, writes
+from tests.helpers.workflows import load, step, triggers
 
 pytestmark = pytest.mark.e2e
 

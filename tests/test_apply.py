@@ -3,112 +3,31 @@
 from __future__ import annotations
 
 import re
-import shutil
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from artbot.cli import cli
-from artbot.github.client import EtagCache, GitHubRepo
+from artbot.github.client import GitHubRepo
 from artbot.records.catalog import load_catalog
-from artbot.records.marker import IssueMarker
 from artbot.run.commands import Identity, open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.checklist import read_block
 from artbot.tracking.ownership import ACTIONS_BOT
-from tests.shipped import ISSUE_ITEMS
-
-REPO = Path(__file__).resolve().parents[1]
-OWNER, NAME = "OpenPipe", "ART"
-CANARY = "ghp_CANARY0123456789abcdefCANARY"
-TRACKING = 1111
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    """A checkout of the catalog, so caches and results stay out of the repository."""
-    out = tmp_path / "checkout"
-    for part in ("findings", "templates", "repros"):
-        shutil.copytree(REPO / part, out / part, ignore=shutil.ignore_patterns("results", "status"))
-    return out
-
-
-@pytest.fixture
-def art(sandbox: GitHubSandbox) -> GitHubSandbox:
-    """ART as the audit left it: #1108-#1110 filed by hand, then the tracking issue #1111."""
-    sandbox.create_repo(OWNER, NAME)
-    for number in (1108, 1109, 1110):
-        sandbox.seed_issue(OWNER, NAME, f"dedicated issue {number}", "by hand", number=number)
-    text = (REPO / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
-    title, _, body = text.partition("\n")
-    assert sandbox.seed_issue(OWNER, NAME, title, body.lstrip(), number=TRACKING) == TRACKING
-    sandbox.requests.clear()
-    return sandbox
-
-
-def artbot(
-    sandbox: GitHubSandbox,
-    root: Path,
-    *args: str,
-    token: str = CANARY,
-    env: dict[str, str | None] | None = None,
-) -> Result:
-    env = {
-        "GH_TOKEN": token,
-        "GITHUB_TOKEN": None,
-        "GITHUB_ACTIONS": None,
-        "GITHUB_REPOSITORY": None,
-        "ARTBOT_SECONDARY_RATE_WAIT": "1",
-        "ARTBOT_AUTHORS": None,
-        **(env or {}),
-    }
-    return CliRunner(env=env).invoke(
-        cli,
-        [
-            "--root",
-            str(root),
-            *args,
-            "--api-url",
-            sandbox.api_url,
-            "--repo",
-            f"{OWNER}/{NAME}",
-            *(() if "--tracking-issue" in args else ("--tracking-issue", str(TRACKING))),
-        ],
-    )
-
-
-def issues_for(sandbox: GitHubSandbox, item: int, state: str | None = "open") -> list[dict]:
-    found: list[dict] = []
-    number = 1
-    while True:
-        try:
-            issue = sandbox.get_issue(OWNER, NAME, number)
-        except Exception:
-            if number > TRACKING:
-                return found
-            number += 1
-            continue
-        marker = IssueMarker.find(issue.get("body"))
-        if marker and marker.item == item and (state is None or issue["state"] == state):
-            found.append(issue)
-        number += 1
-
-
-def checklist(sandbox: GitHubSandbox) -> str:
-    return read_block(sandbox.get_issue(OWNER, NAME, TRACKING)["body"]) or ""
-
-
-def item_line(block: str, item: int) -> str:
-    """The checklist line of ``item`` (``- [ ] 7. <title> — #N``)."""
-    [line] = [ln for ln in block.splitlines() if ln.startswith("- [") and f"] {item}. " in ln]
-    return line
-
-
-def writes(sandbox: GitHubSandbox) -> list[str]:
-    return [f"{r.method} {r.path}" for r in sandbox.requests.snapshot() if r.method != "GET"]
+from tests.helpers.artrepo import (
+    CANARY,
+    NAME,
+    OWNER,
+    TRACKING,
+    artbot,
+    checklist,
+    issues_for,
+    item_line,
+    repo_client,
+    writes,
+)
+from tests.helpers.shipped import ISSUE_ITEMS
 
 
 def test_open_files_once_and_links_the_checklist(art: GitHubSandbox, root: Path) -> None:
@@ -209,10 +128,6 @@ def test_retries_exhausted_exit_1_with_one_line_then_rerun_finishes(
     assert len(issues_for(art, 7)) == 1
 
 
-def _repo(sandbox: GitHubSandbox) -> GitHubRepo:
-    return GitHubRepo(f"{OWNER}/{NAME}", api_url=sandbox.api_url, token=CANARY, cache=EtagCache())
-
-
 def test_concurrent_runs_end_with_one_issue_per_item(art: GitHubSandbox, root: Path) -> None:
     catalog = load_catalog(root)
     errors: list[BaseException] = []
@@ -229,10 +144,10 @@ def test_concurrent_runs_end_with_one_issue_per_item(art: GitHubSandbox, root: P
         return Identity(authors=(ACTIONS_BOT,))
 
     jobs = [
-        lambda: open_issues(catalog, _repo(art), catalog.items, TRACKING, identity=me()),
-        lambda: open_issues(catalog, _repo(art), catalog.items, TRACKING, identity=me()),
-        lambda: sync(catalog, _repo(art), TRACKING, identity=me()),
-        lambda: sync(catalog, _repo(art), TRACKING, identity=me()),
+        lambda: open_issues(catalog, repo_client(art), catalog.items, TRACKING, identity=me()),
+        lambda: open_issues(catalog, repo_client(art), catalog.items, TRACKING, identity=me()),
+        lambda: sync(catalog, repo_client(art), TRACKING, identity=me()),
+        lambda: sync(catalog, repo_client(art), TRACKING, identity=me()),
     ]
     threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
     for t in threads:
@@ -242,7 +157,7 @@ def test_concurrent_runs_end_with_one_issue_per_item(art: GitHubSandbox, root: P
     assert not errors, errors
     for item in ISSUE_ITEMS:
         assert len(issues_for(art, item)) == 1, f"item {item}"
-    sync(catalog, _repo(art), TRACKING)
+    sync(catalog, repo_client(art), TRACKING)
     block = checklist(art)
     for item in ISSUE_ITEMS:
         [issue] = issues_for(art, item)
@@ -251,7 +166,7 @@ def test_concurrent_runs_end_with_one_issue_per_item(art: GitHubSandbox, root: P
 
 def test_human_edit_between_read_and_write_survives(art: GitHubSandbox, root: Path) -> None:
     catalog = load_catalog(root)
-    open_issues(catalog, _repo(art), [4, 5], TRACKING)
+    open_issues(catalog, repo_client(art), [4, 5], TRACKING)
     art.set_issue_state(OWNER, NAME, issues_for(art, 4)[0]["number"], "closed", "completed")
 
     class HumanAfterFirstRead(GitHubRepo):
@@ -361,23 +276,23 @@ def test_sync_verify_notes_and_comments_once_per_status_change(
     from artbot.verify import CodeResult, CodeStatus
 
     catalog = load_catalog(root)
-    open_issues(catalog, _repo(art), [7, 10], TRACKING)
+    open_issues(catalog, repo_client(art), [7, 10], TRACKING)
     fixed = [
         CodeResult(7, CodeStatus.fixed, "openpipe-art 0.5.21", "TIS skipped"),
         CodeResult(10, CodeStatus.reproduced, "openpipe-art 0.5.21", "ratio 0.866"),
     ]
-    outcome = sync(catalog, _repo(art), TRACKING, verified=("0.5.21", fixed))
+    outcome = sync(catalog, repo_client(art), TRACKING, verified=("0.5.21", fixed))
     assert sum("commented" in d for d in outcome.done) == 2
     block = checklist(art)
     assert "7. Truncated importance sampling falls back to the policy ratio — #" in item_line(
         block, 7
     ) and item_line(block, 7).endswith("— no longer reproduces in openpipe-art 0.5.21")
-    again = sync(catalog, _repo(art), TRACKING, verified=("0.5.21", fixed))
+    again = sync(catalog, repo_client(art), TRACKING, verified=("0.5.21", fixed))
     assert not any("commented" in d for d in again.done)
     n7 = issues_for(art, 7)[0]["number"]
     assert art.get_issue(OWNER, NAME, n7)["state"] == "open"  # never closed by artbot
     regressed = [CodeResult(7, CodeStatus.reproduced, "openpipe-art 0.5.22", "back")]
-    third = sync(catalog, _repo(art), TRACKING, verified=("0.5.22", regressed))
+    third = sync(catalog, repo_client(art), TRACKING, verified=("0.5.22", regressed))
     assert [d for d in third.done if "commented" in d] == [f"item 7: commented on #{n7}"]
 
 
@@ -393,7 +308,7 @@ def test_open_creates_only_the_labels_of_the_issue_it_files(art: GitHubSandbox, 
     assert len(posts) == len(wanted)
     from github import Auth, Github
 
-    repo = Github(base_url=art.api_url, auth=Auth.Token(CANARY)).get_repo(f"{OWNER}/{NAME}")
+    repo = Github(base_url=art.api_url, auth=Auth.Token(CANARY)).getrepo_client(f"{OWNER}/{NAME}")
     labels = {lbl.name: lbl for lbl in repo.get_labels()}
     assert sorted(labels) == sorted(wanted)
     for name in wanted:

@@ -1,6 +1,5 @@
-# ruff: noqa: F811  (the sandbox fixtures `art` and `root` are shared with test_apply.py)
 """Requests by checkbox, close_when_fixed and --max-writes, end to end: PyGithub over HTTP
-against the sandbox. Status records are hand-written shapes (tests/statusdata.py), not
+against the sandbox. Status records are hand-written shapes (tests/helpers/statusdata.py), not
 measurements, in a temporary checkout."""
 
 from __future__ import annotations
@@ -12,46 +11,21 @@ from artbot.cli.demo import tick_request
 from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox
 from artbot.status import ClaimResult, FixEvidence, ItemStatus, SourceLine
-from tests.statusdata import F, claims_of, install, partial_item, point
-from tests.test_apply import (  # noqa: F401  (fixtures)
+from tests.helpers.artrepo import (
     NAME,
     OWNER,
     TRACKING,
-    _repo,
-    art,
     artbot,
     checklist,
+    event_file,
     issues_for,
     item_line,
-    root,
+    prepared,
+    repo_client,
+    request_line,
     writes,
 )
-
-
-def request_line(block: str, key: str) -> str:
-    [line] = [ln for ln in block.splitlines() if ln.endswith(f"<!-- artbot:request {key} -->")]
-    return line
-
-
-def prepared(art: GitHubSandbox, root: Path) -> None:
-    """One sync, so the tracking issue carries the checklist with its Requests."""
-    result = artbot(art, root, "sync")
-    assert result.exit_code == 0, result.output + result.stderr
-    assert request_line(checklist(art), "file=5").startswith("- [ ] File the issue for item 5")
-
-
-def event_file(tmp: Path, sender: str, before: str, after: str | None = None) -> Path:
-    """The payload of an ``issues: edited`` event, as GitHub sends it (the parts artbot reads):
-    the edit's sender, the issue with its new body, and the body before the edit."""
-    payload = {
-        "action": "edited",
-        "issue": {"number": TRACKING, "body": after},
-        "sender": {"login": sender},
-        "changes": {"body": {"from": before}},
-    }
-    path = tmp / "event.json"
-    path.write_text(json.dumps(payload), encoding="utf-8")
-    return path
+from tests.helpers.statusdata import F, claims_of, install, partial_item, point
 
 
 def test_a_ticked_request_files_the_item_once_and_clears_the_box(
@@ -160,7 +134,7 @@ def test_a_recheck_without_verification_stays_ticked_and_writes_nothing(
     prepared(art, root)
     event = tick_request(art, load_catalog(root), TRACKING, "recheck")
     art.requests.clear()
-    outcome = sync(load_catalog(root), _repo(art), TRACKING, event=event)
+    outcome = sync(load_catalog(root), repo_client(art), TRACKING, event=event)
     assert any("re-check was asked for" in w for w in outcome.warnings)
     assert writes(art) == []
     assert request_line(checklist(art), "recheck").startswith("- [x] ")
@@ -181,12 +155,12 @@ def test_a_recheck_is_carried_out_by_the_verification_and_cleared(
         calls.append(1)
         return "0.5.23", []
 
-    outcome = sync(load_catalog(root), _repo(art), TRACKING, verifier=verifier, event=event)
+    outcome = sync(load_catalog(root), repo_client(art), TRACKING, verifier=verifier, event=event)
     assert calls == [1]
     assert f"request in #{TRACKING}: re-checked against openpipe-art 0.5.23" in outcome.done
     assert request_line(checklist(art), "recheck").startswith("- [ ] ")
     art.requests.clear()
-    again = sync(load_catalog(root), _repo(art), TRACKING, verifier=verifier)
+    again = sync(load_catalog(root), repo_client(art), TRACKING, verifier=verifier)
     assert calls == [1] and not again.done and writes(art) == []
 
 
@@ -225,7 +199,7 @@ def test_close_when_fixed_closes_once_with_one_comment(art: GitHubSandbox, root:
     assert result.exit_code == 0, result.output + result.stderr
     closed = art.get_issue(OWNER, NAME, number)
     assert (closed["state"], closed["state_reason"]) == ("closed", "completed")
-    comments = [c["body"] for c in _repo(art).list_comments(number)]
+    comments = [c["body"] for c in repo_client(art).list_comments(number)]
     [comment] = [c for c in comments if "<!-- artbot:status " in c]
     assert "fixed in openpipe-art 0.5.24" in comment
     assert "`art/tinker/service.py:136-146`" in comment

@@ -1,10 +1,9 @@
-# ruff: noqa: F811  (the sandbox fixtures `art` and `root` are shared with test_apply.py)
 """Filing by status, end to end: PyGithub over HTTP against the sandbox.
 
 A fixed item is filed closed (create, then close as completed) and ticked; a partial item is
 filed open about what remains; re-runs converge with no writes, a crash between the create and
 the close converges, and ``sync`` comments once per status change. The status records are
-built by tests/statusdata.py (hand-written shapes, not measurements) in a temporary checkout.
+built by tests/helpers/statusdata.py (hand-written shapes, not measurements) in a temporary checkout.
 """
 
 from __future__ import annotations
@@ -15,7 +14,17 @@ from artbot.records.catalog import load_catalog
 from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.status import ItemStatus
-from tests.statusdata import (
+from tests.helpers.artrepo import (
+    NAME,
+    OWNER,
+    TRACKING,
+    artbot,
+    checklist,
+    issues_for,
+    repo_client,
+    writes,
+)
+from tests.helpers.statusdata import (
     F,
     R,
     claims_of,
@@ -24,18 +33,6 @@ from tests.statusdata import (
     is_mask_claim,
     partial_item,
     point,
-)
-from tests.test_apply import (  # noqa: F401  (fixtures)
-    NAME,
-    OWNER,
-    TRACKING,
-    _repo,
-    art,
-    artbot,
-    checklist,
-    issues_for,
-    root,
-    writes,
 )
 
 
@@ -148,18 +145,18 @@ def test_an_issue_a_human_reopened_is_never_closed_again(art: GitHubSandbox, roo
 
 
 def status_comments(art: GitHubSandbox, number: int) -> list[str]:
-    bodies = [c.get("body") or "" for c in _repo(art).list_comments(number)]
+    bodies = [c.get("body") or "" for c in repo_client(art).list_comments(number)]
     return [b for b in bodies if "<!-- artbot:status " in b]
 
 
 def test_sync_applies_a_new_release_that_fixes_the_rest(art: GitHubSandbox, root: Path) -> None:
     setup_status(root, 9, partial_item)
     catalog = load_catalog(root)
-    open_issues(catalog, _repo(art), [9], TRACKING)
+    open_issues(catalog, repo_client(art), [9], TRACKING)
     [issue] = issues_for(art, 9)
     number = issue["number"]
     # The first sync labels #1108-#1110 and makes them sub-issues; nothing of item 9's status.
-    first = sync(catalog, _repo(art), TRACKING)
+    first = sync(catalog, repo_client(art), TRACKING)
     assert not [d for d in first.done if "item 9" in d and "sub-issues" not in d]
     assert not [d for d in first.done if "comment" in d or f"updated #{number}" in d]
     assert status_comments(art, number) == []
@@ -172,7 +169,7 @@ def test_sync_applies_a_new_release_that_fixes_the_rest(art: GitHubSandbox, root
     )
     install(root, catalog.get(9), newer)
     catalog = load_catalog(root)
-    outcome = sync(catalog, _repo(art), TRACKING)
+    outcome = sync(catalog, repo_client(art), TRACKING)
     assert f"item 9: commented on #{number} (status)" in outcome.done
     from artbot.cli.summary import step_summary
 
@@ -188,7 +185,7 @@ def test_sync_applies_a_new_release_that_fixes_the_rest(art: GitHubSandbox, root
     assert line_of(checklist(art), 9).endswith("— fixed in 0.5.24; can be closed")
 
     art.requests.clear()
-    assert not sync(catalog, _repo(art), TRACKING).done
+    assert not sync(catalog, repo_client(art), TRACKING).done
     assert writes(art) == []
     assert len(status_comments(art, number)) == 1
 
@@ -200,21 +197,21 @@ def test_crash_between_status_comment_and_body_edit_posts_one_comment(
     finding = catalog.get(7)
     install(root, finding, ItemStatus(item=7, points=fixed_item(finding).points[:1]))
     catalog = load_catalog(root)
-    open_issues(catalog, _repo(art), [7], TRACKING)
+    open_issues(catalog, repo_client(art), [7], TRACKING)
     [issue] = issues_for(art, 7)
     number = issue["number"]
     install(root, finding, fixed_item(finding))
     catalog = load_catalog(root)
     art.inject_fault("PATCH", rf"/issues/{number}$", "drop", times=50)
     try:
-        sync(catalog, _repo(art), TRACKING)
+        sync(catalog, repo_client(art), TRACKING)
     except Exception:
         pass
     else:  # pragma: no cover - the fault must stop the edit
         raise AssertionError("the body edit should have failed")
     assert len(status_comments(art, number)) == 1
     art.clear_faults()
-    outcome = sync(catalog, _repo(art), TRACKING)
+    outcome = sync(catalog, repo_client(art), TRACKING)
     assert f"item 7: updated #{number}" in outcome.done
     assert len(status_comments(art, number)) == 1
     assert "**Fixed in 0.5.21**" in art.get_issue(OWNER, NAME, number)["body"]
@@ -225,13 +222,13 @@ def test_status_of_a_regressed_release_is_commented_and_not_reopened(
 ) -> None:
     setup_status(root, 7, fixed_item)
     catalog = load_catalog(root)
-    open_issues(catalog, _repo(art), [7], TRACKING)
+    open_issues(catalog, repo_client(art), [7], TRACKING)
     [issue] = issues_for(art, 7, state=None)
     finding = catalog.get(7)
     ids = [c.id for c in claims_of(finding)]
     back = fixed_item(finding).points + [point("release", "0.5.24", dict.fromkeys(ids, R))]
     install(root, finding, ItemStatus(item=7, points=back))
-    outcome = sync(load_catalog(root), _repo(art), TRACKING)
+    outcome = sync(load_catalog(root), repo_client(art), TRACKING)
     assert f"item 7: commented on #{issue['number']} (status)" in outcome.done
     [comment] = status_comments(art, issue["number"])
     assert "still present in openpipe-art 0.5.24" in comment and "does not reopen" in comment
@@ -272,12 +269,12 @@ def test_a_recorded_status_supersedes_the_whole_item_verify_comment(
 
     setup_status(root, 9, partial_item)
     catalog = load_catalog(root)
-    open_issues(catalog, _repo(art), [9, 10], TRACKING)
+    open_issues(catalog, repo_client(art), [9, 10], TRACKING)
     results = [
         CodeResult(9, CodeStatus.fixed, "openpipe-art 0.5.21", "masks"),
         CodeResult(10, CodeStatus.fixed, "openpipe-art 0.5.21", "population std"),
     ]
-    outcome = sync(catalog, _repo(art), TRACKING, verified=("0.5.21", results))
+    outcome = sync(catalog, repo_client(art), TRACKING, verified=("0.5.21", results))
     [ten] = issues_for(art, 10)
     assert [d for d in outcome.done if "commented" in d] == [
         f"item 10: commented on #{ten['number']}"

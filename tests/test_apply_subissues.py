@@ -11,10 +11,7 @@ from artbot.run.commands import sync
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.record import read_record
 from artbot.tracking.subissues import SubIssueRecord
-from tests import test_apply
-from tests.test_apply import NAME, OWNER, TRACKING, artbot, checklist, issues_for, writes
-
-art, root = test_apply.art, test_apply.root  # the fixtures: ART as the audit left it
+from tests.helpers.artrepo import NAME, OWNER, TRACKING, artbot, checklist, issues_for, writes
 
 PRESET = [1108, 1109, 1110]
 SUB_ISSUES = f"/repos/{OWNER}/{NAME}/issues/{TRACKING}/sub_issues"

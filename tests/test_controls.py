@@ -12,9 +12,9 @@ import pytest
 
 from artbot.records.catalog import Catalog, load_catalog
 from artbot.verify.code import CodeStatus, checkable
-from tests.controls import ROOT, check, claim_verdicts, controlled_copy, load_control
-from tests.controls import recorded as recorded_verdicts
-from tests.wheels import ArtWheels
+from tests.helpers.controls import ROOT, check, claim_verdicts, controlled_copy, load_control
+from tests.helpers.controls import recorded as recorded_verdicts
+from tests.helpers.wheels import ArtWheels
 
 # Every item whose repro defines check_art, artbot's follow-ups included: a new check without
 # a control fails here by name.

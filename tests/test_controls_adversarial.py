@@ -18,8 +18,8 @@ import pytest
 from artbot.records.catalog import Catalog, load_catalog
 from artbot.repro.scripts import import_script
 from artbot.verify.code import CodeStatus, checkable
-from tests.controls import CONTROLS, ROOT, check, claim_verdicts, controlled_copy, recorded
-from tests.wheels import ArtWheels
+from tests.helpers.controls import CONTROLS, ROOT, check, claim_verdicts, controlled_copy, recorded
+from tests.helpers.wheels import ArtWheels
 
 ADVERSARIAL = CONTROLS / "adversarial"
 KINDS = ("real", "fake", "harmless")

@@ -1,4 +1,4 @@
-"""The pieces the controls and the source-reading checks stand on: tests/controls.py's linked
+"""The pieces the controls and the source-reading checks stand on: tests/helpers/controls.py's linked
 copy, and repros/_source.py's statement-by-statement ``ast`` reading of 3.12 files."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from artbot.records.catalog import load_catalog
 from artbot.verify.code import checkable
-from tests.controls import ROOT, ControlDoesNotApply, controlled_copy, load_control
+from tests.helpers.controls import ROOT, ControlDoesNotApply, controlled_copy, load_control
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "repros"))
 import _source  # noqa: E402

@@ -9,7 +9,7 @@ which the issues quote.
 
 They run in a child process with pytest against an unpacked wheel, without the token variables
 in its environment (the wheel's code runs there): ``python -m pytest``, forked from one
-interpreter that has imported torch and pytest (tests/forkrun.py). ART's dependencies are not
+interpreter that has imported torch and pytest (tests/helpers/forkrun.py). ART's dependencies are not
 installed here, so a harness conftest (tests/fixtures/export/harness_conftest.py, never
 exported) makes ``import art.x`` load the single file ``art/x.py`` with artbot's import
 isolation, as ``artbot verify`` does.
@@ -35,9 +35,9 @@ from artbot.records.catalog import load_catalog
 from artbot.repro.export import regression_tests
 from artbot.repro.scripts import import_script
 from artbot.settings import TOKEN_VARIABLES
-from tests.controls import controlled_copy, load_control
-from tests.forkrun import ForkServer
-from tests.wheels import default_wheels
+from tests.helpers.controls import controlled_copy, load_control
+from tests.helpers.forkrun import ForkServer
+from tests.helpers.wheels import default_wheels
 
 pytestmark = pytest.mark.network
 

@@ -26,9 +26,8 @@ from artbot.tracking.requests import (
     ticked,
     ticks_in,
 )
-from tests.shipped import AUDIT_ITEMS, FOLLOW_UPS
-from tests.test_apply import NAME, OWNER, TRACKING, art, artbot, issues_for, root  # noqa: F401
-from tests.test_apply_panel import event_file
+from tests.helpers.artrepo import NAME, OWNER, TRACKING, artbot, event_file, issues_for
+from tests.helpers.shipped import AUDIT_ITEMS, FOLLOW_UPS
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""The fork server (tests/forkrun.py) runs a repro as ``python script.py`` does: the same
+"""The fork server (tests/helpers/forkrun.py) runs a repro as ``python script.py`` does: the same
 output, exit code, verdict and timeout handling, through ``artbot repro``'s own runner."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from artbot.repro.run import run_repro
 from artbot.settings import Settings
-from tests.forkrun import ForkServer
+from tests.helpers.forkrun import ForkServer
 
 pytestmark = pytest.mark.repro
 

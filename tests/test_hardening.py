@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the fixtures art and root come from test_apply)
 """Hardening (#12), the GitHub half: PyGithub over HTTP against the sandbox, faults injected.
 
 The pure half (markers, validate) is in test_hardening_input.py.
@@ -11,16 +10,7 @@ from pathlib import Path
 import pytest
 
 from artbot.sandbox import GitHubSandbox
-from tests.test_apply import (  # noqa: F401
-    NAME,
-    OWNER,
-    TRACKING,
-    art,
-    artbot,
-    checklist,
-    issues_for,
-    root,
-)
+from tests.helpers.artrepo import NAME, OWNER, TRACKING, artbot, checklist, issues_for
 
 
 def test_rate_limited_checklist_patch_is_retried(art: GitHubSandbox, root: Path) -> None:

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the fixtures art and root come from test_apply)
 """#21.1: a downloaded wheel's code runs in a child process that holds no token, and what it
 prints or writes back is untrusted text (never echoed raw, parsed as validated results)."""
 
@@ -16,8 +15,8 @@ from artbot.cli import cli
 from artbot.report.output import flatten
 from artbot.sandbox import GitHubSandbox
 from artbot.verify.apart import child_env
-from tests.test_apply import CANARY, NAME, OWNER, TRACKING, art, root  # noqa: F401
-from tests.wheels import crafted_wheel
+from tests.helpers.artrepo import CANARY, NAME, OWNER, TRACKING
+from tests.helpers.wheels import crafted_wheel
 
 # A module of the crafted release: at import it looks for a token in its environment, prints
 # a workflow command with the token in it, and raises what it found (its error's text is the
@@ -190,7 +189,7 @@ def test_a_release_is_pinned_by_the_index_never_by_the_cache(tmp_path: Path) -> 
     from artbot.errors import ReleaseUnavailable
     from artbot.records.catalog import load_catalog
     from artbot.verify.release import release_tree
-    from tests.test_apply import REPO
+    from tests.helpers.artrepo import REPO
 
     audit = load_catalog(REPO).audit
     wheel = _wheel(tmp_path, "LOSS = 'the wheel'\n")
@@ -220,7 +219,7 @@ def test_a_recorded_digest_pins_the_release_without_asking_the_index(
 
     from artbot.errors import ReleaseUnavailable
     from artbot.verify.release import recorded_pin
-    from tests.test_hardening_confine import record_pin
+    from tests.helpers.confine import record_pin
 
     wheel = _wheel(tmp_path)
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
@@ -245,7 +244,7 @@ def test_verify_record_keeps_the_wheels_sha256_in_the_status_files(
 ) -> None:
     import hashlib
 
-    from tests.test_hardening_confine import record_pin
+    from tests.helpers.confine import record_pin
 
     cache = tmp_path / "wheels"
     cache.mkdir()

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the fixtures art and root come from test_apply)
 """#21.6: every bad input is exit 2 with the file and the field named, never "internal error"
 nor a request sent: status files, JSON limits, versions, checked_on, --repo, export-tests,
 the action's findings-path; and a connection error is one complete line with the fix."""
@@ -18,8 +17,8 @@ from artbot.inputs import check_repository, check_version
 from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox
 from artbot.status import status_path
-from tests.statusdata import fixed_item, install
-from tests.test_apply import CANARY, art, artbot, issues_for, root, writes  # noqa: F401
+from tests.helpers.artrepo import CANARY, artbot, issues_for
+from tests.helpers.statusdata import fixed_item, install
 
 
 def invoke(*args: str) -> tuple[int, str]:
@@ -182,7 +181,7 @@ def test_the_action_confines_findings_path_to_the_workspace(
     sandbox: GitHubSandbox, tmp_path: Path, path: str
 ) -> None:
     """Why 8: the action's `findings-path: ../../` was not confined to the workspace."""
-    from tests.action_harness import direct
+    from tests.helpers.action_harness import direct
 
     workspace = tmp_path / "workspace"
     workspace.mkdir()

@@ -25,11 +25,9 @@ from artbot.verify.code import CodeResult, CodeStatus
 from artbot.verify.limits import GB, MB, Limits
 from artbot.verify.sanitize import REFUSED, shown
 from artbot.verify.tree import open_tree
-from tests import test_hardening_confine as confine_tests
-from tests.test_hardening_confine import CANARY, REPO, catalog
+from tests.helpers.confine import CANARY, REPO, catalog
 
 pytestmark = [pytest.mark.e2e, pytest.mark.repro]
-place = confine_tests.place  # the fixture: a folder every user can read
 EXTRAHEADER = "AUTHORIZATION: basic Z2hwX2V4dHJhaGVhZGVyY3JlZGVudGlhbDAxMjM0"
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO)}
 

@@ -17,19 +17,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from artbot.status import ClaimResult, ClaimVerdict, ItemStatus, StatusPoint, dump_status
 from artbot.verify.apart import CannotConfine, refusal, tokens_in
-from tests.wheels import crafted_wheel
+from tests.helpers.confine import CANARY, REPO, catalog, record_pin
+from tests.helpers.wheels import crafted_wheel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.repro]
 
-REPO = Path(__file__).resolve().parents[1]
-CANARY = "ghp_CONFINECANARY0123456789abcdef"
 NOBODY = 65534
 
 ATTACK = """
@@ -52,26 +49,6 @@ report = {{'token_in': found, 'wrote': wrote, 'processes': len(glob.glob('/proc/
 raise RuntimeError('crafted release: ' + json.dumps(report))
 """
 MODULES = ("art/__init__.py", "art/loss.py", "art/types.py", "art/tinker_native/data.py")
-
-
-@pytest.fixture
-def place() -> Iterator[Path]:
-    """A folder every user can read (a test's tmp_path is its owner's alone)."""
-    folder = Path(tempfile.mkdtemp(prefix="artbot-confine-test-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def catalog(place: Path) -> Path:
-    """Item 7 alone (its check imports art/loss.py), as a checkout."""
-    root = place / "checkout"
-    shutil.copytree(REPO / "repros", root / "repros")
-    shutil.copytree(REPO / "templates", root / "templates")
-    (root / "findings").mkdir()
-    for name in ("audit.yaml", "07-tis-fallback.yaml"):
-        shutil.copy2(REPO / "findings" / name, root / "findings" / name)
-    return root
 
 
 def targets(place: Path, root: Path) -> list[Path]:
@@ -193,22 +170,6 @@ def test_a_crafted_wheel_finds_no_token_and_writes_nothing(place: Path, as_nobod
         open_to_all(place / "home", cache, root / "findings")
     rc, output = run_verify(place, root, ["code", "--release", "9.9.9", "--json"], as_nobody)
     print("verify:", assert_confined_or_refused(place, root, rc, output))
-
-
-def record_pin(root: Path, version: str, sha256: str) -> None:
-    """A release check of ``version`` recorded in findings/status/, with its wheel's digest."""
-    point = StatusPoint(
-        source="release",
-        label=version,
-        checked_on="2026-01-01",
-        artbot_version="0",
-        how="recorded by a test",
-        claims={"c": ClaimResult(verdict=ClaimVerdict.not_checked, detail="")},
-        wheel_sha256=sha256,
-    )
-    path = root / "findings" / "status" / "07.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dump_status(ItemStatus(item=7, points=[point])), encoding="utf-8")
 
 
 def test_without_confinement_a_token_in_the_environment_refuses_naming_the_fix() -> None:

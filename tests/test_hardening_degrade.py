@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the fixtures art and root come from test_apply)
 """#21.5: degrade, don't abort. A failing sub-issue read skips the sub-issue part with a
 warning and does the rest; a cache that can't be saved is a warning after the report; comments
 are read from every page."""
@@ -16,18 +15,8 @@ from artbot.records.marker import BODY_START
 from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.status import ItemStatus
-from tests.statusdata import fixed_item, install
-from tests.test_apply import (  # noqa: F401
-    NAME,
-    OWNER,
-    TRACKING,
-    _repo,
-    art,
-    artbot,
-    issues_for,
-    root,
-    writes,
-)
+from tests.helpers.artrepo import NAME, OWNER, TRACKING, artbot, issues_for, repo_client, writes
+from tests.helpers.statusdata import fixed_item, install
 
 
 def _stale(art: GitHubSandbox, number: int) -> str:
@@ -74,7 +63,7 @@ def test_150_comments_cause_no_repeat_status_comment(art: GitHubSandbox, root: P
     catalog = load_catalog(root)
     finding = catalog.get(7)
     install(root, finding, ItemStatus(item=7, points=fixed_item(finding).points[:1]))
-    open_issues(load_catalog(root), _repo(art), [7], TRACKING)
+    open_issues(load_catalog(root), repo_client(art), [7], TRACKING)
     [issue] = issues_for(art, 7)
     number = issue["number"]
     for n in range(120):
@@ -85,16 +74,16 @@ def test_150_comments_cause_no_repeat_status_comment(art: GitHubSandbox, root: P
     # find that comment on the second page.
     art.inject_fault("PATCH", rf"/issues/{number}$", "drop", times=50)
     with pytest.raises(RemoteError):
-        sync(catalog, _repo(art), TRACKING)
+        sync(catalog, repo_client(art), TRACKING)
     art.clear_faults()
     for n in range(29):
         art.seed_comment(OWNER, NAME, number, f"later {n}", user="someone")
     art.requests.clear()
     for _ in range(2):
-        sync(catalog, _repo(art), TRACKING)
+        sync(catalog, repo_client(art), TRACKING)
     posted = [w for w in writes(art) if w.endswith(f"/issues/{number}/comments")]
     assert posted == []
-    comments = _repo(art).list_comments(number)
+    comments = repo_client(art).list_comments(number)
     assert len(comments) == 150
     assert [c["body"] for c in comments[:2]] == ["comment 0", "comment 1"]  # oldest first
     assert "**Fixed in 0.5.21**" in art.get_issue(OWNER, NAME, number)["body"]

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the fixtures art and root come from test_apply)
 """#21.2, #39.2: one identity, configured. An App's installation token, configured with
 ``--author``, never makes open and sync fight each other; github-actions[bot] is trusted only
 when artbot runs as it; the tracking issue's record keeps the logins configured before."""
@@ -12,20 +11,17 @@ import pytest
 
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.record import read_record
-from tests.shipped import ISSUE_ITEMS
-from tests.test_action import checkout, tracking  # noqa: F401
-from tests.test_apply import (  # noqa: F401
+from tests.helpers.artrepo import (
+    LABELS,
     NAME,
     OWNER,
-    TRACKING,
-    art,
     artbot,
     checklist,
+    filed_body,
     issues_for,
-    root,
     writes,
 )
-from tests.test_ownership import LABELS, _body
+from tests.helpers.shipped import ISSUE_ITEMS
 
 APP = "artbot-app[bot]"
 AS_APP = ("--author", APP)
@@ -74,7 +70,7 @@ def test_github_actions_bot_is_not_trusted_when_artbot_runs_as_an_app(
     """Why 3: any workflow's issue copying artbot's region was adopted, linked and edited."""
     art.login = APP
     assert artbot(art, root, "open", "--item", "4", *AS_APP).exit_code == 0
-    body = f"Filed by a workflow from user input:\n\n{_body(7)}\n"
+    body = f"Filed by a workflow from user input:\n\n{filed_body(7)}\n"
     copy = art.seed_issue(OWNER, NAME, "workflow", body, labels=LABELS, user="github-actions[bot]")
     before = art.get_issue(OWNER, NAME, copy)
     for args in (("sync",), ("open", "--item", "7")):
@@ -116,9 +112,9 @@ def test_the_action_trusts_github_actions_bot_only_with_the_workflows_token(
     """An issue the action filed before logins were recorded (github-actions[bot], no
     record): with the workflow's own token artbot runs as github-actions[bot] and keeps it;
     with a person's token (configured as that person) it is someone else's and left alone."""
-    from tests.action_harness import direct
+    from tests.helpers.action_harness import direct
 
-    body = _body(4)
+    body = filed_body(4)
     number = sandbox.seed_issue(OWNER, NAME, "t", body, labels=LABELS, user="github-actions[bot]")
     inputs = {"command": "sync", "tracking-issue": str(tracking)}
     if token == "personal":

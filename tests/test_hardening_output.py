@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the fixtures art and root come from test_apply)
 """#21.3: output that cannot be hijacked. Remote text never starts a workflow command in
 Actions mode, and one redaction covers every output, the token's stripped forms included,
 and redacts nothing shorter than a plausible token."""
@@ -15,8 +14,7 @@ from click.testing import CliRunner
 from artbot.cli import cli
 from artbot.report.output import GuardedStream, redact, secret_forms
 from artbot.sandbox import GitHubSandbox
-from tests.test_action import checkout, tracking  # noqa: F401
-from tests.test_apply import CANARY, NAME, OWNER, TRACKING, art, root  # noqa: F401
+from tests.helpers.artrepo import CANARY, NAME, OWNER, TRACKING
 
 HOSTILE = f"Not Found {CANARY}\n::error::pwned\n::add-mask::x\n  ::warning::indented\n##[error]old"
 
@@ -157,7 +155,7 @@ def test_the_actions_sync_step_starts_no_command_from_a_hostile_body(
 ) -> None:
     """Why 4: a 404 body holding commands became 8 command lines in the action's sync step;
     the token it echoes reaches neither the log, the summary nor the outputs."""
-    from tests.action_harness import TOKEN, direct
+    from tests.helpers.action_harness import TOKEN, direct
 
     hostile = HOSTILE.replace(CANARY, TOKEN)
     sandbox.inject_fault("POST", r"/issues/1108/labels$", 404, message=hostile)

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the fixtures art and root come from test_apply)
 """#31.5, the smaller items: a run killed after its first create is recovered by the
 configured login; invalid logins are exit 2; a 401 or 403 is one line with what to do."""
 
@@ -14,19 +13,17 @@ import pytest
 
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.record import read_record
-from tests.shipped import ISSUE_ITEMS
-from tests.test_apply import (  # noqa: F401
+from tests.helpers.artrepo import (
     CANARY,
     NAME,
     OWNER,
     TRACKING,
-    art,
     artbot,
     checklist,
     issues_for,
-    root,
     writes,
 )
+from tests.helpers.shipped import ISSUE_ITEMS
 
 
 def _errors(text: str) -> list[str]:

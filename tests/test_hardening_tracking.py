@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the fixtures art and root come from test_apply)
 """#21.4: the tracking issue is verified before any write. A wrong number is exit 2 with
 nothing written; a missing one is the issue with the tracking label, or no body changes."""
 
@@ -9,17 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 
 from artbot.sandbox import GitHubSandbox
-from tests.test_apply import (  # noqa: F401
-    CANARY,
-    NAME,
-    OWNER,
-    TRACKING,
-    art,
-    artbot,
-    issues_for,
-    root,
-    writes,
-)
+from tests.helpers.artrepo import CANARY, NAME, OWNER, TRACKING, artbot, issues_for, writes
 
 
 def without_tracking(sandbox: GitHubSandbox, root: Path, *args: str) -> Result:

@@ -31,8 +31,8 @@ from artbot.verify.gitread import ObjectReader, head_commit
 from artbot.verify.release import unpack
 from artbot.verify.tree import open_tree
 from artbot.verify.wheel import BadWheel
-from tests.test_hardening_confine import CANARY, REPO, catalog, record_pin
-from tests.wheels import crafted_wheel
+from tests.helpers.confine import CANARY, REPO, catalog, record_pin
+from tests.helpers.wheels import crafted_wheel
 
 WHEEL = "openpipe_art-9.9.9-py3-none-any.whl"
 AUDIT = "e2a406a48"
@@ -268,7 +268,7 @@ def test_a_relative_art_src_gives_the_verdicts_of_the_absolute_one(
     """#40: ``verify code --art-src w/0.5.23`` from the folder above it."""
     import json
 
-    from tests.wheels import default_wheels
+    from tests.helpers.wheels import default_wheels
 
     root = catalog(tmp_path)
     tree = tmp_path / "w" / "0.5.23"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from artbot.repro.scripts import import_script
-from tests.wheels import default_wheels
+from tests.helpers.wheels import default_wheels
 
 pytestmark = pytest.mark.network
 

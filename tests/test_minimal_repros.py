@@ -8,7 +8,7 @@ Details where it is the issue's repro (the whole body at most 6 KB), else quotes
 
 Cost: importing torch takes about 1.2 s of CPU and the first torch.optim optimizer another
 1.7 s (torch._dynamo), far more than any script's own work. So every run forks from one
-interpreter that has imported both (tests/forkrun.py): each still runs as ``python itemNN.py``
+interpreter that has imported both (tests/helpers/forkrun.py): each still runs as ``python itemNN.py``
 in its own process, its own empty folder and fresh globals, so only the imports are shared
 (tests/test_forkrun.py shows a forked run prints what a fresh interpreter prints). All of it runs
 in one module fixture.
@@ -28,8 +28,8 @@ from click.testing import CliRunner
 
 from artbot.cli import cli
 from artbot.records.catalog import load_catalog
-from tests.forkrun import ForkServer
-from tests.shipped import ISSUE_ITEMS
+from tests.helpers.forkrun import ForkServer
+from tests.helpers.shipped import ISSUE_ITEMS
 
 pytestmark = pytest.mark.repro
 

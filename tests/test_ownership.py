@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the fixtures art and root come from test_apply)
 """Hardening (#12) items 1, 4 and 7: ownership by marker *and* author, the tracking issue
 checked before the first write, bodies read fresh before they are written.
 
@@ -15,22 +14,20 @@ import pytest
 from artbot.records.catalog import load_catalog
 from artbot.records.marker import BODY_END, IssueMarker
 from artbot.records.models import ObservedIssue
-from artbot.render.issue import render_issue
 from artbot.run.identity import Identity
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.ownership import ACTIONS_BOT, claim
-from tests.test_apply import (  # noqa: F401
+from tests.helpers.artrepo import (
     CANARY,
     NAME,
     OWNER,
     REPO,
     TRACKING,
-    art,
     artbot,
     checklist,
+    filed_body,
     issues_for,
     item_line,
-    root,
     writes,
 )
 
@@ -54,16 +51,11 @@ def _issue(number: int, body: str, author: str | None, **kw: object) -> Observed
     )
 
 
-def _body(item: int) -> str:
-    catalog = load_catalog(REPO)
-    return render_issue(catalog, catalog.get(item), tracking_issue=TRACKING).body
-
-
 # -- the pure rules ------------------------------------------------------------------------
 
 
 def test_a_marker_written_by_someone_else_is_not_ours() -> None:
-    body = _body(7)
+    body = filed_body(7)
     ours, human = _issue(5, body, ACTIONS_BOT), _issue(3, body, "alice")
     kept, foreign = claim([human, ours], AUDIT, (ACTIONS_BOT,))
     assert [i.marker for i in kept] == [None, ours.marker]
@@ -72,7 +64,7 @@ def test_a_marker_written_by_someone_else_is_not_ours() -> None:
 
 
 def test_logins_compare_without_case_and_unknown_authors_are_foreign() -> None:
-    body = _body(7)
+    body = filed_body(7)
     kept, foreign = claim([_issue(1, body, "GitHub-Actions[bot]")], AUDIT, (ACTIONS_BOT,))
     assert kept[0].marker is not None and not foreign
     _, foreign = claim([_issue(2, body, None)], AUDIT, (ACTIONS_BOT,))
@@ -80,7 +72,7 @@ def test_logins_compare_without_case_and_unknown_authors_are_foreign() -> None:
 
 
 def test_the_tracking_issue_and_pull_requests_are_never_a_findings_issue() -> None:
-    body = _body(7)
+    body = filed_body(7)
     tracking = _issue(TRACKING, body, ACTIONS_BOT)
     pull = _issue(9, body, ACTIONS_BOT, pull_request=True)
     kept, foreign = claim([tracking, pull], AUDIT, (ACTIONS_BOT,), TRACKING)
@@ -99,7 +91,7 @@ def test_the_login_is_configured_never_inferred() -> None:
 
 def _copied(art: GitHubSandbox, item: int, author: str = "alice", extra: str = "") -> int:
     """A person's issue whose body is a copy of artbot's, hidden markers and all."""
-    copy = _body(item).replace(BODY_END, f"{extra}{BODY_END}")
+    copy = filed_body(item).replace(BODY_END, f"{extra}{BODY_END}")
     body = f"Copied from the audit's draft:\n\n{copy}\n\nMy own notes.\n"
     return art.seed_issue(OWNER, NAME, "my copy", body, labels=LABELS, user=author)
 
@@ -141,7 +133,7 @@ def test_a_tracking_issue_quoting_a_whole_artbot_body_is_not_adopted(
     art: GitHubSandbox, root: Path
 ) -> None:
     body = art.get_issue(OWNER, NAME, TRACKING)["body"]
-    art.edit_issue(OWNER, NAME, TRACKING, body=body + "\n" + _body(7), labels=list(LABELS))
+    art.edit_issue(OWNER, NAME, TRACKING, body=body + "\n" + filed_body(7), labels=list(LABELS))
     result = artbot(art, root, "open", "--item", "7")
     assert result.exit_code == 0, result.output
     assert "is the tracking issue" in result.output
@@ -300,6 +292,6 @@ def test_an_issue_with_the_tracking_label_is_never_a_findings_issue() -> None:
     """#15: the tracking issue is in the labelled list now; its label keeps a copy of it (or
     of an artbot body quoted in it) from being taken for an item's issue."""
     assert AUDIT.tracking_label
-    copy = _issue(77, _body(7), ACTIONS_BOT, labels=(*LABELS, AUDIT.tracking_label))
+    copy = _issue(77, filed_body(7), ACTIONS_BOT, labels=(*LABELS, AUDIT.tracking_label))
     kept, foreign = claim([copy], AUDIT, (ACTIONS_BOT,), TRACKING)
     assert kept[0].marker is None and "tracking label" in foreign[0].why

@@ -26,7 +26,7 @@ from artbot.tracking.requests import (
     sort_ticks,
     ticked,
 )
-from tests.shipped import ISSUE_ITEMS
+from tests.helpers.shipped import ISSUE_ITEMS
 
 REPO = Path(__file__).resolve().parents[1]
 CATALOG = load_catalog(REPO)

@@ -24,7 +24,7 @@ from artbot.patchtest.diff import (
     apply_to_folder,
     parse_diff,
 )
-from tests.patchdiff import make_diff
+from tests.helpers.patchdiff import make_diff
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "patchtest"
 FIX_6 = (FIXTURES / "item06_fix.diff").read_text(encoding="utf-8")

@@ -18,9 +18,9 @@ from artbot.patchtest.plan import Comment, Task, plan
 from artbot.records.catalog import load_catalog
 from artbot.records.marker import BODY_END, BODY_START, IssueMarker
 from artbot.sandbox import GitHubSandbox
-from tests.patchdiff import RELEASE, as_comment, make_diff
-from tests.sandbox_client import NAME, OWNER, TOKEN, client
-from tests.wheels import default_wheels
+from tests.helpers.patchdiff import RELEASE, as_comment, make_diff
+from tests.helpers.sandbox_client import NAME, OWNER, TOKEN, client
+from tests.helpers.wheels import default_wheels
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "patchtest"

@@ -26,8 +26,8 @@ from artbot.records.catalog import load_catalog
 from artbot.verify.apart import CannotConfine, verify_code_apart
 from artbot.verify.code import CodeResult, CodeStatus
 from artbot.verify.tree import open_tree
-from tests.patchdiff import RELEASE, make_diff, snoop_source
-from tests.wheels import default_wheels
+from tests.helpers.patchdiff import RELEASE, make_diff, snoop_source
+from tests.helpers.wheels import default_wheels
 
 pytestmark = pytest.mark.network
 

@@ -183,12 +183,12 @@ def test_closed_issues_read_closed_in_the_checklist_with_their_reason(catalog: C
     assert (entry.issue, entry.state, entry.state_reason) == (1200, "closed", "not_planned")
 
 
-# --- filing by status: the decisions, from the recorded status (tests/statusdata.py) ------
+# --- filing by status: the decisions, from the recorded status (tests/helpers/statusdata.py) ------
 
 
 def _views(catalog: Catalog, **by_item: Any) -> dict[int, Any]:
     from artbot.render.status_view import status_view
-    from tests.statusdata import with_claims
+    from tests.helpers.statusdata import with_claims
 
     out = {}
     for item, build in by_item.items():
@@ -198,7 +198,7 @@ def _views(catalog: Catalog, **by_item: Any) -> dict[int, Any]:
 
 
 def test_open_files_a_fixed_item_to_be_closed_and_a_partial_one_open(catalog: Catalog) -> None:
-    from tests.statusdata import fixed_item, partial_item
+    from tests.helpers.statusdata import fixed_item, partial_item
 
     views = _views(catalog, i7=fixed_item, i9=partial_item)
     findings = [catalog.get(7), catalog.get(9)]
@@ -213,7 +213,7 @@ def test_open_files_a_fixed_item_to_be_closed_and_a_partial_one_open(catalog: Ca
 def test_a_lost_close_is_redone_but_a_human_reopen_is_kept(catalog: Catalog) -> None:
     from artbot.run.actions import CloseFixed
     from artbot.run.issues import close_was_lost, filed_body
-    from tests.statusdata import fixed_item
+    from tests.helpers.statusdata import fixed_item
 
     views = _views(catalog, i7=fixed_item)
     findings = [catalog.get(7)]
@@ -234,7 +234,7 @@ def test_a_lost_close_is_redone_but_a_human_reopen_is_kept(catalog: Catalog) -> 
 def test_sync_comments_on_a_status_change_before_editing_the_body(catalog: Catalog) -> None:
     from artbot.run.actions import StatusChange
     from artbot.run.status_comments import status_comment
-    from tests.statusdata import fixed_item, partial_item
+    from tests.helpers.statusdata import fixed_item, partial_item
 
     before = _views(catalog, i9=partial_item)
     after = _views(catalog, i9=fixed_item)
@@ -255,7 +255,7 @@ def test_sync_comments_on_a_status_change_before_editing_the_body(catalog: Catal
 
 
 def test_fixed_items_are_ticked_with_the_release(catalog: Catalog) -> None:
-    from tests.statusdata import fixed_item, partial_item
+    from tests.helpers.statusdata import fixed_item, partial_item
 
     views = _views(catalog, i7=fixed_item, i9=partial_item)
     entries = {

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the fixtures art and root come from test_apply)
 """The executor sends the plan and decides nothing a test of the plan could not see (#39.1).
 
 For each command and scenario, the plan is built first (a dry run: observe, render, plan,
@@ -40,8 +39,8 @@ from artbot.run.commands import Outcome, open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.checklist import read_block
 from artbot.tracking.subissues import AddSubIssue, MoveSubIssue, RemoveSubIssue
-from tests.statusdata import fixed_item, install
-from tests.test_apply import CANARY, NAME, OWNER, TRACKING, art, root  # noqa: F401
+from tests.helpers.artrepo import CANARY, NAME, OWNER, TRACKING
+from tests.helpers.statusdata import fixed_item, install
 
 API = f"/repos/{OWNER}/{NAME}"
 Run = Callable[..., Outcome]

@@ -14,50 +14,15 @@ from artbot.errors import BadInput
 from artbot.records.catalog import load_catalog
 from artbot.records.marker import IssueMarker, owned_region
 from artbot.render.issue import GITHUB_BODY_LIMIT, permalink, render_issue
-from tests.shipped import ALL_ITEMS, ISSUE_ITEMS
-
-REPO = Path(__file__).resolve().parents[1]
-GOLDEN_DIR = Path(__file__).parent / "golden"
-GOLDEN_ITEMS = ISSUE_ITEMS
-TRACKING = 1111
-
-
-def golden_text(item: int) -> str:
-    """The rendered issue as the golden file holds it: with the recorded status
-    (findings/status/), without captured repro output (it varies by machine), from a checkout
-    whose repository is not known (the script is named, not linked)."""
-    from artbot.status import load_status
-
-    catalog = load_catalog(REPO)
-    issue = render_issue(
-        catalog,
-        catalog.get(item),
-        tracking_issue=TRACKING,
-        status=load_status(REPO, item),
-        commit="0" * 40,
-    )
-    return f"# {issue.title}\n\nLabels: {', '.join(issue.labels)}\n\n{issue.body}"
-
-
-def golden_checklist() -> str:
-    """The tracking issue's block once items 4-11 are filed as #1112-#1119, with the
-    recorded status (findings/status/) ticking what is fixed."""
-    from artbot.records.models import ObservedIssue
-    from artbot.render.issue import dating_sentence, render_checklist
-    from artbot.run.commands import status_views
-    from artbot.run.plan import checklist_entries
-
-    catalog = load_catalog(REPO)
-    observed = []
-    for n, item in enumerate(GOLDEN_ITEMS, start=1112):
-        issue = render_issue(catalog, catalog.get(item), tracking_issue=TRACKING)
-        marker = IssueMarker.find(issue.body)
-        observed.append(ObservedIssue(n, issue.title, issue.body, "open", None, "", (), marker))
-    views = status_views(catalog, catalog.findings)
-    entries = checklist_entries(catalog.findings, observed, catalog.audit, None, views)
-    return render_checklist(
-        entries, catalog.audit, REPO / "templates", dating=dating_sentence(catalog)
-    )
+from tests.helpers.golden import (
+    GOLDEN_DIR,
+    GOLDEN_ITEMS,
+    REPO,
+    TRACKING,
+    golden_checklist,
+    golden_text,
+)
+from tests.helpers.shipped import ALL_ITEMS, ISSUE_ITEMS
 
 
 def test_golden_checklist() -> None:

@@ -5,7 +5,7 @@ text in view (outside the one collapsed ``<details>`` block, hidden markers not 
 6 KB whole; no paragraph repeated across issues but the one-line footer; every release link names
 that release's tag and a line anchor, every audit-commit link the commit and a line anchor, and
 each "look for" string is in the file at that version, byte for byte (the release wheels,
-through tests/wheels.py); no status cell says "ran" beside a claim's figure ART's code did not
+through tests/helpers/wheels.py); no status cell says "ran" beside a claim's figure ART's code did not
 produce.
 """
 
@@ -22,8 +22,8 @@ from artbot.cli import cli
 from artbot.records.catalog import load_catalog
 from artbot.render.status_view import unproduced
 from artbot.status import load_status
-from tests.shipped import ALL_ITEMS
-from tests.wheels import ArtWheels
+from tests.helpers.shipped import ALL_ITEMS
+from tests.helpers.wheels import ArtWheels
 
 REPO = Path(__file__).resolve().parents[1]
 IN_VIEW_MAX = 3 * 1024

@@ -32,7 +32,7 @@ from artbot.status import (
     load_status,
 )
 from artbot.status.dating import DATING_FILE, AnchorDating
-from tests.shipped import AUDIT_ITEMS
+from tests.helpers.shipped import AUDIT_ITEMS
 
 REPO = Path(__file__).resolve().parents[1]
 ITEMS = AUDIT_ITEMS  # the follow-ups have no recorded status (tests/test_render_followups.py)
@@ -368,7 +368,7 @@ def test_a_code_span_in_a_cell_never_ends_the_cell(text: str) -> None:
 
 
 def test_the_status_line_points_at_fixing_lines_only_when_recorded(catalog) -> None:  # type: ignore[no-untyped-def]
-    from tests.statusdata import fixed_item
+    from tests.helpers.statusdata import fixed_item
 
     finding = catalog.get(10)
     body = render_issue(catalog, finding, status=fixed_item(finding)).body

@@ -20,7 +20,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from artbot.verify import ArtModules, load_repro  # noqa: E402
-from tests.wheels import default_wheels  # noqa: E402
+from tests.helpers.wheels import default_wheels  # noqa: E402
 
 pytestmark = [pytest.mark.repro, pytest.mark.network]
 

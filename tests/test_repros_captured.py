@@ -41,7 +41,7 @@ torch = pytest.importorskip("torch")
 
 from artbot.repro.run import ReproResult, run_repro  # noqa: E402
 from artbot.settings import Settings  # noqa: E402
-from tests.forkrun import ForkServer  # noqa: E402
+from tests.helpers.forkrun import ForkServer  # noqa: E402
 
 pytestmark = pytest.mark.repro
 
@@ -132,7 +132,7 @@ _SERVERS: dict[str, ForkServer] = {}
 def fresh_run(path: Path, kernel: str) -> ReproResult:
     """The script of capture ``path`` run once under ``kernel``, shared by the tests: by
     ``artbot repro``'s own runner, each script forked from one interpreter per kernel that has
-    imported torch (tests/forkrun.py; tests/test_forkrun.py shows it prints what a fresh
+    imported torch (tests/helpers/forkrun.py; tests/test_forkrun.py shows it prints what a fresh
     ``python`` prints)."""
     key = (path.stem, kernel)
     if key not in _RUNS:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from artbot.repro.scripts import import_script
-from tests.forkrun import RunScript
+from tests.helpers.forkrun import RunScript
 
 pytestmark = pytest.mark.repro
 

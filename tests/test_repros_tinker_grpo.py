@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from artbot.repro.scripts import import_script
-from tests.forkrun import RunScript
+from tests.helpers.forkrun import RunScript
 
 pytestmark = pytest.mark.repro
 

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the fixtures art and root come from test_apply)
 """#31.3-4: a tick counts only when an edit by a writer made it, and only artbot's own comments
 are artbot's. Against the sandbox, through the CLI as requests.yml and the scheduled workflow
 run it."""
@@ -12,8 +11,18 @@ import pytest
 from artbot.cli.demo import tick_request
 from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox
-from tests.test_apply import NAME, OWNER, TRACKING, art, artbot, issues_for, root, writes  # noqa: F401
-from tests.test_apply_panel import checklist, event_file, prepared, request_line
+from tests.helpers.artrepo import (
+    NAME,
+    OWNER,
+    TRACKING,
+    artbot,
+    checklist,
+    event_file,
+    issues_for,
+    prepared,
+    request_line,
+    writes,
+)
 
 
 def test_a_scheduled_sync_never_carries_out_a_tick_and_clears_it_with_a_note(
@@ -108,13 +117,13 @@ def test_a_status_marker_in_someone_elses_comment_is_not_artbots_word(
     from artbot.render.status_view import status_view
     from artbot.run.commands import open_issues, sync
     from artbot.status import ItemStatus
-    from tests.statusdata import fixed_item, install
-    from tests.test_apply import _repo
+    from tests.helpers.artrepo import repo_client
+    from tests.helpers.statusdata import fixed_item, install
 
     catalog = load_catalog(root)
     finding = catalog.get(7)
     install(root, finding, ItemStatus(item=7, points=fixed_item(finding).points[:1]))
-    open_issues(load_catalog(root), _repo(art), [7], TRACKING)
+    open_issues(load_catalog(root), repo_client(art), [7], TRACKING)
     [issue] = issues_for(art, 7)
     install(root, finding, fixed_item(finding))
     catalog = load_catalog(root)
@@ -123,6 +132,6 @@ def test_a_status_marker_in_someone_elses_comment_is_not_artbots_word(
     forged = f"{view.marker}\nAll fixed, nothing to see here."
     art.seed_comment(OWNER, NAME, issue["number"], forged, user="drive-by")
     art.requests.clear()
-    sync(catalog, _repo(art), TRACKING)
+    sync(catalog, repo_client(art), TRACKING)
     posted = [w for w in writes(art) if w.endswith(f"/issues/{issue['number']}/comments")]
     assert len(posted) == 1  # artbot's own status comment, the forged one notwithstanding

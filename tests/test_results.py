@@ -20,7 +20,7 @@ from artbot.run.actions import Write
 from artbot.run.commands import open_issues, sync
 from artbot.run.execute import Budget, Execution, References, carry_out
 from artbot.sandbox import GitHubSandbox
-from tests.test_apply import CANARY, NAME, OWNER, art  # noqa: F401
+from tests.helpers.artrepo import CANARY, NAME, OWNER
 
 REPO = Path(__file__).resolve().parents[1]
 TRACKING = 1111

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the fixtures art and root come from test_apply)
 """One run is one straight line (artbot/run/): observe once, plan once, carry out once.
 
 The planner is called once per run and nothing is written before its plan is complete; the
@@ -24,7 +23,7 @@ from artbot.tracking.block import TrackingBlock
 from artbot.tracking.checklist import read_block
 from artbot.tracking.record import read_record
 from artbot.tracking.subissues import SubIssueRecord
-from tests.test_apply import CANARY, NAME, OWNER, TRACKING, art, root, writes  # noqa: F401
+from tests.helpers.artrepo import CANARY, NAME, OWNER, TRACKING, writes
 
 REPO = Path(__file__).resolve().parents[1]
 

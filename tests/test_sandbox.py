@@ -2,7 +2,7 @@
 what is under test): issues, comments and labels, validation and auth, persistence and
 concurrency, and its JSON checked against GitHub's published REST schema. Conditional
 requests, rate limits and injected faults: tests/test_sandbox_faults.py; what the two share:
-tests/sandbox_client.py."""
+tests/helpers/sandbox_client.py."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from github import (
 from pydantic import BaseModel
 
 from artbot.sandbox import MAX_BODY_CHARS, GitHubSandbox
-from tests.sandbox_client import (
+from tests.helpers.sandbox_client import (
     API,
     NAME,
     OWNER,

@@ -1,7 +1,7 @@
 """The sandbox's conditional requests, rate limits and injected faults (server errors before
 and after the write, secondary rate limits, 429, dropped connections), driven over real HTTP
 by PyGithub and by raw requests; helpers shared with tests/test_sandbox.py are in
-tests/sandbox_client.py."""
+tests/helpers/sandbox_client.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import requests
 from github import Github, GithubException, RateLimitExceededException
 
 from artbot.sandbox import GitHubSandbox
-from tests.sandbox_client import (
+from tests.helpers.sandbox_client import (
     API,
     NAME,
     OWNER,

@@ -1,5 +1,5 @@
 """The check that keeps the sandbox GitHub as a schema-checked client sees it
-(tests/github_schema.py, run by tests/conftest.py on every response of the suite): it finds
+(tests/helpers/github_schema.py, run by tests/conftest.py on every response of the suite): it finds
 what it must, every endpoint the sandbox serves is one GitHub publishes, and the endpoints
 GitHub's schema is strictest about answer as it requires. Also: every request artbot sends
 carries the API version and GitHub's media type, as the sandbox sees them."""
@@ -19,8 +19,8 @@ from artbot.cli.demo import seed
 from artbot.github.client import API_HEADERS, GitHubRepo
 from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox, SentResponse
-from tests.github_schema import endpoint, problems, shape
-from tests.sandbox_client import API, NAME, OWNER, REPO, raw
+from tests.helpers.github_schema import endpoint, problems, shape
+from tests.helpers.sandbox_client import API, NAME, OWNER, REPO, raw
 
 ROOT = Path(__file__).resolve().parents[1]
 PERMISSION = "/repos/{owner}/{repo}/collaborators/{username}/permission"

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from artbot.sandbox import GitHubSandbox
 from artbot.sandbox.subissues import MAX_SUB_ISSUES
-from tests.sandbox_client import API, NAME, OWNER, REPO, client, raw, unknown_keys
+from tests.helpers.sandbox_client import API, NAME, OWNER, REPO, client, raw, unknown_keys
 
 
 @pytest.fixture

@@ -25,6 +25,6 @@ def test_property_tests_use_the_profile_settings_only(path: Path) -> None:
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
 def test_item_numbers_come_from_the_catalog(path: Path) -> None:
-    """No hard-coded run of item numbers (``range(1, 12)``): tests read tests/shipped.py."""
+    """No hard-coded run of item numbers (``range(1, 12)``): tests read tests/helpers/shipped.py."""
     text = path.read_text(encoding="utf-8")
     assert not re.search(r"range\((1|4), 1[12]\)", text), path.name

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the sandbox fixtures `art` and `root` are shared with test_apply.py)
 """One rule for ticks (#22): a checklist line is ticked when, and only when, its item has an
 issue and that issue is closed. A fixed item without an issue reads "fixed in X, not yet
 filed", unticked; ``open --all`` files fixed items closed, so they are ticked after it."""
@@ -17,16 +16,14 @@ from artbot.records.catalog import load_catalog
 from artbot.render.issue import render_checklist
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.checklist import ChecklistEntry
-from tests.shipped import ISSUE_ITEMS
-from tests.test_apply import (  # noqa: F401  (fixtures)
+from tests.helpers.artrepo import (
     NAME,
     OWNER,
     REPO,
-    art,
     artbot,
     checklist,
-    root,
 )
+from tests.helpers.shipped import ISSUE_ITEMS
 
 CATALOG = load_catalog(REPO)
 LINE_RE = re.compile(r"- \[(?P<box>[ x])\] (?P<item>\d+)\. .*?(?: — #(?P<issue>\d+))?(?: —|$)")

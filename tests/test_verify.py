@@ -41,7 +41,7 @@ from artbot.verify import (
     verify_anchors,
     verify_code,
 )
-from tests.wheels import pin
+from tests.helpers.wheels import pin
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "tests" / "fixtures" / "mini"

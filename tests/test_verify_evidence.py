@@ -17,7 +17,7 @@ from artbot.status.dating import AnchorDating, ReleaseAnchors, load_dating
 from artbot.verify import CheckContractError, claim_results, open_tree, run_check, verify_anchors
 from artbot.verify.code import line_problem
 from artbot.verify.record import anchors_record, audit_point, keep_changes, record_status
-from tests.wheels import default_wheels
+from tests.helpers.wheels import default_wheels
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "repros"))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.wheels import ArtWheels
+from tests.helpers.wheels import ArtWheels
 
 
 def test_a_wheel_that_cannot_be_had_fails_under_ci(

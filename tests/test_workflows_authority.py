@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from tests.test_workflows import (
+from tests.helpers.workflows import (
     ALLOW_USERNS,
     action_steps,
     effective_permissions,

@@ -38,7 +38,7 @@ INDEX_SHA256 = {
 
 def pin(version: str) -> Pin:
     """The index's digest of a release the tests read, as ``release_tree`` takes it."""
-    return Pin(INDEX_SHA256[version], "from the index, held by tests/wheels.py")
+    return Pin(INDEX_SHA256[version], "from the index, held by tests/helpers/wheels.py")
 
 
 def in_ci() -> bool:

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from artbot.sandbox import GitHubSandbox
-from tests.test_workflows import REPO, load, load_action, step
+from tests.helpers.workflows import REPO, load, load_action, step
 
 BIN = Path(sys.executable).parent
 OWNER, NAME = "OpenPipe", "ART"

@@ -39,7 +39,7 @@ from artbot.status import load_status
 from artbot.verify.code import CodeResult, run_check
 from artbot.verify.tree import open_tree
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONTROLS = ROOT / "repros" / "controls"
 
 Edit = tuple[str, str, str]  # (glob under art/, regex, replacement)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from artbot.records.catalog import load_catalog
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 _CATALOG = load_catalog(REPO)
 
 ALL_ITEMS: tuple[int, ...] = tuple(_CATALOG.items)
