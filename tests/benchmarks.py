@@ -4,7 +4,7 @@ Counts come from the sandbox's request log, so they are exact and repeatable. Th
 approach (one GET per known issue, then read and write the tracking issue) is measured on the
 same state for comparison. Start-up is measured as a ratio, ``artbot --help`` against
 ``python -c "import click"``, in one run: printed, never asserted (timed tests are flaky;
-tests/test_version.py guards what ``--help`` loads instead).
+tests/cli/test_version.py guards what ``--help`` loads instead).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ the openpipe-art release wheels (see tests/helpers/wheels.py: one cache folder p
 
 Every response a sandbox sends during a test, in this process or in an ``artbot sandbox``
 process the test started, is checked against GitHub's published REST schema when the test ends
-(tests/helpers/github_schema.py), and every request artbot sent must carry the API version and GitHub's
-media type; a test that made the sandbox answer otherwise fails.
+(tests/helpers/github_schema.py), and every request artbot sent must carry the API version and
+GitHub's media type; a test that made the sandbox answer otherwise fails.
 
 Hypothesis profiles: "ci" (the default) is derandomized, so a run's examples depend only on the
 code; "nightly" (``HYPOTHESIS_PROFILE=nightly``, CI's scheduled run) draws fresh random ones.
@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -222,12 +221,3 @@ def tracking(sandbox: GitHubSandbox) -> int:
         action_harness.seed_as(sandbox, number, title, "Filed by hand during the audit.")
     body = (REPO / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
     return sandbox.seed_issue(OWNER, NAME, "Numerics audit of ART", body)
-
-
-@pytest.fixture
-def place() -> Iterator[Path]:
-    """A folder every user can read (a test's tmp_path is its owner's alone)."""
-    folder = Path(tempfile.mkdtemp(prefix="artbot-confine-test-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""Runs the composite action (action.yml) as Actions would, for tests/test_action*.py.
+"""Runs the composite action (action.yml) as Actions would, for tests/action/.
 
 A workflow's `uses: ./` step becomes the action's inputs (its `with:`, else the action's
 defaults, ``${{ }}`` evaluated as Actions does), and the action's `run:` scripts run with bash
@@ -6,7 +6,7 @@ in the environment a hosted runner gives a composite action's steps: the inputs 
 fresh $GITHUB_OUTPUT files, $GITHUB_STEP_SUMMARY, $RUNNER_TEMP, $GITHUB_ACTION_PATH. The
 setup steps (the venv's cache key, actions/cache, the install) are the one stand-in: the
 virtual environment they would restore or create is linked to one that exists (installing
-over the network is not a unit test); tests/test_action_install.py
+over the network is not a unit test); tests/action/test_install_step.py
 runs the install step itself, with a python3 on PATH that records its calls (``recorder``).
 """
 
@@ -321,7 +321,8 @@ def schedule_context(tracking_issue: str, dry_run: str = "", verify: str = "off"
         "secrets.GITHUB_TOKEN": TOKEN,
         "github.token": TOKEN,
         "vars.ARTBOT_TRACKING_ISSUE": tracking_issue,
-        # The reproductions against a release are tested in test_verify.py, not here.
+        # The reproductions against a release are tested in
+        # tests/verify/test_anchors_and_repros.py, not here.
         "vars.ARTBOT_VERIFY": verify,
         "vars.ARTBOT_TORCH_INDEX_URL": "",
         "inputs.dry_run": dry_run,

@@ -17,7 +17,7 @@ API, for any test (the integrator may move it to conftest; nothing here is a fix
   ``version`` in ``findings/status/NN.json`` (None: that release is not recorded); for an
   artbot follow-up, which has no status record, every claim reproduced.
 
-Typical use (what tests/test_controls.py does)::
+Typical use (what tests/verify/test_controls.py does)::
 
     control = load_control(6)
     root = controlled_copy(release_dir, tmp / "fixed", control.edits("fix", "0.5.23"))

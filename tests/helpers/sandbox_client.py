@@ -1,6 +1,6 @@
 """What the sandbox tests share: the repository they drive, a PyGithub client and raw requests
 on the sandbox, the ``gh`` fixture's body, and the check of a payload against GitHub's published
-REST schema (githubkit's models). Used by tests/test_sandbox*.py."""
+REST schema (githubkit's models). Used by tests/sandbox/."""
 
 from __future__ import annotations
 
