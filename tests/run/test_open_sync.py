@@ -308,7 +308,7 @@ def test_open_creates_only_the_labels_of_the_issue_it_files(art: GitHubSandbox, 
     assert len(posts) == len(wanted)
     from github import Auth, Github
 
-    repo = Github(base_url=art.api_url, auth=Auth.Token(CANARY)).getrepo_client(f"{OWNER}/{NAME}")
+    repo = Github(base_url=art.api_url, auth=Auth.Token(CANARY)).get_repo(f"{OWNER}/{NAME}")
     labels = {lbl.name: lbl for lbl in repo.get_labels()}
     assert sorted(labels) == sorted(wanted)
     for name in wanted:
