@@ -1,7 +1,7 @@
 """Item 3's model of ART's packer for ``pack_results=False`` (art/preprocessing/pack.py, 0.5.20).
 
 Kept apart from the item's script so that it stays readable; ``item03_equal_reward_groups``
-re-exports these names. ``tests/test_repros_art_models.py`` checks the model against ART's own
+re-exports these names. ``tests/repros/test_art_models.py`` checks the model against ART's own
 ``packed_tensors_from_tokenized_results`` from the 0.5.20 wheel, value for value.
 """
 

@@ -2,7 +2,7 @@
 
 Kept apart from ``item09_tinker_masks`` (which re-exports every name) so that each file stays
 readable: the packer model (``prefix_tree_pack``, checked against ART's own in
-tests/test_repros_art_models.py), the mask constructions (the audited one, the audit's fix,
+tests/repros/test_art_models.py), the mask constructions (the audited one, the audit's fix,
 0.5.21's ancestors), which context each trainable token is scored in, and the AST reading of
 ``TinkerService.train``'s optimizer step.
 """

@@ -4,7 +4,7 @@ Counts come from the sandbox's request log, so they are exact and repeatable. Th
 approach (one GET per known issue, then read and write the tracking issue) is measured on the
 same state for comparison. Start-up is measured as a ratio, ``artbot --help`` against
 ``python -c "import click"``, in one run: printed, never asserted (timed tests are flaky;
-tests/test_version.py guards what ``--help`` loads instead).
+tests/cli/test_version.py guards what ``--help`` loads instead).
 """
 
 from __future__ import annotations
@@ -77,10 +77,10 @@ def measure(sandbox: GitHubSandbox, fn: Callable[[], object]) -> tuple[int, int,
 
 
 def status_rows() -> list[tuple[str, tuple[int, int, int], str]]:
-    """Filing by status, on hand-written status records (tests/statusdata.py): the request
+    """Filing by status, on hand-written status records (tests/helpers/statusdata.py): the request
     counts depend on the decisions, not on what the verdicts were measured from."""
     from artbot.status import ItemStatus
-    from tests.statusdata import F, claims_of, fixed_item, install, partial_item, point
+    from tests.helpers.statusdata import F, claims_of, fixed_item, install, partial_item, point
 
     root = checkout()
     for item, build in ((7, fixed_item), (9, partial_item)):

@@ -1,11 +1,11 @@
 """Shared fixtures: a local GitHub (see artbot.sandbox) on a free port, fresh for each test, and
-the openpipe-art release wheels (see tests/wheels.py: one cache folder per machine,
+the openpipe-art release wheels (see tests/helpers/wheels.py: one cache folder per machine,
 ``$ARTBOT_CACHE_DIR`` or ``~/.cache/artbot/wheels``; under ``CI=true`` a missing wheel fails).
 
 Every response a sandbox sends during a test, in this process or in an ``artbot sandbox``
 process the test started, is checked against GitHub's published REST schema when the test ends
-(tests/github_schema.py), and every request artbot sent must carry the API version and GitHub's
-media type; a test that made the sandbox answer otherwise fails.
+(tests/helpers/github_schema.py), and every request artbot sent must carry the API version and
+GitHub's media type; a test that made the sandbox answer otherwise fails.
 
 Hypothesis profiles: "ci" (the default) is derandomized, so a run's examples depend only on the
 code; "nightly" (``HYPOTHESIS_PROFILE=nightly``, CI's scheduled run) draws fresh random ones.
@@ -14,6 +14,7 @@ code; "nightly" (``HYPOTHESIS_PROFILE=nightly``, CI's scheduled run) draws fresh
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,9 +25,11 @@ from hypothesis import HealthCheck, settings
 
 from artbot.sandbox import GitHubSandbox, SentResponse, read_transcript
 from artbot.settings import TRANSCRIPT_VARIABLE
-from tests.forkrun import ForkServer, RunScript
-from tests.github_schema import SchemaCheck
-from tests.wheels import RELEASES, ArtWheels, default_wheels
+from tests.helpers import action_harness
+from tests.helpers.artrepo import NAME, OWNER, REPO, TRACKING
+from tests.helpers.forkrun import ForkServer, RunScript
+from tests.helpers.github_schema import SchemaCheck
+from tests.helpers.wheels import RELEASES, ArtWheels, default_wheels
 
 # glibc hands every freed block over its mmap threshold (at most 32 MiB by default) back to the
 # kernel, and faults it in again on the next allocation. The repros allocate and free tensors of
@@ -119,7 +122,7 @@ def art_wheels() -> ArtWheels:
 
 @pytest.fixture(scope="session")
 def wheel_cache(art_wheels: ArtWheels) -> Path:
-    """The cache folder holding the wheels of :data:`tests.wheels.RELEASES`."""
+    """The cache folder holding the wheels of :data:`tests.helpers.wheels.RELEASES`."""
     for version in RELEASES:
         art_wheels.wheel(version)
     return art_wheels.cache
@@ -148,7 +151,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def run_script() -> Iterator[RunScript]:
     """``run_script(path, *args, cwd=DIR, timeout=120, env=None)``: ``python path args...`` in
     DIR, as :func:`subprocess.run` with ``capture_output`` gives it, forked from one interpreter
-    that has imported torch (tests/forkrun.py; started on first use). ``env`` adds to this
+    that has imported torch (tests/helpers/forkrun.py; started on first use). ``env`` adds to this
     process's environment."""
     servers: list[ForkServer] = []
     base = dict(os.environ)
@@ -168,3 +171,53 @@ def run_script() -> Iterator[RunScript]:
     yield run
     for server in servers:
         server.close()
+
+
+# -- ART's repository in the sandbox (tests/helpers/artrepo.py) ---------------------------------
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A checkout of the catalog, so caches and results stay out of the repository."""
+    out = tmp_path / "checkout"
+    for part in ("findings", "templates", "repros"):
+        shutil.copytree(REPO / part, out / part, ignore=shutil.ignore_patterns("results", "status"))
+    return out
+
+
+@pytest.fixture
+def art(sandbox: GitHubSandbox) -> GitHubSandbox:
+    """ART as the audit left it: #1108-#1110 filed by hand, then the tracking issue #1111."""
+    sandbox.create_repo(OWNER, NAME)
+    for number in (1108, 1109, 1110):
+        sandbox.seed_issue(OWNER, NAME, f"dedicated issue {number}", "by hand", number=number)
+    text = (REPO / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
+    title, _, body = text.partition("\n")
+    assert sandbox.seed_issue(OWNER, NAME, title, body.lstrip(), number=TRACKING) == TRACKING
+    sandbox.requests.clear()
+    return sandbox
+
+
+# -- the composite action's workspace (tests/helpers/action_harness.py) -------------------------
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """What actions/checkout leaves: the catalog, templates and repros (a copy: sync writes
+    its ETag cache into the workspace)."""
+    out = tmp_path / "checkout"
+    for part in ("findings", "templates", "repros"):
+        shutil.copytree(REPO / part, out / part)
+    return out
+
+
+@pytest.fixture
+def tracking(sandbox: GitHubSandbox) -> int:
+    """ART as the audit left it, for the action: the dedicated issues filed by hand
+    (#1108-#1110), then the tracking issue, as written, right after them."""
+    sandbox.create_repo(OWNER, NAME)
+    preset = sorted((r["issue"], r["title"]) for r in action_harness.records() if r.get("issue"))
+    for number, title in preset:
+        action_harness.seed_as(sandbox, number, title, "Filed by hand during the audit.")
+    body = (REPO / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
+    return sandbox.seed_issue(OWNER, NAME, "Numerics audit of ART", body)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.test_render import GOLDEN_DIR, GOLDEN_ITEMS, golden_checklist, golden_text
+from tests.helpers.golden import GOLDEN_DIR, GOLDEN_ITEMS, golden_checklist, golden_text
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 suite (``repros/regression/test_itemNN_*.py``), what those tests reported on the newest release
 (``repros/regression/outcomes.json``) and what each minimal repro prints
 (``repros/minimal/outputs.json``). The captures are written by the tests that prove them
-(tests/test_export.py, tests/test_minimal_repros.py), never by hand."""
+(tests/repro/test_export.py, tests/repros/test_minimal.py), never by hand."""
 
 from __future__ import annotations
 

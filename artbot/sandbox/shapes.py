@@ -1,6 +1,6 @@
 """The JSON shapes the sandbox answers with, as GitHub's REST API (2022-11-28) has them.
 
-tests/test_sandbox.py checks these against GitHub's published schema.
+tests/sandbox/test_http.py checks these against GitHub's published schema.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ served it and the request headers that choose its shape (the API version and med
 :attr:`GitHubSandbox.observers <artbot.sandbox.GitHubSandbox.observers>` are called with every
 response any sandbox in the process sends; ``GitHubSandbox(transcript=FILE)`` (``artbot sandbox``
 with ``$ARTBOT_SANDBOX_TRANSCRIPT`` set) also appends each to FILE as a JSON line. The test suite
-checks all of them against GitHub's published schema (tests/github_schema.py). The token is
+checks all of them against GitHub's published schema (tests/helpers/github_schema.py). The token is
 never recorded: of the request's headers only :data:`RECORDED_HEADERS` are kept.
 """
 

@@ -4,7 +4,7 @@ moves inside ``if aligned_inputs.original_logprobs is not None`` (0.5.21 ``loss.
 so without original logprobs TIS is skipped instead of falling back to the PPO ratio. UNFIX
 moves it back out (and drops 0.5.21's warning), so the check is shown to say "reproduced" on a
 release that fixed it. (Helper "checks" wrote these two for items 7 and 8 with
-tests/controls.py; the item's own check is helper "evid"'s.)
+tests/helpers/controls.py; the item's own check is helper "evid"'s.)
 """
 
 FIX = {

@@ -5,7 +5,7 @@ are clamped to +-20 before ``exp`` (0.5.21 ``loss.py`` L290-L308; 0.5.21 uses +-
 where exp(20) overflows: the check's domain has FP16 logprobs and every level, so this control
 does the same). UNFIX undoes both, so the check is
 shown to say "reproduced" on a release that fixed it. (Helper "checks" wrote these two for
-items 7 and 8 with tests/controls.py; the item's own check is helper "evid"'s.)
+items 7 and 8 with tests/helpers/controls.py; the item's own check is helper "evid"'s.)
 """
 
 FIX = {

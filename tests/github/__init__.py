@@ -1,0 +1,2 @@
+"""Tests of artbot/github/: the adapter over PyGithub: its contract, failures, faults and
+redirects."""

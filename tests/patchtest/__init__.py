@@ -1,0 +1,1 @@
+"""Tests of artbot/patchtest/: `/artbot test`, parsed, tried and answered."""

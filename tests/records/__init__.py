@@ -1,0 +1,1 @@
+"""Tests of artbot/records/: the catalog, its markers and its input checks."""

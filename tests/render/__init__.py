@@ -1,0 +1,1 @@
+"""Tests of artbot/render/: issue bodies, the checklist and the status as an issue shows it."""

@@ -1,0 +1,1 @@
+"""Tests of artbot/report/: what a run reports (results, output, redaction)."""

@@ -1,0 +1,1 @@
+"""Tests of artbot/repro/: running the repro scripts, and the regression tests artbot exports."""

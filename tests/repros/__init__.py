@@ -1,0 +1,1 @@
+"""Tests of repros/: the reproduction scripts, their helpers and their captured outputs."""

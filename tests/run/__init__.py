@@ -1,0 +1,2 @@
+"""Tests of artbot/run/: one run observed, planned and carried out (open, sync), against the
+sandbox."""

@@ -1,0 +1,1 @@
+"""Tests of artbot/sandbox/: the loopback GitHub the suite runs against."""

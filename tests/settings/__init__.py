@@ -1,0 +1,1 @@
+"""Tests of artbot/settings.py: the one reader of the environment."""

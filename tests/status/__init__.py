@@ -1,0 +1,1 @@
+"""Tests of artbot/status/: the status records and their verdicts."""

@@ -1,0 +1,1 @@
+"""Tests of artbot/verify/: checking findings against a release's code, confined."""
