@@ -40,6 +40,15 @@ from tests.helpers.wheels import RELEASES, ArtWheels, default_wheels
 # no result, only where memory comes from; an environment that sets it keeps its own value.
 os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(4 << 30))
 
+# xdist runs one worker per core, and each worker's torch (and every check, repro and exported
+# test it starts) would otherwise use a thread per core as well: on the 2-core VM, four busy
+# threads on two cores. One intra-op thread each took the whole suite from 262 s to 192 s of
+# pytest, with every captured output and recorded verdict unchanged (tests/repros/ compares
+# fresh runs with them). Set before the workers start, like the threshold above; an
+# environment that sets its own keeps it.
+for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
+
 # Every property test runs under these settings and no others (no per-test @settings): no
 # deadline, since a 2-core machine running the suite in parallel makes any per-example time limit
 # flaky; HealthCheck.too_slow off for the same reason.
