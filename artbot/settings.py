@@ -166,16 +166,6 @@ def _seconds(env: Mapping[str, str], name: str, default: float, *, positive: boo
     return value
 
 
-def default_cache_path(root: Path) -> Path:
-    """Where ``open`` and ``sync`` keep their ETag cache without ``--cache``: ``ROOT/.artbot``,
-    or, for the records that ship inside an installed artbot (not its to write), the folder
-    artbot is run in."""
-    from .records.root import is_installed_records
-
-    folder = Path(".") if is_installed_records(root) else root
-    return folder / ".artbot" / "cache.json"
-
-
 def default_wheel_cache(env: Mapping[str, str] | None = None) -> Path:
     """``$ARTBOT_CACHE_DIR``, else ``~/.cache/artbot/wheels``."""
     env = os.environ if env is None else env

@@ -119,7 +119,7 @@ def connect(
 ) -> Any:
     """The GitHub adapter for this run (imports PyGithub only now)."""
     from ..github.client import connect as connect_repo
-    from ..settings import default_cache_path
+    from ..records.root import default_cache_path
 
     obj.use_gh_token(api_url)
     return connect_repo(

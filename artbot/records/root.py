@@ -41,3 +41,11 @@ def find_root(given: Path | None, cwd: Path | None = None) -> Path:
     if (here / "findings").is_dir():
         return here
     return packaged_root() or here
+
+
+def default_cache_path(root: Path) -> Path:
+    """Where ``open`` and ``sync`` keep their ETag cache without ``--cache``: ``ROOT/.artbot``,
+    or, for the records that ship inside an installed artbot (not its to write), the folder
+    artbot is run in."""
+    folder = Path(".") if is_installed_records(root) else root
+    return folder / ".artbot" / "cache.json"

@@ -334,7 +334,7 @@ def changes_cmd(ctx: click.Context, record: bool, refresh: bool, api_url: str | 
     """
     from ..github.changes import record_changes
     from ..github.client import connect
-    from ..settings import default_cache_path
+    from ..records.root import default_cache_path
     from ..status import dump_status, load_status, status_path
 
     obj = ctx.find_root().obj

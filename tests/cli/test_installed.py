@@ -144,8 +144,8 @@ def test_the_etag_cache_of_the_installed_records_is_kept_where_artbot_runs(
     installed: Path, tmp_path: Path
 ) -> None:
     probe = (
-        "from pathlib import Path; from artbot.records.root import find_root; "
-        "from artbot.settings import default_cache_path; print(default_cache_path(find_root(None)))"
+        "from artbot.records.root import default_cache_path, find_root; "
+        "print(default_cache_path(find_root(None)))"
     )
     env = {**os.environ, "PYTHONPATH": str(installed)}
     proc = subprocess.run(

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from artbot.settings import default_cache_path
+from artbot.records.root import default_cache_path
 from tests.helpers.workflows import (
     ACTION,
     ALLOW_USERNS,
