@@ -26,6 +26,7 @@ from ..tracking.subissues import (
     SubIssueRecord,
     SubIssueRemovedByHand,
     SubIssuesFull,
+    SubIssueStart,
     SubIssuesUpToDate,
 )
 from .blockwrite import BlockWrite
@@ -298,7 +299,8 @@ class BlockPlan:
     """How the tracking issue's block reads once the plan's writes are done: the checklist
     lines (an item filed by this run gets its number when it is filed: ``filed``), the
     Requests list (``asked``'s ticks, ``done`` cleared; None: every tick kept, pending), the
-    sub-issue record as planned, and artbot's identity."""
+    sub-issue record as planned, artbot's identity, and what the record is settled from once
+    the sub-issue writes are done."""
 
     entries: tuple[ChecklistEntry, ...]
     filed: tuple[int, ...] = ()
@@ -306,6 +308,7 @@ class BlockPlan:
     done: tuple[Request, ...] = ()
     record: SubIssueRecord | None = None
     logins: tuple[str, ...] = ()
+    sub_issues: SubIssueStart | None = None
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,14 @@ unticked (the answer taken back).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..tracking.block import TrackingBlock, apply, compose
 from ..tracking.checklist import read_block
 from ..tracking.record import Memory, read_record
 from ..tracking.requests import Request
-from ..tracking.subissues import REF
-from .subissue_writes import SubIssueProgress
+from ..tracking.subissues import REF, SubIssueDone, SubIssueStart, settle
 
 _TICK_RE = re.compile(r"^([ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+\[)([ xX])(\].*)$")
 _REQUEST_RE = re.compile(r"<!-- artbot:request ((?:file|decline)=[1-9][0-9]{0,5}|recheck) -->")
@@ -37,25 +36,29 @@ def ref(item: int) -> int:
 @dataclass(frozen=True)
 class BlockWrite:
     """The block as planned: ``text`` (issues filed this run as :func:`ref`), the block as
-    observe read it, the items filed, the ticks this write clears, and ``items`` (issue ->
-    item, in checklist order: the sub-issue notes are written again from the record)."""
+    observe read it, the items filed, the ticks this write clears, ``items`` (issue ->
+    item, in checklist order: the sub-issue notes are written again from the record), and
+    what the sub-issue record is settled from once the writes before it are done."""
 
     text: str
     observed: str | None
     filed: tuple[int, ...] = ()
     cleared: frozenset[Request] = frozenset()
     items: tuple[tuple[int, int], ...] = ()
+    sub_issues: SubIssueStart | None = None
 
 
 def merge(
     write: BlockWrite,
     body: str | None,
     numbers: Mapping[int, int],
-    progress: SubIssueProgress | None = None,
+    done: Sequence[SubIssueDone] = (),
+    *,
+    unavailable: bool = False,
 ) -> tuple[str, str]:
     """(the block's text, the body to write): ``write`` with the references looked up
-    (``numbers``: item -> issue filed; ``progress``: the sub-issue writes as they turned out),
-    applied to ``body`` as just read."""
+    (``numbers``: item -> issue filed; ``done``: the sub-issue writes as they turned out;
+    ``unavailable``: one found that this GitHub has none), applied to ``body`` as just read."""
     # Parsed again only when a person edited the block since observe read it.
     fresh = None if read_block(body) == write.observed else TrackingBlock.parse(body)
     named = {ref(item): numbers[item] for item in write.filed if item in numbers}
@@ -66,7 +69,10 @@ def merge(
     )
     memory = read_record(text)
     now = fresh.record if fresh is not None else memory.sub_issues
-    record = progress.record(now) if progress is not None else memory.sub_issues
+    start = write.sub_issues
+    record = memory.sub_issues
+    if start is not None:
+        record = settle(start, done, numbers, now, unavailable=unavailable)
     if record != memory.sub_issues:
         items = {named.get(n, n): i for n, i in write.items}
         checklist = text[: _tail(text)]

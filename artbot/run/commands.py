@@ -14,7 +14,7 @@ another :class:`~artbot.run.observe.Scope`. A dry run stops after the plan.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..records.catalog import Catalog
@@ -26,14 +26,12 @@ from ..tracking.block import TrackingBlock, compose
 from ..tracking.record import Memory
 from ..tracking.requests import CarryOutRequest, DropRequest, RevertTick, panel
 from .actions import BlockPlan, Plan
-from .blockwrite import REF
 from .execute import Budget, Execution, References, execute
 from .identity import Identity
 from .issues import canonical
 from .observe import Ask, Scope, Snapshot, Verified, Verifier, observe, status_views
 from .plan import Want, plan_block, plan_run
 from .status_comments import status_texts
-from .subissue_writes import SubIssueProgress
 
 if TYPE_CHECKING:
     from ..github.client import GitHubRepo as Repo
@@ -150,7 +148,9 @@ def run(
     if dry_run:
         return outcome
     journal = outcome.journal(log)
-    refs = References(list(snap.issues), _progress(snap, plan, planned=in_step))
+    listed = snap.sub_issues if isinstance(snap.sub_issues, tuple) else ()
+    ids = {i.number: i.id for i in (*snap.issues, *listed) if i.id is not None}
+    refs = References(list(snap.issues), ids)
     left, stopped = execute(Execution(repo, Budget(max_writes), journal, refs), plan)
     outcome.issues = canonical(refs.observed, catalog.audit)
     outcome.observed = refs.observed
@@ -161,27 +161,6 @@ def run(
     elif snap.asked is not None and snap.number is not None:
         journal.extend(_done(snap, refs))
     return outcome
-
-
-def _progress(snap: Snapshot, plan: Plan, *, planned: bool) -> SubIssueProgress | None:
-    if snap.tracking is None or plan.block is None:
-        return None
-    listed = snap.sub_issues if isinstance(snap.sub_issues, tuple) else ()
-    record = plan.block.record
-    if record is not None:  # what is known to happen: the issues filed are added once they are
-        record = replace(record, added=tuple(n for n in record.added if n < REF))
-    progress = SubIssueProgress.start(
-        snap.tracking.number,
-        record,
-        snap.block.record if snap.block else None,
-        listed,
-        snap.issues,
-        planned=planned,
-    )
-    progress.items = {e.issue: e.item for e in plan.block.entries if e.issue is not None}
-    if planned and snap.sub_issues is None and record is not None:
-        progress.order = list(record.added)  # the list was not read: it is as recorded
-    return progress
 
 
 def _done(snap: Snapshot, refs: References) -> list[Result]:

@@ -54,7 +54,7 @@ the next run's observe and plan pick up what is left:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, assert_never, cast
 
 from ..errors import ArtbotError, RemoteError, SubIssuesUnavailable
@@ -62,7 +62,7 @@ from ..records.marker import replace_owned_region
 from ..records.models import ObservedIssue
 from ..report.results import Budget, Journal, Result, WriteBudgetSpent
 from ..tracking.ownership import claim
-from ..tracking.subissues import AddSubIssue, MoveSubIssue, RemoveSubIssue
+from ..tracking.subissues import REF, AddSubIssue, MoveSubIssue, RemoveSubIssue, SubIssueDone
 from .actions import (
     FACTS,
     Claims,
@@ -84,15 +84,7 @@ from .actions import (
 )
 from .blockwrite import merge
 from .issues import canonical, duplicates
-from .subissue_writes import (
-    SubIssueProgress,
-    add,
-    add_filed,
-    move_all,
-    place_filed,
-    remove,
-    unavailable_warning,
-)
+from .subissue_writes import add, add_filed, move, remove, unavailable_warning
 
 if TYPE_CHECKING:
     from ..github.client import GitHubRepo as Repo
@@ -103,8 +95,10 @@ class References:
     """What the plan names but cannot know before it is carried out, filled in as it is."""
 
     observed: list[ObservedIssue]  # the issues as last listed (and as this run left them)
-    progress: SubIssueProgress | None = None  # the sub-issue writes as they turned out
+    ids: dict[int, int] = field(default_factory=dict)  # issue number -> id (sub-issue writes)
     filed: dict[int, ObservedIssue] = field(default_factory=dict)  # item -> issue filed now
+    sub_issues: list[SubIssueDone] = field(default_factory=list)  # as they turned out
+    no_sub_issues: bool = False  # a sub-issue write found that this GitHub has none
     tracking_body: str | None = None  # the tracking issue's body as just read again
     checklist: str | None = None  # the block as written (or found already so)
 
@@ -285,32 +279,66 @@ def _close_copies(ex: Execution, action: CloseCopies, claims: Claims) -> list[Re
 
 
 def _sub_issue(ex: Execution, action: AddSubIssue | RemoveSubIssue | MoveSubIssue) -> list[Any]:
-    """One sub-issue write; a failure is a warning, and the record says what happened. Where
+    """One sub-issue write, as planned, its references looked up; a failure is a warning, and
+    what it came to is kept for the record (:func:`artbot.tracking.subissues.settle`). Where
     GitHub has no sub-issues (a 404), that is said once and the rest are left."""
     refs, repo = ex.refs, ex.repo
     refs.tracking_body = None  # an answer counts only from the write right before the read
-    progress = refs.progress
-    if progress is None or progress.unavailable:
+    if refs.no_sub_issues:
         return []
     try:
-        if isinstance(action, MoveSubIssue):
-            return move_all(repo, progress, ex.budget)
-        if action.issue is None:  # an issue this run files: looked up
+        if isinstance(action, AddSubIssue) and action.issue is None:  # filed by this run
             issue = refs.filed.get(action.item)
             if issue is None:
                 return []
             ex.budget.spend()
-            added, parent = add_filed(repo, progress, action.item, issue)
-            place_filed(progress, action.item, issue.number)
+            added, done, parent = add_filed(repo, action, issue)
+            if done is None:
+                return [added]
+            assert issue.id is not None  # add_filed answers None without one
+            refs.ids[issue.number] = issue.id
             refs.tracking_body = parent.body if parent is not None else None
+            refs.sub_issues.append(done)
             return [added]
+        if isinstance(action, MoveSubIssue):
+            action, missing = _looked_up(refs, action)
+            if missing is not None:
+                line = (
+                    f"{action.describe()}: not sent, {missing} is not among the sub-issues (its "
+                    "add did not go through); the next sync puts them in order"
+                )
+                return [Result.skipped(line, action)]
         ex.budget.spend()
-        if isinstance(action, RemoveSubIssue):
-            return remove(repo, progress, action)
-        return add(repo, progress, action)
+        if isinstance(action, AddSubIssue):
+            results, done = add(repo, action, refs.ids)
+        elif isinstance(action, RemoveSubIssue):
+            results, done = remove(repo, action, refs.ids)
+        else:
+            results, done = move(repo, action, refs.ids)
+        refs.sub_issues.append(done)
+        return results
     except SubIssuesUnavailable:
-        progress.unavailable = True
-        return [Result.failed(unavailable_warning(progress.parent))]
+        refs.no_sub_issues = True
+        return [Result.failed(unavailable_warning(action.parent))]
+
+
+def _looked_up(refs: References, action: MoveSubIssue) -> tuple[MoveSubIssue, str | None]:
+    """A planned move with the issues filed this run looked up, and the first issue it names
+    that is not in the list (an add that did not go through), if any."""
+    refused = {d.issue for d in refs.sub_issues if isinstance(d.action, AddSubIssue) and not d.ok}
+    numbers: list[int | None] = []
+    for n in (action.issue, action.after, action.before):
+        if n is not None and n >= REF:
+            filed = refs.filed.get(n - REF)
+            if filed is None:
+                return action, f"item {n - REF}'s new issue"
+            n = filed.number
+        numbers.append(n)
+    issue, after, before = numbers
+    assert issue is not None  # a move names the issue it moves
+    looked_up = replace(action, issue=issue, after=after, before=before)
+    missing = next((f"#{n}" for n in numbers if n in refused), None)
+    return looked_up, missing
 
 
 def _write_block(ex: Execution, action: UpdateChecklist) -> Result:
@@ -321,7 +349,9 @@ def _write_block(ex: Execution, action: UpdateChecklist) -> Result:
     refs, number = ex.refs, action.issue
     body = refs.tracking_body
     numbers = {item: issue.number for item, issue in refs.filed.items()}
-    refs.checklist, new = merge(action.write, body, numbers, refs.progress)
+    refs.checklist, new = merge(
+        action.write, body, numbers, refs.sub_issues, unavailable=refs.no_sub_issues
+    )
     if new == body:
         return Result.skipped(f"the checklist in #{number} is already as planned", action)
     ex.budget.spend()

@@ -29,11 +29,13 @@ from ..tracking.checklist import ChecklistEntry
 from ..tracking.ownership import NO_TRACKING
 from ..tracking.requests import Request
 from ..tracking.subissues import (
+    REF,
     WRITES,
     AddSubIssue,
     MoveSubIssue,
     NoSubIssues,
     SubIssueRecord,
+    SubIssueStart,
     moves,
 )
 from .actions import (
@@ -256,7 +258,22 @@ def _block(
         tuple(done),
         record,
         logins,
+        _start(snap, record, in_step=want.scope.in_step),
     )
+
+
+def _start(snap: Snapshot, record: SubIssueRecord | None, *, in_step: bool) -> SubIssueStart:
+    """What the record written after the run is settled from (the writes as they turn out)."""
+    assert snap.tracking is not None
+    listed = snap.sub_issues
+    if isinstance(listed, tuple):
+        order = tuple(i.number for i in listed)
+    elif in_step and listed is None and record is not None:  # not read: it is as recorded
+        order = tuple(n for n in record.added if n < REF)
+    else:
+        order = ()
+    old = snap.block.record if snap.block else None
+    return SubIssueStart(snap.tracking.number, record, old, order, in_step)
 
 
 def _sub_issues(
@@ -321,7 +338,7 @@ def plan_block(plan: Plan, text: str | None, observed: TrackingBlock | None) -> 
     if block.asked is not None:
         cleared |= {*block.asked.revert, *block.asked.drop}
     items = tuple((e.issue, e.item) for e in block.entries if e.issue is not None)
-    write = BlockWrite(text, now, block.filed, frozenset(cleared), items)
+    write = BlockWrite(text, now, block.filed, frozenset(cleared), items, block.sub_issues)
     last = next((a for a in reversed(plan.actions) if not _is_fact(a)), None)
     answered = isinstance(last, AddSubIssue) and last.issue is None
     steps = (ReadTracking(number, answered), UpdateChecklist(number, write))

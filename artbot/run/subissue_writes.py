@@ -4,8 +4,11 @@ each write as the executor carries it out.
 The decisions are :mod:`artbot.tracking.subissues`'s (pure); this module reads what they need
 and carries them out. Sub-issues sit beside the checklist, never in its way: a failed sub-issue
 write is a warning, the run goes on, and the record written to the checklist block holds
-only what is known to have happened, so the next sync reads the list and settles the rest.
-Where GitHub has no sub-issues (no ``sub_issues_summary`` on the tracking issue, or a 404
+only what is known to have happened (:func:`artbot.tracking.subissues.settle`, from what each
+write came to), so the next sync reads the list and settles the rest. Each write is sent as
+planned: a planned move that names an issue whose add GitHub refused is not sent (the executor
+looks it up and finds it missing), and the next sync, finding the record out of item order,
+plans the moves again. Where GitHub has no sub-issues (no ``sub_issues_summary`` on the tracking issue, or a 404
 from the endpoints: a GitHub Enterprise Server without them) artbot says so once a run and
 keeps the checklist only.
 """
@@ -13,26 +16,25 @@ keeps the checklist only.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import RemoteError, SubIssueRefused, SubIssuesUnavailable
 from ..records.models import ObservedIssue
-from ..report.results import Budget, Result
+from ..report.results import Result
 from ..tracking.checklist import ChecklistEntry
 from ..tracking.subissues import (
     AddSubIssue,
     MoveSubIssue,
     NoSubIssues,
     RemoveSubIssue,
+    SubIssueDone,
     SubIssueHasParent,
     SubIssuePlan,
     SubIssueRecord,
     SubIssuesUpToDate,
     Wanted,
-    apply_moves,
-    moves,
     needs_list,
     parent_ref,
     plan_sub_issues,
@@ -124,154 +126,65 @@ def plan_step(
     return SubIssueStep(parent, want, plan, old, listed)
 
 
-@dataclass
-class SubIssueProgress:
-    """The sub-issue writes of one run as they turn out, one action at a time, and the record
-    that follows: only what is known to have happened."""
-
-    parent: int
-    base: SubIssueRecord | None  # the record as planned (what it is when nothing is written)
-    old: SubIssueRecord | None  # the record the block holds now
-    order: list[int] = field(default_factory=list)  # the list as it stands
-    ids: dict[int, int] = field(default_factory=dict)  # number -> id
-    items: dict[int, int] = field(default_factory=dict)  # number -> item
-    mine: list[int] = field(default_factory=list)
-    elsewhere: dict[int, str] = field(default_factory=dict)
-    filed: list[int] = field(default_factory=list)  # issues filed this run, added
-    touched: bool = False  # a planned write of the list was carried out (or tried)
-    moved: bool = False
-    unavailable: bool = False
-    planned: bool = False  # the plan read the list and planned the record (sync)
-
-    @classmethod
-    def start(
-        cls,
-        parent: int,
-        base: SubIssueRecord | None,
-        old: SubIssueRecord | None,
-        listed: Sequence[ObservedIssue],
-        known: Sequence[ObservedIssue],
-        *,
-        planned: bool,
-    ) -> SubIssueProgress:
-        return cls(
-            parent,
-            base,
-            old,
-            order=[i.number for i in listed],
-            ids={i.number: i.id for i in (*known, *listed) if i.id is not None},
-            mine=list(base.added) if base else [],
-            elsewhere=dict(base.elsewhere) if base else {},
-            planned=planned,
-        )
-
-    def record(self, fresh: SubIssueRecord | None) -> SubIssueRecord | None:
-        """The record to write once the run's sub-issue writes are done: the planned one as
-        it turned out (sync), or the one the block holds now (``fresh``, as re-read right
-        before the write), with the issues this run filed and added."""
-        if self.unavailable:
-            return self.old
-        record = self.base if self.planned else fresh
-        if self.touched and record is not None:
-            ours = set(self.mine)
-            record = replace(
-                record,
-                added=tuple(n for n in self.order if n in ours),
-                elsewhere=tuple(self.elsewhere.items()),
-            )
-        if self.filed:
-            record = (record or SubIssueRecord()).with_added(self.filed)
-        return record
-
-
-def add(repo: Repo, progress: SubIssueProgress, action: AddSubIssue) -> list[Result]:
+def add(repo: Repo, action: AddSubIssue, ids: dict[int, int]) -> tuple[list[Result], SubIssueDone]:
     """One planned add of an existing issue: done, or why GitHub refused it (a warning)."""
     number = action.issue
     assert number is not None
-    progress.touched = True
-    failed = _add(repo, action, number, progress.ids)
+    failed = _add(repo, action, number, ids)
     if failed is None:
-        progress.order.append(number)
-        line = f"item {action.item}: added #{number} to #{progress.parent}'s sub-issues"
-        return [Result.done(line, action)]
-    if number in progress.mine:
-        progress.mine.remove(number)
+        line = f"item {action.item}: added #{number} to #{action.parent}'s sub-issues"
+        return [Result.done(line, action)], SubIssueDone(action, True)
     if failed:
-        return [Result.failed(failed)]
-    other, why = _other_parent(repo, number, progress.parent)
+        return [Result.failed(failed)], SubIssueDone(action, False)
+    other, why = _other_parent(repo, number, action.parent)
     if other is None:
-        return [Result.failed(why)] if why else []
-    progress.elsewhere[number] = other
-    return [
-        Result.failed(SubIssueHasParent(action.item, number, progress.parent, other).describe())
-    ]
+        return ([Result.failed(why)] if why else []), SubIssueDone(action, False)
+    refused = SubIssueHasParent(action.item, number, action.parent, other).describe()
+    return [Result.failed(refused)], SubIssueDone(action, False, other)
 
 
 def add_filed(
-    repo: Repo, progress: SubIssueProgress, item: int, issue: ObservedIssue
-) -> tuple[Result, ObservedIssue | None]:
-    """Make an issue this run filed a sub-issue; with GitHub's answer, the tracking issue as it
-    is then. A new issue has no parent, so a refusal is GitHub's cap or an error: a warning,
-    and the next sync settles it."""
-    parent = progress.parent
+    repo: Repo, action: AddSubIssue, issue: ObservedIssue
+) -> tuple[Result, SubIssueDone | None, ObservedIssue | None]:
+    """Make an issue this run filed a sub-issue: the result, what it came to (None: this
+    GitHub has no sub-issues) and, with GitHub's answer, the tracking issue as it is then. A
+    new issue has no parent, so a refusal is GitHub's cap or an error: a warning, and the
+    next sync settles it."""
+    parent, item = action.parent, action.item
+    sent = replace(action, issue=issue.number)
     if issue.sub_issues is None or issue.id is None:
         # The payload has no summary: no sub-issues here.
-        return Result.failed(unavailable_warning(parent)), None
+        return Result.failed(unavailable_warning(parent)), None, None
     try:
         answer = repo.add_sub_issue(parent, issue.id, replace_parent=False)
-    except SubIssuesUnavailable:
-        return Result.failed(unavailable_warning(parent)), None
     except RemoteError as exc:
+        if isinstance(exc, SubIssuesUnavailable):
+            raise
         line = f"item {item}: #{issue.number} not added to #{parent}'s sub-issues: {exc}"
-        return Result.failed(line), None
-    progress.filed.append(issue.number)
-    progress.ids[issue.number] = issue.id
+        return Result.failed(line), SubIssueDone(sent, False, filed=True), None
     line = f"item {item}: added #{issue.number} to #{parent}'s sub-issues"
-    return Result.done(line, AddSubIssue(item, issue.number, parent)), answer
+    return Result.done(line, sent), SubIssueDone(sent, True, filed=True), answer
 
 
-def place_filed(progress: SubIssueProgress, item: int, number: int) -> None:
-    """An issue this run filed and added (GitHub appends it) is artbot's, to be put in item
-    order among artbot's sub-issues by the moves planned after it (sync, which read the
-    list); open leaves it to the next sync."""
-    if not progress.planned or number not in progress.filed:
-        return
-    progress.items[number] = item
-    progress.order.append(number)
-    progress.mine = sorted({*progress.mine, number}, key=lambda n: progress.items.get(n, 0))
-    progress.touched = True
-    progress.moved = False  # the moves planned after the adds put it in order
-
-
-def remove(repo: Repo, progress: SubIssueProgress, action: RemoveSubIssue) -> list[Result]:
-    progress.touched = True
-    failed = _try(partial(repo.remove_sub_issue, progress.parent, progress.ids[action.issue]))
+def remove(
+    repo: Repo, action: RemoveSubIssue, ids: Mapping[int, int]
+) -> tuple[list[Result], SubIssueDone]:
+    failed = _try(partial(repo.remove_sub_issue, action.parent, ids[action.issue]))
     if failed:
-        return [Result.failed(failed)]
-    progress.order.remove(action.issue)
-    return [Result.done(f"removed #{action.issue} from #{progress.parent}'s sub-issues", action)]
+        return [Result.failed(failed)], SubIssueDone(action, False)
+    line = f"removed #{action.issue} from #{action.parent}'s sub-issues"
+    return [Result.done(line, action)], SubIssueDone(action, True)
 
 
-def move_all(repo: Repo, progress: SubIssueProgress, budget: Budget) -> list[Result]:
-    """The moves, worked out again from the order the adds actually left (a refused add
-    changes it; when every add went through they are the planned ones); carried out at the
-    first planned move of each group (the list's, then the issues filed), each counted."""
-    if progress.moved:
-        return []
-    progress.moved = progress.touched = True
-    out = []
-    for move in moves(progress.order, [n for n in progress.mine if n in progress.order]):
-        budget.spend()
-        failed = _move(repo, progress.parent, move, progress.ids)
-        if failed:
-            out.append(Result.failed(failed))
-            continue
-        progress.order = apply_moves(progress.order, [move])
-        issue, after, before = move
-        item = progress.items.get(issue, 0)
-        moved = MoveSubIssue(item, issue, progress.parent, after, before)
-        out.append(Result.done(moved.describe().replace(": move ", ": moved ", 1), moved))
-    return out
+def move(
+    repo: Repo, action: MoveSubIssue, ids: Mapping[int, int]
+) -> tuple[list[Result], SubIssueDone]:
+    """One planned move, its numbers looked up."""
+    failed = _move(repo, action.parent, (action.issue, action.after, action.before), ids)
+    if failed:
+        return [Result.failed(failed)], SubIssueDone(action, False)
+    line = action.describe().replace(": move ", ": moved ", 1)
+    return [Result.done(line, action)], SubIssueDone(action, True)
 
 
 def _add(repo: Repo, action: AddSubIssue, number: int, ids: dict[int, int]) -> str | None:

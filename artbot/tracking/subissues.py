@@ -30,7 +30,7 @@ Rules, so a reviewer can predict every write:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..records.models import SubIssuesSummary
@@ -361,3 +361,94 @@ def apply_moves(
         at = out.index(anchor) + (1 if after is not None else 0)
         out.insert(at, issue)
     return out
+
+
+# --- settling: the record as the writes turned out ------------------------------------------
+
+
+@dataclass(frozen=True)
+class SubIssueStart:
+    """What the record written after a run is worked out from, planned with the rest: the
+    record as planned (issues filed this run named by reference), the record the block holds
+    now, the list as read (or as recorded, when it was not read), and whether the run keeps
+    the sub-issues in step (``sync``) or only adds what it files (``open``)."""
+
+    parent: int
+    planned: SubIssueRecord | None
+    old: SubIssueRecord | None
+    order: tuple[int, ...] = ()
+    in_step: bool = False
+
+
+@dataclass(frozen=True)
+class SubIssueDone:
+    """One sub-issue write as it turned out, with the numbers looked up: ``ok`` when GitHub
+    took it; ``other``, the other parent that made GitHub refuse an add; ``filed`` for the
+    add of an issue this run filed."""
+
+    action: AddSubIssue | RemoveSubIssue | MoveSubIssue
+    ok: bool
+    other: str | None = None
+    filed: bool = False
+
+    @property
+    def issue(self) -> int:
+        assert self.action.issue is not None, "a write as sent names its issue"
+        return self.action.issue
+
+
+def settle(
+    start: SubIssueStart,
+    done: Sequence[SubIssueDone],
+    filed: Mapping[int, int],
+    fresh: SubIssueRecord | None,
+    *,
+    unavailable: bool = False,
+) -> SubIssueRecord | None:
+    """The record to write once the writes in ``done`` are carried out: only what is known to
+    have happened. ``filed``: item -> the issue this run filed for it; ``fresh``: the record
+    as the block reads right before the write (``open`` adds to it); ``unavailable``: a write
+    found that this GitHub has no sub-issues (the record is left as it was). When every write
+    went through, this is the planned record with the issues filed looked up."""
+    if unavailable:
+        return start.old if start.in_step else fresh
+    added_filed = [d.issue for d in done if d.filed and d.ok]
+
+    def known(n: int) -> int | None:
+        number = n if n < REF else filed.get(n - REF)
+        return None if n >= REF and number not in added_filed else number
+
+    base = start.planned
+    if base is not None:
+        base = replace(base, added=tuple(m for n in base.added if (m := known(n)) is not None))
+    order, mine = list(start.order), list(base.added) if base else []
+    elsewhere = dict(base.elsewhere) if base else {}
+    touched = False
+    for d in done:
+        a, n = d.action, d.issue
+        if d.filed:
+            if d.ok and start.in_step:
+                order.append(n)
+                touched = True
+            continue
+        touched = True
+        if not d.ok:
+            if isinstance(a, AddSubIssue):
+                mine = [m for m in mine if m != n]
+                if d.other is not None:
+                    elsewhere[n] = d.other
+        elif isinstance(a, AddSubIssue):
+            order.append(n)
+        elif isinstance(a, RemoveSubIssue):
+            order.remove(n)
+        else:
+            order = apply_moves(order, [(n, a.after, a.before)])
+    record = base if start.in_step else fresh
+    if touched and record is not None:
+        ours = set(mine)
+        record = replace(
+            record,
+            added=tuple(n for n in order if n in ours),
+            elsewhere=tuple(elsewhere.items()),
+        )
+    return (record or SubIssueRecord()).with_added(added_filed) if added_filed else record

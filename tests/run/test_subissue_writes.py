@@ -123,6 +123,29 @@ def test_an_issue_with_another_parent_is_reported_not_moved(art: GitHubSandbox, 
     assert "already has the parent" not in checklist(art)
 
 
+def test_a_move_that_names_a_refused_add_is_not_sent_and_the_next_sync_puts_it_in_order(
+    art: GitHubSandbox, root: Path
+) -> None:
+    ok(art, root, "open", "--item", "7")  # item 7's issue is the first sub-issue
+    seven = filed(art, 7)
+    epic = art.seed_issue(OWNER, NAME, "A maintainer's epic", "their plan")
+    art.add_sub_issue(OWNER, NAME, epic, 1110)  # GitHub refuses #1110 as a second parent's
+    planned = ok(art, root, "sync", "--dry-run")
+    assert f"item 7: move #{seven} after #1110 in #1111's sub-issues" in planned
+    out = ok(art, root, "sync")
+    assert f"#1110 already has the parent #{epic}" in out
+    assert f"move #{seven} after #1110 in #1111's sub-issues: not sent, #1110" in out
+    assert subs(art) == [seven, 1108, 1109]  # as planned, but for the move
+    assert read_record(checklist(art)).sub_issues == SubIssueRecord(
+        added=(seven, 1108, 1109), elsewhere=((1110, f"#{epic}"),)
+    )
+    ok(art, root, "sync")  # the record is out of item order: the list is read, one move
+    assert subs(art) == [1108, 1109, seven]
+    art.requests.clear()
+    ok(art, root, "sync")
+    assert writes(art) == []
+
+
 def test_dry_run_shows_the_sub_issue_plan_and_writes_nothing(
     art: GitHubSandbox, root: Path
 ) -> None:

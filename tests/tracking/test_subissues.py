@@ -7,7 +7,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from artbot.records.models import SubIssuesSummary
@@ -18,10 +18,12 @@ from artbot.tracking.subissues import (
     MoveSubIssue,
     RemoveSubIssue,
     SubIssueAction,
+    SubIssueDone,
     SubIssuePlan,
     SubIssueRecord,
     SubIssueRemovedByHand,
     SubIssuesFull,
+    SubIssueStart,
     SubIssuesUpToDate,
     Wanted,
     apply_moves,
@@ -29,6 +31,7 @@ from artbot.tracking.subissues import (
     needs_list,
     parent_ref,
     plan_sub_issues,
+    settle,
 )
 
 TRACKING = 1111
@@ -49,7 +52,10 @@ def carry(listed: Sequence[int], plan: SubIssuePlan) -> list[int]:
     return out
 
 
-def writes(actions: Sequence[SubIssueAction]) -> list[SubIssueAction]:
+Write = AddSubIssue | RemoveSubIssue | MoveSubIssue
+
+
+def writes(actions: Sequence[SubIssueAction]) -> list[Write]:
     return [a for a in actions if isinstance(a, WRITES)]
 
 
@@ -210,6 +216,75 @@ def test_a_plan_converges_and_respects_people(
     again = plan_sub_issues(TRACKING, wanted, after, plan.record, replace_parent=replace_parent)
     assert writes(again.actions) == [] and again.record == plan.record
     assert not needs_list(wanted, plan.record, summary(len(after)))
+
+
+# --- settling: the record as the writes turned out (artbot.run.execute keeps what each came to)
+
+
+@given(situations())
+def test_when_every_write_goes_through_the_record_settles_as_planned(
+    case: tuple[list[Wanted], list[int], SubIssueRecord],
+) -> None:
+    wanted, listed, record = case
+    plan = plan_sub_issues(TRACKING, wanted, listed, record)
+    done = [SubIssueDone(a, True) for a in writes(plan.actions)]
+    start = SubIssueStart(TRACKING, plan.record, record, tuple(listed), in_step=True)
+    assert settle(start, done, {}, None) == plan.record
+
+
+def sent_but(
+    listed: Sequence[int], plan: SubIssuePlan, refused: int
+) -> tuple[list[int], list[SubIssueDone]]:
+    """GitHub's list after the plan's writes as the executor sends them when GitHub refuses
+    the add of ``refused`` (it has another parent): a planned move that names it is not
+    sent. With what each write came to."""
+    out, done = list(listed), list[SubIssueDone]()
+    for a in writes(plan.actions):
+        if isinstance(a, AddSubIssue) and a.issue == refused:
+            done.append(SubIssueDone(a, False, "#900"))
+            continue
+        if isinstance(a, MoveSubIssue) and refused in (a.issue, a.after, a.before):
+            continue
+        out = carry(out, SubIssuePlan((a,)))
+        done.append(SubIssueDone(a, True))
+    return out, done
+
+
+@given(situations(), st.data())
+def test_a_refused_add_is_left_out_of_the_record_and_the_next_sync_settles_the_order(
+    case: tuple[list[Wanted], list[int], SubIssueRecord], data: st.DataObject
+) -> None:
+    wanted, listed, record = case
+    plan = plan_sub_issues(TRACKING, wanted, listed, record)
+    adds = [a.issue for a in plan.actions if isinstance(a, AddSubIssue) and a.issue]
+    assume(adds)
+    refused: int = data.draw(st.sampled_from([n for n in adds if n is not None]))
+    after, done = sent_but(listed, plan, refused)
+    start = SubIssueStart(TRACKING, plan.record, record, tuple(listed), in_step=True)
+    settled = settle(start, done, {}, None)
+    assert settled is not None
+    numbers = [w.number for w in wanted]
+    # The record holds what GitHub has, in its order, and the other parent it was refused for.
+    assert list(settled.added) == [n for n in after if n in numbers]
+    assert settled.parents[refused] == "#900"
+    # The next sync sees whether anything is out of order, and puts it right without the add.
+    in_order = list(settled.added) == [n for n in numbers if n in settled.added]
+    assert needs_list(wanted, settled, summary(len(after))) or in_order
+    again = plan_sub_issues(TRACKING, wanted, after, settled)
+    final = carry(after, again)
+    assert refused not in final
+    assert [n for n in final if n in numbers] == [n for n in numbers if n in final]
+
+
+def test_open_settles_on_the_record_read_again_with_what_it_filed_and_added() -> None:
+    fresh = SubIssueRecord(added=(1108, 1109), others=1)  # as re-read: a person's sync since
+    start = SubIssueStart(TRACKING, SubIssueRecord(added=(1108,)), SubIssueRecord(added=(1108,)))
+    add = AddSubIssue(7, 1200, TRACKING)
+    assert settle(start, [SubIssueDone(add, True, filed=True)], {7: 1200}, fresh) == (
+        SubIssueRecord(added=(1108, 1109, 1200), others=1)
+    )
+    assert settle(start, [SubIssueDone(add, False, filed=True)], {7: 1200}, fresh) == fresh
+    assert settle(start, [], {}, fresh, unavailable=True) == fresh
 
 
 def test_the_done_when_scenario_step_by_step() -> None:
