@@ -14,12 +14,40 @@ from typing import Any
 import click
 
 from .context import Context
+from .lazy import LAZY
 from .options import findings_of, item_options
 from .terminal import SizedContext
 
 
 class ArtbotGroup(click.Group):
+    """artbot's commands: those of :data:`.lazy.LAZY` are imported when one is asked for."""
+
     context_class = SizedContext  # `artbot --help` without shutil's import
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        lazy = LAZY.get(cmd_name)
+        if lazy is not None and cmd_name not in self.commands:
+            import importlib
+
+            command = getattr(importlib.import_module(lazy.module), lazy.attribute)
+            command.short_help = lazy.short_help
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """As click's, but a command not loaded yet is listed with its help from the table."""
+        shown = {n: c for n, c in self.commands.items() if not c.hidden}
+        names = sorted({*shown, *LAZY})
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = [
+            (n, shown[n].get_short_help_str(limit) if n in shown else LAZY[n].short_help)
+            for n in names
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         # Whatever prints while a command runs is redacted and, in Actions, cannot start a
@@ -265,19 +293,6 @@ def export_tests_cmd(obj: Context, out: Path, force: bool) -> None:
 
 
 # --- verify: in artbot/verify/cli.py ------------------------------------------------------
-
-from ..verify.cli import verify  # noqa: E402
-from .github import open_, sync  # noqa: E402
-from .patchtest import answer_tests, test  # noqa: E402
-from .sandbox import demo, sandbox  # noqa: E402
-
-cli.add_command(verify)
-cli.add_command(open_)
-cli.add_command(sync)
-cli.add_command(demo)
-cli.add_command(sandbox)
-cli.add_command(test)
-cli.add_command(answer_tests)
 
 
 def main() -> None:

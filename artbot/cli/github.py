@@ -132,7 +132,7 @@ def connect(
     )
 
 
-@click.command(name="open", short_help="File items' issues, linked from the tracking issue.")
+@click.command(name="open")
 @item_options("Item to file (repeatable).", "Every item without an issue.")
 @github_options
 @click.pass_obj
@@ -198,7 +198,7 @@ def read_event(path: Path) -> Any:
         raise BadInput(f"--event {path}: {exc}") from None
 
 
-@click.command(short_help="Keep the issues and the tracking checklist in step.")
+@click.command()
 @github_options
 @click.option(
     "--verify",

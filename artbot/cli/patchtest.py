@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from .context import Context
 
 
-@click.command("test", short_help="Try a patch on one item: the verdicts before and after.")
+@click.command("test")
 @click.option("--item", type=int, required=True, help="The audit item or follow-up to check.")
 @click.option(
     "--patch",
@@ -66,7 +66,7 @@ def test(obj: Context, item: int, patch_file: Path, release: str | None) -> None
 PHASES = ("all", "read", "check", "post")
 
 
-@click.command("answer-tests", short_help="Answer the `/artbot test` comments on artbot's issues.")
+@click.command("answer-tests")
 @click.option(
     "--phase",
     type=click.Choice(PHASES),

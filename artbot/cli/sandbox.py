@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from .context import Context
 
 
-@click.command(short_help="The main job on a built-in GitHub sandbox (no token).")
+@click.command()
 @click.option(
     "--item",
     "items",
@@ -53,7 +53,7 @@ def demo(obj: Context, items: tuple[int, ...], out: Path | None) -> None:
     obj.note_unlinked(catalog)
 
 
-@click.command(short_help="Run the GitHub sandbox in the foreground.")
+@click.command()
 @click.option("--port", type=int, default=0, show_default=True, help="Port (0: any free one).")
 @click.option(
     "--state",

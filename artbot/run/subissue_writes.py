@@ -8,9 +8,9 @@ only what is known to have happened (:func:`artbot.tracking.subissues.settle`, f
 write came to), so the next sync reads the list and settles the rest. Each write is sent as
 planned: a planned move that names an issue whose add GitHub refused is not sent (the executor
 looks it up and finds it missing), and the next sync, finding the record out of item order,
-plans the moves again. Where GitHub has no sub-issues (no ``sub_issues_summary`` on the tracking issue, or a 404
-from the endpoints: a GitHub Enterprise Server without them) artbot says so once a run and
-keeps the checklist only.
+plans the moves again. Where GitHub has no sub-issues (no ``sub_issues_summary`` on the
+tracking issue, or a 404 from the endpoints: a GitHub Enterprise Server without them) artbot
+says so once a run and keeps the checklist only.
 """
 
 from __future__ import annotations

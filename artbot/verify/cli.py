@@ -124,7 +124,6 @@ def _main_label(art_src: Path) -> str:
 
 @click.group(
     invoke_without_command=True,
-    short_help="Check the findings against ART's code, claim by claim.",
 )
 @click.option(
     "--release", metavar="VERSION", help="Run both checks on openpipe-art==VERSION, or `latest`."

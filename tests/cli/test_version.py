@@ -118,17 +118,14 @@ def test_help_loads_only_the_command_definitions() -> None:
     proc, loaded = loaded_by("--help")
 
     assert proc.returncode == 0, proc.stderr
+    # The commands defined in their own modules are listed from artbot.cli.lazy, not loaded.
     assert loaded == [
         "artbot",
         "artbot.cli",
         "artbot.cli.context",
-        "artbot.cli.github",
+        "artbot.cli.lazy",
         "artbot.cli.options",
-        "artbot.cli.patchtest",
-        "artbot.cli.sandbox",
         "artbot.cli.terminal",
-        "artbot.verify",
-        "artbot.verify.cli",
     ]
 
 

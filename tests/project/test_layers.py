@@ -1,5 +1,7 @@
 """The package's import arrows, read from the source (nothing is imported): every ``import``
-of every module, function-level ones included, with relative names resolved.
+of every module, function-level ones included, with relative names resolved; and a command
+module named in :mod:`artbot.cli.lazy`'s table (``Lazy("artbot....", ...)``), which
+``artbot.cli`` loads from there when the command is asked for, counts as imported by that table.
 
 ``artbot.verify`` checks findings against ART's code; what it uses (the catalog, the models,
 the status records) sits below it, so nothing it imports may import it back.
@@ -45,6 +47,10 @@ def imports(name: str) -> frozenset[str]:
                 base = ".".join([*anchor, *([base] if base else [])])
             found.add(base)
             found |= {f"{base}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Lazy":
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                found.add(first.value)
     return frozenset(m for m in found if m in MODULES and m != name)
 
 
@@ -69,7 +75,8 @@ def test_the_import_reader_sees_relative_and_function_level_imports() -> None:
     assert "artbot.verify" in imports(
         "artbot.run.commands"
     )  # inside a function: from .verify import
-    assert "artbot.verify.cli" in imports("artbot.cli")
+    assert "artbot.cli.lazy" in imports("artbot.cli")
+    assert "artbot.verify.cli" in imports("artbot.cli.lazy")  # loaded when `verify` is asked for
 
 
 def test_nothing_that_verify_imports_imports_verify_back() -> None:
