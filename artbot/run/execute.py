@@ -293,7 +293,8 @@ def _sub_issue(ex: Execution, action: AddSubIssue | RemoveSubIssue | MoveSubIssu
                 return []
             ex.budget.spend()
             added, done, parent = add_filed(repo, action, issue)
-            if done is None:
+            if done is None:  # the payload has no sub-issue summary: this GitHub has none
+                refs.no_sub_issues = True
                 return [added]
             assert issue.id is not None  # add_filed answers None without one
             refs.ids[issue.number] = issue.id
