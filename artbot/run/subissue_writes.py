@@ -131,11 +131,9 @@ def add(repo: Repo, action: AddSubIssue, ids: dict[int, int]) -> tuple[list[Resu
     number = action.issue
     assert number is not None
     failed = _add(repo, action, number, ids)
-    if failed is None:
+    if failed != "":  # done, or failed for a reason other than GitHub's refusal
         line = f"item {action.item}: added #{number} to #{action.parent}'s sub-issues"
-        return [Result.done(line, action)], SubIssueDone(action, True)
-    if failed:
-        return [Result.failed(failed)], SubIssueDone(action, False)
+        return _came_to(action, failed, line)
     other, why = _other_parent(repo, number, action.parent)
     if other is None:
         return ([Result.failed(why)] if why else []), SubIssueDone(action, False)
@@ -157,9 +155,9 @@ def add_filed(
         return Result.failed(unavailable_warning(parent)), None, None
     try:
         answer = repo.add_sub_issue(parent, issue.id, replace_parent=False)
+    except SubIssuesUnavailable:
+        raise  # the executor says so once and leaves the rest
     except RemoteError as exc:
-        if isinstance(exc, SubIssuesUnavailable):
-            raise
         line = f"item {item}: #{issue.number} not added to #{parent}'s sub-issues: {exc}"
         return Result.failed(line), SubIssueDone(sent, False, filed=True), None
     line = f"item {item}: added #{issue.number} to #{parent}'s sub-issues"
@@ -170,10 +168,7 @@ def remove(
     repo: Repo, action: RemoveSubIssue, ids: Mapping[int, int]
 ) -> tuple[list[Result], SubIssueDone]:
     failed = _try(partial(repo.remove_sub_issue, action.parent, ids[action.issue]))
-    if failed:
-        return [Result.failed(failed)], SubIssueDone(action, False)
-    line = f"removed #{action.issue} from #{action.parent}'s sub-issues"
-    return [Result.done(line, action)], SubIssueDone(action, True)
+    return _came_to(action, failed, f"removed #{action.issue} from #{action.parent}'s sub-issues")
 
 
 def move(
@@ -181,9 +176,15 @@ def move(
 ) -> tuple[list[Result], SubIssueDone]:
     """One planned move, its numbers looked up."""
     failed = _move(repo, action.parent, (action.issue, action.after, action.before), ids)
+    return _came_to(action, failed, action.describe().replace(": move ", ": moved ", 1))
+
+
+def _came_to(
+    action: AddSubIssue | RemoveSubIssue | MoveSubIssue, failed: str | None, line: str
+) -> tuple[list[Result], SubIssueDone]:
+    """A write's result and what it came to: done (``line``), or why it failed (a warning)."""
     if failed:
         return [Result.failed(failed)], SubIssueDone(action, False)
-    line = action.describe().replace(": move ", ": moved ", 1)
     return [Result.done(line, action)], SubIssueDone(action, True)
 
 
