@@ -45,6 +45,7 @@ from ..jsonlimits import JsonTooLarge, loads_limited
 from ..records.catalog import Catalog
 from ..report.output import flatten
 from ..settings import SECRET_NAME_WORDS, TOKEN_VARIABLES, environment
+from . import zygote
 from .code import CodeResult, CodeStatus, checkable
 from .confine import UNAVAILABLE, Spec, supported
 from .confine import command as confine_command
@@ -246,7 +247,11 @@ class _Run:
         read, write = os.pipe()
         try:
             spec = replace(view, report_fd=write, limits=self.limits.to_dict())
-            finished = run_bounded(
+            warm = zygote.run(
+                spec, argv, stdin=self.spec.encode(), env=env, cwd=self.cwd,
+                timeout_s=self.timeout_s,
+            )  # fmt: skip
+            finished = warm or run_bounded(
                 confine_command(spec, argv), stdin=self.spec.encode(), env=env, cwd=self.cwd,
                 timeout_s=self.timeout_s, pass_fds=(write,),
             )  # fmt: skip

@@ -43,7 +43,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -388,11 +388,20 @@ def _fail(message: str, fd: int = -1) -> int:
 
 def main(argv: Sequence[str]) -> int:
     """``python -m artbot.verify.confine SPEC -- COMMAND...``"""
-    from .limits import Limits, apply
-
     if len(argv) < 3 or argv[1] != "--":
         return _fail("usage: python -m artbot.verify.confine SPEC -- COMMAND...")
-    spec, run = Spec.from_json(argv[0]), list(argv[2:])
+    run = list(argv[2:])
+    return confined(Spec.from_json(argv[0]), lambda: os.execvp(run[0], run), exec_=True)
+
+
+def confined(spec: Spec, start: Callable[[], int], *, exec_: bool = False) -> int:
+    """Set up the confinement described by ``spec`` and call ``start`` in it (in the new PID
+    namespace's first process, once every step has been taken, every capability dropped and
+    the report descriptor closed to it); wait for it, report how it ended and return its exit
+    status. ``exec_``: ``start`` replaces the process (the report descriptor is closed by the
+    exec), as ``main`` does; otherwise it runs in this process (:mod:`.zygote`)."""
+    from .limits import Limits, apply
+
     fd = spec.report_fd
     limits = Limits.from_dict(spec.limits) if spec.limits else None
     outer_uid = os.geteuid()
@@ -421,9 +430,12 @@ def main(argv: Sequence[str]) -> int:
                 raise SetupFailed(NO_PROCESS_CAP)
             _drop_capabilities()
             _report(fd, ready={"processes": processes})
-            if fd >= 0:  # closed by a successful exec: COMMAND never holds it
+            if fd >= 0 and exec_:  # closed by a successful exec: COMMAND never holds it
                 os.set_inheritable(fd, False)
-            os.execvp(run[0], run)
+            elif fd >= 0:  # COMMAND runs here: the descriptor is gone before it starts
+                os.close(fd)
+                fd = -1
+            os._exit(start())
         except (SetupFailed, OSError, ValueError) as exc:
             os._exit(_fail(str(exc), fd))
     while True:

@@ -5,10 +5,18 @@ tests/verify/conftest.py."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
+import pytest
+
+from artbot.records.catalog import load_catalog
 from artbot.status import ClaimResult, ClaimVerdict, ItemStatus, StatusPoint, dump_status
+from artbot.verify.apart import verify_code_apart
+from artbot.verify.code import CodeResult
+from artbot.verify.limits import Limits
+from artbot.verify.tree import open_tree
 
 REPO = Path(__file__).resolve().parents[2]
 CANARY = "ghp_CONFINECANARY0123456789abcdef"
@@ -39,3 +47,32 @@ def record_pin(root: Path, version: str, sha256: str) -> None:
     path = root / "findings" / "status" / "07.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dump_status(ItemStatus(item=7, points=[point])), encoding="utf-8")
+
+
+ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO)}
+
+
+def tree_with(folder: Path, loss: str) -> Path:
+    tree = folder / "unpacked"
+    (tree / "art").mkdir(parents=True, exist_ok=True)
+    (tree / "art" / "__init__.py").write_text("")
+    (tree / "art" / "loss.py").write_text(loss)
+    return tree
+
+
+def run_apart(
+    folder: Path, tree: Path, limits: Limits | None = None, timeout_s: float = 120
+) -> tuple[list[CodeResult], str]:
+    root = folder / "checkout" if (folder / "checkout").exists() else catalog(folder)
+    cat = load_catalog(root)
+    said: list[str] = []
+    results = verify_code_apart(
+        cat, open_tree(tree, cat.audit), env=ENV, limits=limits, timeout_s=timeout_s,
+        say=said.append,
+    )  # fmt: skip
+    return results, " ".join(said)
+
+
+def confined_here(said: str) -> None:
+    if "ran confined" not in said:
+        pytest.skip(f"no confinement here: {said}")

@@ -21,43 +21,14 @@ import pytest
 
 from artbot.records.catalog import load_catalog
 from artbot.verify.apart import parse_results, verify_code_apart
-from artbot.verify.code import CodeResult, CodeStatus
+from artbot.verify.code import CodeStatus
 from artbot.verify.limits import GB, MB, Limits
 from artbot.verify.sanitize import REFUSED, shown
 from artbot.verify.tree import open_tree
-from tests.helpers.confine import CANARY, REPO, catalog
+from tests.helpers.confine import CANARY, ENV, REPO, catalog, confined_here, run_apart, tree_with
 
 pytestmark = [pytest.mark.e2e, pytest.mark.repro]
 EXTRAHEADER = "AUTHORIZATION: basic Z2hwX2V4dHJhaGVhZGVyY3JlZGVudGlhbDAxMjM0"
-ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO)}
-
-
-def tree_with(folder: Path, loss: str) -> Path:
-    tree = folder / "unpacked"
-    (tree / "art").mkdir(parents=True, exist_ok=True)
-    (tree / "art" / "__init__.py").write_text("")
-    (tree / "art" / "loss.py").write_text(loss)
-    return tree
-
-
-def run_apart(
-    folder: Path, tree: Path, limits: Limits | None = None, timeout_s: float = 120
-) -> tuple[list[CodeResult], str]:
-    root = folder / "checkout" if (folder / "checkout").exists() else catalog(folder)
-    cat = load_catalog(root)
-    said: list[str] = []
-    results = verify_code_apart(
-        cat, open_tree(tree, cat.audit), env=ENV, limits=limits, timeout_s=timeout_s,
-        say=said.append,
-    )  # fmt: skip
-    return results, " ".join(said)
-
-
-def confined_here(said: str) -> None:
-    if "ran confined" not in said:
-        pytest.skip(f"no confinement here: {said}")
-
-
 READER = """
 import json, os
 paths = {paths!r}
