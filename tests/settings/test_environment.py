@@ -19,8 +19,14 @@ CANARY = "ghp_CANARY0123456789abcdefCANARY"
 # terminal.py sizes --help as click does ($COLUMNS) without importing settings, so that
 # `artbot --help` loads nothing of artbot's but the command definitions (tests/cli/test_version.py).
 # patchtest/harness.py runs inside the confined regression-test child, never in artbot's own
-# process: it reads the one variable that names the tree under test.
-READS_ON_ITS_OWN = {"artbot/settings.py", "artbot/cli/terminal.py", "artbot/patchtest/harness.py"}
+# process: it reads the one variable that names the tree under test. verify/zygote.py sets, in
+# each check it forks, the environment that check was given (as a new interpreter would have it).
+READS_ON_ITS_OWN = {
+    "artbot/settings.py",
+    "artbot/cli/terminal.py",
+    "artbot/patchtest/harness.py",
+    "artbot/verify/zygote.py",
+}
 
 
 @pytest.mark.parametrize("value", ["abc", "-1", "nan", "inf", "1e999"])
