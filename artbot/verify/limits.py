@@ -27,6 +27,7 @@ CHUNK = 64 * 1024
 EXIT_MEMORY = 90
 EXIT_FILE_SIZE = 91
 EXIT_PROCESSES = 92
+EXIT_CPU = 93
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,10 @@ def named(limits: Limits, code: int | None, signum: int | None, cpu_s: float | N
         return f"the check wrote a file over {_size(limits.file_bytes)}"
     if code == EXIT_PROCESSES:
         return f"the check started more than {limits.processes} processes or threads"
-    if signum == signal.SIGXCPU or (
-        signum == signal.SIGKILL and cpu_s is not None and cpu_s >= limits.cpu_s
+    if (
+        code == EXIT_CPU
+        or signum == signal.SIGXCPU
+        or (signum == signal.SIGKILL and cpu_s is not None and cpu_s >= limits.cpu_s)
     ):
         return f"the check used more than {limits.cpu_s} s of CPU time"
     return None

@@ -37,13 +37,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .confine import PR_SET_PDEATHSIG, Spec, confined
-from .limits import Finished, Output, _drain
+from .limits import EXIT_CPU, Finished, Output, _drain
 
 # Set per check; the zygote itself is started without them, so one zygote serves every check
 # of a process whatever its scratch folder or tree.
 PER_CHECK = frozenset({"HOME", "TMPDIR", "TEMP", "TMP", "ARTBOT_ART_PACKAGE"})
 WARM = ("torch", "numpy", "pytest", "artbot.verify.code", "artbot.records.catalog")
 MAX_MESSAGE = 1 << 20
+START_S = 120.0  # how long the zygote may take to fork a check (its imports, the first time)
 
 _ZYGOTES: dict[tuple[str, ...], Zygote | None] = {}
 
@@ -91,7 +92,7 @@ class Zygote:
         try:
             try:
                 socket.send_fds(self.sock, [json.dumps(request).encode()], given)
-                pid = int(self._answer(timeout_s)["pid"])
+                pid = int(self._answer(START_S)["pid"])  # its imports, on first use
             finally:
                 for fd in given[:3]:
                     os.close(fd)
@@ -273,6 +274,9 @@ def _run_module(argv: list[str], env: dict[str, str], cwd: str, base_path: list[
         sys.path[:] = [cwd, *extra, *(p for p in base_path if p not in extra)]
         sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
         sys.argv = [argv[2], *argv[3:]]
+        # The first process of a PID namespace gets no signal it does not handle: without a
+        # handler, SIGXCPU at the soft CPU cap would pass unseen until SIGKILL at the hard one.
+        signal.signal(signal.SIGXCPU, lambda *_: os._exit(EXIT_CPU))
         runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):

@@ -70,10 +70,10 @@ def test_a_forked_check_sees_what_a_check_started_afresh_sees(
 
 
 def test_a_forked_check_is_killed_on_the_wall_clock_and_the_next_one_runs(place: Path) -> None:
-    [result], said = run_apart(place, tree_with(place, "while True:\n    pass\n"), Limits(), 4)
+    [result], said = run_apart(place, tree_with(place, "while True:\n    pass\n"), Limits(), 2)
     confined_here(said)
     assert result.status is CodeStatus.could_not_run
-    assert result.detail.startswith("the check process ran over 4 s (the wall clock)"), result
+    assert result.detail.startswith("the check process ran over 2 s (the wall clock)"), result
     [after], _ = run_apart(place, tree_with(place, REPORTER))
     assert seen(after)["warm"] is True  # the same zygote serves the next check
 
