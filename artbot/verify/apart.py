@@ -248,9 +248,8 @@ class _Run:
         try:
             spec = replace(view, report_fd=write, limits=self.limits.to_dict())
             warm = zygote.run(
-                spec, argv, stdin=self.spec.encode(), env=env, cwd=self.cwd,
-                timeout_s=self.timeout_s,
-            )  # fmt: skip
+                spec, zygote.Check(argv, self.spec.encode(), env, self.cwd, self.timeout_s)
+            )
             finished = warm or run_bounded(
                 confine_command(spec, argv), stdin=self.spec.encode(), env=env, cwd=self.cwd,
                 timeout_s=self.timeout_s, pass_fds=(write,),

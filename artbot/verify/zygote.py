@@ -34,6 +34,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .confine import PR_SET_PDEATHSIG, Spec, confined
@@ -47,6 +48,17 @@ MAX_MESSAGE = 1 << 20
 START_S = 120.0  # how long the zygote may take to fork a check (its imports, the first time)
 
 _ZYGOTES: dict[tuple[str, ...], Zygote | None] = {}
+
+
+@dataclass(frozen=True)
+class Check:
+    """A command to run confined: ``python -m MODULE ARGS`` for the zygote to fork."""
+
+    argv: Sequence[str]
+    stdin: bytes
+    env: Mapping[str, str]
+    cwd: str
+    timeout_s: float
 
 
 class Gone(Exception):
@@ -72,23 +84,15 @@ class Zygote:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
 
-    def run(
-        self,
-        spec: Spec,
-        argv: Sequence[str],
-        *,
-        stdin: bytes,
-        env: Mapping[str, str],
-        cwd: str,
-        timeout_s: float,
-        keep: int = 16 * 1024,
-    ) -> Finished:
-        """``argv`` run confined by ``spec`` in a fork of this zygote, as
+    def run(self, spec: Spec, check: Check, keep: int = 16 * 1024) -> Finished:
+        """``check`` run confined by ``spec`` in a fork of this zygote, as
         :func:`.limits.run_bounded` runs it: output counted, never echoed; killed on time-out.
         Raises :class:`Gone` when the zygote did not take the request (nothing ran)."""
         pipes = [os.pipe() for _ in range(3)]
         given = [pipes[0][0], pipes[1][1], pipes[2][1], spec.report_fd]
-        request = {"spec": spec.to_json(), "argv": list(argv), "env": dict(env), "cwd": cwd}
+        request = {"spec": spec.to_json(), "argv": list(check.argv), "env": dict(check.env)}
+        request["cwd"] = check.cwd
+        timeout_s = check.timeout_s
         try:
             try:
                 socket.send_fds(self.sock, [json.dumps(request).encode()], given)
@@ -108,7 +112,7 @@ class Zygote:
             with os.fdopen(pipes[0][1], "wb") as feed:
                 pipes[0] = (-1, -1)
                 with contextlib.suppress(BrokenPipeError):
-                    feed.write(stdin)
+                    feed.write(check.stdin)
             timed_out, code = False, None
             try:
                 code = self._answer(timeout_s)["exit"]
@@ -175,24 +179,17 @@ def close_all() -> None:
     _ZYGOTES.clear()
 
 
-def run(
-    spec: Spec,
-    argv: Sequence[str],
-    *,
-    stdin: bytes,
-    env: Mapping[str, str],
-    cwd: str,
-    timeout_s: float,
-) -> Finished | None:
-    """``argv`` confined in a fork of a warm zygote; None when it cannot go this way (not
+def run(spec: Spec, check: Check) -> Finished | None:
+    """``check`` confined in a fork of a warm zygote; None when it cannot go this way (not
     ``python -m`` of this interpreter, or no zygote): then nothing ran."""
+    argv = check.argv
     if len(argv) < 3 or argv[0] != sys.executable or argv[1] != "-m":
         return None
-    zygote = zygote_for(sys.executable, env)
+    zygote = zygote_for(sys.executable, check.env)
     if zygote is None:
         return None
     try:
-        return zygote.run(spec, argv, stdin=stdin, env=env, cwd=cwd, timeout_s=timeout_s)
+        return zygote.run(spec, check)
     except (Gone, OSError, ValueError, KeyError):
         forget(zygote)
         return None

@@ -110,4 +110,4 @@ def test_a_zygote_that_cannot_start_leaves_the_check_as_before(
 def test_only_python_dash_m_of_this_interpreter_is_forked() -> None:
     spec = zygote.Spec(scratch="/nonexistent")
     for argv in (["/bin/true"], ["python3", "-m", "x"], [sys.executable, "-c", "pass"]):
-        assert zygote.run(spec, argv, stdin=b"", env={}, cwd="/", timeout_s=1) is None
+        assert zygote.run(spec, zygote.Check(argv, b"", {}, "/", 1)) is None
