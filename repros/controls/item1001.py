@@ -5,7 +5,7 @@ function has no guard, so it gets one (with the sample std it keeps item 10's de
 follow-up's). The first suggestion, the same arithmetic in float64, holds only for small
 rewards: with its absolute 1e-8 std floor, rewards near 1.1e8 equal by construction (ulps
 apart) and rewards near 3.6e5 a relative 1e-11 apart still get advantages of 1
-(adversarial/item1001_half_fix_float64_only.py). (artbot's control.)
+(adversarial/item1001_half_fix_float64_only.toml). (artbot's control.)
 """
 
 _GUARD = [

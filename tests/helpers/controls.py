@@ -4,6 +4,10 @@ API, for any test (the integrator may move it to conftest; nothing here is a fix
 
 - ``load_control(item) -> Control | None``: ``repros/controls/itemNN.py`` (see its README),
   or None when the item has none.
+- ``load_adversarial(path) -> AdversarialControl``: one TOML file of
+  ``repros/controls/adversarial/`` (``ADVERSARIAL``; its format is in the README there),
+  validated: an unknown or missing key, or a value of the wrong kind, raises ``BadControl``
+  naming the file and the key.
 - ``Control.edits(kind, version) -> list[Edit]``: ``kind`` is ``"fix"`` or ``"unfix"``;
   ``FIX``/``UNFIX`` are a list of edits for every release, or a dict ``{version: [...]}``.
 - ``controlled_copy(release_root, dest, edits) -> Path``: ``dest`` becomes a copy of the
@@ -29,18 +33,21 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from artbot.records.catalog import Catalog
 from artbot.repro.scripts import import_script
-from artbot.status import load_status
+from artbot.status import ClaimVerdict, load_status
 from artbot.verify.code import CodeResult, run_check
 from artbot.verify.tree import open_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTROLS = ROOT / "repros" / "controls"
+ADVERSARIAL = CONTROLS / "adversarial"
 
 Edit = tuple[str, str, str]  # (glob under art/, regex, replacement)
 
@@ -76,6 +83,92 @@ def load_control(item: int) -> Control | None:
     )
 
 
+class BadControl(ValueError):
+    """An adversarial control's file does not hold what the format says."""
+
+
+@dataclass(frozen=True)
+class AdversarialControl:
+    """One file of ``repros/controls/adversarial/`` (its README has the format)."""
+
+    name: str  # the file's stem
+    why: str  # what the control is and whose fix it applies
+    kind: str  # "fake", "real" or "harmless"
+    releases: tuple[str, ...]
+    edits: tuple[Edit, ...]
+    expect: dict[str, str] | None  # None: the verdicts recorded for the release
+    items: tuple[int, ...] | str | None  # a harmless control's items, or "all"; else None
+
+
+ADVERSARIAL_KINDS = ("fake", "real", "harmless")
+_EDIT_KEYS = ("files", "find", "replace")
+_VERDICTS = tuple(v.value for v in ClaimVerdict)
+
+
+def load_adversarial(path: Path) -> AdversarialControl:
+    """The adversarial control in the TOML file at ``path``, its fields checked."""
+
+    def bad(key: str, what: str) -> BadControl:
+        return BadControl(f"{path}: {key}: {what}")
+
+    def text(key: str, value: Any) -> str:
+        if not isinstance(value, str) or not value:
+            raise bad(key, f"a non-empty string expected, got {value!r}")
+        return value
+
+    def array(key: str, value: Any) -> list[Any]:
+        if not isinstance(value, list) or not value:
+            raise bad(key, f"a non-empty array expected, got {value!r}")
+        return value
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise BadControl(f"{path}: not TOML: {error}") from error
+    known = ("why", "kind", "releases", "items", "edits", "expect")
+    for key in data:
+        if key not in known:
+            raise bad(key, f"unknown key (the keys: {', '.join(known)})")
+    for key in ("why", "kind", "releases", "edits"):
+        if key not in data:
+            raise bad(key, "missing")
+    kind = text("kind", data["kind"])
+    if kind not in ADVERSARIAL_KINDS:
+        raise bad("kind", f"one of {', '.join(ADVERSARIAL_KINDS)} expected, got {kind!r}")
+    releases = tuple(text("releases", r) for r in array("releases", data["releases"]))
+    edits = []
+    for n, edit in enumerate(array("edits", data["edits"]), 1):
+        where = f"edits[{n}]"
+        if not isinstance(edit, dict) or set(edit) != set(_EDIT_KEYS):
+            raise bad(where, f"a table of exactly {', '.join(_EDIT_KEYS)} expected, got {edit!r}")
+        files, find = text(f"{where}.files", edit["files"]), text(f"{where}.find", edit["find"])
+        replace = edit["replace"]
+        if not isinstance(replace, str):
+            raise bad(f"{where}.replace", f"a string expected, got {replace!r}")
+        try:
+            re.compile(find, re.MULTILINE)
+        except re.error as error:
+            raise bad(f"{where}.find", f"not a regular expression: {error}") from error
+        edits.append((files, find, replace))
+    expect = data.get("expect")
+    if expect is not None:
+        if not isinstance(expect, dict) or not expect:
+            raise bad("expect", f"a table of claim = verdict expected, got {expect!r}")
+        for claim, verdict in expect.items():
+            if verdict not in _VERDICTS:
+                raise bad(f"expect.{claim}", f"one of {_VERDICTS} expected, got {verdict!r}")
+    items = data.get("items")
+    if (items is None) != (kind != "harmless"):
+        raise bad("items", "a harmless control names its items; no other control does")
+    if items is not None and items != "all":
+        if not isinstance(items, list) or not items or not all(type(i) is int for i in items):
+            raise bad("items", f'"all" or an array of item numbers expected, got {items!r}')
+        items = tuple(items)
+    return AdversarialControl(
+        path.stem, text("why", data["why"]), kind, releases, tuple(edits), expect, items
+    )
+
+
 def _link_tree(src: Path, dest: Path, keep: set[Path]) -> None:
     """``dest`` as a folder of links to ``src``'s entries; the entries on the way to a path in
     ``keep`` (relative to ``src``) are real folders, and those paths are left to be written."""
@@ -91,7 +184,7 @@ def _link_tree(src: Path, dest: Path, keep: set[Path]) -> None:
             os.symlink(entry, dest / entry.name, target_is_directory=entry.is_dir())
 
 
-def controlled_copy(release_root: Path, dest: Path, edits: list[Edit]) -> Path:
+def controlled_copy(release_root: Path, dest: Path, edits: Sequence[Edit]) -> Path:
     """A linked copy of ``release_root`` with ``edits`` applied to its ``art/`` files: the
     edited files are written, and every file or folder the edits do not reach is a link to
     the release's (a few dozen links, not one per file: making each costs time)."""

@@ -87,8 +87,9 @@ def test_nothing_that_verify_imports_imports_verify_back() -> None:
 
 
 def python_files(root: Path = ROOT, folders: tuple[str, ...] = LINE_RULE_FOLDERS) -> list[str]:
-    """The tracked ``.py`` files under ``folders`` (``git ls-files``), as paths from ``root``;
-    outside a git checkout, every ``.py`` file there but caches and hidden folders."""
+    """The tracked ``.py`` files under ``folders`` (``git ls-files``), as paths from ``root``,
+    but those deleted and not yet committed; outside a git checkout, every ``.py`` file there
+    but caches and hidden folders."""
     try:
         listed = subprocess.run(
             ["git", "-C", str(root), "ls-files", "-z", "--", *(f"{f}/*.py" for f in folders)],
@@ -96,7 +97,7 @@ def python_files(root: Path = ROOT, folders: tuple[str, ...] = LINE_RULE_FOLDERS
             text=True,
             check=True,
         ).stdout
-        return sorted(p for p in listed.split("\0") if p)
+        return sorted(p for p in listed.split("\0") if p and (root / p).is_file())
     except (OSError, subprocess.CalledProcessError):
         found = (p.relative_to(root) for f in folders for p in (root / f).rglob("*.py"))
         return sorted(

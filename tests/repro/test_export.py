@@ -33,9 +33,8 @@ from click.testing import CliRunner
 from artbot.cli import cli
 from artbot.records.catalog import load_catalog
 from artbot.repro.export import regression_tests
-from artbot.repro.scripts import import_script
 from artbot.settings import TOKEN_VARIABLES
-from tests.helpers.controls import controlled_copy, load_control
+from tests.helpers.controls import ADVERSARIAL, controlled_copy, load_adversarial, load_control
 from tests.helpers.forkrun import ForkServer
 from tests.helpers.wheels import default_wheels
 
@@ -259,8 +258,8 @@ FOLLOW_UP_FIXES = {
 # beyond the bound instead of replacing their old logprobs; 1001 computes in float64 with a std
 # floor relative to the rewards' magnitude instead of a relative equality guard.
 SECOND_FOLLOW_UP_FIXES = {
-    "test_item801_ppo_sentinel_old_logprob.py": "item801_real_mask_beyond_the_bound.py",
-    "test_item1001_near_equal_rewards.py": "item1001_real_float64_relative_std_floor.py",
+    "test_item801_ppo_sentinel_old_logprob.py": "item801_real_mask_beyond_the_bound.toml",
+    "test_item1001_near_equal_rewards.py": "item1001_real_float64_relative_std_floor.toml",
 }
 
 
@@ -289,12 +288,11 @@ def test_each_follow_ups_property_flips_with_a_second_real_fix(
     server: ForkServer, tmp_path: Path
 ) -> None:
     release = art_package("0.5.23").parent
-    controls = REPO / "repros" / "controls" / "adversarial"
-    edits = []
+    edits: list[tuple[str, str, str]] = []
     for name in SECOND_FOLLOW_UP_FIXES.values():
-        control = import_script(controls / name, f"_artbot_second_fix_{Path(name).stem}")
-        assert control.KIND == "real", name
-        edits += control.EDITS
+        control = load_adversarial(ADVERSARIAL / name)
+        assert control.kind == "real", name
+        edits += control.edits
     fixed = controlled_copy(release, tmp_path / "fixed", edits) / "art"
     only = set(SECOND_FOLLOW_UP_FIXES)
     done = run_exported(server, tmp_path, "0.5.23-second-fixes", fixed, only=only)
@@ -309,32 +307,31 @@ def test_each_follow_ups_property_flips_with_a_second_real_fix(
 # and one for 1001 per run (they edit different files): each strict property test must stay
 # an expected failure.
 FOLLOW_UP_FAKES = [
-    ("item801_fake_literal_sentinel_only.py", "item1001_fake_absolute_tolerance_1e9.py"),
-    ("item801_fake_fp32_bound_only.py", "item1001_half_fix_float64_only.py"),
-    ("item801_half_fix_sentinel_threshold.py", "item1001_fake_zero_every_group.py"),
-    ("item801_fake_tighter_clamp.py", "item1001_fake_fp16_rewards.py"),
+    ("item801_fake_literal_sentinel_only.toml", "item1001_fake_absolute_tolerance_1e9.toml"),
+    ("item801_fake_fp32_bound_only.toml", "item1001_half_fix_float64_only.toml"),
+    ("item801_half_fix_sentinel_threshold.toml", "item1001_fake_zero_every_group.toml"),
+    ("item801_fake_tighter_clamp.toml", "item1001_fake_fp16_rewards.toml"),
     # the red team's (issue #37): the sentinel rule at the token level only; an FP32-equality
     # guard and rewards rounded to 9 digits, each fooled by noise across a rounding boundary
     (
-        "item801_fake_stale_rule_at_the_token_level_only.py",
-        "item1001_fake_guard_on_fp32_equality.py",
+        "item801_fake_stale_rule_at_the_token_level_only.toml",
+        "item1001_fake_guard_on_fp32_equality.toml",
     ),
-    ("item801_fake_sentinel_mask_unused.py", "item1001_fake_rewards_rounded_to_9_digits.py"),
+    ("item801_fake_sentinel_mask_unused.toml", "item1001_fake_rewards_rounded_to_9_digits.toml"),
 ]
 
 
 @pytest.mark.network
-@pytest.mark.parametrize("fakes", FOLLOW_UP_FAKES, ids=lambda f: f[0].split("_", 1)[1][:-3])
+@pytest.mark.parametrize("fakes", FOLLOW_UP_FAKES, ids=lambda f: Path(f[0]).stem.split("_", 1)[1])
 def test_each_follow_ups_property_stays_xfailed_under_a_fake(
     server: ForkServer, tmp_path: Path, fakes: tuple[str, str]
 ) -> None:
     release = art_package("0.5.23").parent
-    controls = REPO / "repros" / "controls" / "adversarial"
-    edits = []
+    edits: list[tuple[str, str, str]] = []
     for name in fakes:
-        control = import_script(controls / name, f"_artbot_fake_{Path(name).stem}")
-        assert control.KIND == "fake", name
-        edits += control.EDITS
+        control = load_adversarial(ADVERSARIAL / name)
+        assert control.kind == "fake", name
+        edits += control.edits
     fixed = controlled_copy(release, tmp_path / "faked", edits) / "art"
     only = set(SECOND_FOLLOW_UP_FIXES)
     done = run_exported(server, tmp_path, "0.5.23-faked", fixed, only=only)
