@@ -27,7 +27,7 @@ The domain: the model's dtype (BF16, FP16, FP32: rows and weight alike), grad of
 rows and weight, the weight passed (tied) or the layer's own, chunk rows 1 to 512 (ART's
 ``_HEAD_CHUNK_TOKENS``), vocabulary 512 to 151,936 (Qwen3's), hidden sizes 4 to 2560. The
 full-size corners (64 and 512 rows x 151,936 ids) are run with a hidden size of 4, so
-that the float64 oracle fits in the budget (scaled down in the hidden size only: every
+that the float64 oracle stays cheap (scaled down in the hidden size only: every
 branch a fix could take on rows, vocabulary, dtype or grad mode is reached).
 """
 
@@ -102,9 +102,8 @@ def _name(dtype: torch.dtype) -> str:
 
 
 def edges() -> list[dict[str, Any]]:
-    """The realistic sizes first (they decide a fix that holds for small chunks only, and the
-    search's time budget must not run out before them), then every dtype x grad mode x weight
-    source on a small chunk, then the other sizes."""
+    """The realistic sizes first (they decide a fix that holds for small chunks only), then
+    every dtype x grad mode x weight source on a small chunk, then the other sizes."""
     out: list[dict[str, Any]] = []
     for grad in ("off", "rows"):
         out.append(

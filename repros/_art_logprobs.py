@@ -60,8 +60,8 @@ LOGITS_COVERS = (
 
 
 def logits_edges() -> list[dict[str, Any]]:
-    """Qwen3's vocabulary first (it decides a fix for small chunks only, before the time budget
-    can run out), then every dtype x grad mode, then the other sizes."""
+    """Qwen3's vocabulary first (it decides a fix for small chunks only), then every dtype x grad
+    mode, then the other sizes."""
     base = {
         "batch": 1,
         "seq": 32,
@@ -227,7 +227,7 @@ LSE_COVERS = (
     "1e-5 to 0.6 (1-64 competitors); rows 1-2100; chunk 1-1024; grad on and off"
 )
 LSE_VOCAB = 128
-# Vocabularies past a 4096-id cut-off, up to Qwen3's; with them the rows stay few (2 s budget).
+# Vocabularies past a 4096-id cut-off, up to Qwen3's; with them the rows stay few (cheap).
 LONG_VOCABS = (4_099, 32_000, REAL_VOCAB)
 LONG_ROWS = 16
 

@@ -9,7 +9,7 @@
   shrinking :func:`toward` the simplest values.
 - :func:`said`: what a search found, in a few words for a verdict's detail ("held over 36
   inputs (0.72 s)" or "fails on dtype=bfloat16, ...: measured ..., bound ..."); the domain
-  itself (what was covered, the budget) goes with the claim as ``_domain.Found.domain()``.
+  itself (what was covered, how many inputs) goes with the claim as ``_domain.Found.domain()``.
 """
 
 from __future__ import annotations
@@ -55,14 +55,13 @@ def search(
 
 
 def said(found: Any) -> str:
-    cut = f", budget spent after {found.inputs} of {found.declared}" if found.exhausted else ""
     if found.failure is None:
-        return f"held over {found.inputs} inputs ({found.seconds:.2f} s{cut})"
+        return f"held over {found.inputs} inputs ({found.seconds:.2f} s)"
     case, fail = found.failure
     given = ", ".join(f"{k}={_domain.short(v)}" for k, v in case.items())
     return (
         f"fails on {given}: measured {_text(fail.measured)}, bound {_text(fail.bound)} "
-        f"(after {found.inputs} inputs, {found.seconds:.2f} s{cut})"
+        f"(after {found.inputs} inputs, {found.seconds:.2f} s)"
     )
 
 

@@ -102,8 +102,10 @@ class Counterexample(_Strict):
 
 class Domain(_Strict):
     """What a claim's property was searched over: the declared input domain (``covers``: shapes,
-    dtypes, grad modes, scales, sentinels, group sizes), how many inputs were tried, the budget
-    and time it took, and the first counterexample when one was found (a reproduced verdict)."""
+    dtypes, grad modes, scales, sentinels, group sizes), how many inputs were tried (every
+    declared one: no clock cuts the search), the time allowed for shrinking a counterexample
+    (``budget_s``), the time it took, and the first counterexample when one was found (a
+    reproduced verdict)."""
 
     covers: str = Field(max_length=400)
     inputs: int = Field(ge=1)

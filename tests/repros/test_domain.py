@@ -46,7 +46,7 @@ def test_a_property_that_holds_is_searched_to_the_declared_count() -> None:
         holds=_below(101),
         max_inputs=120,
     )
-    assert found.holds and found.inputs == 120 and not found.exhausted
+    assert found.holds and found.inputs == 120
     assert found.summary().startswith("fixed over 120 inputs: lists of 1-20")
     recorded = Domain.model_validate(found.domain())
     assert recorded.inputs == 120 and recorded.counterexample is None
@@ -84,16 +84,35 @@ def test_the_same_seed_draws_the_same_inputs(seed: int) -> None:
     assert seen[0] == seen[1] and len(seen[0]) == 5
 
 
-def test_the_budget_stops_the_search_and_says_so() -> None:
-    def slow(case: dict[str, Any]) -> None:
+def test_every_declared_input_runs_however_slow_and_the_budget_bounds_the_shrink_only() -> None:
+    """A 2 s budget that also cut the inputs let a loaded machine judge item 4's BF16-only fake
+    fixed before its FP16 edge case ran (issue #39's CI run): no clock decides a verdict."""
+    tried: list[int] = []
+
+    def slow(case: dict[str, Any]) -> Any:
+        tried.append(case["values"][0])
         time.sleep(0.02)
+        return domain.Failure(1.0, 0.0) if case["values"][0] >= 107 else None
+
+    edges = [{"values": [n]} for n in range(100, 108)]  # the failing case last, past the budget
+    found = domain.search(
+        covers="x", edges=edges, sample=_draw, holds=slow, max_inputs=100, budget_s=0.05
+    )
+    assert tried[:8] == list(range(100, 108)) and not found.holds and found.inputs == 8
+
+    found = domain.search(  # the draws hold: every one of them runs, past the budget too
+        covers="x", edges=edges[:2], sample=_draw, holds=slow, max_inputs=12, budget_s=0.05
+    )
+    assert found.holds and found.inputs == 12 and found.seconds > 0.05
+    assert found.summary().startswith("fixed over 12 inputs: x")
+
+    def shrink(case: dict[str, Any]) -> list[dict[str, Any]]:  # never simpler: runs out of time
+        return [{"values": [case["values"][0] + 1]}]
 
     found = domain.search(
-        covers="x", edges=[], sample=_draw, holds=slow, max_inputs=1000, budget_s=0.2
+        covers="x", edges=edges[7:], sample=_draw, holds=slow, shrink=shrink, budget_s=0.1
     )
-    assert found.exhausted and 1 <= found.inputs < 1000 and found.holds
-    assert f"budget spent after {found.inputs} of 1000" in found.summary()
-    assert found.seconds < 1.0
+    assert not found.holds and found.failure is not None and found.failure[0]["values"][0] > 107
 
 
 def test_values_are_shown_short_and_non_finite_numbers_as_text() -> None:
