@@ -34,7 +34,13 @@ from artbot.cli import cli
 from artbot.records.catalog import load_catalog
 from artbot.repro.export import regression_tests
 from artbot.settings import TOKEN_VARIABLES
-from tests.helpers.controls import ADVERSARIAL, controlled_copy, load_adversarial, load_control
+from tests.helpers.controls import (
+    ADVERSARIAL,
+    Edit,
+    controlled_copy,
+    load_adversarial,
+    load_control,
+)
 from tests.helpers.forkrun import ForkServer
 from tests.helpers.wheels import default_wheels
 
@@ -288,7 +294,7 @@ def test_each_follow_ups_property_flips_with_a_second_real_fix(
     server: ForkServer, tmp_path: Path
 ) -> None:
     release = art_package("0.5.23").parent
-    edits: list[tuple[str, str, str]] = []
+    edits: list[Edit] = []
     for name in SECOND_FOLLOW_UP_FIXES.values():
         control = load_adversarial(ADVERSARIAL / name)
         assert control.kind == "real", name
@@ -327,7 +333,7 @@ def test_each_follow_ups_property_stays_xfailed_under_a_fake(
     server: ForkServer, tmp_path: Path, fakes: tuple[str, str]
 ) -> None:
     release = art_package("0.5.23").parent
-    edits: list[tuple[str, str, str]] = []
+    edits: list[Edit] = []
     for name in fakes:
         control = load_adversarial(ADVERSARIAL / name)
         assert control.kind == "fake", name
