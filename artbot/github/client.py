@@ -279,9 +279,6 @@ class GitHubRepo:
     def add_labels(self, number: int, labels: list[str]) -> None:
         self._request("POST", f"{self._url}/issues/{number}/labels", input={"labels": labels})
 
-    def comment(self, number: int, body: str) -> None:
-        self._request("POST", f"{self._url}/issues/{number}/comments", input={"body": body})
-
     def list_comments(self, number: int) -> list[dict[str, Any]]:
         """Every comment on #number, oldest first, from every page (reading only the first
         100, artbot posted its status comments again on a busy issue)."""

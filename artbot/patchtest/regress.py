@@ -27,11 +27,11 @@ from ..verify.apart import (
     _Run,
     _view,
     child_env,
-    inert,
     refusal,
     tokens_in,
 )
 from ..verify.limits import Limits
+from ..verify.sanitize import shown
 from ..verify.tree import ArtTree
 from .harness import CONFTEST, PACKAGE_VARIABLE
 
@@ -142,5 +142,5 @@ def outcome(report: bytes, returncode: int | None, secrets: Sequence[str] = ()) 
     if first is not None:
         kind, message = first
         verdict = "error" if kind == "error" and set(counts) == {"error"} else "failed"
-        return verdict, inert(f"{summary}: {message}"[:300], secrets)
+        return verdict, shown(f"{summary}: {message}"[:300], secrets)
     return "passed", summary

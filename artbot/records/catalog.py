@@ -224,9 +224,7 @@ def _load_one_with_node(
     except ValidationError as exc:
         for err in exc.errors():
             loc = tuple(err["loc"])
-            problems.append(
-                Problem(rel, _line_for(node, loc, err["type"]), _dotted(loc), _message(err))
-            )
+            problems.append(Problem(rel, _line_for(node, loc), _dotted(loc), _message(err)))
         return None
 
 
@@ -341,7 +339,7 @@ def _dotted(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _line_for(node: yaml.Node, loc: tuple[Any, ...], kind: str) -> int:
+def _line_for(node: yaml.Node, loc: tuple[Any, ...]) -> int:
     """Best line for an error at ``loc``: the value's line, or its parent's for a missing key."""
     current = node
     for part in loc:
@@ -395,58 +393,33 @@ def _cross_checks(
     problems: list[Problem] = []
     first_file: dict[int, str] = {}
     for rel, finding, node in loaded:
+        found: list[tuple[tuple[Any, ...], str]] = []  # (where in the record, what is wrong)
         if finding.item in first_file:
-            problems.append(
-                Problem(
-                    rel,
-                    _line_for(node, ("item",), ""),
-                    "item",
-                    f"item {finding.item} is already defined in {first_file[finding.item]}",
-                )
+            found.append(
+                (("item",), f"item {finding.item} is already defined in {first_file[finding.item]}")
             )
         else:
             first_file[finding.item] = rel
         if not (root / finding.repro).is_file():
-            problems.append(
-                Problem(
-                    rel, _line_for(node, ("repro",), ""), "repro", f"{finding.repro} does not exist"
-                )
-            )
-        problems += _claim_checks(root, rel, finding, node)
+            found.append((("repro",), f"{finding.repro} does not exist"))
         if finding.follows is not None and not any(
             f.item == finding.follows and not f.is_follow_up for _, f, _ in loaded
         ):
-            problems.append(
-                Problem(
-                    rel,
-                    _line_for(node, ("follows",), ""),
-                    "follows",
-                    f"no audit item {finding.follows} in the catalog for this follow-up to follow",
-                )
-            )
+            why = f"no audit item {finding.follows} in the catalog for this follow-up to follow"
+            found.append((("follows",), why))
         if audit is not None and audit.label_definitions:  # none at all: default colours
             for i, label in enumerate(finding.labels):
                 if label not in audit.label_definitions:
-                    problems.append(
-                        Problem(
-                            rel,
-                            _line_for(node, ("labels", i), ""),
-                            f"labels[{i}]",
-                            f"{label!r} has no entry in {AUDIT_FILE}'s label_definitions",
-                        )
-                    )
+                    why = f"{label!r} has no entry in {AUDIT_FILE}'s label_definitions"
+                    found.append((("labels", i), why))
         if audit is not None:
             src = audit.source_root.rstrip("/") + "/"
             for i, location in enumerate(finding.locations):
                 if not location.path.startswith(src) or ".." in location.path.split("/"):
-                    problems.append(
-                        Problem(
-                            rel,
-                            _line_for(node, ("locations", i, "path"), ""),
-                            f"locations[{i}].path",
-                            f"{location.path} is outside the audited source root {src}",
-                        )
-                    )
+                    why = f"{location.path} is outside the audited source root {src}"
+                    found.append((("locations", i, "path"), why))
+        problems += [Problem(rel, _line_for(node, loc), _dotted(loc), why) for loc, why in found]
+        problems += _claim_checks(root, rel, finding, node)
     return problems
 
 
@@ -454,7 +427,7 @@ def _claim_checks(root: Path, rel: str, finding: Finding, node: yaml.Node) -> li
     """Claim ids unique in the record, and the ids its stored result reports equal to them."""
     problems: list[Problem] = []
     ids = [c.id for c in finding.claims]
-    line = _line_for(node, ("claims",), "")
+    line = _line_for(node, ("claims",))
     if len(set(ids)) != len(ids):
         problems.append(Problem(rel, line, "claims", f"duplicate claim ids in {ids}"))
     result = root / "findings" / "results" / f"{finding.item:02d}.json"

@@ -159,7 +159,7 @@ def carry_out(ex: Execution, action: Write, claims: Claims | None) -> list[Resul
                 line = f"item {action.item}: #{action.issue} already has this status comment"
                 return [Result.skipped(line, action)]
             spend()
-            repo.comment(action.issue, action.comment)
+            repo.post_comment(action.issue, action.comment)
             line = f"item {action.item}: commented on #{action.issue} (status)"
             return [Result.done(line, action)]
         case CloseWhenFixed():
@@ -182,7 +182,7 @@ def carry_out(ex: Execution, action: Write, claims: Claims | None) -> list[Resul
             return [Result.done(f"item {action.item}: updated #{action.issue}", action)]
         case Comment():
             spend()
-            repo.comment(action.issue, action.body)
+            repo.post_comment(action.issue, action.body)
             return [Result.done(f"item {action.item}: commented on #{action.issue}", action)]
         case AddSubIssue() | RemoveSubIssue() | MoveSubIssue():
             return _sub_issue(ex, action)

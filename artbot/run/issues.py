@@ -8,6 +8,7 @@ from typing import Any
 
 from ..records.models import Audit, Finding, ObservedIssue
 from ..render.status_view import FILED_CLOSED, StatusView
+from ..status import version_key
 from ..tracking.checklist import ChecklistEntry
 from .actions import Action, LinkPreset
 
@@ -89,7 +90,7 @@ def fixed_fields(view: StatusView | None) -> dict[str, str | None]:
         return {}
     if view.fixed_in:
         return {"fixed_in": view.fixed_in}
-    firsts = sorted((r.fixed_in for r in view.fixed if r.fixed_in), key=lambda v: _version_key(v))
+    firsts = sorted((r.fixed_in for r in view.fixed if r.fixed_in), key=version_key)
     if firsts:
         return {"partly_fixed_in": firsts[0], "remaining": view.title}
     return {"present_in": view.newest} if view.remaining and view.newest else {}
@@ -98,10 +99,6 @@ def fixed_fields(view: StatusView | None) -> dict[str, str | None]:
 def filed_as(view: StatusView | None) -> dict[str, str | None]:
     """What ``Create`` records of the status: fixed or partly fixed in (not 'present in')."""
     return {k: v for k, v in fixed_fields(view).items() if k not in ("present_in", "remaining")}
-
-
-def _version_key(version: str) -> tuple[Any, ...]:
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in version.split("."))
 
 
 def _state(issue: ObservedIssue) -> Any:

@@ -206,6 +206,12 @@ class StatusError(BadInput):
     """A status file that cannot be read (exit 2: `artbot validate` names the field)."""
 
 
+def version_key(label: str) -> tuple[tuple[int, int, str], ...]:
+    """Release labels in version order: ``0.5.9`` before ``0.5.21``, a word part after a number."""
+    parts = label.replace("-", ".").split(".")
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
 def status_path(root: Path, item: int) -> Path:
     return root / STATUS_DIR / f"{item:02d}.json"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from . import StatusError
+from . import StatusError, version_key
 
 DATING_FILE = Path("findings") / "status" / "anchors.json"
 
@@ -52,7 +52,7 @@ class AnchorDating(_Strict):
     def place(self) -> tuple[str | None, str | None]:
         """(after, before): the releases the audit's code lies between, from the anchors; None
         where the anchors do not say (no release checked on that side shows it)."""
-        ordered = sorted(self.releases, key=lambda r: _version_key(r.label))
+        ordered = sorted(self.releases, key=lambda r: version_key(r.label))
         at = [set(r.at_lines) for r in ordered]
         after = None
         for i, release in enumerate(ordered):
@@ -108,13 +108,8 @@ class AnchorDating(_Strict):
     def with_release(self, release: ReleaseAnchors) -> AnchorDating:
         """This record with ``release`` added or replaced, releases in version order."""
         kept = [r for r in self.releases if r.label != release.label] + [release]
-        kept.sort(key=lambda r: _version_key(r.label))
+        kept.sort(key=lambda r: version_key(r.label))
         return self.model_copy(update={"releases": kept})
-
-
-def _version_key(label: str) -> tuple[tuple[int, int, str], ...]:
-    parts = label.replace("-", ".").split(".")
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
 
 
 def load_dating(root: Path) -> AnchorDating | None:

@@ -358,19 +358,12 @@ def not_dumpable() -> bool:
         return False
 
 
-def inert(text: str, secrets: Sequence[str] = ()) -> str:
-    """Text from the child as it is recorded: through the one sanitizer
-    (:func:`artbot.verify.sanitize.shown`: one line, bounded, no mention, refused when it looks
-    like a credential). The renderer makes it inert markdown where it is shown."""
-    return shown(text, secrets)
-
-
 def _text(value: Any, name: str, secrets: Sequence[str], *, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str):
         raise TypeError(f"{name} is not text")
-    return inert(value, secrets)
+    return shown(value, secrets)
 
 
 def _texts(value: Any, name: str, secrets: Sequence[str]) -> tuple[str, ...]:
@@ -424,22 +417,22 @@ def parse_results(
 def _sanitized(result: Any, secrets: Sequence[str]) -> Any:
     """A claim's result with every text of the child's through the sanitizer: its detail, the
     lines it cites (``look_for``), its domain's words."""
-    update: dict[str, Any] = {"detail": inert(result.detail, secrets)}
+    update: dict[str, Any] = {"detail": shown(result.detail, secrets)}
 
     def lines(found: Any) -> list[Any]:
-        return [ln.model_copy(update={"look_for": inert(ln.look_for, secrets)}) for ln in found]
+        return [ln.model_copy(update={"look_for": shown(ln.look_for, secrets)}) for ln in found]
 
     update["at"] = lines(result.at)
     if result.fix is not None:
         update["fix"] = result.fix.model_copy(update={"lines": lines(result.fix.lines)})
     if result.domain is not None:
-        domain: dict[str, Any] = {"covers": inert(result.domain.covers, secrets)}
+        domain: dict[str, Any] = {"covers": shown(result.domain.covers, secrets)}
         ce = result.domain.counterexample
         if ce is not None:
-            text = lambda v: inert(v, secrets) if isinstance(v, str) else v  # noqa: E731
+            text = lambda v: shown(v, secrets) if isinstance(v, str) else v  # noqa: E731
             domain["counterexample"] = ce.model_copy(
                 update={
-                    "inputs": {inert(k, secrets): text(v) for k, v in ce.inputs.items()},
+                    "inputs": {shown(k, secrets): text(v) for k, v in ce.inputs.items()},
                     "measured": text(ce.measured),
                     "bound": text(ce.bound),
                 }

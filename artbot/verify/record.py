@@ -20,7 +20,7 @@ from typing import Literal
 from .. import __version__
 from ..records.models import Audit, Finding
 from ..repro.run import load_result
-from ..status import ClaimResult, ClaimVerdict, ItemStatus, Method, StatusPoint
+from ..status import ClaimResult, ClaimVerdict, ItemStatus, Method, StatusPoint, version_key
 from ..status.dating import DATING_FILE, AnchorDating, ReleaseAnchors, dump_dating, load_dating
 from .anchors import AnchorResult, AnchorStatus
 from .code import CodeResult, CodeStatus
@@ -108,11 +108,6 @@ def _anchor_summary(anchors: Sequence[AnchorResult]) -> str:
     return f"cited ranges: {ok} unchanged, {moved} moved, {len(anchors) - ok - moved} not found"
 
 
-def _version_key(label: str) -> tuple[tuple[int, int, str], ...]:
-    parts = label.replace("-", ".").split(".")
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
-
-
 def record_status(
     item: int, existing: ItemStatus | None, audit: StatusPoint | None, point: StatusPoint
 ) -> ItemStatus:
@@ -133,7 +128,7 @@ def record_status(
     ]
     keep.append(point)
     releases = sorted(
-        (p for p in keep if p.source == "release"), key=lambda p: _version_key(p.label)
+        (p for p in keep if p.source == "release"), key=lambda p: version_key(p.label)
     )
     mains = [p for p in keep if p.source == "main"]
     head = [audit] if audit else [p for p in old if p.source == "audit"]
@@ -205,7 +200,7 @@ def recorded_check(root: Path, version: str) -> tuple[str, list[CodeResult]]:
             raise ReleaseUnavailable(
                 "findings/status/ records no release check; " + how.format(v="latest")
             )
-        return max(labels, key=_version_key), []
+        return max(labels, key=version_key), []
     if version not in labels:
         raise ReleaseUnavailable(
             f"findings/status/ records no check of openpipe-art {version}; " + how.format(v=version)

@@ -81,8 +81,8 @@ def test_labels_are_added_once_and_an_existing_label_is_no_error(repo: Repo) -> 
 def test_comments_list_back_in_order(repo: Repo) -> None:
     made = repo.create_issue("x", "x", [])
     assert repo.list_comments(made.number) == []
-    repo.comment(made.number, "first")
-    repo.comment(made.number, "second")
+    repo.post_comment(made.number, "first")
+    repo.post_comment(made.number, "second")
     assert [c.get("body") for c in repo.list_comments(made.number)] == ["first", "second"]
 
 
