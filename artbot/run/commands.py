@@ -123,7 +123,7 @@ def run(
         rendered |= render_all(catalog, follow_ups, ask.tracking, issues=numbers)
     notes = None
     if in_step and snap.verified is not None:
-        from ..verify import verification_notes
+        from ..verify.notes import verification_notes
 
         # An item with a recorded status is ticked and commented on from that record (one
         # comment per status change); the whole-item verify note and comment are for the rest.

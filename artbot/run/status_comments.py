@@ -98,7 +98,7 @@ def verification_comments(
 ) -> list[Comment]:
     """One comment per generated issue whose verification status changed (idempotent); pure,
     from the comments :mod:`artbot.run.observe` read."""
-    from ..verify import comments_to_post
+    from ..verify.notes import comments_to_post
 
     out = []
     for result in results:

@@ -55,8 +55,8 @@ def _progress(quiet: bool) -> Callable[[str], None] | None:
 def _tree(catalog: Any, art_src: Path | None, release: str | None, quiet: bool = False) -> Any:
     import tempfile
 
-    from . import open_tree, release_tree
-    from .release import recorded_pin
+    from .release import recorded_pin, release_tree
+    from .tree import open_tree
 
     if (art_src is None) == (release is None):
         raise click.UsageError("give exactly one of --art-src DIR or --release VERSION")
@@ -181,7 +181,8 @@ def verify(
         return
     if (release is None) == (art_src is None):
         raise click.UsageError("give --release VERSION (or latest), --art-src DIR, or a subcommand")
-    from . import anchors_json, code_json, verify_anchors
+    from .anchors import anchors_json, verify_anchors
+    from .code import code_json
 
     catalog = _catalog(ctx)
     tree = _tree(catalog, art_src, release, as_json)
@@ -198,7 +199,8 @@ def verify(
         }
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
-        from . import anchor_table, code_table
+        from .anchors import anchor_table
+        from .code import code_table
 
         click.echo(anchor_table(catalog, anchors, tree))
         click.echo()
@@ -279,7 +281,7 @@ def anchors_cmd(
     absent or anchor nowhere), out of range, no anchor (cannot be checked; not a failure).
     A git checkout is read at the audit commit (`git show`), else its working tree.
     """
-    from . import anchor_table, anchors_json, verify_anchors
+    from .anchors import anchor_table, anchors_json, verify_anchors
 
     if record and release is None:
         raise click.UsageError("--record needs --release: the record is per release")
@@ -307,7 +309,7 @@ def code_cmd(ctx: click.Context, art_src: Path | None, release: str | None, as_j
     ART's modules are imported file by file; package __init__ files are not run. Needs torch.
     Exit 1 when a check could not run.
     """
-    from . import code_json, code_table
+    from .code import code_json, code_table
 
     catalog = _catalog(ctx)
     quiet = _wants_json(ctx, as_json)

@@ -25,7 +25,7 @@ import yaml
 from artbot.cli.demo import tick_request
 from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox
-from artbot.verify import CACHE_ENV
+from artbot.verify.release import CACHE_ENV
 from tests.helpers.action_harness import (
     NAME,
     OWNER,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from artbot.sandbox import GitHubSandbox
-from artbot.verify import CACHE_ENV
+from artbot.verify.release import CACHE_ENV
 from tests.helpers.action_harness import (
     NAME,
     OWNER,

@@ -175,7 +175,7 @@ def test_an_installed_artbot_verifies_from_another_folder(
 ) -> None:
     """verify's anchors against a cached release: the records and repros that ship with the
     package, read from a folder that has none."""
-    from artbot.verify import CACHE_ENV
+    from artbot.verify.release import CACHE_ENV
 
     checked = artbot_in(
         tmp_path,

@@ -19,7 +19,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from artbot.verify import ArtModules, load_repro  # noqa: E402
+from artbot.verify.code import load_repro  # noqa: E402
+from artbot.verify.isolation import ArtModules  # noqa: E402
 from tests.helpers.wheels import default_wheels  # noqa: E402
 
 pytestmark = [pytest.mark.repro, pytest.mark.network]

@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from artbot.verify import load_repro  # noqa: E402
+from artbot.verify.code import load_repro  # noqa: E402
 
 pytestmark = pytest.mark.repro
 

@@ -266,7 +266,7 @@ def test_demo_shows_a_fixed_item_closed_and_a_partial_item_open(root: Path) -> N
 def test_a_recorded_status_supersedes_the_whole_item_verify_comment(
     art: GitHubSandbox, root: Path
 ) -> None:
-    from artbot.verify import CodeResult, CodeStatus
+    from artbot.verify.code import CodeResult, CodeStatus
 
     setup_status(root, 9, partial_item)
     catalog = load_catalog(root)

@@ -273,7 +273,7 @@ def test_canary_token_never_appears(art: GitHubSandbox, root: Path, tmp_path: Pa
 def test_sync_verify_notes_and_comments_once_per_status_change(
     art: GitHubSandbox, root: Path
 ) -> None:
-    from artbot.verify import CodeResult, CodeStatus
+    from artbot.verify.code import CodeResult, CodeStatus
 
     catalog = load_catalog(root)
     open_issues(catalog, repo_client(art), [7, 10], TRACKING)

@@ -22,25 +22,14 @@ from hypothesis import strategies as st
 
 from artbot.cli import cli
 from artbot.records.catalog import Catalog, load_catalog
+from artbot.records.marker import VerifyMarker
 from artbot.records.models import Location
-from artbot.verify import (
-    CACHE_ENV,
-    AnchorStatus,
-    ArtModules,
-    CodeResult,
-    CodeStatus,
-    NotLoadedError,
-    VerifyMarker,
-    check_location,
-    comments_to_post,
-    fetch_release,
-    open_tree,
-    release_tree,
-    verification_comment,
-    verification_notes,
-    verify_anchors,
-    verify_code,
-)
+from artbot.verify.anchors import AnchorStatus, check_location, verify_anchors
+from artbot.verify.code import CodeResult, CodeStatus, verify_code
+from artbot.verify.isolation import ArtModules, NotLoadedError
+from artbot.verify.notes import comments_to_post, verification_comment, verification_notes
+from artbot.verify.release import CACHE_ENV, fetch_release, release_tree
+from artbot.verify.tree import open_tree
 from tests.helpers.wheels import pin
 
 REPO = Path(__file__).resolve().parents[2]
@@ -264,7 +253,7 @@ def test_a_check_that_cannot_import_reports_the_module(tmp_path: Path) -> None:
 
 def test_a_check_must_report_exactly_the_records_claims(tmp_path: Path) -> None:
     from artbot.records.models import Finding
-    from artbot.verify import CheckContractError, claim_results
+    from artbot.verify.code import CheckContractError, claim_results
 
     finding = Finding.model_validate({**load_catalog(REPO).get(7).model_dump(mode="json")})
     [claim] = finding.claims

@@ -14,9 +14,10 @@ import pytest
 from artbot.records.catalog import load_catalog
 from artbot.status import ClaimResult, ClaimVerdict, FixEvidence, Method, SourceLine, StatusPoint
 from artbot.status.dating import AnchorDating, ReleaseAnchors, load_dating
-from artbot.verify import CheckContractError, claim_results, open_tree, run_check, verify_anchors
-from artbot.verify.code import line_problem
+from artbot.verify.anchors import verify_anchors
+from artbot.verify.code import CheckContractError, claim_results, line_problem, run_check
 from artbot.verify.record import anchors_record, audit_point, keep_changes, record_status
+from artbot.verify.tree import open_tree
 from tests.helpers.wheels import default_wheels
 
 REPO = Path(__file__).resolve().parents[2]

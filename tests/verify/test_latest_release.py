@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from artbot.verify import ReleaseUnavailable
+from artbot.errors import ReleaseUnavailable
 from artbot.verify.release import newest_release, resolve
 
 ANSWER = "openpipe-art (0.5.23)\nAvailable versions: 0.5.23, 0.5.21, 0.5.20\n"
