@@ -309,7 +309,7 @@ def main() -> int:
         )
         ours = sync(catalog, repo, TRACKING, dry_run=True).issues
         for item, reason in ((4, "completed"), (6, "not_planned"), (9, "completed")):
-            sb.set_issue_state(OWNER, NAME, ours[item].number, "closed", reason)
+            sb.edit_issue(OWNER, NAME, ours[item].number, state="closed", state_reason=reason)
         rows.append(
             (
                 "sync of 11 after 3 state changes",
@@ -327,7 +327,7 @@ def main() -> int:
             tracking.edit(body=tracking.body)
 
         for item, reason in ((5, "completed"), (8, "not_planned"), (10, "completed")):
-            sb.set_issue_state(OWNER, NAME, ours[item].number, "closed", reason)
+            sb.edit_issue(OWNER, NAME, ours[item].number, state="closed", state_reason=reason)
         rows.append(
             ("naive: one GET per issue + tracking read/write", measure(sb, naive), "(comparison)")
         )

@@ -1,4 +1,5 @@
-"""Shared fixtures: a local GitHub (see artbot.sandbox) on a free port, fresh for each test, and
+"""Shared fixtures: a local GitHub (see artbot.sandbox; with the faults, pull requests and commits
+only tests need: tests/helpers/testsandbox.py) on a free port, fresh for each test, and
 the openpipe-art release wheels (see tests/helpers/wheels.py: one cache folder per machine,
 ``$ARTBOT_CACHE_DIR`` or ``~/.cache/artbot/wheels``; under ``CI=true`` a missing wheel fails).
 
@@ -29,6 +30,7 @@ from tests.helpers import action_harness
 from tests.helpers.artrepo import NAME, OWNER, REPO, TRACKING
 from tests.helpers.forkrun import ForkServer, RunScript
 from tests.helpers.github_schema import SchemaCheck
+from tests.helpers.testsandbox import TestSandbox
 from tests.helpers.wheels import RELEASES, ArtWheels, default_wheels
 
 # glibc hands every freed block over its mmap threshold (at most 32 MiB by default) back to the
@@ -110,13 +112,13 @@ def _unversioned(sent: list[SentResponse]) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def _shared_sandbox() -> Iterator[GitHubSandbox]:
-    with GitHubSandbox() as running:
+def _shared_sandbox() -> Iterator[TestSandbox]:
+    with TestSandbox() as running:
         yield running
 
 
 @pytest.fixture
-def sandbox(_shared_sandbox: GitHubSandbox) -> GitHubSandbox:
+def sandbox(_shared_sandbox: TestSandbox) -> TestSandbox:
     """A started, empty sandbox (no repositories yet): one server per test process, reset to a
     new, empty sandbox before each test, so no test sees another's repositories or faults."""
     _shared_sandbox.reset()
@@ -197,7 +199,7 @@ def root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def art(sandbox: GitHubSandbox) -> GitHubSandbox:
+def art(sandbox: TestSandbox) -> TestSandbox:
     """ART as the audit left it: #1108-#1110 filed by hand, then the tracking issue #1111."""
     sandbox.create_repo(OWNER, NAME)
     for number in (1108, 1109, 1110):
@@ -223,7 +225,7 @@ def checkout(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def tracking(sandbox: GitHubSandbox) -> int:
+def tracking(sandbox: TestSandbox) -> int:
     """ART as the audit left it, for the action: the dedicated issues filed by hand
     (#1108-#1110), then the tracking issue, as written, right after them."""
     sandbox.create_repo(OWNER, NAME)

@@ -4,9 +4,10 @@
 comments, labels, sub-issues, collaborator permissions, rate limits) over real HTTP on
 127.0.0.1, so PyGithub runs unmodified against it: ``Github(base_url=sandbox.api_url,
 auth=Auth.Token("any"))``. It imitates GitHub's JSON shapes, pagination ``Link`` headers, ETags
-and 304s, rate-limit headers, error bodies, and the failures a client must survive (5xx before
-or after a write took effect, secondary rate limits, 429s, dropped connections) on demand
-through :meth:`inject_fault`.
+and 304s, rate-limit headers and error bodies. The test suite extends it
+(tests/helpers/testsandbox.py) with what only tests need: injected failures (5xx before or
+after a write took effect, secondary rate limits, 429s, dropped connections, redirects),
+ART's commits and pull requests, and issues deleted or closed behind the client's back.
 
 Every request is recorded in :attr:`GitHubSandbox.requests` as method, path, query and status;
 every response goes to :attr:`GitHubSandbox.observers` (and, with ``transcript``, to a file)
@@ -15,15 +16,12 @@ Tokens are never stored, logged or echoed: a token only selects a rate-limit buc
 its hash. State lives in memory and, with ``state_file``, in a JSON file rewritten after every
 write, so ``artbot sandbox --state FILE`` keeps its issues across restarts.
 
-Layout: :mod:`.state` (records, request log, faults, errors, persistence), :mod:`.shapes` (the
-JSON GitHub answers with), :mod:`.routes` (endpoints, lookups, mutations), :mod:`.subissues` (the
+Layout: :mod:`.state` (records, request log, errors, persistence), :mod:`.shapes` (the JSON
+GitHub answers with), :mod:`.routes` (endpoints, lookups, mutations), :mod:`.subissues` (the
 sub-issue endpoints; ``sub_issues=False`` for a GitHub Enterprise Server without them),
 :mod:`.collaborators` (a login's permission on a repository, set with ``set_permission``),
-:mod:`.commits` (compare, commits and a commit's pull requests, read-only, seeded by tests),
-:mod:`.pulls` (a pull request as its diff and its files, seeded by tests; a comment's
-``issue_comment`` event and an edit by its author: ``/artbot test``),
 :mod:`.transcript` (the responses sent, as :class:`SentResponse`),
-:mod:`.server` (HTTP server, lifecycle, seeding, faults and rate limits, :func:`serve`).
+:mod:`.server` (HTTP server, lifecycle, seeding and rate limits, :func:`serve`).
 """
 
 from __future__ import annotations
@@ -31,10 +29,8 @@ from __future__ import annotations
 from .server import GitHubSandbox, serve
 from .state import (
     API_VERSION,
-    FAULT_KINDS,
     MAX_BODY_CHARS,
     MAX_TITLE_CHARS,
-    Fault,
     RecordedRequest,
     RequestLog,
 )
@@ -42,10 +38,8 @@ from .transcript import SentResponse, read_transcript
 
 __all__ = [
     "API_VERSION",
-    "FAULT_KINDS",
     "MAX_BODY_CHARS",
     "MAX_TITLE_CHARS",
-    "Fault",
     "GitHubSandbox",
     "RecordedRequest",
     "RequestLog",

@@ -1,5 +1,5 @@
-"""The sandbox's routes: the issue, comment, label, repository, user and rate-limit endpoints,
-their lookups and mutations."""
+"""The sandbox's routes: the issue, comment, label, repository and rate-limit endpoints, their
+lookups and mutations."""
 
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ class _Outcome:
     status: int  # 0: drop the connection
     body: bytes = b""
     headers: list[tuple[str, str]] = field(default_factory=list)
+    fault: bool = False  # a failure injected by a test, served instead of the answer
 
 
 @dataclass
@@ -94,7 +95,6 @@ class _Routes(_Shapes):
         i, c, lb = "issues/issues#", "issues/comments#", "issues/labels#"
         table: list[tuple[str, str, Callable[[_Call], _Reply], str]] = [
             ("GET", "/rate_limit", self._get_rate_limit, "rate-limit/rate-limit"),
-            ("GET", "/user", self._get_user, "users/users#get-the-authenticated-user"),
             ("GET", repo, self._get_repo, "repos/repos#get-a-repository"),
             ("GET", repo + "/issues", self._list_issues, i + "list-repository-issues"),
             ("POST", repo + "/issues", self._post_issue, i + "create-an-issue"),
@@ -120,13 +120,6 @@ class _Routes(_Shapes):
         graphql = {**core, "used": 0, "remaining": core["limit"]}
         resources = {"core": core, "search": search, "graphql": graphql}
         return _Reply(200, {"resources": resources, "rate": core})
-
-    def _get_user(self, call: _Call) -> _Reply:
-        if call.login is None:
-            raise _error(401, "Requires authentication", call.doc)
-        if call.login.endswith("[bot]"):  # an installation token, such as GITHUB_TOKEN
-            raise _error(403, "Resource not accessible by integration", call.doc)
-        return _Reply(200, self._private_user_json(call.login))
 
     def _get_repo(self, call: _Call) -> _Reply:
         return _Reply(200, self._repo_json(self._repo(call), authenticated=call.login is not None))

@@ -1,4 +1,4 @@
-"""The sandbox's HTTP server, lifecycle, seeding helpers and rate limits (faults: faults.py)."""
+"""The sandbox's HTTP server, lifecycle, seeding helpers and rate limits."""
 
 from __future__ import annotations
 
@@ -17,13 +17,10 @@ from datetime import UTC, datetime
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple, TextIO
+from typing import Any, ClassVar, NamedTuple, Self, TextIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .collaborators import _CollaboratorRoutes
-from .commits import _CommitRoutes
-from .faults import _Faults
-from .pulls import RawText, _PullRoutes
 from .routes import _Call, _Outcome, _Reply
 from .state import (
     ANONYMOUS_RATE_LIMIT,
@@ -31,7 +28,6 @@ from .state import (
     DOCS,
     RATE_DOCS,
     ApiError,
-    Fault,
     RecordedRequest,
     RequestLog,
     _Bucket,
@@ -39,6 +35,7 @@ from .state import (
     _int_param,
     _Repo,
 )
+from .subissues import _SubIssueRoutes
 from .transcript import SentResponse, TranscriptFile
 
 
@@ -122,7 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
 # --- the sandbox -------------------------------------------------------------------------
 
 
-class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _PullRoutes):
+class GitHubSandbox(_CollaboratorRoutes, _SubIssueRoutes):
     """A local GitHub REST API on 127.0.0.1; use as a context manager or start()/stop().
 
     The socket is bound at construction, so :attr:`api_url` is known before :meth:`start`.
@@ -131,9 +128,8 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _PullRoutes):
     ``GITHUB_TOKEN`` (pass a person's login to model a maintainer's token). ``clock``
     (returning an aware datetime) makes timestamps deterministic in tests.
     ``sub_issues=False`` imitates a GitHub Enterprise Server without sub-issues (see
-    :mod:`.subissues`). ART's history, for the change behind a fix, is seeded with
-    ``seed_commit`` and ``seed_tag`` (see :mod:`.commits`). Every response goes to
-    :attr:`observers` and, with ``transcript``, to that file (see :mod:`.transcript`).
+    :mod:`.subissues`). Every response goes to :attr:`observers` and, with ``transcript``,
+    to that file (see :mod:`.transcript`).
     """
 
     _server: _Server
@@ -172,7 +168,7 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _PullRoutes):
         clock: Callable[[], datetime] | None,
         sub_issues: bool,
     ) -> None:
-        """Everything a test can change: repositories, faults, counters, the request log.
+        """Everything a test can change: repositories, roles, counters, the request log.
 
         State of the sandbox lives here and nowhere else, so :meth:`reset` empties all of it.
         """
@@ -184,9 +180,7 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _PullRoutes):
         self._clock = clock or (lambda: datetime.now(UTC))
         self._repos: dict[str, _Repo] = {}
         self._next_id = 1
-        self._faults: list[Fault] = []
         self._roles: dict[tuple[str, str], str] = {}  # collaborators.py
-        self._pull_diffs: dict[tuple[str, int], str] = {}  # pulls.py
         self._buckets: dict[str, _Bucket] = {}
         self._request_count = 0
 
@@ -205,7 +199,7 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _PullRoutes):
 
     # lifecycle
 
-    def start(self) -> GitHubSandbox:
+    def start(self) -> Self:
         if self._thread is not None:
             raise RuntimeError("sandbox already started")
         self._thread = threading.Thread(
@@ -225,7 +219,7 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _PullRoutes):
         self._server.close_connections()
         self._server.server_close()
 
-    def __enter__(self) -> GitHubSandbox:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -299,19 +293,6 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _PullRoutes):
             self._edit_issue(repo, issue, changes, self.login, DOCS)
             self._save()
 
-    def set_issue_state(
-        self, owner: str, name: str, number: int, state: str, state_reason: str | None = None
-    ) -> None:
-        """Close or reopen an issue behind the client's back."""
-        self.edit_issue(owner, name, number, state=state, state_reason=state_reason)
-
-    def delete_issue(self, owner: str, name: str, number: int) -> None:
-        """Delete an issue: from now on it answers 410 Gone and leaves the lists."""
-        with self._lock:
-            repo = self._repo_or_raise(owner, name)
-            self._issue(repo, number, DOCS).deleted = True
-            self._save()
-
     # request handling
 
     def _respond(self, method: str, raw_path: str, raw_body: bytes, headers: Message) -> _Outcome:
@@ -328,22 +309,11 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _PullRoutes):
                 f"5A4B:{os.getpid() & 0xFFFF:04X}:{self._request_count:06X}:{self.port:04X}"
             )
             bucket = self._bucket(headers.get("Authorization"))
-            fault = next((f for f in self._faults if f.matches(method, path)), None)
-            if fault is not None:
-                fault.times -= 1
-                if fault.times == 0:
-                    self._faults.remove(fault)
-            if fault is not None and not fault.after_write:
-                out = self._fault_outcome(fault, request_id, bucket, raw_path)
-            else:
-                request = _Request(method, path, query, raw_body, headers)
-                out = self._serve(request, request_id, bucket)
-                if fault is not None:
-                    out = self._fault_outcome(fault, request_id, bucket, raw_path)
+            out = self._serve(_Request(method, path, query, raw_body, headers), request_id, bucket)
         self.requests.append(RecordedRequest(method, path, query, out.status))
         if GitHubSandbox.observers or self._transcript is not None:
             route = next((r.template for r in self._routes if r.matches(method, path)), None)
-            sent = SentResponse.of(method, path, route, out, fault is not None, headers.items())
+            sent = SentResponse.of(method, path, route, out, headers.items())
             for watch in (*GitHubSandbox.observers, self._transcript):
                 if watch is not None:
                     watch(sent)
@@ -363,13 +333,9 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _PullRoutes):
         except Exception:  # a sandbox bug: answer like GitHub would, and show the traceback
             traceback.print_exc()
             reply = _Reply(500, {"message": "Server Error"})
-        raw = reply.payload if isinstance(reply.payload, RawText) else None
-        if raw is not None:
-            body = raw.text.encode("utf-8")
-        else:
-            body = b"" if reply.payload is None else json.dumps(reply.payload).encode()
+        body, content_type = self._encode(reply.payload)
         out_headers = [
-            ("Content-Type", raw.content_type if raw else "application/json; charset=utf-8"),
+            ("Content-Type", content_type),
             ("X-GitHub-Api-Version-Selected", API_VERSION),
             ("X-GitHub-Media-Type", "github.v3; format=json"),
             ("X-GitHub-Request-Id", request_id),
@@ -388,6 +354,11 @@ class GitHubSandbox(_Faults, _CollaboratorRoutes, _CommitRoutes, _PullRoutes):
         if method != "GET" and status < 400:
             self._save()
         return _Outcome(status, body, out_headers + bucket.headers())
+
+    def _encode(self, payload: Any) -> tuple[bytes, str]:
+        """A reply's body and its Content-Type: every endpoint here answers JSON."""
+        body = b"" if payload is None else json.dumps(payload).encode()
+        return body, "application/json; charset=utf-8"
 
     def _dispatch(self, request: _Request, bucket: _Bucket) -> _Reply:
         method, path, query, raw_body, headers = request

@@ -48,22 +48,6 @@ class _Shapes(_State):
             "site_admin": False,
         }
 
-    def _private_user_json(self, login: str) -> dict[str, Any]:
-        """``GET /user``: the token's own account, with the fields only its owner is shown."""
-        unset = ("name", "company", "blog", "location", "email", "hireable", "bio")
-        counts = ["public_repos", "public_gists", "followers", "following", "private_gists"]
-        counts += ["total_private_repos", "owned_private_repos", "disk_usage", "collaborators"]
-        return {
-            **self._user_json(login),
-            **dict.fromkeys(unset),
-            "twitter_username": None,
-            "notification_email": None,
-            **dict.fromkeys(counts, 0),
-            "created_at": self._stamp(),
-            "updated_at": self._stamp(),
-            "two_factor_authentication": True,
-        }
-
     def _association(self, repo: _Repo, login: str) -> str:
         if login.casefold() == repo.owner.casefold():
             return "OWNER"

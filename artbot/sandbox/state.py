@@ -1,4 +1,4 @@
-"""The sandbox's state: records, request log, faults, API errors, and persistence."""
+"""The sandbox's state: records, request log, API errors, and persistence."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import base64
 import dataclasses
 import json
 import os
-import re
 import socketserver
 import tempfile
 import threading
@@ -24,10 +23,6 @@ MAX_PER_PAGE = 100
 ANONYMOUS_RATE_LIMIT = 60
 DOCS = "https://docs.github.com/rest"
 RATE_DOCS = f"{DOCS}/overview/rate-limits-for-the-rest-api"
-SECONDARY_RATE_LIMIT_MESSAGE = (
-    "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
-    "If you reach out to GitHub Support for help, please include the request ID {request_id}."
-)
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 _STATE_FORMAT = "artbot-github-sandbox/1"
 
@@ -66,32 +61,6 @@ class RequestLog:
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)
-
-
-FAULT_KINDS = ("secondary_rate_limit", "drop")
-REDIRECT_KINDS = (301, 302, 307, 308)
-
-
-@dataclass
-class Fault:
-    """A failure served instead of (or, with ``after_write``, after) the real response.
-
-    ``kind`` is an HTTP status (400-599; or a redirect, 301/302/307/308, to
-    ``location``, by default the request's own URL), ``"secondary_rate_limit"`` (a 403 whose
-    body PyGithub recognises) or ``"drop"`` (the socket is closed without a response).
-    """
-
-    method: str
-    path_regex: re.Pattern[str]
-    kind: int | str
-    times: int
-    after_write: bool
-    retry_after: int | None
-    location: str | None = None
-    message: str | None = None  # the error body's message (default: the status phrase)
-
-    def matches(self, method: str, path: str) -> bool:
-        return self.method in ("*", method) and self.path_regex.search(path) is not None
 
 
 class ApiError(Exception):
@@ -174,6 +143,9 @@ class _Issue:
     locked: bool = False
 
 
+_RECORD_MAPS = ("labels", "issues", "comments")  # _Repo's maps, kept in the file as lists
+
+
 @dataclass
 class _Repo:
     id: int
@@ -191,30 +163,18 @@ class _Repo:
         return next((lb for lb in self.labels.values() if lb.name.casefold() == folded), None)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "owner": self.owner,
-            "name": self.name,
-            "description": self.description,
-            "created_at": self.created_at,
-            "next_number": self.next_number,
-            "labels": [dataclasses.asdict(x) for x in self.labels.values()],
-            "issues": [dataclasses.asdict(x) for x in self.issues.values()],
-            "comments": [dataclasses.asdict(x) for x in self.comments.values()],
-        }
+        """The state file's form: the fields, each map of records as a list of them."""
+        data = dataclasses.asdict(self)
+        return {k: list(v.values()) if k in _RECORD_MAPS else v for k, v in data.items()}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> _Repo:
         labels = [_Label(**x) for x in data["labels"]]
         issues = [_Issue(**x) for x in data["issues"]]
         comments = [_Comment(**x) for x in data["comments"]]
+        scalars = [f.name for f in dataclasses.fields(cls) if f.name not in _RECORD_MAPS]
         return cls(
-            id=data["id"],
-            owner=data["owner"],
-            name=data["name"],
-            description=data["description"],
-            created_at=data["created_at"],
-            next_number=data["next_number"],
+            **{name: data[name] for name in scalars},
             labels={x.id: x for x in labels},
             issues={x.number: x for x in issues},
             comments={x.id: x for x in comments},

@@ -43,13 +43,12 @@ class SentResponse:
         path: str,
         route: str | None,
         out: _Outcome,
-        fault: bool,
         headers: Iterable[tuple[str, str]],
     ) -> SentResponse:
         given = {name.lower(): value for name, value in headers}
         kept = {name: given[name.lower()] for name in RECORDED_HEADERS if name.lower() in given}
         text = out.body.decode("utf-8", errors="replace")
-        return cls(method, path, route, out.status, text, fault, kept)
+        return cls(method, path, route, out.status, text, out.fault, kept)
 
 
 class TranscriptFile:

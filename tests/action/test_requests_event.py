@@ -14,6 +14,7 @@ from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.checklist import read_block
 from tests.helpers.action_harness import NAME, OWNER, REPO, direct, records, seed_as, writes
+from tests.helpers.testsandbox import TestSandbox
 from tests.helpers.workflows import load, step, triggers
 
 pytestmark = pytest.mark.e2e
@@ -28,7 +29,7 @@ def checkout(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def tracking(sandbox: GitHubSandbox) -> int:
+def tracking(sandbox: TestSandbox) -> int:
     sandbox.create_repo(OWNER, NAME)
     preset = sorted((r["issue"], r["title"]) for r in records() if r.get("issue"))
     for number, title in preset:

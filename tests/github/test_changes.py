@@ -14,8 +14,8 @@ from artbot.cli import cli
 from artbot.github.changes import find_change, record_changes
 from artbot.github.client import GitHubRepo
 from artbot.records.catalog import load_catalog
-from artbot.sandbox import GitHubSandbox
 from artbot.status import SourceLine, load_status
+from tests.helpers.testsandbox import TestSandbox
 
 REPO = Path(__file__).resolve().parents[2]
 AUDIT_SHA = "e2a406a48" + "0" * 31
@@ -28,13 +28,13 @@ def patch(added: str) -> str:
 
 
 @pytest.fixture
-def sandbox() -> Iterator[GitHubSandbox]:
-    with GitHubSandbox() as box:
+def sandbox() -> Iterator[TestSandbox]:
+    with TestSandbox() as box:
         box.create_repo("OpenPipe", "ART")
         yield box
 
 
-def seed_history(box: GitHubSandbox, *, tag: str | None = "v0.5.21") -> dict[str, str]:
+def seed_history(box: TestSandbox, *, tag: str | None = "v0.5.21") -> dict[str, str]:
     shas = {
         "audit": box.seed_commit("OpenPipe", "ART", "the audited commit", {}, sha=AUDIT_SHA),
         "docs": box.seed_commit("OpenPipe", "ART", "Docs", {"README.md": patch("words")}),
@@ -54,7 +54,7 @@ def seed_history(box: GitHubSandbox, *, tag: str | None = "v0.5.21") -> dict[str
     return shas
 
 
-def reader(box: GitHubSandbox):  # type: ignore[no-untyped-def]
+def reader(box: TestSandbox):  # type: ignore[no-untyped-def]
     repo = GitHubRepo("someone/artbot", api_url=box.api_url, token="t")
     return lambda endpoint, params: repo.read_upstream("OpenPipe/ART", endpoint, params)
 
@@ -64,7 +64,7 @@ def line(look_for: str) -> SourceLine:
 
 
 def test_the_commit_that_adds_the_line_is_the_change_with_its_pull_request(
-    sandbox: GitHubSandbox,
+    sandbox: TestSandbox,
 ) -> None:
     shas = seed_history(sandbox)
     audit = load_catalog(REPO).audit
@@ -88,7 +88,7 @@ def test_the_commit_that_adds_the_line_is_the_change_with_its_pull_request(
 
 
 def test_no_tag_upstream_or_no_commit_adding_the_line_is_not_identified(
-    sandbox: GitHubSandbox,
+    sandbox: TestSandbox,
 ) -> None:
     audit = load_catalog(REPO).audit
     seed_history(sandbox, tag=None)
@@ -118,7 +118,7 @@ def copy_root(tmp_path: Path) -> Path:
 
 
 def test_verify_changes_records_each_fix_once_and_keeps_it(
-    sandbox: GitHubSandbox, tmp_path: Path
+    sandbox: TestSandbox, tmp_path: Path
 ) -> None:
     shas = seed_history(sandbox)
     root = copy_root(tmp_path)
@@ -148,7 +148,7 @@ def test_verify_changes_records_each_fix_once_and_keeps_it(
     assert not any("compare" in r.path for r in sandbox.requests)
 
 
-def test_record_changes_leaves_claims_without_fix_lines_alone(sandbox: GitHubSandbox) -> None:
+def test_record_changes_leaves_claims_without_fix_lines_alone(sandbox: TestSandbox) -> None:
     from artbot.status import ClaimResult, ClaimVerdict, ItemStatus, Method, StatusPoint
 
     def point(label: str, verdict: ClaimVerdict) -> StatusPoint:

@@ -24,6 +24,7 @@ from tests.helpers.artrepo import (
     writes,
 )
 from tests.helpers.shipped import ISSUE_ITEMS
+from tests.helpers.testsandbox import TestSandbox
 
 
 def _errors(text: str) -> list[str]:
@@ -40,7 +41,7 @@ def test_bad_credentials_are_one_line_with_a_hint(art: GitHubSandbox, root: Path
     assert "Request " not in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_token_without_permission_is_one_line_with_a_hint(art: GitHubSandbox, root: Path) -> None:
+def test_a_token_without_permission_is_one_line_with_a_hint(art: TestSandbox, root: Path) -> None:
     message = "Resource not accessible by personal access token"
     art.inject_fault("POST", r"/issues$", 403, message=message)
     result = artbot(art, root, "open", "--item", "4")
@@ -66,7 +67,7 @@ def test_pygithub_has_no_handler_of_its_own_left() -> None:
 
 
 @pytest.mark.e2e
-def test_a_403_from_an_artbot_process_is_one_line(art: GitHubSandbox, root: Path) -> None:
+def test_a_403_from_an_artbot_process_is_one_line(art: TestSandbox, root: Path) -> None:
     """As a user sees it: the artbot process's stderr holds the error line and nothing else."""
     art.inject_fault("POST", r"/issues$", 403, message="Resource not accessible by integration")
     env = {k: v for k, v in os.environ.items() if k not in ("ARTBOT_AUTHORS", "GITHUB_TOKEN")}
@@ -82,7 +83,7 @@ def test_a_403_from_an_artbot_process_is_one_line(art: GitHubSandbox, root: Path
     assert "issues: write" in line and CANARY not in done.stderr + done.stdout
 
 
-def test_a_rate_limit_403_is_still_waited_out(art: GitHubSandbox, root: Path) -> None:
+def test_a_rate_limit_403_is_still_waited_out(art: TestSandbox, root: Path) -> None:
     art.inject_fault("POST", r"/issues$", "secondary_rate_limit", retry_after=0)
     result = artbot(art, root, "open", "--item", "4")
     assert result.exit_code == 0, result.output

@@ -11,9 +11,10 @@ import pytest
 
 from artbot.sandbox import GitHubSandbox
 from tests.helpers.artrepo import NAME, OWNER, TRACKING, artbot, checklist, issues_for
+from tests.helpers.testsandbox import TestSandbox
 
 
-def test_rate_limited_checklist_patch_is_retried(art: GitHubSandbox, root: Path) -> None:
+def test_rate_limited_checklist_patch_is_retried(art: TestSandbox, root: Path) -> None:
     """#12 item 3: a 403 secondary rate limit with Retry-After on the PATCH, then a 429
     without one: both retried, the checklist written."""
     art.inject_fault("PATCH", rf"/issues/{TRACKING}$", "secondary_rate_limit", retry_after=0)
@@ -24,7 +25,7 @@ def test_rate_limited_checklist_patch_is_retried(art: GitHubSandbox, root: Path)
     assert not art.pending_faults
 
 
-def test_connection_reset_after_create_files_once(art: GitHubSandbox, root: Path) -> None:
+def test_connection_reset_after_create_files_once(art: TestSandbox, root: Path) -> None:
     """#12 item 3: a dropped connection after the POST took effect is not re-sent blind."""
     art.inject_fault("POST", r"/issues$", "drop", after_write=True)
     result = artbot(art, root, "open", "--item", "4")
@@ -115,7 +116,7 @@ def test_etag_cache_is_not_trusted_against_another_api_url(
 
 @pytest.mark.parametrize("status", [302, 307, 308])
 def test_a_temporary_redirect_within_the_api_is_followed_verbatim(
-    art: GitHubSandbox, root: Path, status: int
+    art: TestSandbox, root: Path, status: int
 ) -> None:
     """#12 item 5: GitHub asks for 302/307 to be repeated verbatim at Location."""
     art.inject_fault("PATCH", rf"/issues/{TRACKING}$", status)
@@ -127,7 +128,7 @@ def test_a_temporary_redirect_within_the_api_is_followed_verbatim(
     assert patches == [status, 200]  # the checklist: redirected, then repeated at Location
 
 
-def test_a_moved_repository_is_followed_within_the_api(art: GitHubSandbox, root: Path) -> None:
+def test_a_moved_repository_is_followed_within_the_api(art: TestSandbox, root: Path) -> None:
     target = f"{art.api_url}/repos/{OWNER}/{NAME}/issues?state=all"
     art.inject_fault("GET", rf"/repos/{OWNER}/{NAME}/issues$", 301, location=target)
     result = artbot(art, root, "sync", "--dry-run")
@@ -138,7 +139,7 @@ def test_a_moved_repository_is_followed_within_the_api(art: GitHubSandbox, root:
     "location", ["http://elsewhere.example/repos/x/y/issues", "https://127.0.0.1/repos/x"]
 )
 def test_a_redirect_off_the_api_is_one_line_and_not_followed(
-    art: GitHubSandbox, root: Path, location: str
+    art: TestSandbox, root: Path, location: str
 ) -> None:
     art.inject_fault("GET", r"/issues$", 307, location=location)
     result = artbot(art, root, "open", "--item", "4")
@@ -148,7 +149,7 @@ def test_a_redirect_off_the_api_is_one_line_and_not_followed(
     assert issues_for(art, 4) == []
 
 
-def test_a_redirect_loop_stops_after_three(art: GitHubSandbox, root: Path) -> None:
+def test_a_redirect_loop_stops_after_three(art: TestSandbox, root: Path) -> None:
     art.inject_fault("GET", r"/issues$", 307, times=10)
     result = artbot(art, root, "sync", "--dry-run")
     assert result.exit_code == 1, result.output

@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from artbot.sandbox import GitHubSandbox
+from tests.helpers.testsandbox import TestSandbox
 from tests.helpers.workflows import REPO, load, load_action, step
 
 BIN = Path(sys.executable).parent
@@ -290,7 +291,7 @@ def direct(
     return ActionRun(proc.returncode, proc.stdout, proc.stderr, text, outputs)
 
 
-def seed_as(sandbox: GitHubSandbox, number: int, title: str, body: str) -> int:
+def seed_as(sandbox: TestSandbox, number: int, title: str, body: str) -> int:
     """Seed an issue numbered ``number``: the issues before it are seeded and deleted."""
     while (seeded := sandbox.seed_issue(OWNER, NAME, title, body)) < number:
         sandbox.delete_issue(OWNER, NAME, seeded)

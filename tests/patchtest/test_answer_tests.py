@@ -20,6 +20,7 @@ from artbot.records.marker import BODY_END, BODY_START, IssueMarker
 from artbot.sandbox import GitHubSandbox
 from tests.helpers.patchdiff import RELEASE, as_comment, make_diff
 from tests.helpers.sandbox_client import NAME, OWNER, TOKEN, client
+from tests.helpers.testsandbox import TestSandbox
 from tests.helpers.wheels import default_wheels
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,7 +80,7 @@ def test_a_writers_diff_gets_exactly_one_answer_and_a_second_pass_adds_none(
 
 
 def test_a_readers_a_bots_and_artbots_own_requests_get_none(
-    sandbox: GitHubSandbox, issue: int
+    sandbox: TestSandbox, issue: int
 ) -> None:
     fix = as_comment((FIXTURES / "item801_fix.diff").read_text(encoding="utf-8"))
     for login in (READER, "dependabot[bot]", ARTBOT):
@@ -94,9 +95,7 @@ def test_a_readers_a_bots_and_artbots_own_requests_get_none(
 
 
 @pytest.mark.network  # runs the checks on the release's wheel
-def test_a_pull_request_is_fetched_as_its_diff_and_tested(
-    sandbox: GitHubSandbox, issue: int
-) -> None:
+def test_a_pull_request_is_fetched_as_its_diff_and_tested(sandbox: TestSandbox, issue: int) -> None:
     default_wheels().wheel(RELEASE)
     fix = (FIXTURES / "item801_fix.diff").read_text(encoding="utf-8")
     pull = sandbox.seed_pull(OWNER, NAME, "Treat a stale old logprob as missing", fix)
@@ -111,7 +110,7 @@ def test_a_pull_request_is_fetched_as_its_diff_and_tested(
 
 
 def test_what_does_not_apply_is_outside_src_art_or_over_a_cap_gets_a_one_line_refusal(
-    sandbox: GitHubSandbox, issue: int
+    sandbox: TestSandbox, issue: int
 ) -> None:
     stale = make_diff("src/art/loss.py", "nothing like it\n", "changed\n")
     outside = make_diff("tests/test_loss.py", "a\n", "b\n")
@@ -133,7 +132,7 @@ def test_what_does_not_apply_is_outside_src_art_or_over_a_cap_gets_a_one_line_re
 
 
 def test_an_edit_is_a_new_request_and_a_repeat_gets_a_link(
-    sandbox: GitHubSandbox, issue: int
+    sandbox: TestSandbox, issue: int
 ) -> None:
     stale = as_comment(make_diff("src/art/loss.py", "nothing like it\n", "changed\n"))
     first = sandbox.seed_comment(OWNER, NAME, issue, stale, user=WRITER)
@@ -181,7 +180,7 @@ def test_a_marker_in_someone_elses_comment_is_not_believed() -> None:
 
 
 def test_a_comment_event_names_the_issue_to_answer(
-    sandbox: GitHubSandbox, issue: int, tmp_path: Path
+    sandbox: TestSandbox, issue: int, tmp_path: Path
 ) -> None:
     """As the workflow runs it: `--event $GITHUB_EVENT_PATH`, the issue_comment payload."""
     other = filed(sandbox, 1001)

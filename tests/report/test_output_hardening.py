@@ -15,6 +15,7 @@ from artbot.cli import cli
 from artbot.report.output import GuardedStream, redact, secret_forms
 from artbot.sandbox import GitHubSandbox
 from tests.helpers.artrepo import CANARY, NAME, OWNER, TRACKING
+from tests.helpers.testsandbox import TestSandbox
 
 HOSTILE = f"Not Found {CANARY}\n::error::pwned\n::add-mask::x\n  ::warning::indented\n##[error]old"
 
@@ -50,7 +51,7 @@ def assert_no_hijack(text: str) -> None:
 @pytest.mark.parametrize("token", [CANARY, CANARY + "\n", f"  {CANARY}\r\n"])
 @pytest.mark.parametrize("as_json", [False, True])
 def test_a_hostile_error_body_starts_no_command_and_leaks_no_token(
-    art: GitHubSandbox, root: Path, tmp_path: Path, token: str, as_json: bool
+    art: TestSandbox, root: Path, tmp_path: Path, token: str, as_json: bool
 ) -> None:
     """Why 4 and 5: a 404 body holding commands and the token, printed in a warning, in
     the annotation, the step summary and --json, with the token set with a trailing newline."""
@@ -72,9 +73,7 @@ def test_a_hostile_error_body_starts_no_command_and_leaks_no_token(
         assert any("could not label #1108" in w and "***" in w for w in data["warnings"])
 
 
-def test_a_hostile_error_in_the_final_error_line_is_one_line(
-    art: GitHubSandbox, root: Path
-) -> None:
+def test_a_hostile_error_in_the_final_error_line_is_one_line(art: TestSandbox, root: Path) -> None:
     """The error that ends a run carries the remote text: flattened, escaped, redacted."""
     art.inject_fault("GET", r"/issues$", 410, message=HOSTILE)  # issues disabled
     code, text = run(art, root, "sync", token=CANARY + "\n")
@@ -151,7 +150,7 @@ def test_the_action_report_starts_no_command_from_its_text(
 
 @pytest.mark.e2e
 def test_the_actions_sync_step_starts_no_command_from_a_hostile_body(
-    sandbox: GitHubSandbox, tracking: int, checkout: Path
+    sandbox: TestSandbox, tracking: int, checkout: Path
 ) -> None:
     """Why 4: a 404 body holding commands became 8 command lines in the action's sync step;
     the token it echoes reaches neither the log, the summary nor the outputs."""

@@ -21,6 +21,7 @@ from artbot.run.commands import open_issues, sync
 from artbot.run.execute import Budget, Execution, References, carry_out
 from artbot.sandbox import GitHubSandbox
 from tests.helpers.artrepo import CANARY, NAME, OWNER
+from tests.helpers.testsandbox import TestSandbox
 
 REPO = Path(__file__).resolve().parents[2]
 TRACKING = 1111
@@ -142,7 +143,7 @@ def test_an_action_class_without_a_case_fails_mypy(tmp_path: Path) -> None:
 def test_a_label_that_failed_is_not_reported_as_labelled(
     catalog: Catalog,
     repo: GitHubRepo,
-    art: GitHubSandbox,  # noqa: F811
+    art: TestSandbox,  # noqa: F811
 ) -> None:
     art.inject_fault("POST", r"/issues/1109/labels$", 502, times=10)  # GitHub refuses #1109
     outcome = sync(catalog, repo, TRACKING)

@@ -17,6 +17,7 @@ from artbot.sandbox import GitHubSandbox
 from artbot.status import ItemStatus
 from tests.helpers.artrepo import NAME, OWNER, TRACKING, artbot, issues_for, repo_client, writes
 from tests.helpers.statusdata import fixed_item, install
+from tests.helpers.testsandbox import TestSandbox
 
 
 def _stale(art: GitHubSandbox, number: int) -> str:
@@ -28,7 +29,7 @@ def _stale(art: GitHubSandbox, number: int) -> str:
 
 @pytest.mark.parametrize("status", [403, 422, 500])
 def test_a_failing_sub_issue_list_still_lets_the_body_fixes_land(
-    art: GitHubSandbox, root: Path, status: int
+    art: TestSandbox, root: Path, status: int
 ) -> None:
     """Done when: a 403 on the sub-issue list still lets the body fixes land (before: exit 1
     and 0 writes, body fixes and labels skipped too)."""
@@ -57,7 +58,7 @@ def test_a_cache_that_cannot_be_saved_is_a_warning_after_the_report(
     assert "warning: could not save the cache" in result.stderr
 
 
-def test_150_comments_cause_no_repeat_status_comment(art: GitHubSandbox, root: Path) -> None:
+def test_150_comments_cause_no_repeat_status_comment(art: TestSandbox, root: Path) -> None:
     """Done when: on an issue with more than 100 comments the status comment was posted again
     on every sync, since only the first page of comments was read."""
     catalog = load_catalog(root)

@@ -41,6 +41,7 @@ from artbot.tracking.checklist import read_block
 from artbot.tracking.subissues import AddSubIssue, MoveSubIssue, RemoveSubIssue
 from tests.helpers.artrepo import CANARY, NAME, OWNER, TRACKING
 from tests.helpers.statusdata import fixed_item, install
+from tests.helpers.testsandbox import TestSandbox
 
 API = f"/repos/{OWNER}/{NAME}"
 Run = Callable[..., Outcome]
@@ -141,7 +142,7 @@ def test_open_of_a_fixed_item_files_it_then_closes_it(
 
 
 def test_sync_first_then_after_changes_then_with_nothing_to_do(
-    art: GitHubSandbox, root: Path, repo: GitHubRepo
+    art: TestSandbox, root: Path, repo: GitHubRepo
 ) -> None:
     catalog = load_catalog(root)
     open_issues(catalog, repo, [4, 5], TRACKING)

@@ -35,6 +35,7 @@ from tests.helpers.statusdata import (
     partial_item,
     point,
 )
+from tests.helpers.testsandbox import TestSandbox
 
 
 def setup_status(root: Path, item: int, build) -> None:  # type: ignore[no-untyped-def]
@@ -107,9 +108,7 @@ def test_dry_run_shows_the_filing_decisions(art: GitHubSandbox, root: Path) -> N
     assert writes(art) == []
 
 
-def test_killed_between_create_and_close_then_rerun_converges(
-    art: GitHubSandbox, root: Path
-) -> None:
+def test_killed_between_create_and_close_then_rerun_converges(art: TestSandbox, root: Path) -> None:
     setup_status(root, 7, fixed_item)
     # The identity is recorded before a tracking issue's first create (#31): file one first.
     assert artbot(art, root, "open", "--item", "4").exit_code == 0
@@ -132,7 +131,7 @@ def test_killed_between_create_and_close_then_rerun_converges(
     assert writes(art) == []
 
 
-def test_an_issue_a_human_reopened_is_never_closed_again(art: GitHubSandbox, root: Path) -> None:
+def test_an_issue_a_human_reopened_is_never_closed_again(art: TestSandbox, root: Path) -> None:
     setup_status(root, 7, fixed_item)
     assert artbot(art, root, "open", "--item", "7").exit_code == 0
     [issue] = issues_for(art, 7, state=None)
@@ -192,7 +191,7 @@ def test_sync_applies_a_new_release_that_fixes_the_rest(art: GitHubSandbox, root
 
 
 def test_crash_between_status_comment_and_body_edit_posts_one_comment(
-    art: GitHubSandbox, root: Path
+    art: TestSandbox, root: Path
 ) -> None:
     catalog = load_catalog(root)
     finding = catalog.get(7)

@@ -28,6 +28,7 @@ from tests.helpers.artrepo import (
     writes,
 )
 from tests.helpers.shipped import ISSUE_ITEMS
+from tests.helpers.testsandbox import TestSandbox
 
 
 def test_open_files_once_and_links_the_checklist(art: GitHubSandbox, root: Path) -> None:
@@ -76,7 +77,7 @@ def test_preset_items_are_never_filed(art: GitHubSandbox, root: Path) -> None:
 
 
 def test_killed_between_create_and_checklist_then_rerun_converges(
-    art: GitHubSandbox, root: Path
+    art: TestSandbox, root: Path
 ) -> None:
     # The identity is recorded before a tracking issue's first create (#31): file one first.
     assert artbot(art, root, "open", "--item", "4").exit_code == 0
@@ -94,7 +95,7 @@ def test_killed_between_create_and_checklist_then_rerun_converges(
     assert item_line(checklist(art), 7).endswith(f"— #{issue['number']}")
 
 
-def test_502_after_the_create_took_effect_leaves_one_issue(art: GitHubSandbox, root: Path) -> None:
+def test_502_after_the_create_took_effect_leaves_one_issue(art: TestSandbox, root: Path) -> None:
     art.inject_fault("POST", r"/issues$", 502, after_write=True)
     result = artbot(art, root, "open", "--item", "7")
     assert result.exit_code == 0, result.output + result.stderr
@@ -104,7 +105,7 @@ def test_502_after_the_create_took_effect_leaves_one_issue(art: GitHubSandbox, r
 
 @pytest.mark.parametrize("retry_after", [1, None])
 def test_secondary_rate_limit_waits_as_told(
-    art: GitHubSandbox, root: Path, retry_after: int | None
+    art: TestSandbox, root: Path, retry_after: int | None
 ) -> None:
     art.inject_fault("POST", r"/issues$", "secondary_rate_limit", retry_after=retry_after)
     started = time.monotonic()
@@ -115,7 +116,7 @@ def test_secondary_rate_limit_waits_as_told(
 
 
 def test_retries_exhausted_exit_1_with_one_line_then_rerun_finishes(
-    art: GitHubSandbox, root: Path
+    art: TestSandbox, root: Path
 ) -> None:
     art.inject_fault("GET", r"/issues$", 502, times=50)
     result = artbot(art, root, "open", "--item", "7")
@@ -164,7 +165,7 @@ def test_concurrent_runs_end_with_one_issue_per_item(art: GitHubSandbox, root: P
         assert f"— #{issue['number']}" in item_line(block, item)
 
 
-def test_human_edit_between_read_and_write_survives(art: GitHubSandbox, root: Path) -> None:
+def test_human_edit_between_read_and_write_survives(art: TestSandbox, root: Path) -> None:
     catalog = load_catalog(root)
     open_issues(catalog, repo_client(art), [4, 5], TRACKING)
     art.set_issue_state(OWNER, NAME, issues_for(art, 4)[0]["number"], "closed", "completed")
@@ -220,7 +221,7 @@ def test_sync_without_change_costs_one_304_and_no_writes(art: GitHubSandbox, roo
     assert "label it" not in result.output
 
 
-def test_sync_after_three_state_changes(art: GitHubSandbox, root: Path) -> None:
+def test_sync_after_three_state_changes(art: TestSandbox, root: Path) -> None:
     assert artbot(art, root, "open", "--all").exit_code == 0
     assert artbot(art, root, "sync").exit_code == 0
     n = {i: issues_for(art, i)[0]["number"] for i in (4, 6, 9)}
@@ -253,7 +254,7 @@ def test_sync_updates_only_the_owned_region(art: GitHubSandbox, root: Path) -> N
     assert art.get_issue(OWNER, NAME, issue["number"])["state"] == "open"
 
 
-def test_canary_token_never_appears(art: GitHubSandbox, root: Path, tmp_path: Path) -> None:
+def test_canary_token_never_appears(art: TestSandbox, root: Path, tmp_path: Path) -> None:
     outputs = []
     for args in (["open", "--item", "7"], ["sync"], ["--debug", "open", "--item", "8"]):
         outputs.append(artbot(art, root, *args))

@@ -23,6 +23,7 @@ from tests.helpers.artrepo import (
     request_line,
     writes,
 )
+from tests.helpers.testsandbox import TestSandbox
 
 
 def test_a_scheduled_sync_never_carries_out_a_tick_and_clears_it_with_a_note(
@@ -78,7 +79,7 @@ def test_a_readers_tick_then_a_writers_unrelated_edit_is_not_carried_out(
 
 @pytest.mark.parametrize("status", [502, 403])
 def test_a_failing_permission_lookup_carries_nothing_out_then_or_later(
-    art: GitHubSandbox, root: Path, tmp_path: Path, status: int
+    art: TestSandbox, root: Path, tmp_path: Path, status: int
 ) -> None:
     prepared(art, root)
     before = art.get_issue(OWNER, NAME, TRACKING)["body"]

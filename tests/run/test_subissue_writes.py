@@ -12,6 +12,7 @@ from artbot.sandbox import GitHubSandbox
 from artbot.tracking.record import read_record
 from artbot.tracking.subissues import SubIssueRecord
 from tests.helpers.artrepo import NAME, OWNER, TRACKING, artbot, checklist, issues_for, writes
+from tests.helpers.testsandbox import TestSandbox
 
 PRESET = [1108, 1109, 1110]
 SUB_ISSUES = f"/repos/{OWNER}/{NAME}/issues/{TRACKING}/sub_issues"
@@ -160,7 +161,7 @@ def test_dry_run_shows_the_sub_issue_plan_and_writes_nothing(
 
 
 def test_a_failed_add_is_a_warning_and_the_next_sync_settles_it(
-    art: GitHubSandbox, root: Path
+    art: TestSandbox, root: Path
 ) -> None:
     ok(art, root, "open", "--item", "7")
     # The first add answers 502 after taking effect: never re-sent blind, so not known.

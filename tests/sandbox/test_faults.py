@@ -23,6 +23,7 @@ from tests.helpers.sandbox_client import (
     repo_client,
     statuses,
 )
+from tests.helpers.testsandbox import TestSandbox
 
 gh = pytest.fixture(repo_client, name="gh")
 
@@ -70,7 +71,7 @@ def test_primary_rate_limit_runs_out() -> None:
 # --- faults -------------------------------------------------------------------------------------
 
 
-def test_server_error_before_the_write_leaves_nothing(sandbox: GitHubSandbox, gh: Github) -> None:
+def test_server_error_before_the_write_leaves_nothing(sandbox: TestSandbox, gh: Github) -> None:
     repo = gh.get_repo(REPO)
     sandbox.inject_fault("POST", r"/issues$", 502)
     with pytest.raises(GithubException) as exc:
@@ -81,7 +82,7 @@ def test_server_error_before_the_write_leaves_nothing(sandbox: GitHubSandbox, gh
     assert statuses(sandbox, "POST", f"{API}/issues") == [502, 201]
 
 
-def test_server_error_after_the_write_still_applies_it(sandbox: GitHubSandbox, gh: Github) -> None:
+def test_server_error_after_the_write_still_applies_it(sandbox: TestSandbox, gh: Github) -> None:
     repo = gh.get_repo(REPO)
     sandbox.inject_fault("PATCH", r"/issues/1$", 500, after_write=True)
     sandbox.inject_fault("POST", r"/issues$", 502, after_write=True)
@@ -94,7 +95,7 @@ def test_server_error_after_the_write_still_applies_it(sandbox: GitHubSandbox, g
     assert sandbox.get_issue(OWNER, NAME, 1)["state"] == "closed"
 
 
-def test_secondary_rate_limit_without_retry_after(sandbox: GitHubSandbox, gh: Github) -> None:
+def test_secondary_rate_limit_without_retry_after(sandbox: TestSandbox, gh: Github) -> None:
     repo = gh.get_repo(REPO)
     sandbox.inject_fault("POST", r"/issues$", "secondary_rate_limit")
     response = raw(sandbox, "POST", f"{API}/issues", {"title": "t"})
@@ -112,7 +113,7 @@ def test_secondary_rate_limit_without_retry_after(sandbox: GitHubSandbox, gh: Gi
     retrying.close()
 
 
-def test_secondary_rate_limit_with_retry_after(sandbox: GitHubSandbox, gh: Github) -> None:
+def test_secondary_rate_limit_with_retry_after(sandbox: TestSandbox, gh: Github) -> None:
     sandbox.inject_fault("GET", r"/issues$", "secondary_rate_limit", retry_after=7)
     response = raw(sandbox, "GET", f"{API}/issues")
     assert (response.status_code, response.headers["Retry-After"]) == (403, "7")
@@ -124,7 +125,7 @@ def test_secondary_rate_limit_with_retry_after(sandbox: GitHubSandbox, gh: Githu
     retrying.close()
 
 
-def test_too_many_requests(sandbox: GitHubSandbox, gh: Github) -> None:
+def test_too_many_requests(sandbox: TestSandbox, gh: Github) -> None:
     sandbox.inject_fault("*", r"/issues$", 429, retry_after=3)
     response = raw(sandbox, "GET", f"{API}/issues")
     assert (response.status_code, response.headers["Retry-After"]) == (429, "3")
@@ -134,7 +135,7 @@ def test_too_many_requests(sandbox: GitHubSandbox, gh: Github) -> None:
     assert exc.value.status == 429
 
 
-def test_dropped_connection_before_and_after_the_write(sandbox: GitHubSandbox, gh: Github) -> None:
+def test_dropped_connection_before_and_after_the_write(sandbox: TestSandbox, gh: Github) -> None:
     repo = gh.get_repo(REPO)
     sandbox.inject_fault("POST", r"/issues$", "drop")
     with pytest.raises(requests.exceptions.ConnectionError):
@@ -148,7 +149,7 @@ def test_dropped_connection_before_and_after_the_write(sandbox: GitHubSandbox, g
     assert statuses(sandbox, "POST", f"{API}/issues") == [0, 0]
 
 
-def test_fault_matching_counts_and_validation(sandbox: GitHubSandbox, gh: Github) -> None:
+def test_fault_matching_counts_and_validation(sandbox: TestSandbox, gh: Github) -> None:
     sandbox.inject_fault("POST", r"/issues$", 503, times=2)
     assert raw(sandbox, "GET", f"{API}/issues").status_code == 200  # other method: untouched
     codes = [raw(sandbox, "POST", f"{API}/issues", {"title": "t"}).status_code for _ in range(3)]

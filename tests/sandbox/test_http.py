@@ -37,6 +37,7 @@ from tests.helpers.sandbox_client import (
     schema_models,
     unknown_keys,
 )
+from tests.helpers.testsandbox import TestSandbox
 
 gh = pytest.fixture(repo_client, name="gh")
 
@@ -44,7 +45,7 @@ gh = pytest.fixture(repo_client, name="gh")
 # --- issues --------------------------------------------------------------------------------
 
 
-def test_create_get_and_edit_issue(sandbox: GitHubSandbox, gh: Github) -> None:
+def test_create_get_and_edit_issue(sandbox: TestSandbox, gh: Github) -> None:
     repo = gh.get_repo(REPO)
     created = repo.create_issue(title="Item 4", body="first", labels=["numerics-audit"])
     assert created.number == 1
@@ -163,9 +164,7 @@ def test_sort_direction_and_since() -> None:
         g.close()
 
 
-def test_deleted_issue_is_gone_and_missing_one_not_found(
-    sandbox: GitHubSandbox, gh: Github
-) -> None:
+def test_deleted_issue_is_gone_and_missing_one_not_found(sandbox: TestSandbox, gh: Github) -> None:
     sandbox.seed_issue(OWNER, NAME, "doomed", "")
     sandbox.delete_issue(OWNER, NAME, 1)
     repo = gh.get_repo(REPO)
@@ -290,7 +289,7 @@ def test_token_is_never_logged_stored_or_echoed(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     state = tmp_path / "state.json"
-    with GitHubSandbox(state_file=state) as persisted:
+    with TestSandbox(state_file=state) as persisted:
         persisted.create_repo(OWNER, NAME)
         persisted.inject_fault("POST", "/issues$", 502)
         responses = [
@@ -373,7 +372,7 @@ def test_artbot_sandbox_serves_in_the_foreground(tmp_path: Path) -> None:
 # --- the JSON against GitHub's published schema -------------------------------------------------
 
 
-def test_payloads_match_githubs_published_schema(sandbox: GitHubSandbox) -> None:
+def test_payloads_match_githubs_published_schema(sandbox: TestSandbox) -> None:
     m = schema_models()
     sandbox.create_repo(OWNER, NAME, description="RL for LLMs")
     number = sandbox.seed_issue(OWNER, NAME, "t", "b", labels=["numerics audit"])

@@ -21,6 +21,7 @@ from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox, SentResponse
 from tests.helpers.github_schema import endpoint, problems, shape
 from tests.helpers.sandbox_client import API, NAME, OWNER, REPO, raw
+from tests.helpers.testsandbox import TestSandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 PERMISSION = "/repos/{owner}/{repo}/collaborators/{username}/permission"
@@ -76,7 +77,8 @@ def test_a_wrong_type_an_unknown_key_and_an_unpublished_endpoint_are_found(
 
 @pytest.mark.parametrize("sub_issues", [True, False])
 def test_every_endpoint_the_sandbox_serves_is_published(sub_issues: bool) -> None:
-    with GitHubSandbox(sub_issues=sub_issues) as box:
+    """artbot's sandbox and the tests' endpoints over it (tests/helpers/testsandbox.py)."""
+    with TestSandbox(sub_issues=sub_issues) as box:
         routes = box._routes
     assert len(routes) >= 20
     missing = [f"{r.method} {r.template}" for r in routes if endpoint(r.method, r.template) is None]
@@ -87,7 +89,7 @@ def test_every_endpoint_the_sandbox_serves_is_published(sub_issues: bool) -> Non
     assert shape(found.path) == "/repos/{}/{}/issues/{}/labels"
 
 
-def test_permission_and_issue_labels_answer_as_the_schema_requires(sandbox: GitHubSandbox) -> None:
+def test_permission_and_issue_labels_answer_as_the_schema_requires(sandbox: TestSandbox) -> None:
     sandbox.create_repo(OWNER, NAME)
     sandbox.set_permission(OWNER, NAME, "triager", "triage")
     answer = raw(sandbox, "GET", f"{API}/collaborators/triager/permission").json()

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from artbot.sandbox import GitHubSandbox
 from artbot.sandbox.subissues import MAX_SUB_ISSUES
 from tests.helpers.sandbox_client import API, NAME, OWNER, REPO, client, raw, unknown_keys
+from tests.helpers.testsandbox import TestSandbox
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ def issue(gh: Github, number: int) -> Issue:
 
 
 def test_add_list_reorder_and_remove_as_github_documents_them(
-    sandbox: GitHubSandbox, gh: Github
+    sandbox: TestSandbox, gh: Github
 ) -> None:
     parent, a, b, c = (issue(gh, n) for n in (1, 2, 3, 4))
     reply = parent.add_sub_issue(a.id)  # by id, not number; the reply is the parent
@@ -173,7 +174,7 @@ def test_an_enterprise_server_without_sub_issues() -> None:
 # --- the JSON against GitHub's published schema -------------------------------------------------
 
 
-def test_sub_issue_payloads_match_githubs_published_schema(sandbox: GitHubSandbox) -> None:
+def test_sub_issue_payloads_match_githubs_published_schema(sandbox: TestSandbox) -> None:
     try:
         from githubkit_schemas.v2022_11_28 import models as m
     except ImportError as exc:  # e.g. hishel 2.0 breaks githubkit 0.16's import

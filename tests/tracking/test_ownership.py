@@ -30,6 +30,7 @@ from tests.helpers.artrepo import (
     item_line,
     writes,
 )
+from tests.helpers.testsandbox import TestSandbox
 
 AUDIT = load_catalog(REPO).audit
 LABELS = tuple(AUDIT.labels)
@@ -219,9 +220,7 @@ def test_a_missing_tracking_issue_stops_open_before_anything_is_filed(
     _nothing_filed(art)
 
 
-def test_a_deleted_tracking_issue_stops_sync_before_any_write(
-    art: GitHubSandbox, root: Path
-) -> None:
+def test_a_deleted_tracking_issue_stops_sync_before_any_write(art: TestSandbox, root: Path) -> None:
     art.delete_issue(OWNER, NAME, TRACKING)
     result = artbot(art, root, "sync")
     assert result.exit_code == 2, result.output

@@ -1,5 +1,6 @@
-"""The sandbox's pull requests, read-only: a pull request's diff and its files, what
-``/artbot test #N`` fetches; and the comment events a workflow on ``issue_comment`` receives.
+"""Pull requests for the tests' sandbox (tests/helpers/testsandbox.py), read-only: a pull
+request's diff and its files, what ``/artbot test #N`` fetches; and the comment events a
+workflow on ``issue_comment`` receives.
 
 As GitHub documents them (REST "pulls" page): ``GET /repos/{owner}/{repo}/pulls/{pull_number}``
 with ``Accept: application/vnd.github.diff`` answers the unified diff as text (``git diff``'s
@@ -7,8 +8,8 @@ output); ``GET .../pulls/{pull_number}/files`` lists the files it changes (a ``D
 each: status, additions, deletions, ``patch``). The pull request's JSON form is not served
 (artbot never asks for it): without the diff media type the answer is a 406. Pull requests
 are issues too (one numbering); their diffs are kept in memory only, seeded by
-:meth:`_PullRoutes.seed_pull`. :meth:`_PullRoutes.comment_event` is the ``issue_comment``
-event GitHub would deliver for a comment, and :meth:`_PullRoutes.edit_comment` edits one as its
+:meth:`PullRequests.seed_pull`. :meth:`PullRequests.comment_event` is the ``issue_comment``
+event GitHub would deliver for a comment, and :meth:`PullRequests.edit_comment` edits one as its
 author would (a new ``updated_at``).
 """
 
@@ -20,8 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .routes import _Call, _Reply, _Route, _route, _Routes
-from .state import DOCS, _error
+from artbot.sandbox import GitHubSandbox
+from artbot.sandbox.routes import _Call, _Reply, _Route, _route
+from artbot.sandbox.state import DOCS, _error
 
 DIFF_MEDIA_TYPE = "application/vnd.github.diff"
 _FILE_RE = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.M)
@@ -53,10 +55,15 @@ def diff_files(diff: str) -> list[tuple[str, str, str]]:
     return out
 
 
-class _PullRoutes(_Routes):
-    """``GET .../pulls/{pull_number}`` (the diff media type) and ``.../files``; seeding."""
+class PullRequests(GitHubSandbox):
+    """The sandbox with ``GET .../pulls/{pull_number}`` (the diff media type) and
+    ``.../files``; their seeding, and a comment's event and edit."""
 
     _pull_diffs: dict[tuple[str, int], str]
+
+    def _init_state(self, *args: Any, **kwargs: Any) -> None:
+        super()._init_state(*args, **kwargs)
+        self._pull_diffs = {}  # reset() forgets them with the rest of the state
 
     def _build_routes(self) -> list[_Route]:
         routes = super()._build_routes()
@@ -72,7 +79,7 @@ class _PullRoutes(_Routes):
         self, owner: str, name: str, title: str, diff: str, user: str = "contributor"
     ) -> int:
         """A pull request by ``user`` whose change is ``diff`` (``git diff``'s text)."""
-        number = self.seed_issue(owner, name, title, None, pull_request=True, user=user)  # type: ignore[attr-defined]
+        number = self.seed_issue(owner, name, title, None, pull_request=True, user=user)
         with self._lock:
             self._pull_diffs[(f"{owner}/{name}".casefold(), number)] = diff
         return number
@@ -102,6 +109,11 @@ class _PullRoutes(_Routes):
                 "repository": self._repo_json(repo, authenticated=False),
                 "sender": self._user_json(comment.user),
             }
+
+    def _encode(self, payload: Any) -> tuple[bytes, str]:
+        if isinstance(payload, RawText):
+            return payload.text.encode("utf-8"), payload.content_type
+        return super()._encode(payload)
 
     def _diff_of(self, call: _Call) -> str:
         repo = self._repo(call)

@@ -1,4 +1,5 @@
-"""The sandbox's read-only commit endpoints: what ``artbot verify changes`` asks about ART.
+"""Commits for the tests' sandbox (tests/helpers/testsandbox.py): the read-only endpoints
+``artbot verify changes`` asks about ART.
 
 As GitHub documents them (REST "commits" and "pulls" pages): compare two refs
 (``GET .../compare/{base}...{head}``: the commits after ``base`` up to ``head``, oldest first,
@@ -7,7 +8,7 @@ get one commit (with each file's ``patch``), and the pull requests that brought 
 (``GET .../commits/{sha}/pulls``). An unknown ref is a 404, as GitHub answers it.
 
 History is linear, per repository, and in memory only (it is not written to the state file):
-tests seed it with :meth:`_CommitRoutes.seed_commit` and :meth:`_CommitRoutes.seed_tag`.
+tests seed it with :meth:`CommitHistory.seed_commit` and :meth:`CommitHistory.seed_tag`.
 A ref is a tag, ``main`` (the newest commit), or a commit's sha or a prefix of at least 7.
 """
 
@@ -20,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from .routes import _Call, _Reply, _Route, _route
-from .state import DOCS, _error, _node_id
-from .subissues import _SubIssueRoutes
+from artbot.sandbox import GitHubSandbox
+from artbot.sandbox.routes import _Call, _Reply, _Route, _route
+from artbot.sandbox.state import DOCS, _error, _node_id
 
 
 @dataclass
@@ -41,8 +42,15 @@ class _History:
     tags: dict[str, str] = field(default_factory=dict)  # tag -> sha
 
 
-class _CommitRoutes(_SubIssueRoutes):
-    """compare, list commits, get a commit, a commit's pull requests; and their seeding."""
+class CommitHistory(GitHubSandbox):
+    """The sandbox with compare, list commits, get a commit and a commit's pull requests; and
+    their seeding."""
+
+    _commit_histories: dict[str, _History]  # by repository, casefolded
+
+    def _init_state(self, *args: Any, **kwargs: Any) -> None:
+        super()._init_state(*args, **kwargs)
+        self._commit_histories = {}  # reset() forgets them with the rest of the state
 
     def _build_routes(self) -> list[_Route]:
         routes = super()._build_routes()
@@ -121,19 +129,13 @@ class _CommitRoutes(_SubIssueRoutes):
 
     # lookups
 
-    def _histories(self) -> dict[str, _History]:
-        found = self.__dict__.get("_commit_histories")
-        if found is None:
-            found = self.__dict__["_commit_histories"] = {}
-        return found  # type: ignore[no-any-return]
-
     def _history_of(self, call: _Call) -> _History:
         repo = self._repo(call)  # 404 for an unknown repository
-        return self._histories().get(f"{repo.owner}/{repo.name}".casefold(), _History())
+        return self._commit_histories.get(f"{repo.owner}/{repo.name}".casefold(), _History())
 
     def _seeded_history(self, owner: str, name: str) -> _History:
         repo = self._repo_or_raise(owner, name)
-        return self._histories().setdefault(f"{repo.owner}/{repo.name}".casefold(), _History())
+        return self._commit_histories.setdefault(f"{repo.owner}/{repo.name}".casefold(), _History())
 
     def _index(self, history: _History, ref: str, call: _Call) -> int:
         if ref == "main" and history.commits:
@@ -239,7 +241,7 @@ class _CommitRoutes(_SubIssueRoutes):
             "author_association": "MEMBER", "auto_merge": None, "draft": False,
         }  # fmt: skip
 
-    # helpers for tests, acting on state directly (unlogged)
+    # seeding, acting on state directly (unlogged)
 
     def seed_commit(
         self,
