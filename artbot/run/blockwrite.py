@@ -17,8 +17,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..tracking.block import TrackingBlock, apply, compose
-from ..tracking.checklist import read_block
+from ..tracking.block import TrackingBlock, compose
+from ..tracking.checklist import apply_block, read_block
 from ..tracking.record import Memory, read_record
 from ..tracking.requests import Request
 from ..tracking.subissues import REF, SubIssueDone, SubIssueStart, settle
@@ -79,7 +79,7 @@ def merge(
         text = compose(checklist, Memory(memory.logins, record, memory.note), items)
     if fresh is not None:  # edited meanwhile: keep a person's ticks
         text = _retick(text, fresh, write.cleared)
-    return text, apply(body, text)
+    return text, apply_block(body, text)
 
 
 def _tail(text: str) -> int:

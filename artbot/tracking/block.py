@@ -12,8 +12,8 @@ person sees and ticks, and one hidden record of what it remembers:
 
 :meth:`TrackingBlock.parse` reads all of them from a body in one pass, and a run reads the
 body once, in its observe step; every decision after that reads this value. The text goes
-back through :func:`apply`, which replaces the block and keeps every byte outside it (the
-rules are :mod:`artbot.tracking.checklist`'s). Pure: no I/O.
+back through :func:`artbot.tracking.checklist.apply_block`, which replaces the block and keeps
+every byte outside it (the rules are that module's). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .checklist import apply_block, read_block
+from .checklist import read_block
 from .record import Memory, read_record
 from .requests import Note, Request, declined, ticked
 from .subissues import SubIssueRecord
@@ -89,8 +89,3 @@ def compose(checklist: str, memory: Memory, items: Mapping[int, int] | None = No
     if not tail:
         return checklist
     return checklist.rstrip("\n") + "\n" + tail
-
-
-def apply(body: str | None, text: str) -> str:
-    """``body`` with the block set to ``text``; every byte outside the block kept."""
-    return apply_block(body, text)

@@ -16,9 +16,8 @@ read by :func:`read_record` and written by :meth:`Memory.line`:
 
 Every string of a body is hostile: the record is validated by pydantic (``extra="forbid"``,
 logins and parent references in GitHub's syntax, positive issue numbers, a known version); a
-record that does not validate is no record (the next write replaces it). A block written
-before this record (four hand-formatted kinds of hidden state) is read once by
-:func:`_legacy`, and the next write migrates it. Pure: no I/O.
+record that does not validate is no record (the next write replaces it), as is a block without
+one. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -30,13 +29,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from .requests import REASONS, Note, Request, legacy_note
-from .subissues import SubIssueRecord, legacy_sub_issue_record
+from .requests import REASONS, Note, Request
+from .subissues import SubIssueRecord
 
 MAX_LOGINS = 5
 LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?"
 _RECORD_RE = re.compile(r"<!-- artbot:record (\{.*\}) -->")
-_LEGACY_IDENTITY_RE = re.compile(rf"<!-- artbot:identity login=({LOGIN}(?:,{LOGIN})*) -->")
 
 Login = Annotated[str, StringConstraints(pattern=rf"^{LOGIN}$")]
 # An issue number (up to 2**41: a plan names an issue it files by a reference above 2**40).
@@ -105,7 +103,7 @@ def read_record(block: str | None) -> Memory:
     """The one parser of artbot's memory in a block (its content, as read from the body)."""
     found = _RECORD_RE.findall(block or "")
     if not found:
-        return _legacy(block)
+        return Memory()
     try:
         record = _Record.model_validate_json(found[-1])
     except ValidationError:
@@ -120,15 +118,4 @@ def read_record(block: str | None) -> Memory:
         note=Note(note.sender, tuple(sorted(Request.from_key(k) for k in note.requests)), note.why)
         if note
         else None,
-    )
-
-
-def _legacy(block: str | None) -> Memory:
-    """A block written before the record: its identity line, its sub-issue line and the note
-    under its Requests list, each in the format artbot wrote it then."""
-    logins = _LEGACY_IDENTITY_RE.findall(block or "")
-    return Memory(
-        logins=tuple(logins[-1].split(","))[:MAX_LOGINS] if logins else (),
-        sub_issues=legacy_sub_issue_record(block),
-        note=legacy_note(block),
     )

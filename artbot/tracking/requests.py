@@ -173,13 +173,6 @@ def ticked(block: str | None) -> frozenset[Request]:
     return frozenset(found)
 
 
-_NOTE_RE = re.compile(r"_Requests: a tick (?:by @(\S+) )?on (.+?) was (?:reverted|cleared): .*_")
-_TEXT_RE = re.compile(
-    r"File the issue for item ([1-9][0-9]{0,5})|Re-check against the newest release"
-    r"|Decline artbot's follow-up ([1-9][0-9]{0,5}) \(never file it\)"
-)
-
-
 @dataclass(frozen=True)
 class Note:
     """Why ticks were cleared instead of carried out: whose (None: no writer's edit made
@@ -193,35 +186,6 @@ class Note:
     @property
     def text(self) -> str:
         return revert_note(self.sender, self.requests, self.why)
-
-
-def legacy_note(block: str | None) -> Note | None:
-    """The note as a block written before the record carried it (a visible line, only as
-    artbot wrote it: a line of another shape is not kept). Read once, to migrate."""
-    for line in (block or "").replace("\r\n", "\n").split("\n"):
-        m = _NOTE_RE.fullmatch(line)
-        if m is None:
-            continue
-        login = valid_login(m[1]) if m[1] is not None else None
-        if m[1] is not None and login is None:
-            continue
-        requests = []
-        for name in re.findall(r'"([^"]*)"', m[2]):
-            text = _TEXT_RE.fullmatch(name)
-            if text is None:
-                break
-            if text[1]:
-                requests.append(Request("file", int(text[1])))
-            elif text[2]:
-                requests.append(Request("decline", int(text[2])))
-            else:
-                requests.append(Request("recheck"))
-        else:
-            for why in REASONS:
-                note = Note(login, tuple(sorted(requests)), why)
-                if requests and line == note.text:
-                    return note
-    return None
 
 
 def revert_note(login: str | None, requests: Sequence[Request], why: Reason = "no-write") -> str:

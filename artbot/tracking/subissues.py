@@ -29,7 +29,6 @@ Rules, so a reviewer can predict every write:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -43,10 +42,6 @@ REF = 2**40
 
 def _name(number: int) -> str:
     return f"#{number}" if number < REF else f"item {number - REF}'s new issue"
-
-
-_RECORD_RE = re.compile(r"<!-- artbot:sub-issues ((?:[a-z]+=\S* ?)*)-->")
-_PARENT_RE = re.compile(r"(?:[\w.-]+/[\w.-]+)?#\d+")
 
 
 @dataclass(frozen=True)
@@ -80,37 +75,6 @@ class SubIssueRecord:
         """After ``open`` added ``numbers``: GitHub appends each to the end of the list."""
         added = (*self.added, *(n for n in numbers if n not in self.added))
         return replace(self, added=added, removed=tuple(n for n in self.removed if n not in added))
-
-
-def legacy_sub_issue_record(block: str | None) -> SubIssueRecord | None:
-    """The record as a block written before :mod:`artbot.tracking.record` kept it (its own
-    hidden line), or None (absent or not artbot's format). Read once, to migrate."""
-    found = _RECORD_RE.findall(block or "")
-    if not found:
-        return None
-    fields = dict(part.partition("=")[::2] for part in found[-1].split())
-    try:
-        elsewhere = []
-        for pair in filter(None, fields.get("elsewhere", "").split(",")):
-            number, _, parent = pair.partition(":")
-            if not _PARENT_RE.fullmatch(parent):
-                return None
-            elsewhere.append((int(number), parent))
-        return SubIssueRecord(
-            _parse_numbers(fields.get("added", "")),
-            _parse_numbers(fields.get("removed", "")),
-            tuple(elsewhere),
-            int(fields.get("others", "0")),
-        )
-    except ValueError:
-        return None
-
-
-def _parse_numbers(text: str) -> tuple[int, ...]:
-    numbers = tuple(int(n) for n in filter(None, text.split(",")))
-    if any(n < 1 for n in numbers):
-        raise ValueError("issue numbers are positive")
-    return numbers
 
 
 def parent_ref(parent_repo: str, parent_number: int, repo: str) -> str:

@@ -273,7 +273,7 @@ def test_the_block_write_looks_up_the_filed_issue_and_keeps_a_persons_ticks_made
     looked up; applied to the body read right before the write; when the block was edited
     since observe read it, a person's ticks stay, but for those the write clears."""
     from artbot.run.blockwrite import BlockWrite, merge, ref
-    from artbot.tracking.block import apply
+    from artbot.tracking.checklist import apply_block
     from artbot.tracking.requests import Request
 
     observed = (
@@ -290,14 +290,14 @@ def test_the_block_write_looks_up_the_filed_issue_and_keeps_a_persons_ticks_made
         "<!-- artbot:declined 101 -->\n"
     )
     write = BlockWrite(planned, observed, (7,), frozenset({Request("file", 7)}))
-    body = apply("Human text.\n", observed)
+    body = apply_block("Human text.\n", observed)
     text, new = merge(write, body, {7: 1112})
-    assert text == planned.replace(str(ref(7)), "1112") and new == apply(body, text)
+    assert text == planned.replace(str(ref(7)), "1112") and new == apply_block(body, text)
     # Meanwhile a person ticked the re-check, unticked the decline and wrote below the block.
     edited = observed.replace("- [ ] Re-check", "- [x] Re-check").replace(
         "- [x] Declined", "- [ ] Declined"
     )
-    body = apply("Human text.\n", edited) + "A note.\n"
+    body = apply_block("Human text.\n", edited) + "A note.\n"
     text, new = merge(write, body, {7: 1112})
     assert "- [x] Re-check against the newest release" in text  # their tick, pending
     assert "- [ ] Declined: artbot's follow-up 101" in text  # the answer taken back

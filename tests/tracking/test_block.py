@@ -1,17 +1,17 @@
 """The tracking issue's block as one value (artbot/tracking/block.py): parsed once, rendered
 once, with the human text outside it kept byte for byte. Properties over what hypothesis draws:
 human text around the block, ticks, and the one hidden record (artbot/tracking/record.py: the
-logins, the sub-issue record, the note), which also reads the four formats before it once."""
+logins, the sub-issue record, the note)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from artbot.tracking.block import TrackingBlock, apply, compose
-from artbot.tracking.checklist import END_MARKER, START_MARKER
+from artbot.tracking.block import TrackingBlock, compose
+from artbot.tracking.checklist import END_MARKER, START_MARKER, apply_block
 from artbot.tracking.record import MAX_LOGINS, Memory, read_record
-from artbot.tracking.requests import REASONS, Note, Request, revert_note
+from artbot.tracking.requests import REASONS, Note, Request
 from artbot.tracking.subissues import SubIssueRecord
 
 numbers = st.lists(st.integers(1, 99_999), max_size=4, unique=True).map(tuple)
@@ -88,7 +88,7 @@ def test_parse_reads_back_what_was_written_and_keeps_the_human_text(
 ) -> None:
     body = f"{before}\n\n{after}"
     text = block_text(ticks, offered, record, who, note)
-    written = apply(body, text)
+    written = apply_block(body, text)
     block = TrackingBlock.parse(written)
     assert block.text == text
     assert block.ticked == frozenset(ticks)
@@ -98,8 +98,8 @@ def test_parse_reads_back_what_was_written_and_keeps_the_human_text(
     assert text.count("<!-- artbot:record") == (1 if (who or record or note) else 0)
     start, end = written.index(START_MARKER), written.index(END_MARKER) + len(END_MARKER)
     assert (written[:start] + written[end:]).replace("\n", "") == body.replace("\n", "")
-    assert apply(written, text) == written  # rendered once: writing it again changes nothing
-    again = apply(written, block_text(set(), offered, record, who))
+    assert apply_block(written, text) == written  # rendered once: writing it again changes nothing
+    again = apply_block(written, block_text(set(), offered, record, who))
     assert again[:start] == written[:start]  # a new block never touches the text before it
     assert again[again.index(END_MARKER) :] == written[end - len(END_MARKER) :]
 
@@ -108,52 +108,19 @@ def test_parse_reads_back_what_was_written_and_keeps_the_human_text(
 def test_the_identity_is_the_blocks_then_the_new_first_seen_first(
     who: tuple[str, ...], more: tuple[str, ...]
 ) -> None:
-    block = TrackingBlock.parse(apply("", compose("- [ ] 1. x\n", Memory(who))))
+    block = TrackingBlock.parse(apply_block("", compose("- [ ] 1. x\n", Memory(who))))
     assert block.with_logins(more) == tuple(dict.fromkeys((*who, *more)))
 
 
 def test_a_body_without_a_block_parses_empty() -> None:
     assert TrackingBlock.parse("Dedicated issues\n- #1108\n") == TrackingBlock()
     assert not TrackingBlock.parse(None).present
-    assert TrackingBlock.parse(apply("", "- [ ] 1. x\n")) == TrackingBlock(text="- [ ] 1. x\n")
+    lines = "- [ ] 1. x\n"
+    assert TrackingBlock.parse(apply_block("", lines)) == TrackingBlock(text=lines)
 
 
-# A block as artbot wrote it before the one record: a visible note line, the sub-issue line,
-# then the identity line (each in its own format).
-LEGACY = (
-    "- [x] 1. An item — #1108\n"
-    "- [ ] Decline artbot's follow-up 601 (never file it) <!-- artbot:request decline=601 -->\n"
-    "- [x] Declined: artbot's follow-up 602 is never filed (untick to take the answer back) "
-    "<!-- artbot:declined 602 -->\n"
-    "\n"
-    + revert_note("mallory", [Request("file", 5)])
-    + "\n\n<!-- artbot:sub-issues added=1108,1112 removed=1109 elsewhere=1110:o/r#3 others=2 -->\n"
-    "<!-- artbot:identity login=old-app[bot],maintainer -->\n"
-)
-
-
-def test_a_block_written_before_the_record_is_read_once_and_migrated() -> None:
-    old = TrackingBlock.parse(apply("Text.\n", LEGACY))
-    subs = SubIssueRecord((1108, 1112), (1109,), ((1110, "o/r#3"),), 2)
-    note = Note("mallory", (Request("file", 5),), "no-write")
-    assert (old.logins, old.record, old.note) == (("old-app[bot]", "maintainer"), subs, note)
-    assert old.declined == frozenset({602})
-    # The next write keeps the checklist and tick boxes and puts the rest in the one record.
-    kept = [ln for ln in LEGACY.splitlines(keepends=True) if "artbot:sub-issues" not in ln]
-    kept = [ln for ln in kept if "artbot:identity" not in ln]
-    new = compose("".join(kept), Memory(old.logins, old.record, old.note))
-    assert "artbot:sub-issues" not in new and "artbot:identity" not in new
-    again = TrackingBlock.parse(apply("Text.\n", new))
-    assert (again.logins, again.record, again.note, again.declined) == (
-        old.logins,
-        subs,
-        note,
-        old.declined,
-    )
-    assert read_record(new) == Memory(old.logins, subs, note)
-
-
-def test_a_record_that_does_not_validate_is_no_record() -> None:
+def test_a_block_without_a_record_or_with_one_that_does_not_validate_remembers_nothing() -> None:
+    assert read_record(None) == read_record("- [ ] 1. x\n") == Memory()
     for bad in (
         '{"v":2,"logins":["a"]}',  # a version this artbot does not know
         '{"v":1,"logins":["not a login!"]}',

@@ -19,7 +19,6 @@ from artbot.tracking.requests import (
     EditEvent,
     Note,
     Request,
-    legacy_note,
     offered,
     panel,
     revert_note,
@@ -199,16 +198,3 @@ def test_an_event_is_read_for_its_issue_and_sender() -> None:
     assert EditEvent.from_payload(
         {"issue": {"number": 7}, "sender": {"login": "github-actions[bot]"}, "changes": {}}
     ) == EditEvent(7, "github-actions[bot]")
-
-
-def test_only_a_note_as_artbot_wrote_it_before_the_record_is_migrated() -> None:
-    note = revert_note("mallory", [Request("file", 5), Request("recheck")])
-    assert legacy_note(f"x\n{note}\n") == Note("mallory", (Request("file", 5), Request("recheck")))
-    forged = [
-        note.replace("@mallory", "@mal lory"),
-        note[:-1] + " <!-- artbot:checklist:end -->_",
-        note.replace('"File the issue for item 5"', '"Delete the repository"'),
-        "_Requests: a tick by @x on anything_",
-    ]
-    for line in forged:
-        assert legacy_note(line) is None, line

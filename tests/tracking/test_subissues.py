@@ -104,11 +104,6 @@ def test_a_block_without_a_record_or_with_a_mangled_one_has_none() -> None:
     assert read_record(mangled).sub_issues is None
     wrong = '<!-- artbot:record {"v":1,"sub_issues":{"elsewhere":[[5,"nowhere"]]}} -->'
     assert read_record(wrong).sub_issues is None
-    # the line a block held before the record (read once, to migrate)
-    old = "<!-- artbot:sub-issues added=1,x removed= elsewhere= others=0 -->"
-    assert read_record(old).sub_issues is None
-    assert read_record(old.replace("1,x", "1,2")).sub_issues == SubIssueRecord(added=(1, 2))
-    assert read_record(old.replace("elsewhere=", "elsewhere=5:nowhere")).sub_issues is None
 
 
 def test_open_appends_what_it_added_and_forgets_a_removal_undone() -> None:
