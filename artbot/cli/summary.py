@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..records.catalog import Catalog
-from ..render.issue import environment
+from ..render.issue import render_template
 from ..run.actions import ChecklistUpToDate, EditBody, LinkPreset, StatusChange, UpdateChecklist
 from ..tracking.subissues import AddSubIssue, SubIssueRemovedByHand
 
@@ -104,8 +104,9 @@ def step_summary(catalog: Catalog, outcome: Any, *, dry_run: bool) -> str:
     status = "checklist updated" if written else "checklist up to date"
     if dry_run and updates:
         status = "checklist would be updated"
-    template = environment(catalog.root / "templates").get_template("summary.md.j2")
-    return template.render(
+    return render_template(
+        catalog.root / "templates",
+        "summary.md.j2",
         rows=summary_rows(catalog, outcome, dry_run=dry_run),
         checklist=tracking,
         checklist_status=status,

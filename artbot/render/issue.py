@@ -136,6 +136,17 @@ def environment(templates_dir: Path) -> jinja2.Environment:
     return _compiled(_texts(str(Path(templates_dir).absolute())))
 
 
+def render_template(env: jinja2.Environment | Path, name: str, **context: Any) -> str:
+    """Template ``name`` of ``env`` (or of that templates folder) rendered; a template error is
+    bad input, said in one line."""
+    if not isinstance(env, jinja2.Environment):
+        env = environment(env)
+    try:
+        return env.get_template(name).render(context)
+    except jinja2.TemplateError as exc:
+        raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
+
+
 def issue_labels(audit: Audit, finding: Finding) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*audit.labels, *finding.labels]))
 
@@ -219,14 +230,11 @@ class Renderer:
             "body_start": BODY_START,
             "body_end": BODY_END,
         }
-        try:
-            title = self.env.get_template("issue_title.md.j2").render(context).strip()
-            body = self.env.get_template("issue_body.md.j2").render(context)
-            if len(body.encode()) > WHOLE_MAX and repro["minimal"] and not repro["in_view"]:
-                repro["minimal"], repro["minimal_named"] = None, True
-                body = self.env.get_template("issue_body.md.j2").render(context)
-        except jinja2.TemplateError as exc:
-            raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
+        title = render_template(self.env, "issue_title.md.j2", **context).strip()
+        body = render_template(self.env, "issue_body.md.j2", **context)
+        if len(body.encode()) > WHOLE_MAX and repro["minimal"] and not repro["in_view"]:
+            repro["minimal"], repro["minimal_named"] = None, True
+            body = render_template(self.env, "issue_body.md.j2", **context)
         where = catalog.files.get(finding.item, finding.repro)
         if len(body) > GITHUB_BODY_LIMIT:
             raise BadInput(
@@ -403,24 +411,18 @@ def render_checklist(
     :func:`artbot.tracking.block.compose` adds the rest."""
     from ..tracking.requests import panel as requests_panel
 
-    env = environment(templates_dir)
-    try:
-        return env.get_template("checklist.md.j2").render(
-            entries=entries,
-            audit_commit=audit.commit,
-            panel=panel if panel is not None else requests_panel(entries, (), None),
-            dating=dating,
-        )
-    except jinja2.TemplateError as exc:
-        raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
+    return render_template(
+        templates_dir,
+        "checklist.md.j2",
+        entries=entries,
+        audit_commit=audit.commit,
+        panel=panel if panel is not None else requests_panel(entries, (), None),
+        dating=dating,
+    )
 
 
 def render_status_comment(view: Any, issue_state: str, audit: Audit, templates_dir: Path) -> str:
     """The comment artbot posts once when an item's recorded status changes."""
-    env = environment(templates_dir)
-    try:
-        return env.get_template("status_comment.md.j2").render(
-            status=view, issue_state=issue_state, audit=audit
-        )
-    except jinja2.TemplateError as exc:
-        raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
+    return render_template(
+        templates_dir, "status_comment.md.j2", status=view, issue_state=issue_state, audit=audit
+    )

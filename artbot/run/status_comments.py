@@ -16,13 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
-from ..errors import BadInput
 from ..records.catalog import Catalog
 from ..records.marker import owned_region
 from ..records.models import ObservedIssue
-from ..render.issue import environment, render_status_comment
+from ..render.issue import render_status_comment, render_template
 from ..render.status_view import StatusView, stated_in_comments, stated_status
 from ..status import ItemStatus, load_status
 from .actions import Comment, StatusChange
@@ -50,11 +47,9 @@ def render_close_comment(
     view: StatusView, lines: Sequence[str], audit: Any, templates_dir: Path
 ) -> str:
     """The one comment posted when ``close_when_fixed`` closes an issue."""
-    try:
-        template = environment(templates_dir).get_template("close_comment.md.j2")
-        return template.render(status=view, fix_lines=list(lines), audit=audit)
-    except jinja2.TemplateError as exc:
-        raise BadInput(f"templates: {type(exc).__name__}: {exc}") from exc
+    return render_template(
+        templates_dir, "close_comment.md.j2", status=view, fix_lines=list(lines), audit=audit
+    )
 
 
 def status_texts(

@@ -13,7 +13,7 @@ from artbot.cli import cli
 from artbot.errors import BadInput
 from artbot.records.catalog import load_catalog
 from artbot.records.marker import IssueMarker, owned_region
-from artbot.render.issue import GITHUB_BODY_LIMIT, permalink, render_issue
+from artbot.render.issue import GITHUB_BODY_LIMIT, permalink, render_issue, render_template
 from tests.helpers.golden import (
     GOLDEN_DIR,
     GOLDEN_ITEMS,
@@ -148,6 +148,15 @@ def test_strict_undefined(tmp_path: Path) -> None:
     catalog = load_catalog(REPO)
     with pytest.raises(BadInput, match="UndefinedError"):
         render_issue(catalog, catalog.get(7), templates_dir=tmp_path)
+
+
+@pytest.mark.parametrize("name", ["summary.md.j2", "close_comment.md.j2", "checklist.md.j2"])
+def test_every_template_error_is_bad_input_in_one_line(name: str, tmp_path: Path) -> None:
+    """Every template is rendered through render_template (the Action's summary, the closing
+    comment and the checklist as the issue body): a broken one is one line, no traceback."""
+    (tmp_path / name).write_text("{{ nope.nope }}")
+    with pytest.raises(BadInput, match=r"^templates: UndefinedError: 'nope' is undefined$"):
+        render_template(tmp_path, name)
 
 
 def test_render_cli(tmp_path: Path) -> None:
