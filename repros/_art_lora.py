@@ -19,6 +19,7 @@ the add) is ART's code as released.
 
 from __future__ import annotations
 
+import ast
 import contextvars
 import functools
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import _art_partial
+import _source
 import torch
 
 RELPATH = "megatron/lora.py"
@@ -112,10 +114,6 @@ def build(
 def trainer_reads_main_grad(art: Any) -> bool:
     """Does the trainer's step read ``main_grad`` (TrainerRank's ``_reduce_dynamic_grads``, read
     with ``ast``)? 0.5.20-0.5.23 read ``param.grad``."""
-    import ast
-
-    import _source
-
     source = art.source("trainer_rank/_impl.py") or ""
     line = next(
         (

@@ -15,7 +15,9 @@ exactly when its digest of the two configs differs.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import random
 from types import SimpleNamespace
 from typing import Any
 
@@ -133,8 +135,6 @@ class ArtOptimizer:
 
     def defaults(self) -> dict[str, Any]:
         """Each field's default (1e-8 for one without, LR for the learning rate)."""
-        import dataclasses
-
         out: dict[str, Any] = {}
         if dataclasses.is_dataclass(self.AdamParams):
             for f in dataclasses.fields(self.AdamParams):
@@ -154,8 +154,6 @@ class ArtOptimizer:
         ``OTHER_SETTINGS`` draws (a fixed seed) giving every other float field (the learning
         rate too) a value other than its default, in (0.5, 0.95) x the default (a default of 0
         gets 0.001-0.05): a value a beta, a decay, a clip norm and a learning rate all accept."""
-        import random
-
         rng = random.Random(6)
         defaults = self.defaults()
         out: list[dict[str, Any]] = [{}]
@@ -170,8 +168,6 @@ class ArtOptimizer:
 
     def fields(self) -> dict[str, bool]:
         """AdamParams' fields (a dataclass's, or a pydantic model's): name -> has a default."""
-        import dataclasses
-
         if dataclasses.is_dataclass(self.AdamParams):
             return {
                 f.name: not (

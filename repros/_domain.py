@@ -21,7 +21,7 @@ The API (generic; nothing here knows an item):
   ``seconds``, ``domain()`` (the dict for ``_evidence.claim``), ``summary()`` ("fixed over N
   inputs: covers" or "reproduced: counterexample ...").
 - Shrinking helpers for ``shrink`` functions: :func:`replace` (the case with one key changed),
-  :func:`toward_int`, :func:`toward_float`, :func:`shorter`.
+  :func:`toward_int`, :func:`shorter`.
 
 Every declared input runs, however slow the machine: the number of inputs is fixed by
 ``max_inputs`` and the seed, so no clock decides a verdict. Only the shrinking of a
@@ -199,11 +199,6 @@ def toward_int(value: int, target: int) -> list[int]:
         return []
     step = 1 if value > target else -1
     return list(dict.fromkeys([target, (value + target) // 2, value - step]))
-
-
-def toward_float(value: float, simple: Iterable[float]) -> list[float]:
-    """The ``simple`` values of smaller magnitude (or of fewer digits) than ``value``."""
-    return [s for s in simple if s != value and abs(s) <= abs(value)]
 
 
 def shorter(values: list[Any], minimum: int) -> list[list[Any]]:

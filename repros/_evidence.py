@@ -3,7 +3,8 @@
 A verdict of ``artbot verify`` says how it was reached (``ran`` ART's function, ``read`` its
 source, ``modelled``) and where: ``at`` (the claim's code in that release) and, for a fixed
 claim, ``fix`` (the lines that fix it). These helpers find those lines in the release itself,
-from the text of a line to look for, so no line number is written down by hand. Each returns
+from the text of a line to look for (or a line a check found in it: :func:`span`,
+:func:`block`), so no line number is written down by hand. Each returns
 plain dicts in the shape of ``artbot.status.SourceLine`` (``path`` in the wheel's layout,
 ``art/loss.py``; ``line``; ``end``; ``look_for``), or None when the text is not there; artbot's
 verify checks every returned line against the release again before recording it.
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import ast
 from typing import Any
+
+import _source
 
 
 def find_line(source: str, text: str, *, after: int = 0) -> int | None:
@@ -86,14 +89,24 @@ def function(art: Any, relpath: str, name: str) -> dict[str, Any] | None:
     for node in tree.body:
         kinds = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
         if isinstance(node, kinds) and node.name == name:
-            first = source.splitlines()[node.lineno - 1].strip()
-            return {
-                "path": f"{art.name}/{relpath}",
-                "line": node.lineno,
-                "end": node.end_lineno,
-                "look_for": first,
-            }
+            return span(art, relpath, node.lineno, node.end_lineno)
     return None
+
+
+def span(
+    art: Any, relpath: str, line: int, end: int | None = None, *, look_for: int | None = None
+) -> dict[str, Any]:
+    """Lines ``line`` to ``end`` of ``art/<relpath>``; the line to look for is line
+    ``look_for`` (default ``line``)."""
+    shown = art.source(relpath).splitlines()[(look_for or line) - 1].strip()
+    return {"path": f"{art.name}/{relpath}", "line": line, "end": end, "look_for": shown}
+
+
+def block(art: Any, relpath: str, line: int) -> dict[str, Any]:
+    """The ``def`` or ``class`` that starts on ``line`` of ``art/<relpath>``, with its body
+    (``_source.block_at``: parsed alone, for a file that Python 3.11 cannot parse whole)."""
+    parsed = _source.block_at(art.source(relpath), line)
+    return span(art, relpath, parsed.line, parsed.end)
 
 
 def claim(

@@ -14,13 +14,6 @@ from typing import Any
 
 import torch
 
-__all__ = [
-    "TokenizedRecord",
-    "fixed_pack",
-    "normalize_pack",
-    "packed_tensors_from_tokenized_results",
-]
-
 
 @dataclass
 class TokenizedRecord:

@@ -157,5 +157,4 @@ def search(claim: str, run_batch: Callable[..., dict[str, Any]], near_equal: lis
         holds=lambda case: holds(claim, run_batch, case),
         shrink=shrink,
         max_inputs=150,
-        budget_s=2.0,
     )

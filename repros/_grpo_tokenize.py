@@ -14,17 +14,6 @@ from itertools import takewhile
 
 from _grpo_pack import TokenizedRecord
 
-__all__ = [
-    "COMPLETION_LENS",
-    "PROMPT_LEN",
-    "AdvantagesImpl",
-    "grpo_advantages",
-    "grpo_advantages_fixed",
-    "tokenize_batch",
-    "zero_variance",
-    "zero_variance_0521",
-]
-
 PROMPT_LEN = 6
 COMPLETION_LENS = (3, 5, 8, 4, 6, 7, 5, 9)  # lengths differ, so the weights differ
 

@@ -20,7 +20,7 @@ The predicates (the records' Expected):
   sentinel token's old logprob replaced by its new one (every old logprob finite and ordinary),
   plus 8 ulps of the loss dtype, with finite gradients; or a clear error as above.
 
-Nothing here imports ART: the caller passes ``loss_fn`` and ``AlignedLossInputs``.
+Nothing here imports ART: the caller passes its loss module (``loss_fn``, ``AlignedLossInputs``).
 """
 
 from __future__ import annotations
@@ -235,29 +235,25 @@ def shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def search(
-    holds: Callable[[dict[str, Any]], Any],
+    loss: Any,
+    predicate: Callable[[Callable[..., Any], Any, dict[str, Any]], Any],
     *,
     covers: str,
     edges: list[dict[str, Any]],
     algos: tuple[str, ...],
     bad: tuple[str, ...],
     negative: bool,
-    max_inputs: int = 300,
-    ordinary: Callable[[], Any] | None = None,
 ) -> _domain.Found:
-    """``ordinary`` runs first, outside the search: a step with every old logprob ordinary that
-    raises means the code is broken, and its error (with ART's file and line) is the result,
-    not a counterexample."""
-    if ordinary is not None:
-        ordinary()
+    """``predicate`` (:func:`finite_step`, :func:`sane_step`) on ART's loss module ``loss``. A
+    step with every old logprob ordinary runs first, outside the search: if it raises, the code
+    is broken, and its error (with ART's file and line) is the result, not a counterexample."""
+    run_step(loss.loss_fn, loss.AlignedLossInputs, edge(21.0), sentinel=False, strict=True)
     return _domain.search(
         covers=covers,
         edges=edges,
         sample=lambda rng: draw(rng, algos=algos, bad=bad, negative=negative),
-        holds=holds,
+        holds=lambda case: predicate(loss.loss_fn, loss.AlignedLossInputs, case),
         shrink=shrink,
-        max_inputs=max_inputs,
-        budget_s=2.0,
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import _art_extract
 import _evidence
 import _source
+import _tinker_property
 import _tinker_train
 
 
@@ -51,7 +52,7 @@ def check(art: Any) -> dict[str, Any]:
         f"contract: resolve_global_grad_accumulation_sequences returns {accumulation} "
         f"({art.name}/tinker/service.py:{line}, run)"
     )
-    train_at = _source_span(art, "tinker/service.py", path_run["where"])
+    train_at = _evidence.block(art, "tinker/service.py", int(path_run["where"].rsplit(":", 1)[1]))
     mask_fix = [
         _evidence.lines(
             art,
@@ -76,7 +77,6 @@ def check(art: Any) -> dict[str, Any]:
             art, "tinker/service.py", "async def resolve_global_grad_accumulation_sequences("
         ),
     ]
-    import _tinker_property
 
     found = {cid: _tinker_property.search(art, cid, shared) for cid in _tinker_property.COVERS}
     masks_found, steps_found = (
@@ -114,14 +114,6 @@ def check(art: Any) -> dict[str, Any]:
         "records the datums and counts optimizer steps",
         "method": "ran",
     }
-
-
-def _source_span(art: Any, relpath: str, where: str) -> dict[str, Any]:
-    """The ``def`` that starts at ``where`` (``art/...:line``), as a source line for the record."""
-    line = int(where.rsplit(":", 1)[1])
-    block = _source.block_at(art.source(relpath), line)
-    head = block.text.splitlines()[0].strip()
-    return {"path": f"{art.name}/{relpath}", "line": block.line, "end": block.end, "look_for": head}
 
 
 def _source_lines(text: str, needle: str) -> list[int]:

@@ -9,6 +9,7 @@ tests/repros/test_art_models.py), the mask constructions (the audited one, the a
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -230,8 +231,6 @@ def optim_step_per_row(service_source: str) -> bool | None:
     """Claim ``one-optimizer-step-per-packed-row``, read from ART's tinker/service.py source by
     AST: True when ``TinkerService.train`` calls ``optim_step_async`` inside a ``for`` loop,
     False when it calls it outside every loop, None when it has no such method or call."""
-    import ast
-
     for cls in ast.walk(ast.parse(service_source)):
         if not isinstance(cls, ast.ClassDef) or cls.name != "TinkerService":
             continue
@@ -242,8 +241,6 @@ def optim_step_per_row(service_source: str) -> bool | None:
 
 
 def _optim_in_loop(node: Any, *, in_loop: bool) -> bool | None:
-    import ast
-
     found: bool | None = None
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):

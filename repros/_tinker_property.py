@@ -109,5 +109,4 @@ def search(art: Any, claim: str, shared: int) -> Any:
         holds=holds,
         shrink=shrink,
         max_inputs=40,
-        budget_s=2.0,
     )

@@ -42,9 +42,11 @@ zero at zero). Seed 0.
 
 from __future__ import annotations
 
+import ast
 import functools
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
+import _evidence  # noqa: E402
+import _te_patch  # noqa: E402
 
 VOCAB = 151_936
 ROWS = 256
@@ -268,8 +272,6 @@ def build_report() -> _common.Report:
 def _te_fusion(provider: str) -> tuple[bool, str, int | None]:
     """Does ``megatron/provider.py`` set ``cross_entropy_fusion_impl = "te"``? (``ast`` of the
     whole file: a comment or a string naming it is not a setting; the last one set wins.)"""
-    import ast
-
     settings = [
         node
         for node in ast.walk(ast.parse(provider))
@@ -297,8 +299,6 @@ def _hook(provider: str) -> int | None:
     (``tce.patch_te_cross_entropy()``, ``art.megatron.te_cross_entropy.patch_...()``); a
     name rebound to something else before the call no longer counts. A call inside a function,
     a branch, a comment or a string is not the hook."""
-    import ast
-
     bound: dict[str, str] = {}  # module-level name -> "patch" | "module" | "package"
 
     def kind(node: ast.expr) -> str | None:
@@ -358,15 +358,6 @@ def _hook(provider: str) -> int | None:
     return None
 
 
-def _patch_forms_target_in_fp32(module: Any) -> tuple[bool, str]:
-    """Run ART's ``patch_te_cross_entropy`` on a stand-in of TE's kernel (``_te_patch``) and
-    read, by the meaning of the kernel it writes, whether the target gradient is now formed in
-    FP32 before the one store."""
-    import _te_patch
-
-    return _te_patch.run_patch(module)
-
-
 def check_art(art: Any) -> dict[str, Any]:
     """Read ART's Megatron provider by its meaning (``ast`` of the file; its imports need
     Megatron): is Transformer Engine's fused cross-entropy enabled, and does the module call
@@ -378,8 +369,6 @@ def check_art(art: Any) -> dict[str, Any]:
     Fixed when TE's fusion is off, or the hook runs a patch that forms the target gradient in
     FP32 before the one store; an early return, a patch that changes nothing or does half of it
     is not. The size of the zero band without it is this script's model of TE's kernel."""
-    import time
-
     began = time.perf_counter()
     provider = art.source("megatron/provider.py")
     if not provider:
@@ -390,7 +379,7 @@ def check_art(art: Any) -> dict[str, Any]:
     patched, how = False, ""
     if hook is not None:
         module = art.load("megatron/te_cross_entropy.py")
-        patched, how = _patch_forms_target_in_fp32(module)
+        patched, how = _te_patch.run_patch(module)
         ran.append(
             f"{art.name}/megatron/te_cross_entropy.py:patch_te_cross_entropy (run on TE 2.14.0's "
             "cross_entropy_kernel source, pinned; the kernel it writes read with ast)"
@@ -407,17 +396,14 @@ def check_art(art: Any) -> dict[str, Any]:
             f"TE's fused cross-entropy enabled ({te_at}); provider.py L{hook} calls ART's "
             "patch_te_cross_entropy on import, which " + how
         )
-    import _evidence
 
     if setting is None:
         raise RuntimeError(f"{art.name}/megatron/provider.py never sets cross_entropy_fusion_impl")
-    path = f"{art.name}/megatron/provider.py"
-    lines = provider.splitlines()
-    at = [{"path": path, "line": setting, "look_for": lines[setting - 1].strip()}]
+    at = [_evidence.span(art, "megatron/provider.py", setting)]
     fix: list[dict[str, Any] | None] = [None]
     if hook is not None:
         fix = [
-            {"path": path, "line": hook, "end": hook, "look_for": lines[hook - 1].strip()},
+            _evidence.span(art, "megatron/provider.py", hook, hook),
             _evidence.function(art, "megatron/te_cross_entropy.py", "patch_te_cross_entropy"),
         ]
     hit = te and not patched

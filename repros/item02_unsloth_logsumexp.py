@@ -55,7 +55,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _art_logprobs  # noqa: E402
 import _common  # noqa: E402
+import _evidence  # noqa: E402
+import _simpler  # noqa: E402
 
 TARGET_LOGITS = (6.0, 12.0, 24.0, 40.0, 80.0)  # one per BF16 binade from [4, 8) to [64, 128)
 VOCAB = 128
@@ -312,29 +315,14 @@ def _or_none(p: float | None) -> float | str:
 def check_art(art: Any) -> dict[str, Any]:
     """ART's own ``_calculate_logprobs`` (its module, ``unsloth/train.py``, imports Unsloth and
     PEFT, so the function is taken from the release's source and compiled alone) searched over
-    the claim's domain (``_art_logprobs.search_lse``): an identity head whose logits are exact
-    in every dtype, hidden dtypes BF16/FP16/FP32, target logits 0.5-200, target probabilities
-    with 1 - p from 1e-5 to 0.6, chunk sizes up to ART's 1024, grad on and off. The property:
-    every logprob equals log p (float64 log-softmax of the same logits) to FP32 accuracy and
-    the gradient reaching the hidden states is onehot - p to the accuracy of their dtype.
-    Reproduced: an input where either fails (shrunk and shown); fixed: none found."""
-    import _art_logprobs
-    import _simpler
-
+    the claim's domain (``_art_logprobs.LSE_COVERS``). The property: every logprob equals log p
+    (float64 log-softmax of the same logits) to FP32 accuracy and the gradient reaching the
+    hidden states is onehot - p to the accuracy of their dtype. Reproduced: an input where
+    either fails (shrunk and shown); fixed: none found."""
     found, line = _art_logprobs.search_lse(art)
     detail = "ran _calculate_logprobs: " + _simpler.said(found)
-    import _evidence
-    import _source
 
-    block = _source.block_at(art.source("unsloth/train.py"), line)
-    at = [
-        {
-            "path": f"{art.name}/unsloth/train.py",
-            "line": block.line,
-            "end": block.end,
-            "look_for": block.text.splitlines()[0].strip(),
-        }
-    ]
+    at = [_evidence.block(art, "unsloth/train.py", line)]
     fix = [
         _evidence.lines(
             art,

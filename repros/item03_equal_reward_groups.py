@@ -79,7 +79,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _art_extract  # noqa: E402
 import _common  # noqa: E402
+import _evidence  # noqa: E402
+import _grpo_property  # noqa: E402
 import _reward_noise  # noqa: E402
 from _grpo_pack import (  # noqa: E402, F401 - re-exported: tests use every name
     TokenizedRecord,
@@ -352,7 +355,6 @@ def _dropped(value: float | None) -> float | str:
 
 def _search_claims(advantages: AdvantagesImpl, pack_impl: Callable[..., Any]) -> dict[str, Any]:
     """Each claim's property over its part of the domain (``_grpo_property``)."""
-    import _grpo_property
 
     def step(groups: list[list[float]], advantage_balance: float = 0.0) -> dict[str, Any]:
         return run_batch(
@@ -374,8 +376,6 @@ def check_art(art: Any) -> dict[str, Any]:
     ART's ``packed_tensors_from_tokenized_results``, called with ``pack_results=False`` as
     LocalBackend does for Tinker (one result per row; the row layout changes no packed
     advantage, see the module's docstring)."""
-    import _art_extract
-
     pack = art.load("preprocessing/pack.py")
     advantages, where = _art_extract.advantage_block(art)
     ran = [
@@ -409,16 +409,9 @@ def check_art(art: Any) -> dict[str, Any]:
         + f"; the same near 1.0 (1.1e-16 apart): {_within_tolerance(advantages)}"
         + _noise_by_scale(art),
     }
-    import _evidence
 
-    path, span = where.split(":")
-    first, last = (int(n) for n in span.split("-"))
-    block = {
-        "path": path,
-        "line": first,
-        "end": last,
-        "look_for": art.source("preprocessing/tokenize.py").splitlines()[first - 1].strip(),
-    }
+    first, last = (int(n) for n in where.rsplit(":", 1)[1].split("-"))
+    block = _evidence.span(art, "preprocessing/tokenize.py", first, last)
     guard = _evidence.function(art, "utils/grpo.py", "rewards_have_zero_variance")
     at = [block, guard]
     dropped = [
@@ -429,12 +422,6 @@ def check_art(art: Any) -> dict[str, Any]:
         ),
         guard,
     ]
-    fixes = {
-        "full-scale-advantage-for-equal-reward-groups": dropped,
-        "nan-advantages": dropped,
-        "nan-advantages-from-non-finite-rewards": dropped,
-        "full-scale-advantage-for-near-equal-reward-groups": dropped,
-    }
     details = {cid: f"{found[cid].summary()}; {text}" for cid, text in details.items()}
     return {
         "claims": {
@@ -443,7 +430,7 @@ def check_art(art: Any) -> dict[str, Any]:
                 details[cid],
                 method="ran",
                 at=at,
-                fix=fixes.get(cid),
+                fix=dropped,
                 domain=found[cid].domain(),
             )
             for cid in verdicts

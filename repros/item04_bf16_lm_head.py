@@ -70,10 +70,10 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _art_head  # noqa: E402
 import _common  # noqa: E402
 import _evidence  # noqa: E402
 import _head_errors  # noqa: E402
-import _source  # noqa: E402
 
 VOCAB = 32_768
 HIDDEN = 2560
@@ -394,36 +394,20 @@ def build_report() -> _common.Report:
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """Run TrainerRank's head in ``art`` on CPU over the claim's domain (``_art_head``): ART's
-    ``_local_logits_from_hidden_rows``, compiled from the release, called around a stand-in
-    output layer that records the dtypes the GEMM is given and rounds its product as a GPU
-    does, for every model dtype (BF16, FP16, FP32), grad off / on the rows / on rows and
-    weight, the weight passed or the layer's own, chunks of 1 to 512 rows and vocabularies up
-    to 151,936 ids.
+    """Run TrainerRank's head in ``art`` on CPU over the claim's domain (``_art_head``, which
+    states it and the stand-in output layer ART's ``_local_logits_from_hidden_rows`` is called
+    around).
 
     Reproduced: on some input the logits ART returns carry more than FP32 rounding, or their
     gradient is wrong (the first such input is shrunk and shown). Fixed: the property holds on
     every input tried. The noise's effect on log-probabilities at a real model's size is this
     script's measurement; the dtype of the model's weights is configuration.
     """
-    import _art_head
-
     claim = "bf16-logit-rounding-noise"
     measured = _art_head.run(art)
     found = measured["found"]
     detail = f"ran {measured['where']} {_art_head.METHOD}: " + _art_head.describe(measured)
-    relpath = "trainer_rank/_impl.py"
-    source = art.source(relpath)
-    fn = _source.block_at(source, measured["line"])
-    lines = source.splitlines()
-    at = [
-        {
-            "path": f"{art.name}/{relpath}",
-            "line": fn.line,
-            "end": fn.end,
-            "look_for": lines[fn.line - 1].strip(),
-        }
-    ]
+    at = [_evidence.block(art, "trainer_rank/_impl.py", measured["line"])]
     verdict = not found.holds
     return {
         "claims": {

@@ -57,8 +57,11 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _art_lora  # noqa: E402
 import _common  # noqa: E402
+import _domain  # noqa: E402
 import _evidence  # noqa: E402
+import _simpler  # noqa: E402
 
 IN_FEATURES = 2560
 OUT_FEATURES = 2560
@@ -339,16 +342,9 @@ def _own_gradients(built: Any, x: torch.Tensor, upstream: torch.Tensor) -> list[
 
 
 def accumulate_in_art(art: Any, seed: int = 0) -> dict[str, Any]:
-    """Run ART's LoRA wrapper (``_art_lora``: built as the release builds it, around a base
-    layer of the model's dtype) through forward and backward passes over a domain
-    (``_domain``), and compare what the trainer reads (``param.grad``, or ``param.main_grad``
-    where the tree's ``_reduce_dynamic_grads`` reads it) with the float64 sum of each call's
-    own gradient (``_own_gradients``: outside the leaves' hooks). Bound: an FP32 sum of the
-    calls, ``calls * eps32`` relative (L2)."""
-    import _art_lora
-    import _domain
-    import _simpler
-
+    """:func:`check_art`'s search over ``ACCUM_COVERS`` (what is compared, and the bound: its
+    docstring), ART's wrapper built by ``_art_lora``, each call's own gradient taken by
+    ``_own_gradients`` (outside the leaves' hooks)."""
     main = _art_lora.trainer_reads_main_grad(art)
     built = _art_lora.builder(
         art, features=CHECK_FEATURES, rank=RANK, alpha=ALPHA, seed=seed, b_std=0.02
@@ -418,8 +414,6 @@ def check_art(art: Any) -> dict[str, Any]:
     trainer) is not run here. The error's size for a real model's shapes is this script's
     measurement.
     """
-    import _simpler
-
     claim = "bf16-gradient-accumulation"
     measured = accumulate_in_art(art)
     found = measured["found"]

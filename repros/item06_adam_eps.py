@@ -43,13 +43,16 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _art_optimizer  # noqa: E402
 import _common  # noqa: E402
+import _evidence  # noqa: E402
 
 LR, BETAS, WEIGHT_DECAY, CLIP_NORM = 5e-6, (0.9, 0.99), 0.1, 0.1
 EPS_TRAINER_RANK, EPS_MEGATRON = 1e-8, 1e-13
@@ -280,11 +283,6 @@ def check_art(art: Any) -> dict[str, Any]:
     cross-rank config guard"); a later step's eps is reported beside it.
     eps-damps-tiny-updates: the default eps measured, or not checked when AdamParams' eps has
     no default."""
-    import time
-
-    import _art_optimizer
-    import _evidence
-
     began = time.perf_counter()
     measured = _art_optimizer.measure(art)
     measured["seconds"] = time.perf_counter() - began
@@ -362,8 +360,6 @@ def _eps_domain(measured: dict[str, Any]) -> dict[str, Any]:
     """What was searched for a configurable eps: every field of AdamParams but the learning
     rate, each set to every eps tried; the counterexample, when none reaches the optimizer, is
     the first field's (or the default's) eps against the value set."""
-    import _art_optimizer
-
     tried = measured.get("by_field", {})
     inputs = sum(len(v) for v in tried.values()) + ("guard" in measured) or 1
     covers = (
@@ -453,8 +449,7 @@ def _optimizer_lines(art: Any, where: dict[str, str]) -> list[dict[str, Any] | N
     out = []
     for spot in where.values():
         path, line = spot.rsplit(":", 1)
-        text = art.source(path.removeprefix(f"{art.name}/")).splitlines()
-        out.append({"path": path, "line": int(line), "look_for": text[int(line) - 1].strip()})
+        out.append(_evidence.span(art, path.removeprefix(f"{art.name}/"), int(line)))
     return out
 
 

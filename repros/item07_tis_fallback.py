@@ -48,7 +48,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _art_loss  # noqa: E402
 import _common  # noqa: E402
+import _domain  # noqa: E402
 import _evidence  # noqa: E402
+import _ppo_property as prop  # noqa: E402
 from _art_loss import AlignedInputs, LossFn, make_loss_fn  # noqa: E402
 
 TIS_UPPER_BOUND = 2.0
@@ -192,34 +194,17 @@ def _eps(algo: str) -> str:
 # with truncated importance sampling set are those of the same step without it (the oracle:
 # ART's own loss_fn with TIS off), within 4 ulps; or the call raises an error that names the
 # missing logprobs (the record's Expected allows either).
-DOMAIN = {
-    "function": "art/loss.py loss_fn with AlignedLossInputs (ART's own), original_logprobs None",
-    "algorithms": "PPO and CISPO, advantages of either sign, |A| 1e-3 to 1e3 per row",
-    "policy ratios": "exp(new - old), log-ratio -3 to 3 per token (drawn), 1 on some tokens",
-    "U": "truncated_importance_sampling a float 1.01 to 10 or an int 2 to 10",
-    "importance_sampling_level": "token, sequence, average, geometric_average (each row one "
-    "sequence)",
-    "rows x tokens": "1-8 x 1-16, every token trainable",
-    "dtypes": "new logprobs FP32, BF16, FP16 (from FP32 logits); old FP32 or the new dtype",
-    "grad": "logits requiring grad (backward run, gradient compared) or not",
-    "oracle": "the same step with TIS off; tolerance 4 eps(loss dtype) |loss|, 4 eps(new "
-    "dtype) max |gradient|",
-    "budget": "300 inputs, 2 s",
-}
 COVERS = (
     "PPO and CISPO, A of either sign (1e-3 to 1e3); token, sequence, average and "
     "geometric_average levels; log-ratios -3 to 3; U float 1.01 to 10 or int 2 to 10; 1-8 rows "
     "x 1-16 tokens; new logprobs FP32/BF16/FP16, old FP32 or the same; grad on and off -> loss "
     "and logits gradient equal to the step without TIS (4 ulps), or a clear error"
 )
-CLEAR_ERROR = r"log[ _-]?prob"
 
 
 def tis_step(loss: Any, case: dict[str, Any], tis: bool) -> Any:
     """One step of ``case`` through ART's ``loss_fn``: (loss, logits gradient or None, loss
     dtype), or the error's text."""
-    import _ppo_property as prop
-
     gen = torch.Generator().manual_seed(case["seed"])
     rows, tokens = case["rows"], case["tokens"]
     logits = torch.randn(rows, tokens, prop.VOCAB, generator=gen).requires_grad_(case["grad"])
@@ -256,17 +241,12 @@ def tis_step(loss: Any, case: dict[str, Any], tis: bool) -> Any:
 
 
 def tis_property(loss: Any, case: dict[str, Any]) -> Any:
-    import re
-
-    import _domain
-    import _ppo_property as prop
-
     plain = tis_step(loss, case, tis=False)
     if isinstance(plain, str):
         return _domain.Failure(f"the step without TIS raised {plain[:60]}", "a step")
     with_tis = tis_step(loss, case, tis=True)
     if isinstance(with_tis, str):
-        if re.search(CLEAR_ERROR, with_tis, re.IGNORECASE):
+        if prop.CLEAR_ERROR.search(with_tis):
             return None
         return _domain.Failure(f"raised {with_tis[:60]}", "the step without TIS or a clear error")
     (a, ga, dtype), (b, gb, _) = with_tis, plain
@@ -285,8 +265,6 @@ def tis_property(loss: Any, case: dict[str, Any]) -> Any:
 
 
 def _tis_case(rng: Any) -> dict[str, Any]:
-    import _ppo_property as prop
-
     rows = rng.choice((1, rng.randint(1, 8)))
     new_dtype = rng.choice(tuple(prop.DTYPES))
     upper = float(f"{rng.uniform(1.01, 10):.3g}")
@@ -306,8 +284,6 @@ def _tis_case(rng: Any) -> dict[str, Any]:
 
 
 def _tis_edges() -> list[dict[str, Any]]:
-    import _ppo_property as prop
-
     base = {
         "algo": "ppo",
         "level": "token",
@@ -328,8 +304,6 @@ def _tis_edges() -> list[dict[str, Any]]:
 
 
 def _tis_shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
-    import _domain
-
     out = []
     for rows in _domain.toward_int(case["rows"], 1):
         out.append(dict(case, rows=rows, advantages=case["advantages"][:rows]))
@@ -347,22 +321,18 @@ def _tis_shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def search_domain(loss: Any) -> Any:
-    """Item 7's property over DOMAIN with ``loss`` (ART's loss module): ``_domain.Found``."""
-    import _domain
-
+    """Item 7's property over COVERS with ``loss`` (ART's loss module): ``_domain.Found``."""
     return _domain.search(
         covers=COVERS,
         edges=_tis_edges(),
         sample=_tis_case,
         holds=lambda case: tis_property(loss, case),
         shrink=_tis_shrink,
-        max_inputs=300,
-        budget_s=2.0,
     )
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """Item 7's property over DOMAIN with ART's own ``loss_fn`` from ``art`` (see artbot's
+    """Item 7's property over COVERS with ART's own ``loss_fn`` from ``art`` (see artbot's
     verify), and the records' one-token measurement for the detail."""
     loss = art.load("loss.py")
     found = search_domain(loss)
@@ -385,12 +355,7 @@ def check_art(art: Any) -> dict[str, Any]:
     )
     at = [
         _evidence.function(art, "loss.py", "loss_fn"),
-        {
-            "path": f"{art.name}/loss.py",
-            "line": first,
-            "end": last,
-            "look_for": source.splitlines()[last - 1].strip(),
-        },
+        _evidence.span(art, "loss.py", first, last, look_for=last),
     ]
     fix = [_evidence.lines(art, "loss.py", FIX_FIRST, FIX_LOOK_FOR)]
     claim = _evidence.claim(hit, detail, method="ran", at=at, fix=fix, domain=found.domain())

@@ -50,6 +50,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
 import _evidence  # noqa: E402
+import _ppo_property as prop  # noqa: E402
 from _art_loss import AlignedInputs, LossFn, make_loss_fn  # noqa: E402
 
 BAD_OLD_LOGPROBS = {"-inf": float("-inf"), "-9999": -9999.0}
@@ -220,21 +221,7 @@ FIX_BOUND = "log_ratio_bound = 10.0 if logprob_diff.dtype == torch.float16 else 
 FIX_CLAMP = "prob_ratio = torch.exp(logprob_diff.clamp(-log_ratio_bound, log_ratio_bound))"
 
 
-# The claim as a property (issue #37), over this domain; see ``_ppo_property``.
-DOMAIN = {
-    "function": "art/loss.py loss_fn with AlignedLossInputs (ART's own)",
-    "algorithms": "PPO and CISPO, advantages of either sign, |A| 1e-3 to 1e3 per row",
-    "importance_sampling_level": "token, sequence, average, geometric_average (each row one "
-    "sequence)",
-    "rows x tokens": "1-8 x 1-16, every token trainable",
-    "dtypes": "new logprobs FP32, BF16, FP16 (from FP32 logits); old FP32 or the new dtype",
-    "old logprob": "-inf, +inf, NaN, or finite beyond the bound: new - d, d from just past 20 "
-    "(10 in FP16) to the dtype's largest, on one token",
-    "grad": "logits requiring grad (backward run) or not",
-    "predicate": "loss and gradients finite, or an error naming the old logprobs (the step "
-    "with ordinary old logprobs must still run)",
-    "budget": "300 inputs, 2 s",
-}
+# The claim as a property (issue #37), over the domain COVERS states; see ``_ppo_property``.
 COVERS = (
     "PPO and CISPO, A of either sign (1e-3 to 1e3); importance sampling at the token, sequence, "
     "average and geometric_average levels; 1-8 rows x 1-16 tokens; new logprobs "
@@ -244,22 +231,18 @@ COVERS = (
 
 
 def search_domain(loss: Any) -> Any:
-    """Item 8's property over DOMAIN with ``loss`` (ART's loss module): ``_domain.Found``."""
-    import _ppo_property as prop
-
+    """Item 8's property over COVERS with ``loss`` (ART's loss module): ``_domain.Found``."""
     edges = [prop.edge(old) for old in ("-inf", 9999.0 + 1.2, "nan")]
     edges += [prop.edge("-inf", advantages=[1.0]), prop.edge(9999.0, algo="cispo")]
     edges += [prop.edge(200.0, level=level) for level in prop.LEVELS[1:]]
     return prop.search(
-        lambda case: prop.finite_step(loss.loss_fn, loss.AlignedLossInputs, case),
+        loss,
+        prop.finite_step,
         covers=COVERS,
         edges=edges,
         algos=("ppo", "cispo"),
         bad=("-inf", "+inf", "nan", "beyond", "beyond"),
         negative=False,
-        ordinary=lambda: prop.run_step(
-            loss.loss_fn, loss.AlignedLossInputs, prop.edge(21.0), sentinel=False, strict=True
-        ),
     )
 
 
@@ -283,7 +266,7 @@ def _records_step(loss: Any) -> str:
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """Item 8's property over DOMAIN with ART's own ``loss_fn`` from ``art`` (see artbot's
+    """Item 8's property over COVERS with ART's own ``loss_fn`` from ``art`` (see artbot's
     verify), and the records' own step (-inf and -9999) for the detail."""
     loss = art.load("loss.py")
     found = search_domain(loss)

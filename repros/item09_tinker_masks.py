@@ -77,6 +77,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
+import _tinker_check  # noqa: E402
 from _tinker_masks import (  # noqa: E402, F401 - re-exported: tests and measure() use them
     PAD_GROUP,
     PAD_TOKEN,
@@ -387,8 +388,6 @@ def check_art(art: Any) -> dict[str, Any]:
     both branches); whether ART's Tinker path reaches that layout is read from its backends
     (``pack_results`` as LocalBackend passes it for TinkerBackend) and run as well. The check
     itself is ``_tinker_check.check``, kept beside this script."""
-    import _tinker_check
-
     return _tinker_check.check(art)
 
 

@@ -38,6 +38,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
+import _domain  # noqa: E402
+import _evidence  # noqa: E402
 import _reward_noise  # noqa: E402
 import item10_sample_std  # noqa: E402
 
@@ -118,19 +120,6 @@ def build_report() -> _common.Report:
 # |advantage| <= 1e-6 (the record's Expected), and rewards that really differ keep a full-scale
 # signal (max |advantage| >= 0.5: normalized advantages of distinct rewards have a mean square
 # of 1, so some member is at least 1 with the population std, 0.71 with the sample std).
-DOMAIN = {
-    "function": "art/tinker_native/data.py compute_advantages(rewards, normalize_advantages=True)",
-    "group sizes": "2-64",
-    "reward scales": "1e-3 to 1e8 (the common value), either sign",
-    "noise": "equal by construction: the same 2-8 per-step rewards summed in other orders; "
-    "a float64 value and its neighbours up to 8 ulps; relative spread up to 1e-11 (the "
-    "record's 2e-12 at 0.22); the same relative spread (1e-15 to 1e-11) on both sides of a "
-    "rounding boundary: the midpoint between two adjacent FP32 values, and the midpoint "
-    "between two decimals of 6-12 significant digits (0.2200000005 for 9)",
-    "signal": "members differing by 1e-6 to 1 of the common value (at least 1e-6)",
-    "oracle": "analytic: 0 for noise (bound 1e-6), max |advantage| >= 0.5 for signal",
-    "budget": "1000 inputs, 2 s",
-}
 COVERS = (
     "group sizes 2-64, common reward 1e-3 to 1e8 (either sign); noise: per-step sums in "
     "other orders, neighbours up to 8 ulps, relative spread up to 1e-11, also straddling an "
@@ -222,8 +211,6 @@ def _is_signal(rewards: list[float]) -> bool:
 
 
 def advantage_property(compute: Callable[..., list[float]], case: dict[str, Any]) -> Any:
-    import _domain
-
     try:
         got = compute(list(case["rewards"]), normalize_advantages=True)
     except Exception as exc:
@@ -239,8 +226,6 @@ def advantage_property(compute: Callable[..., list[float]], case: dict[str, Any]
 
 
 def _shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
-    import _domain
-
     out = []
     for rewards in _domain.shorter(case["rewards"], 2):
         if case["kind"] == "noise" or _is_signal(rewards):
@@ -249,9 +234,7 @@ def _shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def search_domain(compute: Callable[..., list[float]], *, seed: int = 0) -> Any:
-    """The property searched over DOMAIN: ``_domain.Found``."""
-    import _domain
-
+    """The property searched over COVERS: ``_domain.Found``."""
     return _domain.search(
         covers=COVERS,
         edges=_edges(),
@@ -260,14 +243,11 @@ def search_domain(compute: Callable[..., list[float]], *, seed: int = 0) -> Any:
         shrink=_shrink,
         seed=seed,
         max_inputs=1000,
-        budget_s=2.0,
     )
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """The property over DOMAIN with ART's own ``compute_advantages`` from ``art``."""
-    import _evidence
-
+    """The property over COVERS with ART's own ``compute_advantages`` from ``art``."""
     compute = art.load("tinker_native/data.py").compute_advantages
     measured = measure(compute)
     first = str(GROUPS[0])

@@ -43,6 +43,7 @@ item's subject); only the ratio of delta to base matters, not their scale. Seed 
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,12 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _art_lora  # noqa: E402
 import _common  # noqa: E402
+import _domain  # noqa: E402
+import _dtype_read  # noqa: E402
 import _evidence  # noqa: E402
+import _simpler  # noqa: E402
 
 SHAPE = (32, 2560)
 EXPONENTS = [k / 2 for k in range(-24, 1)]  # r = 2**-12 ... 2**0 in half-power steps
@@ -272,10 +277,6 @@ def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
     around a base layer of the model's dtype) run forward over a domain (``_domain``): how much
     of the delta (ART's ``LoRA`` output) is missing from ``output - base`` (both as ART computed
     them), against an FP32 add's bound, ``8 eps32 |base| / |delta|``."""
-    import _art_lora
-    import _domain
-    import _simpler
-
     built = _art_lora.builder(art, features=CHECK_FEATURES, rank=CHECK_RANK, alpha=32.0)
     seen: dict[str, Any] = {}
 
@@ -322,10 +323,6 @@ def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
 def _read_adds(art: Any, skip: str) -> list[tuple[int, str, bool, str]]:
     """Every other wrapper's ``return base + delta, bias`` in ``megatron/lora.py``, read with
     ``_dtype_read``: (line, class, made and kept in FP32, how)."""
-    import ast
-
-    import _dtype_read
-
     out = []
     for cls in ast.parse(art.source("megatron/lora.py")).body:
         if not isinstance(cls, ast.ClassDef) or cls.name in (skip, "LoRA"):
@@ -359,9 +356,6 @@ def check_art(art: Any) -> dict[str, Any]:
     other wrappers. The size of what rounds away at a real model's scale is this script's
     measurement.
     """
-    import _art_lora
-    import _simpler
-
     claim = "forward-delta-rounds-away"
     run = _run_add(art)
     read = _read_adds(art, _art_lora.WRAPPER)
@@ -383,14 +377,7 @@ def check_art(art: Any) -> dict[str, Any]:
         )
     )
     at = [_evidence.function(art, "megatron/lora.py", _art_lora.WRAPPER)]
-    at += [
-        {
-            "path": path,
-            "line": n,
-            "look_for": art.source("megatron/lora.py").splitlines()[n - 1].strip(),
-        }
-        for n, _name, _how in low[:1]
-    ]
+    at += [_evidence.span(art, "megatron/lora.py", n) for n, _name, _how in low[:1]]
     return {
         "claims": {
             claim: _evidence.claim(hit, detail, method="ran", at=at, domain=_domain_of(run, read))

@@ -32,7 +32,10 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _art_logprobs  # noqa: E402
 import _common  # noqa: E402
+import _evidence  # noqa: E402
+import _simpler  # noqa: E402
 
 HIDDEN, VOCAB, POSITIONS, CHUNK = 256, 4096, 64, 32
 THRESHOLD = 1e-3  # nats at p90: the finding's expected bound
@@ -115,16 +118,9 @@ def build_report() -> _common.Report:
 
 def check_art(art: Any) -> dict[str, Any]:
     """ART's own ``_calculate_logprobs`` (from the release's source) searched over the claim's
-    domain (``_art_logprobs``): hidden dtypes BF16/FP16/FP32, grad off / on the hidden states /
-    on the head too, chunk sizes up to ART's default 1024, vocabularies up to 151,936 ids,
-    logits up to about 58, hidden states of |max| 4, 40 and 400. Reproduced: on some input the
-    log-probabilities (or their gradients) are not those of FP32-accurate logits of the
-    operands, against a float64 oracle; the first such input is shrunk and shown. Fixed: none
-    found."""
-    import _art_logprobs
-    import _evidence
-    import _simpler
-
+    domain (``_art_logprobs.LOGITS_COVERS``). Reproduced: on some input the log-probabilities
+    (or their gradients) are not those of FP32-accurate logits of the operands, against a
+    float64 oracle; the first such input is shrunk and shown. Fixed: none found."""
     found, line = _art_logprobs.search_logits(art)
     detail = f"{art.name}/unsloth/train.py:{line} _calculate_logprobs: " + _simpler.said(found)
     at = [

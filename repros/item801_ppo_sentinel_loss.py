@@ -36,6 +36,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _art_loss  # noqa: E402
 import _common  # noqa: E402
+import _evidence  # noqa: E402
+import _ppo_property as prop  # noqa: E402
 
 NEW = (-1.2, -0.7, -2.1)
 SENTINELS = {"-9999": -9999.0, "-inf": float("-inf")}
@@ -129,21 +131,7 @@ def build_report() -> _common.Report:
     return report
 
 
-# The claim as a property (issue #37), over this domain; see ``_ppo_property``.
-DOMAIN = {
-    "function": "art/loss.py loss_fn with AlignedLossInputs (ART's own)",
-    "algorithm": "PPO, advantages A < 0 (|A| 1e-3 to 1e3 per row)",
-    "importance_sampling_level": "token, sequence, average, geometric_average (each row one "
-    "sequence)",
-    "rows x tokens": "1-8 x 1-16, every token trainable",
-    "dtypes": "new logprobs FP32, BF16, FP16 (from FP32 logits); old FP32 or the new dtype",
-    "sentinel": "one token's old logprob finite and beyond the bound: new - d, d from just past "
-    "20 (10 in FP16) to the dtype's largest (-9999 among them)",
-    "grad": "logits requiring grad (backward run) or not",
-    "predicate": "loss finite and within twice (+ 8 ulps) the same step's with that old "
-    "logprob set to the new one, gradients finite; or an error naming the old logprobs",
-    "budget": "300 inputs, 2 s",
-}
+# The claim as a property (issue #37), over the domain COVERS states; see ``_ppo_property``.
 COVERS = (
     "PPO, A < 0 (1e-3 to 1e3); token, sequence, average and geometric_average levels; 1-8 rows "
     "x 1-16 tokens; new logprobs FP32/BF16/FP16, old FP32 "
@@ -153,9 +141,7 @@ COVERS = (
 
 
 def search_domain(loss: Any) -> Any:
-    """Follow-up 801's property over DOMAIN with ``loss`` (ART's loss module)."""
-    import _ppo_property as prop
-
+    """Follow-up 801's property over COVERS with ``loss`` (ART's loss module)."""
     edges = [
         prop.edge(9999.0 - 0.7, tokens=3),
         prop.edge(21.0, tokens=3),
@@ -165,23 +151,19 @@ def search_domain(loss: Any) -> Any:
     ]
     edges += [prop.edge(9999.0 - 0.7, tokens=3, level=level) for level in prop.LEVELS[1:]]
     return prop.search(
-        lambda case: prop.sane_step(loss.loss_fn, loss.AlignedLossInputs, case),
+        loss,
+        prop.sane_step,
         covers=COVERS,
         edges=edges,
         algos=("ppo",),
         bad=("beyond",),
         negative=True,
-        ordinary=lambda: prop.run_step(
-            loss.loss_fn, loss.AlignedLossInputs, prop.edge(21.0), sentinel=False, strict=True
-        ),
     )
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """Follow-up 801's property over DOMAIN with ART's own ``loss_fn`` and
+    """Follow-up 801's property over COVERS with ART's own ``loss_fn`` and
     ``AlignedLossInputs``, and the record's own step for the detail."""
-    import _evidence
-
     loss = art.load("loss.py")
     found = search_domain(loss)
     try:
