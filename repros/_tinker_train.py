@@ -20,6 +20,7 @@ import ast
 import asyncio
 import math
 import tempfile
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -68,8 +69,19 @@ def _stand_in_tinker() -> ModuleType:
     return module
 
 
+# One compiled ``train`` per tree: a domain search runs it on dozens of inputs, and compiling it
+# again for each was half of item 9's check.
+_TRAIN: weakref.WeakKeyDictionary[Any, tuple[Any, str]] = weakref.WeakKeyDictionary()
+
+
 def train_method(art: Any) -> tuple[Any, str]:
     """``TinkerService.train`` from the release's source, compiled alone; and where it is."""
+    if art not in _TRAIN:
+        _TRAIN[art] = _train_method(art)
+    return _TRAIN[art]
+
+
+def _train_method(art: Any) -> tuple[Any, str]:
     relpath = "tinker/service.py"
     text = art.source(relpath)
     service = _source.class_named(text, "TinkerService")
