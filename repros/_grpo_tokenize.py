@@ -34,7 +34,7 @@ def grpo_advantages(rewards: Sequence[float], scale_rewards: bool = True) -> lis
 
 
 def zero_variance(rewards: Sequence[float]) -> bool:
-    """artbot's fixed test (the audit gives no fix; see repros/controls/item03.py): rewards
+    """artbot's fixed test (the audit gives no fix; see repros/controls/item03.toml): rewards
     equal to the first up to a relative 1e-9 (or 1e-12 absolute), by ``math.isclose``, which
     also holds for equal infinite rewards. 0.5.21's is ``abs(r - first) <= 1e-12``."""
     first = rewards[0]

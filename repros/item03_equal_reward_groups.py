@@ -46,7 +46,7 @@ Assumptions:
   first, which is false for equal infinite rewards (-inf - -inf is NaN) and for rewards equal by
   construction but summed in another order at rewards near 1e4 (one ulp, 1.8e-12 apart: float
   noise at that scale; ``_reward_noise``). artbot's test is ``math.isclose(r, first, rel_tol=1e-9,
-  abs_tol=1e-12)``; the same edit is applied to ART's own code by ``repros/controls/item03.py``.
+  abs_tol=1e-12)``; the same edit is applied to ART's own code by ``repros/controls/item03.toml``.
 - Each claim has its own batch: an exactly equal group whose mean is not exact (8 x 0.1 beside
   8 x 1.0), finite equal rewards with ``advantage_balance`` = 1 (8 x 0.7 beside 8 x 1.0), a group
   of -inf rewards beside a 0/1 group, and four rewards near 9437.6 equal by construction, one

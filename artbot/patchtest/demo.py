@@ -1,5 +1,5 @@
 """``make demo``'s `/artbot test` round trip, on its own embedded sandbox: a writer comments a
-fix for follow-up 801 (artbot's suggested fix, from ``repros/controls/item801.py``, written as
+fix for follow-up 801 (artbot's suggested fix, from ``repros/controls/item801.toml``, written as
 ``git diff`` would print it against the release), a reader comments the same; one pass of the
 responder answers the writer, "fixed", and not the reader.
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 import tempfile
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,7 +20,6 @@ from ..errors import ArtbotError
 from ..github.client import EtagCache, GitHubRepo
 from ..records.catalog import Catalog
 from ..records.marker import BODY_END, BODY_START, IssueMarker
-from ..repro.scripts import import_script
 from ..sandbox import GitHubSandbox
 from ..verify.release import recorded_pin, release_tree
 from . import respond
@@ -32,8 +32,13 @@ TOKEN = "sandbox-demo-token"  # the sandbox takes any token; this one stands in
 
 def fix_diff(catalog: Catalog, release: str, into: Path) -> str:
     """The control's fix of item 801 on ``release``, as ``git diff`` prints it."""
-    control = import_script(catalog.root / "repros" / "controls" / f"item{ITEM}.py")
-    edits = control.FIX[release] if isinstance(control.FIX, dict) else control.FIX
+    toml = catalog.root / "repros" / "controls" / f"item{ITEM}.toml"
+    control = tomllib.loads(toml.read_text(encoding="utf-8"))  # read as data: nothing runs
+    edits = [
+        (e["files"], e["find"], e["replace"])
+        for e in control["fix"]
+        if release in e.get("releases", [release])
+    ]
     tree = release_tree(release, catalog.audit, pin=recorded_pin(catalog.root, release), into=into)
     out = []
     for glob, find, replace in edits:

@@ -2,14 +2,15 @@
 
 API, for any test (the integrator may move it to conftest; nothing here is a fixture):
 
-- ``load_control(item) -> Control | None``: ``repros/controls/itemNN.py`` (see its README),
-  or None when the item has none.
+- ``load_control(item) -> Control | None``: ``repros/controls/itemNN.toml`` (see its README),
+  validated as below, or None when the item has none.
 - ``load_adversarial(path) -> AdversarialControl``: one TOML file of
-  ``repros/controls/adversarial/`` (``ADVERSARIAL``; its format is in the README there),
-  validated: an unknown or missing key, or a value of the wrong kind, raises ``BadControl``
-  naming the file and the key.
-- ``Control.edits(kind, version) -> list[Edit]``: ``kind`` is ``"fix"`` or ``"unfix"``;
-  ``FIX``/``UNFIX`` are a list of edits for every release, or a dict ``{version: [...]}``.
+  ``repros/controls/adversarial/`` (``ADVERSARIAL``; its format is in the README there).
+  Both are validated: an unknown or missing key, or a value of the wrong kind, raises
+  ``BadControl`` naming the file and the key.
+- ``Control.edits(kind, version) -> list[Edit]``: ``kind`` is ``"fix"`` or ``"unfix"``: the
+  ``[[fix]]`` / ``[[unfix]]`` edits, in order, that name ``version`` in their ``releases`` or
+  name no releases.
 - ``controlled_copy(release_root, dest, edits) -> Path``: ``dest`` becomes a copy of the
   unpacked release at ``release_root`` (the folder holding ``art/``) in which the files the
   edits changed are written and every other file or folder is a symlink to the release's.
@@ -56,35 +57,22 @@ class ControlDoesNotApply(AssertionError):
     """An edit of a control found nothing to change in a release."""
 
 
+class BadControl(ValueError):
+    """A control's file does not hold what the format says."""
+
+
 @dataclass(frozen=True)
 class Control:
+    """``repros/controls/itemNN.toml``: the item's fix, and the undoing of a release's fix."""
+
     item: int
-    doc: str
-    fix: list[Edit] | dict[str, list[Edit]]
-    unfix: list[Edit] | dict[str, list[Edit]]
+    doc: str  # its ``why``: whose fix it applies
+    fix: tuple[tuple[Edit, tuple[str, ...] | None], ...]  # (edit, its releases; None: all)
+    unfix: tuple[tuple[Edit, tuple[str, ...] | None], ...]
 
     def edits(self, kind: str, version: str) -> list[Edit]:
         chosen = {"fix": self.fix, "unfix": self.unfix}[kind]
-        if isinstance(chosen, dict):
-            return list(chosen.get(version, []))
-        return list(chosen)
-
-
-def load_control(item: int) -> Control | None:
-    path = CONTROLS / f"item{item:02d}.py"
-    if not path.is_file():
-        return None
-    module = import_script(path, f"_artbot_control_{item:02d}")
-    return Control(
-        item,
-        (module.__doc__ or "").strip(),
-        getattr(module, "FIX", []),
-        getattr(module, "UNFIX", []),
-    )
-
-
-class BadControl(ValueError):
-    """An adversarial control's file does not hold what the format says."""
+        return [edit for edit, releases in chosen if releases is None or version in releases]
 
 
 @dataclass(frozen=True)
@@ -105,67 +93,106 @@ _EDIT_KEYS = ("files", "find", "replace")
 _VERDICTS = tuple(v.value for v in ClaimVerdict)
 
 
+class _Toml:
+    """A control's TOML file, read with its keys checked; each error names the file and key."""
+
+    def __init__(self, path: Path, known: tuple[str, ...], required: tuple[str, ...]) -> None:
+        self.path = path
+        try:
+            self.data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as error:
+            raise BadControl(f"{path}: not TOML: {error}") from error
+        for key in self.data:
+            if key not in known:
+                raise self.bad(key, f"unknown key (the keys: {', '.join(known)})")
+        for key in required:
+            if key not in self.data:
+                raise self.bad(key, "missing")
+
+    def bad(self, key: str, what: str) -> BadControl:
+        return BadControl(f"{self.path}: {key}: {what}")
+
+    def text(self, key: str, value: Any) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.bad(key, f"a non-empty string expected, got {value!r}")
+        return value
+
+    def array(self, key: str, value: Any) -> list[Any]:
+        if not isinstance(value, list) or not value:
+            raise self.bad(key, f"a non-empty array expected, got {value!r}")
+        return value
+
+    def releases(self, key: str, value: Any) -> tuple[str, ...]:
+        return tuple(self.text(key, r) for r in self.array(key, value))
+
+    def edits(self, key: str, *, per_release: bool) -> list[tuple[Edit, tuple[str, ...] | None]]:
+        """The edit tables under ``key``; with ``per_release``, each may name its ``releases``."""
+        out = []
+        for n, edit in enumerate(self.array(key, self.data[key]), 1):
+            where = f"{key}[{n}]"
+            allowed = {*_EDIT_KEYS, "releases"} if per_release else set(_EDIT_KEYS)
+            if not isinstance(edit, dict) or not set(_EDIT_KEYS) <= set(edit) <= allowed:
+                keys = ", ".join(_EDIT_KEYS) + (" (and releases)" if per_release else "")
+                raise self.bad(where, f"a table of exactly {keys} expected, got {edit!r}")
+            files = self.text(f"{where}.files", edit["files"])
+            find = self.text(f"{where}.find", edit["find"])
+            replace = edit["replace"]
+            if not isinstance(replace, str):
+                raise self.bad(f"{where}.replace", f"a string expected, got {replace!r}")
+            try:
+                re.compile(find, re.MULTILINE)
+            except re.error as error:
+                raise self.bad(f"{where}.find", f"not a regular expression: {error}") from error
+            releases = edit.get("releases")
+            if releases is not None:
+                releases = self.releases(f"{where}.releases", releases)
+            out.append(((files, find, replace), releases))
+        return out
+
+
+def load_control(item: int, folder: Path = CONTROLS) -> Control | None:
+    """``repros/controls/itemNN.toml`` (its README has the format), or None when the item has
+    none."""
+    path = folder / f"item{item:02d}.toml"
+    if not path.is_file():
+        return None
+    toml = _Toml(path, ("why", "fix", "unfix"), ("why",))
+    fix, unfix = (
+        tuple(toml.edits(kind, per_release=True)) if kind in toml.data else ()
+        for kind in ("fix", "unfix")
+    )
+    return Control(item, toml.text("why", toml.data["why"]).strip(), fix, unfix)
+
+
 def load_adversarial(path: Path) -> AdversarialControl:
     """The adversarial control in the TOML file at ``path``, its fields checked."""
-
-    def bad(key: str, what: str) -> BadControl:
-        return BadControl(f"{path}: {key}: {what}")
-
-    def text(key: str, value: Any) -> str:
-        if not isinstance(value, str) or not value:
-            raise bad(key, f"a non-empty string expected, got {value!r}")
-        return value
-
-    def array(key: str, value: Any) -> list[Any]:
-        if not isinstance(value, list) or not value:
-            raise bad(key, f"a non-empty array expected, got {value!r}")
-        return value
-
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise BadControl(f"{path}: not TOML: {error}") from error
-    known = ("why", "kind", "releases", "items", "edits", "expect")
-    for key in data:
-        if key not in known:
-            raise bad(key, f"unknown key (the keys: {', '.join(known)})")
-    for key in ("why", "kind", "releases", "edits"):
-        if key not in data:
-            raise bad(key, "missing")
-    kind = text("kind", data["kind"])
+    toml = _Toml(
+        path,
+        ("why", "kind", "releases", "items", "edits", "expect"),
+        ("why", "kind", "releases", "edits"),
+    )
+    data = toml.data
+    kind = toml.text("kind", data["kind"])
     if kind not in ADVERSARIAL_KINDS:
-        raise bad("kind", f"one of {', '.join(ADVERSARIAL_KINDS)} expected, got {kind!r}")
-    releases = tuple(text("releases", r) for r in array("releases", data["releases"]))
-    edits = []
-    for n, edit in enumerate(array("edits", data["edits"]), 1):
-        where = f"edits[{n}]"
-        if not isinstance(edit, dict) or set(edit) != set(_EDIT_KEYS):
-            raise bad(where, f"a table of exactly {', '.join(_EDIT_KEYS)} expected, got {edit!r}")
-        files, find = text(f"{where}.files", edit["files"]), text(f"{where}.find", edit["find"])
-        replace = edit["replace"]
-        if not isinstance(replace, str):
-            raise bad(f"{where}.replace", f"a string expected, got {replace!r}")
-        try:
-            re.compile(find, re.MULTILINE)
-        except re.error as error:
-            raise bad(f"{where}.find", f"not a regular expression: {error}") from error
-        edits.append((files, find, replace))
+        raise toml.bad("kind", f"one of {', '.join(ADVERSARIAL_KINDS)} expected, got {kind!r}")
+    releases = toml.releases("releases", data["releases"])
+    edits = tuple(edit for edit, _ in toml.edits("edits", per_release=False))
     expect = data.get("expect")
     if expect is not None:
         if not isinstance(expect, dict) or not expect:
-            raise bad("expect", f"a table of claim = verdict expected, got {expect!r}")
+            raise toml.bad("expect", f"a table of claim = verdict expected, got {expect!r}")
         for claim, verdict in expect.items():
             if verdict not in _VERDICTS:
-                raise bad(f"expect.{claim}", f"one of {_VERDICTS} expected, got {verdict!r}")
+                raise toml.bad(f"expect.{claim}", f"one of {_VERDICTS} expected, got {verdict!r}")
     items = data.get("items")
     if (items is None) != (kind != "harmless"):
-        raise bad("items", "a harmless control names its items; no other control does")
+        raise toml.bad("items", "a harmless control names its items; no other control does")
     if items is not None and items != "all":
         if not isinstance(items, list) or not items or not all(type(i) is int for i in items):
-            raise bad("items", f'"all" or an array of item numbers expected, got {items!r}')
+            raise toml.bad("items", f'"all" or an array of item numbers expected, got {items!r}')
         items = tuple(items)
     return AdversarialControl(
-        path.stem, text("why", data["why"]), kind, releases, tuple(edits), expect, items
+        path.stem, toml.text("why", data["why"]), kind, releases, edits, expect, items
     )
 
 

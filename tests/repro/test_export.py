@@ -220,7 +220,7 @@ def test_regression_tests_on_each_release(server: ForkServer, tmp_path: Path, ve
 def test_the_strict_xfail_of_item_6_flips_when_adam_params_gets_an_eps(
     server: ForkServer, tmp_path: Path
 ) -> None:
-    """On 0.5.23 with item 6's control applied (repros/controls/item06.py: an ``eps`` on
+    """On 0.5.23 with item 6's control applied (repros/controls/item06.toml: an ``eps`` on
     AdamParams, passed to the optimizer), in a linked copy of the release."""
     control = load_control(6)
     assert control is not None
@@ -235,7 +235,7 @@ def test_the_strict_xfail_of_item_6_flips_when_adam_params_gets_an_eps(
 
 
 def _control_fix(item: int) -> list[tuple[str, str, str]]:
-    """The item's fix on 0.5.23 as repros/controls/itemNN.py writes it."""
+    """The item's fix on 0.5.23 as repros/controls/itemNN.toml writes it."""
     control = load_control(item)
     assert control is not None, item
     return control.edits("fix", "0.5.23")
@@ -345,7 +345,7 @@ def test_each_follow_ups_property_stays_xfailed_under_a_fake(
 
 
 # The audit's open items whose code runs on CPU here, each with its suggested fix as an edit of
-# the release (as repros/controls/itemNN.py makes it), applied together to a linked copy of
+# the release (as repros/controls/itemNN.toml makes it), applied together to a linked copy of
 # 0.5.23: each test's strict xfail must then fail as an XPASS.
 OPEN_AUDIT_FIXES = {
     # Item 4, "an FP32-output GEMM for the head chunk": FP32 rows and weight (the one passed,

@@ -45,7 +45,7 @@ def test_check_gives_the_recorded_verdict_and_flips_on_its_control(
     assert recorded is None or as_shipped == recorded, shipped.detail
 
     control = load_control(item)
-    assert control is not None, f"item {item} has a check but no repros/controls/item{item:02d}.py"
+    assert control is not None, f"item {item}: a check but no repros/controls/item{item:02d}.toml"
     kind = "fix" if "reproduced" in as_shipped.values() else "unfix"
     edits = control.edits(kind, version)
     assert edits, f"item {item}: no {kind.upper()} control for {version}"

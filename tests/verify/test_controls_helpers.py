@@ -4,6 +4,7 @@ linked copy, and repros/_source.py's statement-by-statement ``ast`` reading of 3
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -11,7 +12,13 @@ import pytest
 
 from artbot.records.catalog import load_catalog
 from artbot.verify.code import checkable
-from tests.helpers.controls import ROOT, ControlDoesNotApply, controlled_copy, load_control
+from tests.helpers.controls import (
+    ROOT,
+    BadControl,
+    ControlDoesNotApply,
+    controlled_copy,
+    load_control,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "repros"))
 import _source  # noqa: E402
@@ -102,6 +109,39 @@ def test_a_controlled_copy_links_only_what_its_edits_do_not_reach(tmp_path: Path
 def test_an_edit_that_matches_nothing_fails_loudly(tmp_path: Path) -> None:
     with pytest.raises(ControlDoesNotApply, match="matches nothing"):
         controlled_copy(_release(tmp_path), tmp_path / "copy", [("*.py", r"^w = ", "")])
+
+
+WHY = "why = '''\nartbot's control.\n'''\n"
+FIX = '[[fix]]\nfiles = "loss.py"\nfind = \'a\\(\'\nreplace = "b"\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        pytest.param(FIX, "why: missing", id="missing-why"),
+        pytest.param(WHY + FIX.replace("fix", "fixes"), "fixes: unknown key", id="unknown-key"),
+        pytest.param(WHY + FIX + 'release = ["0.5.23"]\n', "fix[1]: a table of exactly", id="typo"),
+        pytest.param(WHY + FIX + "releases = []\n", "fix[1].releases: a non-empty", id="empty"),
+        pytest.param(WHY + FIX.replace("a\\(", "a("), "fix[1].find: not a regular", id="regex"),
+        pytest.param(WHY + "fix = 1\n", "fix: a non-empty array", id="not-tables"),
+    ],
+)
+def test_a_malformed_item_control_is_named_with_its_key(
+    text: str, error: str, tmp_path: Path
+) -> None:
+    (tmp_path / "item07.toml").write_text(text, encoding="utf-8")
+    with pytest.raises(BadControl, match=re.escape(f"{tmp_path / 'item07.toml'}: {error}")):
+        load_control(7, tmp_path)
+
+
+def test_an_edit_names_its_releases_or_applies_to_every_release(tmp_path: Path) -> None:
+    text = WHY + FIX + 'releases = ["0.5.20"]\n' + FIX.replace('"b"', '"c"')
+    (tmp_path / "item07.toml").write_text(text, encoding="utf-8")
+    control = load_control(7, tmp_path)
+    assert control is not None and control.doc == "artbot's control."
+    assert control.edits("fix", "0.5.20") == [("loss.py", r"a\(", "b"), ("loss.py", r"a\(", "c")]
+    assert control.edits("fix", "0.5.23") == [("loss.py", r"a\(", "c")]
+    assert control.edits("unfix", "0.5.23") == []
 
 
 def test_every_control_names_whose_fix_it_applies() -> None:
