@@ -5,8 +5,14 @@
 ``_dynamic_optimizer``, ``_new_dynamic_optimizer`` and ``_guard_optim_step_configuration``
 (module functions of ``trainer_rank/_optimizer.py`` from 0.5.21, methods of ``_impl.py`` in
 0.5.20) are compiled from the release's source (``_art_partial``) and called with a stand-in
-``self`` holding one checkpoint slot of BF16 LoRA-shaped parameters. What is read is what the
-optimizer ART builds holds: ``param_groups[i]["eps"]``.
+``self`` holding one checkpoint slot of BF16 LoRA-shaped parameters. What is read is the eps
+the optimizer ART builds *uses*, measured from a real step (issue #50: a fake can floor eps
+inside the step while ``param_groups`` say 1e-13): as ``_dynamic_optim_step`` does, each master
+gets a gradient and ``dynamic.optimizer.step()`` runs; the gradient is the same on every step
+(so Adam's bias-corrected moments are ``g`` and ``g**2``) and of the size of the eps tried, and
+the eps the step used is solved from AdamW's update ``lr * g / (|g| + eps)`` after its
+decoupled weight decay ``p * (1 - lr * weight_decay)``, with the lr and weight decay that
+AdamParams was given.
 
 The cross-rank guard runs against a stand-in ``torch.distributed`` of two ranks: the other
 rank's digest is the one the guard itself computed for the other config, so the guard raises
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import random
 from types import SimpleNamespace
 from typing import Any
@@ -99,10 +106,10 @@ class ArtOptimizer:
         self.params_at = f"{self.impl.path}:{self.impl.line_of('AdamParams')}"
 
     def rank(self) -> Any:
-        """A stand-in TrainerRank with one slot ("default") of BF16 LoRA-shaped parameters."""
-        gen = torch.Generator().manual_seed(0)
+        """A stand-in TrainerRank with one slot ("default") of BF16 LoRA-shaped parameters
+        (LoRA's B starts at 0; A is 0 here too, so that a first step has no weight decay)."""
         params = tuple(
-            torch.nn.Parameter((0.01 * torch.randn(shape, generator=gen)).bfloat16())
+            torch.nn.Parameter(torch.zeros(shape, dtype=torch.bfloat16))
             for shape in ((64, 8), (8, 64))
         )
         if self.impl.has("_CheckpointSlot"):
@@ -114,12 +121,19 @@ class ArtOptimizer:
             setattr(rank, name, functools.partial(function, rank))
         return rank
 
-    def eps_of(self, params: Any, rank: Any | None = None) -> list[float]:
-        """The eps of every param group of the optimizer ART builds (or updates) from
-        ``params`` through ``_dynamic_optimizer``."""
+    def eps_of(
+        self, params: Any, rank: Any | None = None, scale: float | None = None
+    ) -> list[float]:
+        """The eps each master parameter's step used, in the optimizer ART builds (or updates)
+        from ``params`` through ``_dynamic_optimizer``: one real step (see the module's
+        docstring), with gradients of size ``scale`` (by default, the eps a first step at
+        1e-8 implies), each solved value to 2 significant digits."""
+        if scale is None:  # a first step at 1e-8, then one at the size it found, afresh
+            rough = self.eps_of(params, scale=1e-8)
+            scale = max(min(rough), 1e-30) if all(map(math.isfinite, rough)) else 1e-8
         rank = rank if rank is not None else self.rank()
         dynamic = rank._dynamic_optimizer("default", params)
-        return [float(group["eps"]) for group in dynamic.optimizer.param_groups]
+        return step_eps(dynamic, params, scale)
 
     def params(
         self, eps: float | None = None, field: str = "eps", others: dict[str, Any] | None = None
@@ -196,7 +210,9 @@ class ArtOptimizer:
             for others in self.others(name):
                 for eps in TRIED_EPS:
                     try:
-                        got.append((eps, others, self.eps_of(self.params(eps, name, others))))
+                        got.append(
+                            (eps, others, self.eps_of(self.params(eps, name, others), scale=eps))
+                        )
                     except (TypeError, ValueError):
                         got.append((eps, others, None))
                     if not _reached(got[-1]):
@@ -238,7 +254,7 @@ def measure(art: Any) -> dict[str, Any]:
     out["by_field"] = by_field
     if field is None:
         out["no_field"] = (
-            f"no field of AdamParams ({', '.join(out['fields'])}) reaches the optimizer's eps "
+            f"no field of AdamParams ({', '.join(out['fields'])}) reaches the step's eps "
             f"in every case tried"
         )
         out["closest"] = closest(by_field)
@@ -248,9 +264,32 @@ def measure(art: Any) -> dict[str, Any]:
     out["set"] = {eps: v for eps, others, v in by_field[field] if not others}
     out["settings"] = len({repr(o) for _, o, _ in by_field[field]})
     rank = built.rank()
-    built.eps_of(tried[TRIED_EPS[0]], rank)
-    out["later"] = built.eps_of(tried[TRIED_EPS[1]], rank)
+    built.eps_of(tried[TRIED_EPS[0]], rank, scale=TRIED_EPS[1])  # the same gradient: exact moments
+    out["later"] = built.eps_of(tried[TRIED_EPS[1]], rank, scale=TRIED_EPS[1])
     out["guard"] = built.guard_tells_apart(tried[TRIED_EPS[0]], tried[TRIED_EPS[1]])
+    return out
+
+
+def step_eps(dynamic: Any, params: Any, scale: float) -> list[float]:
+    """One step of ART's optimizer ``dynamic`` with every gradient element +-``scale``; the eps
+    each master's update implies (2 significant digits; inf where a master did not move)."""
+    lr, decay = float(params.learning_rate), float(params.weight_decay)
+    before = [m.detach().clone() for m in dynamic.master_params]
+    for master in dynamic.master_params:
+        signs = torch.ones(master.numel(), dtype=torch.float32)
+        signs[::2] = -1.0
+        master.grad = (scale * signs).reshape(master.shape)
+    dynamic.optimizer.step()
+    dynamic.optimizer.zero_grad(set_to_none=True)
+    out = []
+    for master, p0 in zip(dynamic.master_params, before, strict=True):
+        update = (p0.double() * (1 - lr * decay) - master.detach().double()).abs()
+        moved = update[update > 0]
+        if not moved.numel():
+            out.append(float("inf"))
+            continue
+        eps = (lr * scale / moved - scale).median().item()
+        out.append(float(f"{eps:.2g}"))
     return out
 
 

@@ -275,14 +275,21 @@ def check_art(art: Any) -> dict[str, Any]:
     measurement with the default eps, and the global clip norm over the LoRA parameters of
     ART's own default target modules for Qwen/Qwen3-4B (``megatron/model_support/registry.py``).
 
+    One contract for both claims (issue #51), the audit's: "add eps to AdamParams and the
+    cross-rank config guard", so that TrainerRank can take the Megatron backend's step. The eps
+    is read from a real step of the optimizer ART builds (``_art_optimizer.step_eps``), never
+    from ``param_groups``.
+
     eps-not-configurable: fixed when some field of AdamParams, whatever it is called
-    (``eps``, ``adam_eps``, ...), reaches the optimizer: set to each eps tried, with the other
-    fields at their defaults and at non-default values, every param group's eps is that value
+    (``eps``, ``adam_eps``, ...), reaches the step: set to each eps tried, with the other
+    fields at their defaults and at non-default values, every master's step uses that eps
     (a field with no default counts: each caller sets it), and the cross-rank guard tells two
-    ranks apart that differ only in it (the audit's fix: "add eps to AdamParams and the
-    cross-rank config guard"); a later step's eps is reported beside it.
-    eps-damps-tiny-updates: the default eps measured, or not checked when AdamParams' eps has
-    no default."""
+    ranks apart that differ only in it; a later step's eps is reported beside it.
+    eps-damps-tiny-updates: measured with the smallest eps a step can be given, by default or
+    through the field found (Megatron's 1e-13 when one reaches the step): fixed when that step
+    is not damped. The audit asks for a configurable eps, not a new default, so the audit's fix
+    with the default left at 1e-8 fixes both claims; an eps hard-coded to 1e-13 fixes only this
+    one. Not checked when AdamParams' eps has no default and no field reaches the step."""
     began = time.perf_counter()
     measured = _art_optimizer.measure(art)
     measured["seconds"] = time.perf_counter() - began
@@ -295,8 +302,9 @@ def check_art(art: Any) -> dict[str, Any]:
         config = (
             f"ran {builder}: {measured['no_field']} ({measured['params_at']})"
             + _missed(measured.get("closest"))
-            + f"; the optimizer ART builds from AdamParams' defaults gets eps {_eps(default)}; "
-            f"the cross-rank guard ({guard_at}) not run: no configured eps reaches the optimizer"
+            + "; a step of the optimizer ART builds from AdamParams' defaults uses eps "
+            f"{_eps(default)}; the cross-rank guard ({guard_at}) not run: no configured eps "
+            "reaches the step"
         )
     else:
         got = measured["set"]
@@ -306,7 +314,7 @@ def check_art(art: Any) -> dict[str, Any]:
         configurable = bool(measured["guard"])
         config = (
             f"ran {builder}: AdamParams.{measured['field']} ({measured['params_at']}) "
-            + ", ".join(f"{want:g} -> optimizer eps {_eps(eps)}" for want, eps in got.items())
+            + ", ".join(f"{want:g} -> step eps {_eps(eps)}" for want, eps in got.items())
             + f" (and under {measured['settings'] - 1} settings of every other field at "
             "non-default values)"
             + f"; a later step with {measured['field']} {_art_optimizer.TRIED_EPS[1]:g} leaves "
@@ -321,18 +329,22 @@ def check_art(art: Any) -> dict[str, Any]:
     domain = _eps_domain(measured)
     modules = _art_optimizer.target_modules(art, "Qwen/Qwen3-4B")
     parameters = lora_parameters(modules)
-    if not default:
+    smallest, how = smallest_step_eps(measured)
+    if smallest is None:
         damp_hit: bool | None = None
-        damp = f"AdamParams.eps has no default ({measured['params_at']}): each caller sets it"
+        damp = (
+            f"AdamParams' eps has no default ({measured['params_at']}) and no field reaches "
+            "the step: not checked"
+        )
     else:
-        eps = max(default)
-        result = damped(eps, parameters)
+        result = damped(smallest, parameters)
         damp_hit = result["damped"]
         damp = (
-            f"default eps {eps:g} (ran: the optimizer ART builds from AdamParams defaults); "
-            f"modelled: A's first update is {result['ratio']:.3g} of eps 1e-13's at median "
-            f"|grad A| {result['grad_a_median']:.2g}, with the clip over {parameters:,} LoRA "
-            f"parameters (ART's target modules for Qwen/Qwen3-4B: {', '.join(modules)})"
+            f"the smallest eps a step can be given: {smallest:g} ({how}; ran: a step of the "
+            f"optimizer ART builds); modelled: A's first update is {result['ratio']:.3g} of eps "
+            f"1e-13's at median |grad A| {result['grad_a_median']:.2g}, with the clip over "
+            f"{parameters:,} LoRA parameters (ART's target modules for Qwen/Qwen3-4B: "
+            f"{', '.join(modules)})"
         )
     at = _optimizer_lines(art, where)
     return {
@@ -356,6 +368,19 @@ def check_art(art: Any) -> dict[str, Any]:
     }
 
 
+def smallest_step_eps(measured: dict[str, Any]) -> tuple[float | None, str]:
+    """The smallest eps a TrainerRank step can be given: the default's, or the smallest eps
+    tried that the field found made the step use; and how it is had."""
+    ways = {max(measured["default"]): "AdamParams' defaults"} if measured.get("default") else {}
+    for want, got in (measured.get("set") or {}).items():
+        if got and got == [want] * len(got):
+            ways.setdefault(want, f"AdamParams.{measured['field']}={want:g}")
+    if not ways:
+        return None, ""
+    smallest = min(ways)
+    return smallest, ways[smallest]
+
+
 def _eps_domain(measured: dict[str, Any]) -> dict[str, Any]:
     """What was searched for a configurable eps: every field of AdamParams but the learning
     rate, each set to every eps tried; the counterexample, when none reaches the optimizer, is
@@ -367,7 +392,8 @@ def _eps_domain(measured: dict[str, Any]) -> dict[str, Any]:
         f"rate, set to eps {', '.join(f'{e:g}' for e in _art_optimizer.TRIED_EPS)} with the "
         f"other fields at their defaults and in {_art_optimizer.OTHER_SETTINGS} draws at "
         "non-default values (each, the learning rate too, 0.5-0.95 x its default); the "
-        "optimizer's param_groups read; the cross-rank guard on two ranks differing in eps only"
+        "eps each master's step used, solved from a real step; the cross-rank guard on two "
+        "ranks differing in eps only"
     )
     counterexample = None
     if "no_field" in measured:
@@ -378,7 +404,7 @@ def _eps_domain(measured: dict[str, Any]) -> dict[str, Any]:
             name, (want, others, got) = near
         counterexample = {
             "inputs": {"field": name, "set to": want, **_non_default(others)},
-            "measured": "refused" if got is None else f"optimizer eps {_eps(got)}",
+            "measured": "refused" if got is None else f"step eps {_eps(got)}",
             "bound": f"eps {want:g}",
         }
     elif not measured.get("guard"):
@@ -399,22 +425,24 @@ def _eps_domain(measured: dict[str, Any]) -> dict[str, Any]:
 
 
 def _damp_domain(measured: dict[str, Any], damped: bool | None) -> dict[str, Any]:
-    """One input: the eps ART's optimizer gets from AdamParams' defaults, measured on this
-    script's LoRA layer against eps 1e-13 (the damping is a property of that one value)."""
-    default = measured.get("default") or []
+    """One input: the smallest eps a step of ART's optimizer can be given (by default or
+    through the field found), measured on this script's LoRA layer against eps 1e-13 (the
+    damping is a property of that one value)."""
+    smallest, how = smallest_step_eps(measured)
     return {
-        "covers": "the eps of the optimizer ART builds from AdamParams' defaults; A's first "
-        "update at the median |grad A| after the clip over ART's Qwen3-4B LoRA parameters",
+        "covers": "the smallest eps a step of the optimizer ART builds can be given (AdamParams' "
+        "defaults, or each eps tried through the field found); A's first update at the median "
+        "|grad A| after the clip over ART's Qwen3-4B LoRA parameters",
         "inputs": 1,
         "budget_s": 2.0,
         "seconds": round(measured["seconds"], 3),
         "seed": None,
         "counterexample": {
-            "inputs": {"eps": max(default)},
+            "inputs": {"eps": smallest, "given by": how},
             "measured": "A's first update damped",
             "bound": "the update eps 1e-13 gives",
         }
-        if damped and default
+        if damped and smallest is not None
         else None,
     }
 
@@ -432,11 +460,11 @@ def _missed(near: Any) -> str:
     name, (want, others, got) = near
     given = ", ".join(f"{k}={v:.4g}" for k, v in sorted(others.items()))
     if name.startswith("any of "):
-        return f"; each set to {want:g} leaves the optimizer eps {_eps(got or [])}"
+        return f"; each set to {want:g} leaves the step eps {_eps(got or [])}"
     return (
         f"; nearest: AdamParams.{name} set to {want:g} "
         + (f"with {given} " if given else "with the other fields at their defaults ")
-        + ("is refused" if got is None else f"gives the optimizer eps {_eps(got)}")
+        + ("is refused" if got is None else f"gives the step eps {_eps(got)}")
     )
 
 

@@ -64,7 +64,7 @@ def test_check_gives_the_recorded_verdict_and_flips_on_its_control(
 
 @pytest.mark.repro
 @pytest.mark.parametrize(
-    ("default", "damped"), [("1e-13", "fixed"), ("1e-8", "reproduced"), (None, "not checked")]
+    ("default", "damped"), [("1e-13", "fixed"), ("1e-8", "fixed"), (None, "fixed")]
 )
 def test_item6_claims_are_independent(
     default: str | None,
@@ -74,11 +74,14 @@ def test_item6_claims_are_independent(
     tmp_path: Path,
 ) -> None:
     """A reviewer's fix, an eps field, ``eps=params.eps`` in the call and ``value.eps`` in the
-    cross-rank guard: the eps is configurable whatever its default; the damping follows the
-    default. The guard edit is part of the fix: the audit's own fix is "add eps to AdamParams
-    and the cross-rank config guard" (and the finding's Expected asks for an eps covered by
-    that guard), so with the guard untouched eps-not-configurable stays reproduced (the
-    adversarial control item06_half_fix_eps_not_in_the_guard holds that case)."""
+    cross-rank guard: the eps is configurable whatever its default, and so a step can be given
+    Megatron's 1e-13 whatever the default: the damping claim is fixed too (issue #51: one
+    contract, the audit's, which asks for a configurable eps, not a new default; an eps
+    hard-coded to 1e-13 fixes the damping only). The guard edit is part of the fix: the
+    audit's own fix is "add eps to AdamParams and the cross-rank config guard" (and the
+    finding's Expected asks for an eps covered by that guard), so with the guard untouched
+    eps-not-configurable stays reproduced (the adversarial control
+    item06_half_fix_eps_not_in_the_guard holds that case)."""
     release = art_wheels.tree("0.5.23")
     field = "eps: float" if default is None else f"eps: float = {default}"
     edits = [
