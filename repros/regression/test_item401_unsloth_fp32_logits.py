@@ -2,9 +2,12 @@
 log-probabilities of FP32 logits of its operands, not of logits rounded to the operands' dtype,
 whatever the dtype (BF16 or FP16), whether the hidden states require grad (training) or not,
 for a chunk over a real vocabulary (Qwen3's 151,936 ids) as for a small one, and for hidden
-states as large as a real model's (|max| about 40 and 400) as for small ones. Strict xfail
-while the matmul is BF16 (p90 error 0.11 nats on 0.5.21 and 0.5.23); it fails as an unexpected
-pass once fixed. CPU only: random operands whose logits reach about 58."""
+states as large as a real model's (|max| about 40 and 400) as for small ones. A non-strict
+xfail, as item 4's test is: for this symptom (BF16 LM-head logits) the audit decides no fix
+(item 4 asks for a GPU A/B), and whether ART's GPU path hands this function BF16 hidden states
+is unconfirmed (item 2). On 0.5.21 and 0.5.23 BF16 operands give a p90 error of 0.11 nats; a
+fix is reported as an unexpected pass (XPASS) without failing ART's suite. CPU only: random
+operands whose logits reach about 58."""
 
 import pytest
 import torch
@@ -22,7 +25,11 @@ CASES = [  # (positions, hidden size, vocabulary, chunk, hidden states' spread)
 ]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="artbot follow-up 401 is open")
+@pytest.mark.xfail(
+    strict=False,
+    raises=AssertionError,
+    reason="artbot follow-up 401 is open; as for item 4, the audit decides no fix",
+)
 def test_logprobs_come_from_fp32_logits() -> None:
     # One test over the whole domain: a fix for one dtype, grad mode or chunk size is no fix.
     for dtype in (torch.bfloat16, torch.float16):

@@ -1,9 +1,10 @@
 """The regression tests artbot exports for ART's own suite, each proven on 0.5.20, 0.5.21 and
 0.5.23 to pass or xfail as the finding's recorded status says: those of items 7, 8 and 10 fail
 on 0.5.20 and pass from 0.5.21, which fixed them; those of items 5 and 6 and of the
-follow-ups (401, 801, 1001), still present, are strict xfails on all three, and each fails
+follow-ups 801 and 1001, still present, are strict xfails on all three, and each fails
 (XPASS, strict) on a copy of 0.5.23 with its suggested fix applied, so it flips when ART fixes
-it; items 4 and 11, whose audit decides no fix, are non-strict xfails that report an XPASS.
+it; items 4 and 11, whose audit decides no fix, and follow-up 401 (item 4's symptom on the
+Unsloth backend), are non-strict xfails that report an XPASS.
 What each reported on the newest release is the one recorded in repros/regression/outcomes.json,
 which the issues quote.
 
@@ -243,7 +244,12 @@ def _control_fix(item: int) -> list[tuple[str, str, str]]:
 
 # Open items whose audit decides no behaviour (4: "a GPU A/B", 11: "probably leave it"): their
 # tests are non-strict xfails, reporting an XPASS on a fix without failing ART's suite.
-NON_STRICT = {"test_item04_lm_head_fp32_logits.py", "test_item11_lora_delta_add.py"}
+# Follow-up 401 is item 4's symptom on the Unsloth backend: the audit decides no fix there either.
+NON_STRICT = {
+    "test_item04_lm_head_fp32_logits.py",
+    "test_item11_lora_delta_add.py",
+    "test_item401_unsloth_fp32_logits.py",
+}
 
 
 # Each follow-up's suggested fix as an edit of the release (files under art/, regex, replacement),
@@ -282,11 +288,16 @@ def test_each_follow_ups_strict_xfail_flips_with_its_suggested_fix(
     done = run_exported(
         server, tmp_path, "0.5.23-follow-ups-fixed", fixed, only=set(FOLLOW_UP_FIXES)
     )
-    got = outcomes(done.stdout)
-    assert set(got) == set(FOLLOW_UP_FIXES), done.stdout[-3000:]
+    got = outcomes(done.stdout)  # an XPASS is no outcome there
+    assert set(got) | (NON_STRICT & set(FOLLOW_UP_FIXES)) == set(FOLLOW_UP_FIXES), done.stdout
     for name in FOLLOW_UP_FIXES:
-        assert got[name] == "failed", done.stdout[-3000:]  # XPASS(strict): the mark must go
-    assert done.stdout.count("XPASS(strict)") >= len(FOLLOW_UP_FIXES)
+        if name in NON_STRICT:  # an XPASS reported, ART's suite not failed
+            assert re.search(rf"^XPASS \S*{re.escape(name)}", done.stdout, re.M), name
+            assert got.get(name) != "failed", done.stdout[-3000:]
+        else:
+            assert got[name] == "failed", done.stdout[-3000:]  # XPASS(strict): the mark must go
+    strict = [name for name in FOLLOW_UP_FIXES if name not in NON_STRICT]
+    assert done.stdout.count("XPASS(strict)") >= len(strict)
 
 
 @pytest.mark.network
