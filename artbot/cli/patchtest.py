@@ -59,7 +59,7 @@ def test(obj: Context, item: int, patch_file: Path, release: str | None) -> None
     if isinstance(outcome, Refusal):
         click.echo(render_refusal(outcome))
         raise SystemExit(2)
-    click.echo(render_trial(outcome), nl=False)
+    click.echo(render_trial(outcome, catalog.get(item)), nl=False)
     raise SystemExit(0 if outcome.after.status is CodeStatus.fixed else 1)
 
 

@@ -2,12 +2,21 @@
 patch, the domain it was checked over and the counterexample, the regression test's outcome,
 what ran and how long it took. A refusal is one line.
 
+Given the finding, a patch that fixes part of the contract is answered with what remains (issue
+#51): "partial: fixes X; the contract also requires Y", Y in the record's words (the claim's
+``contract``), whose contract it is, and the counterexample. That is said both when some claims
+are fixed and others not, and when the regression test passes (the issue's own example fixed)
+while the check still finds a counterexample; then the reply also says why the two differ: the
+test covers less of the domain (``test_covers``), or, where it covers all of it, that the two
+disagree, which is artbot's bug.
+
 Everything that came from the check's child (details, counterexamples, errors) is made inert
 markdown (:func:`artbot.render.status_view.cell_text`): a patch's code writes it.
 """
 
 from __future__ import annotations
 
+from ..records.models import Contract, Finding
 from ..render.status_view import cell_text
 from ..status import ClaimResult, Domain
 from ..verify.code import CodeResult, CodeStatus
@@ -83,14 +92,75 @@ def _regression_line(before: Regression | None, after: Regression | None) -> str
     return f"Regression test `{after.test}` (run with `--runxfail`): {change} ({detail})."
 
 
-def render_trial(trial: Trial) -> str:
-    """The answer's body (the responder adds its hidden marker)."""
+def _remaining(cid: str, contract: Contract | None, claim: ClaimResult | None) -> str:
+    """One claim still reproduced, as the contract requires it, with the counterexample."""
+    if contract is None:
+        text = f"`{cid}`"
+    else:
+        whose = "the audit's" if contract.by == "audit" else f"artbot's: {contract.why}"
+        text = f"`{cid}`: {contract.must} ({whose}; over {contract.domain})"
+    found = counterexample_cell(claim)
+    return cell_text(text, 600) + (f"; counterexample: {found}" if found else "")
+
+
+def what_remains(trial: Trial, finding: Finding | None) -> list[str]:
+    """ "partial: fixes X; the contract also requires Y", when the patch fixes part of the
+    contract: some of the claims, or the regression test's cases but not the check's domain."""
+    after = trial.after
+    if after.status in (CodeStatus.fixed, CodeStatus.could_not_run) or not after.claims:
+        return []
+    contracts = {c.id: c.contract for c in finding.claims} if finding is not None else {}
+    # What the patch fixed: claims reproduced on the release, and the regression test's cases.
+    fixed = [
+        cid
+        for cid, c in after.claims.items()
+        if c.verdict.value == "fixed" and _verdict(trial.before, cid) == "reproduced"
+    ]
+    open_ = [cid for cid, c in after.claims.items() if c.verdict.value == "reproduced"]
+    reg, reg_before = trial.regression_after, trial.regression_before
+    test_fixed = (
+        reg is not None
+        and reg.outcome == "passed"
+        and (reg_before is None or reg_before.outcome != "passed")
+    )
+    if not open_ or not (fixed or test_fixed):
+        return []
+    parts = [f"`{cid}`" for cid in fixed]
+    if test_fixed and reg is not None:
+        parts.append(f"what the regression test `{reg.test}` checks")
+    required = "; and ".join(
+        _remaining(cid, contracts.get(cid), after.claims[cid]) for cid in open_
+    )
+    out = [f"partial: fixes {' and '.join(parts)}; the contract also requires {required}.", ""]
+    if test_fixed:
+        covers = {
+            k.test_covers for c in open_ if (k := contracts.get(c)) is not None and k.test_covers
+        }
+        if covers:
+            said = "; ".join(sorted(c for c in covers if c))
+            out += [
+                f"The regression test passes because it covers less: {cell_text(said, 400)}.",
+                "",
+            ]
+        else:
+            out += [
+                "The regression test passes while the check, over the same contract, does not: "
+                "the two disagree, which is artbot's bug to fix, not the patch's.",
+                "",
+            ]
+    return out
+
+
+def render_trial(trial: Trial, finding: Finding | None = None) -> str:
+    """The answer's body (the responder adds its hidden marker); with ``finding``, what a partial
+    fix leaves, in its contract's words."""
     before, after = trial.before, trial.after
     files = ", ".join(f"`{p}`" for p in trial.changed)
     out = [
         f"{TITLE}: item {trial.item}, openpipe-art {trial.release} with {trial.source} "
         f"({files}): **{headline(trial)}** (the release: {before.status.value}).",
         "",
+        *what_remains(trial, finding),
     ]
     if after.status is CodeStatus.could_not_run:
         out += [f"The check on the patched code: {cell_text(after.detail, 600)}", ""]

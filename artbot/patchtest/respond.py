@@ -157,7 +157,9 @@ def _text(
         catalog, task.item, parsed.files, release, source=source, cache=cache, secrets=secrets,
         progress=progress,
     )  # fmt: skip
-    return render_refusal(outcome) if isinstance(outcome, Refusal) else render_trial(outcome)
+    if isinstance(outcome, Refusal):
+        return render_refusal(outcome)
+    return render_trial(outcome, catalog.get(task.item))
 
 
 def post_answers(repo: Repo, answers: Sequence[Answer], artbot: Sequence[str]) -> list[str]:

@@ -190,6 +190,34 @@ def follow_up_of(item: int) -> int | None:
 ClaimId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", max_length=60)]
 
 
+class Contract(_Strict):
+    """What a claim's fix must satisfy, stated once (issue #51): the check and the regression
+    test state its domain, oracle and tolerance verbatim (``tests/contracts/`` holds them to
+    it); the Expected says it in a maintainer's words. ``by: artbot`` (with ``why``) where the
+    audit did not decide it; ``test_covers`` where the regression test covers less."""
+
+    by: Literal["audit", "artbot"] = Field(description="Who decided what correct code does.")
+    why: NonEmpty | None = Field(default=None, description="by: artbot only: why artbot chose it.")
+    must: NonEmpty = Field(description="What must hold, in a maintainer's words.")
+    domain: NonEmpty = Field(description="The inputs it must hold over (the check's words).")
+    oracle: NonEmpty = Field(description="What ART's result is compared with.")
+    tolerance: NonEmpty = Field(description="How close it must be.")
+    test_covers: NonEmpty | None = Field(
+        default=None, description="What the regression test covers, where less than the domain."
+    )
+
+    @model_validator(mode="after")
+    def _artbot_says_why(self) -> Contract:
+        if (self.by == "artbot") != (self.why is not None):
+            raise ValueError("why is required for by: artbot, and only there")
+        return self
+
+    def terms(self, *, for_test: bool = False) -> dict[str, str]:
+        """The phrases the check (or, ``for_test``, the regression test) states verbatim."""
+        domain = self.test_covers if for_test and self.test_covers else self.domain
+        return {"domain": domain, "oracle": self.oracle, "tolerance": self.tolerance}
+
+
 class Claim(_Strict):
     """One checkable statement of a finding. ART fixes claims one at a time, so each is
     reproduced, fixed or not checked on its own (see :mod:`artbot.status`)."""
@@ -198,6 +226,9 @@ class Claim(_Strict):
     text: NonEmpty = Field(description="The claim in the audit's words, one sentence.")
     symptom: Title = Field(
         description="The symptom as an issue title, when this claim is what remains."
+    )
+    contract: Contract | None = Field(
+        default=None, description="What a fix must satisfy: see Contract."
     )
 
 

@@ -4,14 +4,19 @@ test's change; a refusal in one inert line; and the planner's cap on tests per p
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from artbot.patchtest.answer import headline, render_refusal, render_trial
 from artbot.patchtest.command import Refusal
 from artbot.patchtest.plan import Comment, plan
 from artbot.patchtest.regress import Regression, outcome
 from artbot.patchtest.trial import Trial
+from artbot.records.catalog import load_catalog
+from artbot.records.models import Claim, Contract, Finding
 from artbot.status import ClaimResult, ClaimVerdict, Counterexample, Domain
 from artbot.verify.code import CodeResult, CodeStatus
 
+ROOT = Path(__file__).resolve().parents[2]
 COVERS = "sentinels -1e4..-21, group sizes 2..64, fp32 and bf16"
 
 
@@ -110,3 +115,62 @@ def test_the_cap_on_tests_per_pass_is_the_answer_to_the_request_over_it() -> Non
     ]
     tasks = plan(5, 801, comments, ["artbot"], {"w": "admin"}, max_runs=2)
     assert [t.kind for t in tasks] == ["run", "run", "busy"]
+
+
+def _finding_with(*claims: tuple[str, Contract]) -> Finding:
+    """Item 801's record with the given claims' contracts (a real record, other claims dropped)."""
+    base = load_catalog(ROOT).get(801)
+    made = [Claim(id=cid, text="t", symptom="s", contract=c) for cid, c in claims]
+    return base.model_copy(update={"claims": made})
+
+
+AUDITS = Contract(
+    by="audit", must="eps reaches AdamW", domain="every field", oracle="o", tolerance="t"
+)
+OURS = Contract(
+    by="artbot", why="the default damps", must="the default eps does not damp",
+    domain="AdamParams' defaults", oracle="o", tolerance="t",
+)  # fmt: skip
+
+
+def test_a_fix_of_some_claims_says_what_the_contract_still_requires() -> None:
+    """#51, item 6: the audit's fix with the default left alone fixes the configurability and
+    leaves the damping; the answer names both, the remaining claim in its contract's words,
+    whose contract it is and why, with the counterexample."""
+    got = trial(
+        result("reproduced", {"c": claim("reproduced"), "d": claim("reproduced")}),
+        result("partial", {"c": claim("fixed"), "d": claim("reproduced", inputs=3, found=True)}),
+        ("failed", "passed"),
+    )
+    text = render_trial(got, _finding_with(("c", AUDITS), ("d", OURS)))
+    assert (
+        "partial: fixes `c` and what the regression test `test_item801.py` checks; the contract "
+        "also requires `d`: the default eps does not damp (artbot's: the default damps; over "
+        "AdamParams' defaults); counterexample: sentinel=-50.0, tokens=3: measured 480000000.0, "
+        "bound 2.0." in text
+    )
+    assert "**partial**" in text
+
+
+def test_a_passing_test_beside_a_reproduced_check_is_explained() -> None:
+    """#51: a reply must not say "reproduced" beside a test gone xfail → pass without saying
+    why: the test covers less (the contract's test_covers), or the two disagree (artbot's bug)."""
+    before = result("reproduced", {"d": claim("reproduced")})
+    after = result("reproduced", {"d": claim("reproduced", inputs=30, found=True)})
+    less = OURS.model_copy(update={"test_covers": "eps set to 1e-13 only"})
+    text = render_trial(trial(before, after), _finding_with(("d", less)))
+    assert "partial: fixes what the regression test `test_item801.py` checks" in text
+    assert "The regression test passes because it covers less: eps set to 1e-13 only." in text
+    text = render_trial(trial(before, after), _finding_with(("d", OURS)))
+    assert "the two disagree, which is artbot's bug to fix, not the patch's" in text
+
+
+def test_no_partial_line_for_a_full_fix_or_a_patch_that_fixes_nothing() -> None:
+    finding = _finding_with(("c", AUDITS), ("d", OURS))
+    full = trial(
+        result("reproduced", {"c": claim("reproduced"), "d": claim("reproduced")}),
+        result("fixed", {"c": claim("fixed", inputs=9), "d": claim("fixed", inputs=9)}),
+    )
+    assert "partial:" not in render_trial(full, finding)
+    same = result("partial", {"c": claim("fixed"), "d": claim("reproduced")})
+    assert "partial:" not in render_trial(trial(same, same, ("failed", "failed")), finding)
