@@ -10,14 +10,16 @@ while the check still finds a counterexample; then the reply also says why the t
 test covers less of the domain (``test_covers``), or, where it covers all of it, that the two
 disagree, which is artbot's bug.
 
-Everything that came from the check's child (details, counterexamples, errors) is made inert
-markdown (:func:`artbot.render.status_view.cell_text`): a patch's code writes it.
+Everything that came from the check's child (details, counterexamples, errors) or from the
+comment (a refusal's reason) is quoted in a code span (:func:`quoted`): a patch's code writes
+it, and in a code span no markdown, HTML, mention, autolink (a bare URL, ``www.``) or reference
+(``#N``, ``owner/repo#N``, a commit hash) is live.
 """
 
 from __future__ import annotations
 
 from ..records.models import Contract, Finding
-from ..render.status_view import cell_text
+from ..render.status_view import cell_text, code_span
 from ..status import ClaimResult, Domain
 from ..verify.code import CodeResult, CodeStatus
 from .command import Refusal
@@ -27,8 +29,16 @@ from .trial import Trial
 TITLE = "**artbot test**"
 
 
+def quoted(text: str, limit: int, *, in_table: bool = True) -> str:
+    """``text`` as one inline code span of at most ``limit`` characters (see the module)."""
+    flat = " ".join(text.split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return code_span(flat, in_table=in_table) if flat else ""
+
+
 def render_refusal(refusal: Refusal) -> str:
-    return f"{TITLE}: not run: {cell_text(refusal.reason, 600)}"
+    return f"{TITLE}: not run: {quoted(refusal.reason, 600, in_table=False)}"
 
 
 def domain_cell(claim: ClaimResult | None) -> str:
@@ -36,7 +46,7 @@ def domain_cell(claim: ClaimResult | None) -> str:
     if claim is None or claim.domain is None:
         return "one input"
     d: Domain = claim.domain
-    return cell_text(f"{d.inputs:,} inputs ({d.covers}; {d.seconds:.1f} s)", 300)
+    return f"{d.inputs:,} inputs ({quoted(d.covers, 240)}; {d.seconds:.1f} s)"
 
 
 def counterexample_cell(claim: ClaimResult | None) -> str:
@@ -45,9 +55,9 @@ def counterexample_cell(claim: ClaimResult | None) -> str:
     if claim.domain is not None and claim.domain.counterexample is not None:
         ce = claim.domain.counterexample
         given = ", ".join(f"{k}={v}" for k, v in ce.inputs.items())
-        return cell_text(f"{given}: measured {ce.measured}, bound {ce.bound}", 300)
+        return quoted(f"{given}: measured {ce.measured}, bound {ce.bound}", 300)
     if claim.verdict.value == "reproduced" and claim.detail:
-        return cell_text(claim.detail, 300)
+        return quoted(claim.detail, 300)
     return ""
 
 
@@ -88,7 +98,7 @@ def _regression_line(before: Regression | None, after: Regression | None) -> str
     change = f"{word(before)} → {word(after)}"
     if before is not None and before.outcome == "failed" and after.outcome == "failed":
         change = "still xfail"
-    detail = cell_text(after.detail, 300) if after.detail else ""
+    detail = quoted(after.detail, 300, in_table=False) if after.detail else ""
     return f"Regression test `{after.test}` (run with `--runxfail`): {change} ({detail})."
 
 
@@ -163,7 +173,7 @@ def render_trial(trial: Trial, finding: Finding | None = None) -> str:
         *what_remains(trial, finding),
     ]
     if after.status is CodeStatus.could_not_run:
-        out += [f"The check on the patched code: {cell_text(after.detail, 600)}", ""]
+        out += [f"The check on the patched code: {quoted(after.detail, 600, in_table=False)}", ""]
     claim_ids = list(after.claims) or list(before.claims)
     if claim_ids:
         out += [
@@ -180,7 +190,7 @@ def render_trial(trial: Trial, finding: Finding | None = None) -> str:
     out += [_regression_line(trial.regression_before, trial.regression_after), ""]
     ran = ", ".join(after.ran or before.ran)
     took = "; ".join(f"{k} {v:.1f} s" for k, v in trial.timings.items())
-    shown = cell_text(ran, 600) or "nothing of ART's"
+    shown = quoted(ran, 600, in_table=False) or "nothing of ART's"
     out.append(f"Ran: {shown}. Took {trial.seconds:.1f} s ({took}).")
     out.append(f"{cell_text(trial.isolation, 300)}; no token in its environment.")
     return "\n".join(out) + "\n"

@@ -30,7 +30,7 @@ from ..verify.apart import (
     refusal,
     tokens_in,
 )
-from ..verify.limits import Limits
+from ..verify.limits import Limits, read_regular
 from ..verify.sanitize import shown
 from ..verify.tree import ArtTree
 from .harness import CONFTEST, PACKAGE_VARIABLE
@@ -96,10 +96,7 @@ def run_regression(
                 raise CannotConfine(refusal(failed, tokens, in_actions))
             run.plain(argv, cenv)
         why = run.failure(limits)
-        try:
-            raw = report.read_bytes()[: MAX_REPORT_BYTES + 1] if report.is_file() else b""
-        except OSError:
-            raw = b""
+        raw = read_regular(scratch, report.name, MAX_REPORT_BYTES)  # never a link followed
     took = time.monotonic() - started
     done = run.finished
     if done is not None and done.timed_out:

@@ -55,12 +55,15 @@ def flatten(text: str) -> str:
 
 
 def neutralize(line: str) -> str:
-    """One line of an Actions log that cannot be a workflow command: the runner reads a
-    command from a line whose text after leading whitespace starts with ``::`` (and the
-    legacy ``##[`` form), so such a line is printed behind :data:`ESCAPED`."""
-    if line.lstrip().startswith("::"):
+    """One line of an Actions log (or of a step summary made of it) that cannot be a workflow
+    command nor end a fence: the runner reads a command from a line whose text after leading
+    whitespace starts with ``::``, and the legacy ``##[`` form anywhere in a line; a line
+    starting with a fence (```` ``` ```` or ``~~~``) would close the summary's code block. Such
+    a line is printed behind :data:`ESCAPED`, every ``::`` is split by a word joiner and every
+    ``##[`` by a space, wherever they are in the line."""
+    if line.lstrip().startswith(("::", "```", "~~~")):
         line = ESCAPED + line
-    return line.replace("##[", "# #[")
+    return line.replace("::", ":\u2060:").replace("##[", "# #[")
 
 
 class GuardedStream(io.TextIOBase):

@@ -5,7 +5,8 @@ registry. It never runs in artbot's own process: :func:`verify_code_apart` start
 ``python -m artbot.verify.apart`` with an environment built from an allowlist (no
 ``GH_TOKEN``/``GITHUB_TOKEN``, no ``GITHUB_*``, ``INPUT_*`` or ``ARTBOT_*`` variable, nothing
 whose name looks like a secret, nothing whose value holds a token), in a scratch working
-directory, and reads back one JSON file.
+directory, and reads back one JSON file (a regular file of that folder, opened with
+``O_NOFOLLOW``, at most the cap + 1 bytes: :func:`.limits.read_regular`).
 
 A clean environment is not enough: any process can read the environment of every other process
 of its user, the shell that holds the token included, and write wherever that user may. So the
@@ -49,7 +50,7 @@ from . import zygote
 from .code import CodeResult, CodeStatus, checkable
 from .confine import UNAVAILABLE, Spec, supported
 from .confine import command as confine_command
-from .limits import Finished, Limits, apply, hit, run_bounded
+from .limits import Finished, Limits, apply, hit, read_regular, run_bounded
 from .limits import named as limits_named
 from .sanitize import shown
 from .tree import ArtTree
@@ -193,10 +194,9 @@ def verify_code_apart(
             run.plain(child, cenv)
         else:
             say(f"verify: ART's code ran {protections(run, limits, dumpable_off)}")
-        try:
-            raw = out.read_bytes()[: MAX_RESULT_BYTES + 1] if out.is_file() else b""
-        except OSError:
-            raw = b""
+        # The child may have replaced the file (a link to one of artbot's files, a FIFO):
+        # read only a regular file of the scratch folder, never followed, at most cap + 1.
+        raw = read_regular(scratch, out.name, MAX_RESULT_BYTES)
         why = run.failure(limits)
         if why is not None or not raw:
             return _all_failed(wanted, tree, why or "the check process wrote no results")

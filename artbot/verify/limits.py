@@ -13,6 +13,7 @@ import contextlib
 import os
 import resource
 import signal
+import stat
 import subprocess
 import threading
 from collections.abc import Callable, Sequence
@@ -130,6 +131,36 @@ def _drain(stream: object, into: Output, keep: int) -> None:
         into.total += len(chunk)
         if len(into.head) < keep:
             into.head += chunk[: keep - len(into.head)]
+
+
+def read_regular(folder: str | os.PathLike[str], name: str, cap: int) -> bytes:
+    """The file ``name`` of ``folder`` as the check process left it, read safely from outside:
+    opened with ``O_NOFOLLOW`` (a symbolic link is not followed: it reads as nothing), only a
+    regular file with one link (not a FIFO, a device or a hard link to a file elsewhere), and
+    at most ``cap + 1`` bytes (the caller sees it is over the cap). b"" when it is none of those."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError:  # absent, or a link (ELOOP)
+        return b""
+    finally:
+        os.close(dir_fd)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return b""
+        data = b""
+        while len(data) <= cap and (chunk := os.read(fd, min(CHUNK, cap + 1 - len(data)))):
+            data += chunk
+        return data
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from tests.helpers.workflows import (
     action_steps,
     effective_permissions,
     load,
+    load_action,
     step,
     workflow_files,
 )
@@ -94,3 +95,49 @@ def test_the_job_that_runs_art_code_holds_no_write_token() -> None:
         "${{ inputs.command != 'verify' && inputs.github-token || '' }}"
     )
     assert 'env -u GH_TOKEN -u GITHUB_TOKEN "$bin/artbot"' in run["run"]
+
+
+def _runs_untrusted_code(job: Mapping[str, Any]) -> bool:
+    """A job that runs a release's code or a patch's: verify, or `answer-tests --phase check`."""
+    commands = {s["with"]["command"] for s in artbot_steps(job)}
+    scripts = " ".join(s.get("run", "") for s in job.get("steps", []))
+    return "verify" in commands or "--phase check" in scripts
+
+
+def _caches(job: Mapping[str, Any]) -> set[str]:
+    """The caches a job can restore or save: setup-python's pip cache (keyed by its files),
+    each actions/cache key's fixed prefix, and the action's virtual environment (its key
+    tells verify's, with torch, from the others')."""
+    split_key = "extra=repro" in json.dumps(load_action())
+    found = set()
+    for s in job.get("steps", []):
+        uses, given = s.get("uses", ""), s.get("with") or {}
+        if uses.startswith("actions/setup-python@") and given.get("cache"):
+            found.add(f"pip {given.get('cache-dependency-path', '')}")
+        if uses.startswith("actions/cache@"):
+            found.add("cache " + str(given.get("key", "")).split("${{")[0])
+        if uses == "./":
+            kind = given["command"] == "verify" if split_key else "any"
+            found.add(f"action venv {kind}")
+    return found
+
+
+def test_no_cache_is_shared_between_untrusted_code_and_a_write_token() -> None:
+    """#53: the jobs that run ART's code shared setup-python's pip cache key with the jobs
+    that hold write tokens: one could save what the other restores and runs."""
+    untrusted: dict[str, set[str]] = {}
+    writers: dict[str, set[str]] = {}
+    for path in workflow_files():
+        workflow = load(path.name)
+        for name, job in workflow["jobs"].items():
+            where = f"{path.name}:{name}"
+            permissions = effective_permissions(workflow, name) or {}
+            if _runs_untrusted_code(job):
+                untrusted[where] = _caches(job)
+                assert not any(k.startswith("pip ") for k in untrusted[where]), where
+            if "write" in json.dumps(permissions):
+                writers[where] = _caches(job)
+    assert untrusted and writers
+    for job, caches in untrusted.items():
+        for writer, theirs in writers.items():
+            assert not caches & theirs, (job, writer, caches & theirs)

@@ -106,14 +106,16 @@ def test_guarded_stream_escapes_in_actions_and_redacts_always() -> None:
     stream = GuardedStream(raw, [CANARY], in_actions=True)
     stream.write(f"plain {CANARY}\n::error::x\n   ::set-output name=a::b\nmid ::ok\n")
     stream.write("part")
-    stream.write("ial ##[warning]y\n")
+    stream.write("ial ##[warning]y\n  ```\n")
     stream.command("::warning::artbot's own")
+    joined = ":\u2060:"  # #53: a `::` anywhere in a line is split, not only at its start
     assert raw.getvalue().splitlines() == [
         "plain ***",
-        "(escaped) ::error::x",
-        "(escaped)    ::set-output name=a::b",
-        "mid ::ok",
+        f"(escaped) {joined}error{joined}x",
+        f"(escaped)    {joined}set-output name=a{joined}b",
+        f"mid {joined}ok",
         "partial # #[warning]y",
+        "(escaped)   ```",
         "::warning::artbot's own",
     ]
     quiet = io.StringIO()
