@@ -86,8 +86,18 @@ def repository_to_use(flag: str | None, environment: str | None, default: str) -
     )
 
 
-def missing_repository(name: str, api_url: str) -> BadInput:
-    """What to say when GitHub answers 404 for the repository artbot was given."""
+def missing_repository(
+    name: str, api_url: str, api_source: str = "--api-url", *, api_found: bool = True
+) -> BadInput:
+    """What to say when GitHub answers 404 for the repository artbot was given: the
+    repository's name, unless no GitHub API answers at ``api_url`` at all (``api_found``
+    False), when it is the API URL's path (named by where it came from, ``api_source``)."""
+    if not api_found:
+        return BadInput(
+            f"{api_source} {api_url}: no GitHub API answers there (its /rate_limit is not "
+            "found either): check the URL's path (github.com's API is https://api.github.com, "
+            "a GitHub Enterprise Server's https://HOST/api/v3)"
+        )
     return BadInput(
         f"repository {name} not found at {api_url}: check its spelling (--repo or "
         "$GITHUB_REPOSITORY), and for a private repository that the token can read it (GitHub "
@@ -131,8 +141,10 @@ def status_problems(root: Path, items: set[int]) -> list[Problem]:
     return problems
 
 
-def check_api_url(url: str | None) -> None:
-    """An API URL is http(s)://host[:port][/path], without query, fragment or credentials."""
+def check_api_url(url: str | None, option: str = "--api-url") -> None:
+    """An API URL is http(s)://host[:port][/path], without query, fragment or credentials;
+    else BadInput naming where it came from (``option``: ``--api-url`` or
+    ``$GITHUB_API_URL``)."""
     if url is None:
         return
     try:
@@ -150,7 +162,7 @@ def check_api_url(url: str | None) -> None:
         or parts.password
         or any(c.isspace() for c in url)
     ):
-        raise BadInput(f"--api-url: not an http(s) API URL: {url[:100]!r}")
+        raise BadInput(f"{option}: not an http(s) API URL: {url[:100]!r}")
 
 
 def check_token(token: str | None) -> None:

@@ -27,6 +27,8 @@ DEFAULT_GITHUB_TIMEOUT = 15
 TIMEOUT_VARIABLE = "ARTBOT_GITHUB_TIMEOUT"
 # Where openpipe-art release wheels are kept (artbot.verify.release).
 CACHE_VARIABLE = "ARTBOT_CACHE_DIR"
+# The user's cache directory, as the XDG base directory specification names it.
+XDG_CACHE_VARIABLE = "XDG_CACHE_HOME"
 # `artbot sandbox` appends every response it sends here (the tests check them against GitHub's
 # published schema: artbot.sandbox.transcript).
 TRANSCRIPT_VARIABLE = "ARTBOT_SANDBOX_TRANSCRIPT"
@@ -164,6 +166,15 @@ def _seconds(env: Mapping[str, str], name: str, default: float, *, positive: boo
         least = "more than 0" if positive else "0 or more"
         raise BadInput(f"${name}: not a number of seconds ({least}): {raw[:40]!r}")
     return value
+
+
+def user_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """artbot's folder in the user's cache directory: ``$XDG_CACHE_HOME/artbot``, else
+    ``~/.cache/artbot``: the ETag cache and the copy of the shipped records
+    (:mod:`artbot.records.root`); the wheels too, unless ``$ARTBOT_CACHE_DIR``."""
+    env = os.environ if env is None else env
+    base = env.get(XDG_CACHE_VARIABLE)
+    return (Path(base) if base else Path.home() / ".cache") / "artbot"
 
 
 def default_wheel_cache(env: Mapping[str, str] | None = None) -> Path:

@@ -234,9 +234,12 @@ def schema() -> None:
 def repro(obj: Context, items: tuple[int, ...] | None, timeout_s: float) -> None:
     """Run reproductions and store their output for `render` (findings/results/NN.json)."""
     from ..errors import ReproFailed
+    from ..extras import require
     from ..report.output import redact
     from ..repro.run import kept_capture, run_repro, save_result, torch_version
 
+    require("repro")
+    obj.for_recording()  # its output is kept: never in the installed package
     catalog = obj.catalog()
     findings = findings_of(catalog, items)
     all_ = items is None
@@ -257,7 +260,9 @@ def repro(obj: Context, items: tuple[int, ...] | None, timeout_s: float) -> None
             click.echo(result.stdout, nl=False)
         click.echo(f"item {finding.item}: {result.summary()}")
         if result.status == "ok":
-            save_result(catalog.root, result)
+            click.echo(
+                f"item {finding.item}: kept in {save_result(catalog.root, result)}", err=True
+            )
             continue
         # A failed or timed-out run is never evidence: the capture on file stays as it was.
         failed += 1
@@ -270,21 +275,24 @@ def repro(obj: Context, items: tuple[int, ...] | None, timeout_s: float) -> None
 @cli.command(name="export-tests", short_help="Write the regression tests ART can merge.")
 @click.option(
     "--out",
-    required=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Folder to write the tests into (e.g. ART's tests/ folder).",
+    help="Folder to write the tests into [default: tests/unit, ART's layout, when run in an "
+    "ART checkout].",
 )
 @click.option("--force", is_flag=True, help="Replace files of the same name that differ.")
 @click.pass_obj
-def export_tests_cmd(obj: Context, out: Path, force: bool) -> None:
-    """Write the regression tests ART can merge (repros/regression/test_*.py) into OUT.
+def export_tests_cmd(obj: Context, out: Path | None, force: bool) -> None:
+    """Write the regression tests ART can merge (repros/regression/test_*.py) into OUT
+    (default: tests/unit/ of the ART checkout it runs in).
 
     Each imports `art....` as ART's own tests do, asserts what the audit expects, and needs no
     artbot. A claim ART fixed passes; an open one is a strict xfail, so it fails (XPASS) the day
-    ART fixes it. A file of the same name that differs is not replaced without --force.
+    ART fixes it. A test skips when an optional dependency of ART it needs (torch, fastapi,
+    ...) is not installed. A file of the same name that differs is not replaced without --force.
     """
-    from ..repro.export import export_tests
+    from ..repro.export import default_out, export_tests
 
+    out = default_out() if out is None else out
     exported = export_tests(obj.root, out, force=force)
     for done in exported:
         click.echo(f"{'wrote' if done.written else 'unchanged'} {done.path}")

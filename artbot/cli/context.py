@@ -42,6 +42,19 @@ class Context:
         )
         return replace(catalog, tool=tool)
 
+    def for_recording(self) -> None:
+        """Before a command that records loads the catalog: the records installed with artbot
+        are never written in place, so it reads and writes the user's copy of them (made now,
+        if there is none; :func:`artbot.records.root.writable_root`), and says so on stderr."""
+        from ..records.root import writable_root
+
+        root, note = writable_root(self.root)
+        if note is None:
+            return
+        self.root = root
+        self.settings = replace(self.settings, root=root)
+        click.echo(note, err=True)
+
     def use_gh_token(self, api_url: str | None) -> None:
         """Take the gh CLI's token when neither GH_TOKEN nor GITHUB_TOKEN is set (see
         :meth:`Settings.with_gh_token`), redact it from every output from now on, and say so on

@@ -36,6 +36,28 @@ class GitHubArgs:
     as_json: bool
 
 
+class IssueNumber(click.ParamType):
+    """An issue number (1 or more); a bad one is named by where it came from, the option or
+    its environment variable (``ARTBOT_TRACKING_ISSUE=abc`` is not ``--tracking-issue``'s)."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        if text.isascii() and text.isdigit() and int(text) >= 1:
+            return int(text)
+        from ..errors import BadInput
+
+        where = f"--{param.name.replace('_', '-')}" if param and param.name else "the value"
+        source = ctx.get_parameter_source(param.name) if ctx and param and param.name else None
+        envvar = getattr(param, "envvar", None)
+        if source is not None and source.name == "ENVIRONMENT" and isinstance(envvar, str):
+            where = f"${envvar}"
+        raise BadInput(f"{where} {str(value)[:40]!r}: not an issue number (1 or more)")
+
+
 def github_options(f: F) -> F:
     """Options shared by the commands that talk to GitHub, passed to ``f`` as ``gh``."""
 
@@ -60,16 +82,17 @@ def github_options(f: F) -> F:
         ),
         click.option(
             "--tracking-issue",
-            type=click.IntRange(min=1),
+            type=IssueNumber(),
             envvar="ARTBOT_TRACKING_ISSUE",
             help="Tracking issue number [default: $ARTBOT_TRACKING_ISSUE, else "
-            "findings/audit.yaml].",
+            "findings/audit.yaml, else the one open issue that holds the audit's commit and "
+            "checklist; none found: exit 2].",
         ),
         click.option(
             "--cache",
             type=click.Path(dir_okay=False, path_type=Path),
-            help="ETag cache file [default: ROOT/.artbot/cache.json; for the records installed "
-            "with artbot, ./.artbot/cache.json].",
+            help="ETag cache file [default: ROOT/.artbot/cache.json for your own records; for "
+            "the records installed with artbot, ~/.cache/artbot/etags/cache.json].",
         ),
         click.option(
             "--author",
@@ -148,7 +171,7 @@ def open_(obj: Context, items: tuple[int, ...] | None, gh: GitHubArgs) -> None:
     --dry-run prints the plan and each new issue's text, and writes nothing. The token comes
     from $GH_TOKEN, else $GITHUB_TOKEN (a dry run needs none).
     """
-    from ..report.output import report, save_cache
+    from ..report.output import report
     from ..run.commands import open_issues
 
     catalog = obj.catalog(for_render=True)
@@ -179,10 +202,18 @@ def open_(obj: Context, items: tuple[int, ...] | None, gh: GitHubArgs) -> None:
             filed = outcome.issues.get(n)
             if filed and n not in now:
                 click.echo(f"item {n}: {filed.html_url}")
-        if not tracking:
-            click.echo("note: no tracking issue configured; the checklist was not updated")
-    save_cache(repo.cache, obj.settings)
+    keep_cache(repo.cache, obj.settings)
     obj.note_unlinked(catalog)
+
+
+def keep_cache(cache: Any, settings: Any) -> None:
+    """Save the ETag cache, and say where the first time it is written there."""
+    from ..report.output import save_cache
+
+    new = cache.path is not None and not cache.path.exists()
+    save_cache(cache, settings)
+    if new and cache.path.is_file():
+        click.echo(f"kept the ETag cache in {cache.path} (--cache FILE for another)", err=True)
 
 
 def read_event(path: Path) -> Any:
@@ -247,7 +278,7 @@ def sync(
     --dry-run prints the plan and writes nothing. The token comes from $GH_TOKEN, else
     $GITHUB_TOKEN (a dry run needs none).
     """
-    from ..report.output import report, save_cache
+    from ..report.output import report
     from ..run.commands import sync as run_sync
 
     catalog = obj.catalog(for_render=True)
@@ -283,5 +314,5 @@ def sync(
         text = step_summary(catalog, outcome, dry_run=gh.dry_run)
         with summary.open("a", encoding="utf-8") as fh:
             fh.write(redact(text, obj.settings.secrets))
-    save_cache(repo.cache, obj.settings)
+    keep_cache(repo.cache, obj.settings)
     obj.note_unlinked(catalog)

@@ -32,12 +32,15 @@ def test(obj: Context, item: int, patch_file: Path, release: str | None) -> None
     """Apply a patch to a release's code (pure Python, only under src/art/), run the item's
     check and its regression test on the release and on the patched copy, confined and without
     a token, and print the answer artbot would post for `/artbot test`. Exit 0 when the patch
-    fixes the item, 1 when it does not (or a check could not run), 2 when it was refused."""
+    fixes the item, 1 when it does not (or a check could not run, or the release could not be
+    fetched, as for `verify`), 2 when it was refused (the patch, the item, the version)."""
+    from ..extras import require
     from ..patchtest.answer import render_refusal, render_trial
     from ..patchtest.command import Refusal, checked_diff
     from ..patchtest.trial import newest_checked, run_trial
     from ..verify.code import CodeStatus
 
+    require("test")
     catalog = obj.catalog()
     catalog.get(item)  # an unknown item is a usage error, before anything runs
     text = patch_file.read_text(encoding="utf-8", errors="replace")
@@ -58,7 +61,7 @@ def test(obj: Context, item: int, patch_file: Path, release: str | None) -> None
     )
     if isinstance(outcome, Refusal):
         click.echo(render_refusal(outcome))
-        raise SystemExit(2)
+        raise SystemExit(outcome.exit_code)
     click.echo(render_trial(outcome, catalog.get(item)), nl=False)
     raise SystemExit(0 if outcome.after.status is CodeStatus.fixed else 1)
 
@@ -113,6 +116,10 @@ def answer_tests(
     from ..patchtest import respond
     from .github import connect
 
+    if phase in ("all", "check"):  # the phases that run the checks
+        from ..extras import require
+
+        require("answer-tests")
     catalog = obj.catalog()
     if event is not None:
         issue = respond.event_issue(event)

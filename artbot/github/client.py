@@ -79,8 +79,11 @@ class GitHubRepo:
         retries: int = 4,
         secondary_rate_wait: float = DEFAULT_SECONDARY_RATE_WAIT,
         say: Callable[[str], None] | None = None,
+        api_url_source: str = "--api-url",
     ):
         self.full_name = repo
+        # Where api_url came from, for an error about it: --api-url, $GITHUB_API_URL, default.
+        self.api_url_source = api_url_source if api_url else "the default API URL"
         self.timeout = timeout
         self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
         self.cache = cache or EtagCache()
@@ -201,9 +204,30 @@ class GitHubRepo:
         try:  # a run's first request: a 404 is the repository's, not the list's
             listed = list(self._pages(url, params))
         except RemoteError as exc:
-            gone = exc.status == 404
-            raise missing_repository(self.full_name, self.api_url) if gone else exc from None
+            if exc.status != 404:
+                raise
+            raise missing_repository(
+                self.full_name, self.api_url, self.api_url_source, api_found=self._api_answers()
+            ) from None
         return [ObservedIssue.from_json(d) for d in listed if "pull_request" not in d]
+
+    def list_open_issues(self) -> Iterator[ObservedIssue]:
+        """The repository's open issues, page by page as they are read (pull requests
+        skipped): where the tracking issue is looked for when none is configured."""
+        params = {"state": "open", "sort": "created", "direction": "asc", "per_page": 100}
+        for data in self._pages(f"{self._url}/issues", params):
+            if "pull_request" not in data:
+                yield ObservedIssue.from_json(data)
+
+    def _api_answers(self) -> bool:
+        """Whether a GitHub API answers at ``api_url`` at all (its ``/rate_limit``, which every
+        GitHub serves and no rate limit counts), asked only after a 404 for the repository, so
+        that a wrong API path is not blamed on the repository's name."""
+        try:
+            self._request("GET", "/rate_limit")
+        except RemoteError:
+            return False
+        return True
 
     def _pages(self, url: str, params: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
         """Every item of a paginated list: conditional GETs, following ``rel="next"``."""
@@ -411,11 +435,13 @@ def connect(
     if not settings.token and not dry_run:
         names = " or ".join(TOKEN_VARIABLES)
         raise BadInput(f"no token: set {names}, or sign in to the gh CLI (or use --dry-run)")
-    check_api_url(api_url or settings.api_url)
+    source = "--api-url" if api_url else "$GITHUB_API_URL"
+    check_api_url(api_url or settings.api_url, source)
     check_token(settings.token)
     name = repository_to_use(repo_name, settings.repository, default_repository)
     return GitHubRepo(
         name,
+        api_url_source=source,
         api_url=api_url or settings.api_url,
         token=settings.token,
         cache=EtagCache.load(cache_path),

@@ -42,9 +42,12 @@ class Request:
 
 @dataclass(frozen=True)
 class Refusal:
-    """A request artbot will not run: the one line it answers."""
+    """A request artbot will not run: the one line it answers. ``exit_code`` is what
+    ``artbot test`` exits with, as every command does for that kind of failure: 2 for bad input
+    (the patch, the item), 1 when a release could not be fetched (as ``verify``)."""
 
     reason: str
+    exit_code: int = 2
 
 
 def is_command(body: str) -> bool:

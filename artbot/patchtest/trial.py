@@ -92,7 +92,7 @@ def run_trial(
                 into=Path(scratch) / "release",
             )
         except ArtbotError as exc:
-            return Refusal(f"openpipe-art {release}: {exc}")
+            return Refusal(f"openpipe-art {release}: {exc}", exit_code=exc.exit_code)
         released = tree.package_dir.parent
         patched = Path(scratch) / "patched" / released.name
         shutil.copytree(released, patched, symlinks=True)

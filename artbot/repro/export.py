@@ -15,6 +15,8 @@ from pathlib import Path
 from ..errors import BadInput
 
 REGRESSION_DIR = Path("repros") / "regression"
+# ART's own layout: its CI runs `pytest tests/unit`, where its CPU tests live.
+ART_TESTS = Path("tests") / "unit"
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,19 @@ class Exported:
 
 def regression_tests(root: Path) -> list[Path]:
     return sorted((root / REGRESSION_DIR).glob("test_*.py"))
+
+
+def default_out(cwd: Path | None = None) -> Path:
+    """Where ``export-tests`` writes without ``--out``: ART's ``tests/unit/`` when run in an
+    ART checkout (it has ``src/art/``); anywhere else a folder must be named, so nothing lands in
+    a folder that is not ART's by a guess."""
+    here = Path(".") if cwd is None else cwd
+    if not (here / "src" / "art").is_dir():
+        raise BadInput(
+            f"export-tests: {here.absolute()} is not an ART checkout (no src/art/); run it in "
+            f"ART's checkout to write {ART_TESTS}/, or give --out DIR"
+        )
+    return here / ART_TESTS if cwd is not None else ART_TESTS
 
 
 def export_tests(root: Path, out: Path, *, force: bool = False) -> list[Exported]:

@@ -116,8 +116,10 @@ def run(
     found = canonical(snap.issues, catalog.audit)
     # A follow-up's first line links the issue of the item it follows, as GitHub holds it.
     numbers = {item: issue.number for item, issue in found.items()}
-    if in_step:  # the tracking issue may have been found by its label
+    if in_step:  # the tracking issue may have been found (artbot.tracking.discover)
         rendered = render_all(catalog, catalog.findings, snap.number, issues=numbers)
+    elif ask.tracking != snap.number:  # the tracking issue was found, not configured
+        rendered = render_all(catalog, [catalog.get(i) for i in files], snap.number, issues=numbers)
     else:  # the first rendering (before any request) could not know those numbers
         follow_ups = [catalog.get(i) for i in files if catalog.get(i).follows is not None]
         rendered |= render_all(catalog, follow_ups, ask.tracking, issues=numbers)

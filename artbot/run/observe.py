@@ -3,8 +3,10 @@ immutable :class:`Snapshot`, before anything is planned or written.
 
 In order, and each only when the run needs it: the issues carrying the audit's labels (one
 list call: artbot never searches, the index lags writes); the tracking issue (from that list,
-else read) checked before anything else, so a wrong ``--tracking-issue`` is exit 2 before any
-question of identity; its block, parsed once (:class:`artbot.tracking.block.TrackingBlock`);
+else read; when none is configured, found by its label or its text, else exit 2:
+:mod:`artbot.tracking.discover`) checked before anything else, so a wrong
+``--tracking-issue`` is exit 2 before any question of identity; its block, parsed once
+(:class:`artbot.tracking.block.TrackingBlock`);
 artbot's logins (:mod:`artbot.run.identity`: as configured, and those the block's record
 keeps); which labels exist (those the listed issues carry, and the cache's: never a request);
 the ticked requests, with the edit's sender's permission when a tick
@@ -27,7 +29,8 @@ from ..records.models import Finding, ObservedIssue
 from ..render.status_view import StatusView, stated_status, status_view
 from ..status import load_status
 from ..tracking.block import TrackingBlock
-from ..tracking.ownership import Foreign, check_tracking, claim, seed_title, tracking_by_label
+from ..tracking.discover import find_tracking
+from ..tracking.ownership import Foreign, check_tracking, claim, seed_title
 from ..tracking.requests import WRITE_PERMISSIONS, Asked, EditEvent, sort_ticks
 from .identity import Identity
 from .issues import canonical, checklist_entries
@@ -129,14 +132,20 @@ def observe(
     listed = repo.list_issues(list(audit.labels))
     number = ask.tracking
     in_step = ask.scope.in_step
-    if number is None and in_step:
-        number = tracking_by_label(listed, audit)
-    tracking, block = preflight(repo, number, listed, catalog) if number else (None, None)
+    warnings: list[str] = []
+    if number is None:  # none configured: found by its label or its text, else exit 2 here
+        seed = seed_title(catalog.root)
+        number = find_tracking(listed, (i for i in repo.list_open_issues()), audit, seed)
+        warnings.append(
+            f"tracking issue: none configured; using #{number}, the issue that holds the "
+            f"audit's commit and checklist (--tracking-issue {number} or "
+            f"ARTBOT_TRACKING_ISSUE={number} names it)"
+        )
+    tracking, block = preflight(repo, number, listed, catalog)
     # artbot's logins: as configured, and those the record keeps from earlier configurations.
     configured = identity.configured(audit)
     logins = tuple(dict.fromkeys((*(block.logins if block else ()), *configured)))
     issues, foreign = claim(listed, audit, logins, number)
-    warnings: list[str] = []
     entries = checklist_entries(catalog.findings, issues, audit)
     asked = None
     if tracking is not None and block is not None and in_step:

@@ -34,8 +34,13 @@ def _source_options(f: F) -> F:
     return f
 
 
-def _catalog(ctx: click.Context) -> Any:
-    return ctx.find_root().obj.catalog()
+def _catalog(ctx: click.Context, *, record: bool = False) -> Any:
+    """The catalog; ``record``: the one a record is written into (the user's copy of the
+    records installed with artbot, never the package itself: Context.for_recording)."""
+    obj = ctx.find_root().obj
+    if record:
+        obj.for_recording()
+    return obj.catalog()
 
 
 def _resolve(release: str) -> str:
@@ -181,10 +186,13 @@ def verify(
         return
     if (release is None) == (art_src is None):
         raise click.UsageError("give --release VERSION (or latest), --art-src DIR, or a subcommand")
+    from ..extras import require
+
+    require("verify")  # before anything is fetched: one line naming the extra
     from .anchors import anchors_json, verify_anchors
     from .code import code_json
 
-    catalog = _catalog(ctx)
+    catalog = _catalog(ctx, record=record)
     tree = _tree(catalog, art_src, release, as_json)
     anchors = verify_anchors(catalog, tree)
     code, isolation = _verify_code(ctx, catalog, tree, as_json)
@@ -215,7 +223,8 @@ def verify(
             from .record import anchors_record
 
             written.append(anchors_record(catalog.root, catalog.audit, label, anchors))
-        click.echo(f"recorded {label} in {len(written)} status files", err=True)
+        folder = written[0].parent if written else catalog.root
+        click.echo(f"recorded {label} in {len(written)} status files in {folder}", err=True)
     reasons = exit_reasons(
         ran=code_json(code, tree)["ran"],
         remaining=[r.item for r in code if r.status.value in ("reproduced", "partial")],
@@ -285,7 +294,7 @@ def anchors_cmd(
 
     if record and release is None:
         raise click.UsageError("--record needs --release: the record is per release")
-    catalog = _catalog(ctx)
+    catalog = _catalog(ctx, record=record)
     tree = _tree(catalog, art_src, release, _wants_json(ctx, as_json))
     results = verify_anchors(catalog, tree)
     data = anchors_json(results, tree)
@@ -309,8 +318,10 @@ def code_cmd(ctx: click.Context, art_src: Path | None, release: str | None, as_j
     ART's modules are imported file by file; package __init__ files are not run. Needs torch.
     Exit 1 when a check could not run.
     """
+    from ..extras import require
     from .code import code_json, code_table
 
+    require("verify")
     catalog = _catalog(ctx)
     quiet = _wants_json(ctx, as_json)
     tree = _tree(catalog, art_src, release, quiet)
@@ -339,7 +350,7 @@ def changes_cmd(ctx: click.Context, record: bool, refresh: bool, api_url: str | 
     from ..status import dump_status, load_status, status_path
 
     obj = ctx.find_root().obj
-    catalog = _catalog(ctx)
+    catalog = _catalog(ctx, record=record)
     repo = connect(
         obj.settings,
         catalog.audit.repository,
@@ -364,4 +375,7 @@ def changes_cmd(ctx: click.Context, record: bool, refresh: bool, api_url: str | 
             changed.append((status_path(catalog.root, finding.item), updated))
     for path, updated in changed:
         path.write_text(dump_status(updated), encoding="utf-8")
+    if changed:
+        folder = changed[0][0].parent
+        click.echo(f"recorded the changes in {len(changed)} status files in {folder}", err=True)
     repo.cache.save()

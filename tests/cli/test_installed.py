@@ -55,6 +55,8 @@ def artbot_in(
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("GH_TOKEN", "GITHUB_TOKEN")}
     env |= {"PYTHONPATH": str(site), "PYTHONDONTWRITEBYTECODE": "1", "GITHUB_ACTIONS": ""}
+    # The user's cache directory (records copy, ETags): the test's own, never the real one.
+    env |= {"XDG_CACHE_HOME": str(site.parent / "xdg-cache")}
     env |= env_extra or {}
     return subprocess.run(
         [sys.executable, "-m", "artbot", *args],
@@ -140,14 +142,16 @@ def test_export_tests_from_records_without_tests_says_nothing_was_written(tmp_pa
     assert result.stderr.strip().endswith("no regression tests (test_*.py); nothing written")
 
 
-def test_the_etag_cache_of_the_installed_records_is_kept_where_artbot_runs(
+def test_the_etag_cache_of_the_installed_records_is_kept_in_the_users_cache(
     installed: Path, tmp_path: Path
 ) -> None:
+    """#54: `open` and `sync` left `.artbot/` in ART's working tree; the ETag cache of the
+    records installed with artbot is kept in the user's cache directory."""
     probe = (
         "from artbot.records.root import default_cache_path, find_root; "
         "print(default_cache_path(find_root(None)))"
     )
-    env = {**os.environ, "PYTHONPATH": str(installed)}
+    env = {**os.environ, "PYTHONPATH": str(installed), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     proc = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=tmp_path,
@@ -157,7 +161,55 @@ def test_the_etag_cache_of_the_installed_records_is_kept_where_artbot_runs(
         timeout=60,
         check=False,
     )
-    assert proc.stdout.strip() == ".artbot/cache.json", proc.stderr
+    assert proc.stdout.strip() == str(tmp_path / "xdg" / "artbot" / "etags" / "cache.json")
+
+
+def test_a_record_from_an_installed_artbot_goes_to_the_users_copy_and_says_so(
+    installed: Path, tmp_path: Path, wheel_cache: Path
+) -> None:
+    """#54: `verify --release 0.5.23 --record` from an installed artbot wrote 15 files into
+    site-packages/artbot/_audit and did not say where. Now the package is never written: the
+    record goes into the user's copy of the records (made once), the run says where, and
+    later runs read that copy."""
+    from artbot.verify.release import CACHE_ENV
+
+    art = tmp_path / "ART"
+    (art / "src" / "art").mkdir(parents=True)
+    shipped = installed / "artbot" / "_audit"
+    before = {p: p.stat().st_mtime_ns for p in shipped.rglob("*") if p.is_file()}
+    xdg = tmp_path / "xdg"
+    env = {CACHE_ENV: str(wheel_cache), "XDG_CACHE_HOME": str(xdg)}
+    recorded = artbot_in(
+        art, installed, "verify", "anchors", "--release", "0.5.21", "--record", env_extra=env
+    )
+    copy = xdg / "artbot" / "records" / "0.1.0"
+    dating = copy / "findings" / "status" / "anchors.json"
+    assert dating.is_file(), recorded.stderr
+    assert f"records into your copy, {copy}" in recorded.stderr
+    assert f"recorded the anchors at 0.5.21 in {dating}" in recorded.stderr
+    assert {p: p.stat().st_mtime_ns for p in shipped.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in art.rglob("*")) == ["art", "src"]  # ART's tree untouched
+    version = artbot_in(art, installed, "--version", "--verbose", env_extra=env)
+    assert str(copy) in version.stdout, version.stdout
+
+
+def test_export_tests_defaults_to_arts_layout_in_an_art_checkout(
+    installed: Path, tmp_path: Path
+) -> None:
+    """#54: ART's CI runs `pytest tests/unit`; in ART's checkout (it has src/art/) the tests
+    go there without --out. Anywhere else --out is needed: exit 2, one line, nothing made."""
+    art = tmp_path / "ART"
+    (art / "src" / "art").mkdir(parents=True)
+    exported = artbot_in(art, installed, "export-tests")
+    assert exported.returncode == 0, exported.stderr
+    names = sorted(p.name for p in regression_tests(REPO))
+    assert sorted(p.name for p in (art / "tests" / "unit").iterdir()) == names
+    assert exported.stdout.splitlines() == [f"wrote tests/unit/{n}" for n in names]
+    elsewhere = artbot_in(tmp_path, installed, "export-tests")
+    assert elsewhere.returncode == 2
+    [line] = elsewhere.stderr.splitlines()
+    assert "not an ART checkout (no src/art/)" in line and "--out DIR" in line
+    assert not (tmp_path / "tests").exists()
 
 
 def test_the_root_is_the_current_folder_with_findings_else_the_shipped_records(

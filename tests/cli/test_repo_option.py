@@ -93,7 +93,32 @@ def test_a_repository_that_is_not_there_says_what_to_check(sandbox: GitHubSandbo
     [line] = result.stderr.splitlines()  # no PyGithub line, no note
     assert line.startswith(f"error: repository Other/Repo not found at {sandbox.api_url}: ")
     assert "spelling" in line and "private repository" in line and "token" in line
-    assert [(r.method, r.status) for r in sandbox.requests] == [("GET", 404)]
+    # The list's 404, then the API's own /rate_limit, which answers: the repository is wrong.
+    assert [(r.method, r.status) for r in sandbox.requests] == [("GET", 404), ("GET", 200)]
+
+
+@pytest.mark.parametrize("from_env", [False, True])
+def test_an_api_url_with_a_wrong_path_is_blamed_not_the_repository(
+    sandbox: GitHubSandbox, from_env: bool
+) -> None:
+    """#54: `--api-url http://host/wrong` answered 404 for the repository, and artbot said the
+    repository was not found. No GitHub API answers there: the URL is named, by where it came
+    from (the flag or $GITHUB_API_URL), and the repository is not blamed."""
+    seed(sandbox, load_catalog(REPO))
+    wrong = sandbox.api_url + "/api/v9"
+    env = {"GH_TOKEN": TOKEN, "GITHUB_TOKEN": None, "GITHUB_REPOSITORY": None}
+    args = ["--root", str(REPO), "open", "--item", "5", "--tracking-issue", "1111", "--dry-run"]
+    if from_env:
+        env["GITHUB_API_URL"] = wrong
+    else:
+        args += ["--api-url", wrong]
+    result = CliRunner(env=env).invoke(cli, [*args, "--repo", "OpenPipe/ART"])
+    assert result.exit_code == 2, result.output
+    [line] = result.stderr.splitlines()
+    named = "$GITHUB_API_URL" if from_env else "--api-url"
+    assert line.startswith(f"error: {named} {wrong}: no GitHub API answers there"), line
+    assert "repository" not in line.split(":", 2)[2].split("(")[0] and "spelling" not in line
+    assert [(r.method, r.status) for r in sandbox.requests] == [("GET", 404), ("GET", 404)]
 
 
 def git(root: Path, *args: str) -> None:

@@ -1,5 +1,7 @@
 """#21.4: the tracking issue is verified before any write. A wrong number is exit 2 with
-nothing written; a missing one is the issue with the tracking label, or no body changes."""
+nothing written. #54: a missing one is the issue with the tracking label, else the one open
+issue whose body holds the audit's commit and checklist; none (or several) is exit 2 naming
+--tracking-issue and ARTBOT_TRACKING_ISSUE, with nothing filed."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 
 from artbot.sandbox import GitHubSandbox
+from tests.conftest import REPO
 from tests.helpers.artrepo import CANARY, NAME, OWNER, TRACKING, artbot, issues_for, writes
 
 
@@ -60,17 +63,47 @@ def test_sync_without_tracking_issue_finds_it_by_its_label(art: GitHubSandbox, r
     assert art.get_issue(OWNER, NAME, issue["number"])["body"] == body  # back-link kept
 
 
-def test_sync_without_any_tracking_issue_changes_no_body(art: GitHubSandbox, root: Path) -> None:
-    """Why 6: sync without --tracking-issue stripped "tracked in #N" from every body."""
-    assert artbot(art, root, "open", "--item", "7").exit_code == 0
+def test_without_a_tracking_issue_configured_the_one_holding_the_audit_is_used(
+    art: GitHubSandbox, root: Path
+) -> None:
+    """#54: `open` without --tracking-issue filed issues without touching the checklist, and
+    `sync` changed no body: both now find #1111, the issue whose body holds the audit's commit
+    and its list, say so, and link it (the back-link and the checklist line)."""
+    art.requests.clear()
+    opened = without_tracking(art, root, "open", "--item", "7")
+    assert opened.exit_code == 0, opened.output
+    assert f"using #{TRACKING}, the issue that holds the audit's commit" in opened.output
     [issue] = issues_for(art, 7)
     body = art.get_issue(OWNER, NAME, issue["number"])["body"]
-    art.requests.clear()
-    result = without_tracking(art, root, "sync")
-    assert result.exit_code == 0, result.output
-    assert "no issue body was changed" in result.output
+    assert f"#{TRACKING}" in body  # the back-link
+    tracking = art.get_issue(OWNER, NAME, TRACKING)["body"]
+    assert f"#{issue['number']}" in tracking  # the checklist links the new issue
+    synced = without_tracking(art, root, "sync")
+    assert synced.exit_code == 0, synced.output
     assert art.get_issue(OWNER, NAME, issue["number"])["body"] == body
-    assert not any(f"/issues/{issue['number']}" in w for w in writes(art))
+
+
+def test_without_a_tracking_issue_found_nothing_is_filed(art: GitHubSandbox, root: Path) -> None:
+    """No open issue holds the audit's commit and checklist (the seed renamed and reworded):
+    one line naming both ways to configure it, exit 2, no write; two such issues: the same,
+    naming both."""
+    art.edit_issue(OWNER, NAME, TRACKING, title="Numerics", body="See the audit's report.")
+    art.requests.clear()
+    for command in (("open", "--item", "7"), ("sync",), ("open", "--item", "7", "--dry-run")):
+        result = without_tracking(art, root, *command)
+        assert result.exit_code == 2, result.output
+        [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+        assert "--tracking-issue" in line and "ARTBOT_TRACKING_ISSUE" in line, line
+        assert "nothing was filed" in line
+    assert writes(art) == []
+    seed = (REPO / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
+    title, _, text = seed.partition("\n")
+    first = art.seed_issue(OWNER, NAME, title, text)
+    second = art.seed_issue(OWNER, NAME, title + " (copy)", text)
+    result = without_tracking(art, root, "open", "--item", "7")
+    assert result.exit_code == 2, result.output
+    assert f"#{first}, #{second}" in result.stderr and "ARTBOT_TRACKING_ISSUE" in result.stderr
+    assert writes(art) == []
 
 
 def test_a_wrong_tracking_issue_is_exit_2_before_any_identity_question(
