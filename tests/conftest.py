@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, settings
 from artbot.sandbox import GitHubSandbox, SentResponse, read_transcript
 from artbot.settings import TRANSCRIPT_VARIABLE
 from tests.helpers import action_harness
-from tests.helpers.artrepo import NAME, OWNER, REPO, TRACKING
+from tests.helpers.artrepo import NAME, OWNER, REPO, checkout_catalog, seed_audit
 from tests.helpers.forkrun import ForkServer, RunScript
 from tests.helpers.github_schema import SchemaCheck
 from tests.helpers.testsandbox import TestSandbox
@@ -189,25 +189,14 @@ def run_script() -> Iterator[RunScript]:
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    """A checkout of the catalog, so caches and results stay out of the repository (without
-    the controls and bytecode, which no run reads: a fifth of the copying, on every test)."""
-    out = tmp_path / "checkout"
-    skip = shutil.ignore_patterns("results", "status", "controls", "__pycache__")
-    for part in ("findings", "templates", "repros"):
-        shutil.copytree(REPO / part, out / part, ignore=skip)
-    return out
+    """A checkout of the catalog (tests/helpers/artrepo.py)."""
+    return checkout_catalog(tmp_path / "checkout")
 
 
 @pytest.fixture
 def art(sandbox: TestSandbox) -> TestSandbox:
     """ART as the audit left it: #1108-#1110 filed by hand, then the tracking issue #1111."""
-    sandbox.create_repo(OWNER, NAME)
-    for number in (1108, 1109, 1110):
-        sandbox.seed_issue(OWNER, NAME, f"dedicated issue {number}", "by hand", number=number)
-    text = (REPO / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
-    title, _, body = text.partition("\n")
-    assert sandbox.seed_issue(OWNER, NAME, title, body.lstrip(), number=TRACKING) == TRACKING
-    sandbox.requests.clear()
+    seed_audit(sandbox)
     return sandbox
 
 

@@ -39,15 +39,15 @@ class Create:
     labels: tuple[str, ...]
     body: str = field(default="", repr=False)  # as filed (a fixed item's says "filed closed")
     # The recorded status decides how the issue is filed (see artbot.render.status_view):
-    # fixed_in set -> filed, then closed as completed; partly_fixed_in -> open, scoped to
-    # what remains.
+    # fixed_in set -> filed, then closed as completed (the :class:`CloseFixed` planned right
+    # after it); partly_fixed_in -> open, scoped to what remains.
     fixed_in: str | None = None
     partly_fixed_in: str | None = None
 
     def describe(self) -> str:
         text = f"item {self.item}: create issue {self.title!r}"
         if self.fixed_in:
-            return f"{text}, then close it as completed (fixed in {self.fixed_in})"
+            return f"{text}, filed closed (fixed in {self.fixed_in})"
         if self.partly_fixed_in:
             return f"{text}, open, scoped to what remains (partly fixed in {self.partly_fixed_in})"
         return text
@@ -55,14 +55,16 @@ class Create:
 
 @dataclass(frozen=True)
 class CloseFixed:
-    """Close an issue artbot filed for a fixed item whose close did not happen (a crash)."""
+    """Close a fixed item's issue as completed: the one the :class:`Create` right before filed
+    (``issue`` None, looked up when it is sent), or one whose close did not happen (a crash)."""
 
     item: int
-    issue: int
+    issue: int | None
     fixed_in: str
 
     def describe(self) -> str:
-        return f"item {self.item}: close #{self.issue} as completed (fixed in {self.fixed_in})"
+        which = f"#{self.issue}" if self.issue is not None else "the issue just filed"
+        return f"item {self.item}: close {which} as completed (fixed in {self.fixed_in})"
 
 
 @dataclass(frozen=True)

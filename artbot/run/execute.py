@@ -38,9 +38,10 @@ the next run's observe and plan pick up what is left:
   locked, its block is well formed, it is the audit's): a bad one stops the run with nothing
   written (:func:`artbot.run.observe.preflight`);
 - only the artbot-owned region of a generated issue is ever rewritten;
-- a fixed item is filed, then closed as completed; its body carries a hidden "filed closed"
-  line outside the owned region, so a re-run after a crash between the two closes it, and an
-  issue a human reopened (``state_reason: reopened``) is never closed again;
+- a fixed item is filed, then closed as completed (two steps of the plan, one write each);
+  its body carries a hidden "filed closed" line outside the owned region, so a re-run after a
+  crash between the two closes it, and an issue a human reopened (``state_reason:
+  reopened``) is never closed again;
 - a status change is commented on before the body's status table is updated, and the
   comment carries the status it states, so a re-run after a crash in between posts no second
   comment; with ``close_when_fixed``, the issue is closed right after that comment and before
@@ -145,10 +146,7 @@ def carry_out(ex: Execution, action: Write, claims: Claims | None) -> list[Resul
             assert claims is not None
             return _close_copies(ex, action, claims)
         case CloseFixed():
-            spend()
-            repo.edit_issue(action.issue, state="closed", state_reason="completed")
-            line = f"item {action.item}: closed #{action.issue} as completed ({action.fixed_in})"
-            return [Result.done(line, action)]
+            return [_close_fixed(ex, action)]
         case CloseDuplicate():
             spend()
             repo.edit_issue(action.issue, state="closed", state_reason="duplicate")
@@ -244,14 +242,28 @@ def _create(ex: Execution, action: Create, claims: Claims) -> list[Result]:
         line = f"item {item}: filed #{created.number} {created.html_url}"
         out.append(Result.done(line, action, issue=created.number))
     repo.cache.labels |= set(action.labels)
-    if action.fixed_in and created.state == "open":
-        ex.budget.spend()
-        created = repo.edit_issue(created.number, state="closed", state_reason="completed")
-        refs.observed = [created if i.number == created.number else i for i in refs.observed]
-        line = f"item {item}: closed #{created.number} as completed ({action.fixed_in})"
-        out.append(Result.done(line, CloseFixed(item, created.number, action.fixed_in)))
     refs.filed[item] = created
     return out
+
+
+def _close_fixed(ex: Execution, action: CloseFixed) -> Result:
+    """Close a fixed item's issue as completed: the one filed by the create right before
+    (looked up), unless that create found it filed already and closed."""
+    refs, item = ex.refs, action.item
+    number = action.issue
+    if number is None:
+        filed = refs.filed.get(item)
+        if filed is None or filed.state != "open":
+            line = f"item {item}: no open issue filed by this run to close"
+            return Result.skipped(line, action)
+        number = filed.number
+    ex.budget.spend()
+    closed = ex.repo.edit_issue(number, state="closed", state_reason="completed")
+    refs.observed = [closed if i.number == number else i for i in refs.observed]
+    if item in refs.filed:
+        refs.filed[item] = closed
+    line = f"item {item}: closed #{number} as completed ({action.fixed_in})"
+    return Result.done(line, replace(action, issue=number))
 
 
 def _close_copies(ex: Execution, action: CloseCopies, claims: Claims) -> list[Result]:
@@ -262,11 +274,15 @@ def _close_copies(ex: Execution, action: CloseCopies, claims: Claims) -> list[Re
     listed, _ = claim(listed, audit, claims.logins, claims.tracking)
     numbers = {i.number for i in listed}
     refs.observed = [*listed, *(i for i in refs.observed if i.number not in numbers)]
-    out = []
+    out: list[Result] = []
     for extra, keep in duplicates(refs.observed, audit):
         if extra.marker is None or extra.marker.item not in action.items:
             continue
-        ex.budget.spend()
+        try:
+            ex.budget.spend()
+        except WriteBudgetSpent:  # the copies closed so far are reported as done
+            ex.journal.extend(out)
+            raise
         closed = ex.repo.edit_issue(extra.number, state="closed", state_reason="duplicate")
         refs.observed = [closed if i.number == closed.number else i for i in refs.observed]
         line = f"item {extra.marker.item}: closed #{extra.number} as a duplicate of #{keep}"

@@ -118,7 +118,7 @@ def plan_run(want: Want, snap: Snapshot) -> Plan:
         _labelling(want, snap, parts)
     creates = _filing(want, snap, parts)
     # The issues as they will read once the closes so far are done (the checklist ticks them).
-    shut = {a.issue for a in parts.actions if isinstance(a, CloseFixed)}
+    shut = {a.issue for a in parts.actions if isinstance(a, CloseFixed) and a.issue is not None}
     after = [
         replace(i, state="closed", state_reason="completed") if i.number in shut else i
         for i in snap.issues
@@ -179,7 +179,9 @@ def _filing(want: Want, snap: Snapshot, parts: _Parts) -> list[Create]:
             body = filed_body(r.body, view)
             creates.append(Create(item, r.title, r.labels, body, **filed_as(view)))
     labels = [lbl for c in creates for lbl in c.labels]
-    parts.actions += [*parts.new_labels(audit, labels), *facts, *creates]
+    parts.actions += [*parts.new_labels(audit, labels), *facts]
+    for c in creates:  # every write one step: a fixed item's close is its own, right after
+        parts.actions += [c, *([CloseFixed(c.item, None, c.fixed_in)] if c.fixed_in else [])]
     if not want.scope.in_step:
         parts.actions += [
             CloseDuplicate(i.marker.item, i.number, keep)

@@ -5,6 +5,7 @@ The fixtures ``root`` (a checkout) and ``art`` (the seeded repository) are in te
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from click.testing import CliRunner, Result
@@ -21,6 +22,26 @@ REPO = Path(__file__).resolve().parents[2]
 OWNER, NAME = "OpenPipe", "ART"
 CANARY = "ghp_CANARY0123456789abcdefCANARY"
 TRACKING = 1111
+
+
+def checkout_catalog(out: Path) -> Path:
+    """A checkout of the catalog at ``out``, so caches and results stay out of the repository
+    (without the controls and bytecode, which no run reads: a fifth of the copying)."""
+    skip = shutil.ignore_patterns("results", "status", "controls", "__pycache__")
+    for part in ("findings", "templates", "repros"):
+        shutil.copytree(REPO / part, out / part, ignore=skip)
+    return out
+
+
+def seed_audit(sandbox: GitHubSandbox) -> None:
+    """ART as the audit left it: #1108-#1110 filed by hand, then the tracking issue #1111."""
+    sandbox.create_repo(OWNER, NAME)
+    for number in (1108, 1109, 1110):
+        sandbox.seed_issue(OWNER, NAME, f"dedicated issue {number}", "by hand", number=number)
+    text = (REPO / "findings" / "tracking-issue.md").read_text(encoding="utf-8")
+    title, _, body = text.partition("\n")
+    assert sandbox.seed_issue(OWNER, NAME, title, body.lstrip(), number=TRACKING) == TRACKING
+    sandbox.requests.clear()
 
 
 def artbot(

@@ -59,8 +59,8 @@ def sent(plan: Plan, filed: Mapping[int, int]) -> list[str]:
                 out.append(f"POST {API}/issues/{a.issue}/labels")
             case Create():
                 out.append(f"POST {API}/issues")
-                if a.fixed_in:
-                    out.append(f"PATCH {API}/issues/{filed[a.item]}")
+            case CloseFixed() if a.issue is None:
+                out.append(f"PATCH {API}/issues/{filed[a.item]}")
             case CloseFixed() | CloseDuplicate() | CloseWhenFixed() | EditBody():
                 out.append(f"PATCH {API}/issues/{a.issue}")
             case StatusChange() if a.comment is not None:

@@ -103,7 +103,7 @@ def test_dry_run_shows_the_filing_decisions(art: GitHubSandbox, root: Path) -> N
     setup_status(root, 9, partial_item)
     result = artbot(art, root, "open", "--item", "7", "--item", "9", "--dry-run", token="")
     assert result.exit_code == 0, result.output + result.stderr
-    assert "then close it as completed (fixed in 0.5.21)" in result.output
+    assert "filed closed (fixed in 0.5.21)" in result.output
     assert "open, scoped to what remains (partly fixed in 0.5.21)" in result.output
     assert writes(art) == []
 

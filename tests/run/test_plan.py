@@ -207,7 +207,13 @@ def test_open_files_a_fixed_item_to_be_closed_and_a_partial_one_open(catalog: Ca
     seven, nine = plan.of(Create)
     assert (seven.fixed_in, seven.partly_fixed_in) == ("0.5.21", None)
     assert (nine.fixed_in, nine.partly_fixed_in) == (None, "0.5.21")
-    assert "then close it as completed (fixed in 0.5.21)" in plan.text()
+    assert "filed closed (fixed in 0.5.21)" in plan.text()
+    # Every write its own step: the fixed item's close comes right after its create.
+    from artbot.run.actions import CloseFixed
+
+    at = plan.actions.index(seven)
+    assert plan.actions[at + 1] == CloseFixed(7, None, "0.5.21")
+    assert plan.of(CloseFixed) == [CloseFixed(7, None, "0.5.21")]
 
 
 def test_a_lost_close_is_redone_but_a_human_reopen_is_kept(catalog: Catalog) -> None:

@@ -17,15 +17,18 @@ from tests.helpers.artrepo import (
     TRACKING,
     artbot,
     checklist,
+    checkout_catalog,
     event_file,
     issues_for,
     item_line,
     prepared,
     repo_client,
     request_line,
+    seed_audit,
     writes,
 )
-from tests.helpers.statusdata import F, claims_of, install, partial_item, point
+from tests.helpers.statusdata import F, claims_of, fixed_item, install, partial_item, point
+from tests.helpers.testsandbox import TestSandbox
 
 
 def test_a_ticked_request_files_the_item_once_and_clears_the_box(
@@ -257,3 +260,39 @@ def test_a_sync_stopped_by_max_writes_summarises_what_is_left(
     art.requests.clear()
     assert artbot(art, root, "sync").exit_code == 0
     assert writes(art) == []
+
+
+def test_a_run_cut_short_reports_exactly_the_writes_github_received(
+    sandbox: TestSandbox, tmp_path: Path
+) -> None:
+    """``open --item 7`` with item 7 recorded fixed (filed, then closed: two writes), stopped by
+    ``--max-writes N`` for every N below the whole run's writes: what the report says was done
+    is what GitHub received, one line per write, and the next run does the rest."""
+
+    def run(*limit: str) -> tuple[Path, dict, list[str]]:
+        sandbox.reset()
+        seed_audit(sandbox)
+        root = checkout_catalog(tmp_path / f"run{len(list(tmp_path.iterdir()))}")
+        install(root, load_catalog(root).get(7), fixed_item(load_catalog(root).get(7)))
+        result = artbot(sandbox, root, "open", "--item", "7", *limit, "--json")
+        assert result.exit_code == 0, result.output + result.stderr
+        report = json.loads(result.stdout)
+        got = writes(sandbox)
+        done = [r for r in report["results"] if r["status"] == "done"]
+        assert len(report["done"]) == len(done) == len(got), (limit, report["done"], got)
+        return root, report, got
+
+    _, report, whole = run()
+    assert report["stopped"] is None and len(whole) >= 3
+    kinds = [r["action"] for r in report["results"]]
+    assert kinds[kinds.index("Create") + 1] == "CloseFixed"  # one write each
+    for n in range(1, len(whole)):
+        root, report, got = run("--max-writes", str(n))
+        assert got == whole[:n], n
+        assert report["stopped"] == f"stopped after {n} write(s) (--max-writes {n})"
+        sandbox.requests.clear()
+        rest = artbot(sandbox, root, "open", "--item", "7")
+        assert rest.exit_code == 0, rest.output + rest.stderr
+        assert len(writes(sandbox)) <= len(whole) - n, n  # the rest, nothing twice
+        [issue] = issues_for(sandbox, 7, state=None)
+        assert (issue["state"], issue["state_reason"]) == ("closed", "completed"), n
