@@ -22,12 +22,17 @@ def render_refusal(refusal: Refusal) -> str:
     return f"{TITLE}: not run: {cell_text(refusal.reason, 600)}"
 
 
+def inputs_phrase(count: int) -> str:
+    """``1 input``, ``600 inputs``."""
+    return f"{count:,} input{'' if count == 1 else 's'}"
+
+
 def domain_cell(claim: ClaimResult | None) -> str:
     """``300 inputs (covers; 1.2 s)`` or ``one input`` (a check that searched no domain)."""
     if claim is None or claim.domain is None:
         return "one input"
     d: Domain = claim.domain
-    return cell_text(f"{d.inputs:,} inputs ({d.covers}; {d.seconds:.1f} s)", 300)
+    return cell_text(f"{inputs_phrase(d.inputs)} ({d.covers}; {d.seconds:.1f} s)", 500)
 
 
 def counterexample_cell(claim: ClaimResult | None) -> str:
@@ -51,7 +56,7 @@ def headline(trial: Trial) -> str:
     if after.status is CodeStatus.fixed:
         inputs = [c.domain.inputs for c in after.claims.values() if c.domain is not None]
         if inputs and len(inputs) == len(after.claims):
-            over = f"fixed over {sum(inputs):,} inputs"
+            over = f"fixed over {inputs_phrase(sum(inputs))}"
         else:
             over = "fixed (each claim checked on one input)" if not inputs else "fixed"
         if trial.before.status is CodeStatus.fixed:
