@@ -282,6 +282,10 @@ class Renderer:
             "minimal": minimal,
             "minimal_path": minimal_path,
             "minimal_name": minimal_name,
+            "minimal_url": f"{audit.web_url.rstrip('/')}/{repository}/blob/{sha or 'main'}/"
+            f"{minimal_path}"
+            if repository
+            else None,
             "minimal_output": _text_or_none(
                 art_runs.get(art[0]) if art else (outputs.get("outputs") or {}).get(minimal_name)
             ),
