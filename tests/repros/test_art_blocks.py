@@ -78,12 +78,6 @@ def _trees(base: Path) -> dict[str, Path]:
     return trees
 
 
-def _recorded(name: str) -> dict[str, str]:
-    """What outputs.json records of block ``name``: release -> its output."""
-    art = json.loads(OUTPUTS.read_text(encoding="utf-8")).get("art") or {}
-    return dict((art.get("runs") or {}).get(name) or {})
-
-
 def _item(name: str) -> int:
     return int(name.removeprefix("item").removesuffix(".py"))
 
@@ -141,7 +135,7 @@ def test_a_block_is_short_and_calls_art(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(BLOCKS))
-def test_a_block_prints_what_the_issue_quotes_on_the_release_it_names(
+def test_a_block_reproduces_on_the_release_it_names(
     runs: dict[tuple[str, str], subprocess.CompletedProcess[str]], name: str
 ) -> None:
     release, _ = BLOCKS[name]
@@ -149,8 +143,7 @@ def test_a_block_prints_what_the_issue_quotes_on_the_release_it_names(
     context = f"{name} on {release}:\n{done.stdout}\n{done.stderr}"
     assert done.returncode == 0, context
     assert done.stdout.splitlines()[-1] == "verdict: reproduced", context
-    recorded = _recorded(name)
-    assert recorded.get(release) == done.stdout, context
+    # What the issue quotes is this output: test_the_recorded_outputs_are_written_from_this_run.
 
 
 @pytest.mark.parametrize("name", sorted(BLOCKS))
@@ -163,9 +156,6 @@ def test_the_verdict_flips_where_art_is_fixed(
     context = f"{name} on {label}:\n{done.stdout}\n{done.stderr}"
     assert done.returncode == 0, context
     assert done.stdout.splitlines()[-1] == "verdict: fixed", context
-    if label == NEWEST:  # the issue quotes the newest release's output too
-        recorded = _recorded(name)
-        assert recorded.get(NEWEST) == done.stdout, context
 
 
 def test_the_recorded_outputs_are_written_from_this_run(
