@@ -185,20 +185,3 @@ def test_the_recorded_outputs_are_written_from_this_run(
         data["art"] = fresh
         OUTPUTS.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     assert json.loads(OUTPUTS.read_text(encoding="utf-8")).get("art") == fresh
-
-
-PYTHON_312 = Path.home() / ".pyenv" / "versions" / "3.12.1" / "bin" / "python"
-
-
-@pytest.mark.skipif(not PYTHON_312.is_file(), reason="no Python 3.12 from pyenv here")
-@pytest.mark.parametrize("name", sorted(BLOCKS))
-def test_a_block_compiles_on_python_3_12(name: str) -> None:
-    code = "import sys; compile(open(sys.argv[1]).read(), sys.argv[1], 'exec')"
-    done = subprocess.run(
-        [str(PYTHON_312), "-c", code, str(MINIMAL_DIR / name)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr

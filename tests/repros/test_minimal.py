@@ -190,3 +190,16 @@ def test_rendered_issue_carries_it(item: int) -> None:
     )
     for output in recorded["art"]["runs"][name].values():
         assert body.index(f"```text\n{output.strip()}\n```") < body.index("<details>")
+
+
+PYTHON_312 = Path.home() / ".pyenv" / "versions" / "3.12.1" / "bin" / "python"
+
+
+@pytest.mark.skipif(not PYTHON_312.is_file(), reason="no Python 3.12 from pyenv here")
+def test_every_script_compiles_on_python_3_12() -> None:
+    """ART requires Python 3.12, the maintainer's interpreter: every minimal repro, a torch model
+    or a block calling ART, compiles there (they run here on this interpreter)."""
+    code = "import sys\nfor f in sys.argv[1:]: compile(open(f).read(), f, 'exec')"
+    argv = [str(PYTHON_312), "-c", code, *map(str, ALL_SCRIPTS)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
