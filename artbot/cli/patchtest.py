@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     "patch_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     required=True,
-    help="A unified diff as `git diff` prints it in ART's repository (a/src/art/...).",
+    help="A unified diff git apply takes in ART's repository (git diff, git format-patch, "
+    "diff -u, diff -ruN OLD NEW).",
 )
 @click.option(
     "--release",
@@ -31,12 +32,13 @@ if TYPE_CHECKING:
 def test(obj: Context, item: int, patch_file: Path, release: str | None) -> None:
     """Apply a patch to a release's code (pure Python, only under src/art/), run the item's
     check and its regression test on the release and on the patched copy, confined and without
-    a token, and print the answer artbot would post for `/artbot test`. Exit 0 when the patch
-    fixes the item, 1 when it does not (or a check could not run, or the release could not be
-    fetched, as for `verify`), 2 when it was refused (the patch, the item, the version)."""
+    a token, and print, as plain text, what artbot would answer to `/artbot test`. Exit 0
+    when the patch fixes the item, 1 when it does not (or a check could not run, or the release
+    could not be fetched, as for `verify`), 2 when it was refused (the patch, the item, the
+    version)."""
     from ..extras import require
-    from ..patchtest.answer import render_refusal, render_trial
     from ..patchtest.command import Refusal, checked_diff
+    from ..patchtest.terminal import plain, render_trial_text
     from ..patchtest.trial import newest_checked, run_trial
     from ..verify.code import CodeStatus
 
@@ -47,7 +49,7 @@ def test(obj: Context, item: int, patch_file: Path, release: str | None) -> None
     version = release or newest_checked(catalog.root)
     parsed = checked_diff(text, version)
     if isinstance(parsed, Refusal):
-        click.echo(render_refusal(parsed))
+        click.echo(f"artbot test: not run: {plain(parsed.reason, 600)}")
         raise SystemExit(2)
     outcome = run_trial(
         catalog,
@@ -60,9 +62,9 @@ def test(obj: Context, item: int, patch_file: Path, release: str | None) -> None
         progress=lambda line: click.echo(line, err=True),
     )
     if isinstance(outcome, Refusal):
-        click.echo(render_refusal(outcome))
+        click.echo(f"artbot test: not run: {plain(outcome.reason, 600)}")
         raise SystemExit(outcome.exit_code)
-    click.echo(render_trial(outcome, catalog.get(item)), nl=False)
+    click.echo(render_trial_text(outcome, catalog.get(item)), nl=False)
     raise SystemExit(0 if outcome.after.status is CodeStatus.fixed else 1)
 
 

@@ -41,12 +41,17 @@ def render_refusal(refusal: Refusal) -> str:
     return f"{TITLE}: not run: {quoted(refusal.reason, 600, in_table=False)}"
 
 
+def inputs_phrase(count: int) -> str:
+    """``1 input``, ``600 inputs``."""
+    return f"{count:,} input{'' if count == 1 else 's'}"
+
+
 def domain_cell(claim: ClaimResult | None) -> str:
     """``300 inputs (covers; 1.2 s)`` or ``one input`` (a check that searched no domain)."""
     if claim is None or claim.domain is None:
         return "one input"
     d: Domain = claim.domain
-    return f"{d.inputs:,} inputs ({quoted(d.covers, 240)}; {d.seconds:.1f} s)"
+    return f"{inputs_phrase(d.inputs)} ({quoted(d.covers, 500)}; {d.seconds:.1f} s)"
 
 
 def counterexample_cell(claim: ClaimResult | None) -> str:
@@ -70,7 +75,7 @@ def headline(trial: Trial) -> str:
     if after.status is CodeStatus.fixed:
         inputs = [c.domain.inputs for c in after.claims.values() if c.domain is not None]
         if inputs and len(inputs) == len(after.claims):
-            over = f"fixed over {sum(inputs):,} inputs"
+            over = f"fixed over {inputs_phrase(sum(inputs))}"
         else:
             over = "fixed (each claim checked on one input)" if not inputs else "fixed"
         if trial.before.status is CodeStatus.fixed:

@@ -1,8 +1,15 @@
 """Unified diffs, parsed and applied in pure Python: no ``patch`` or ``git apply`` ever sees
 untrusted input.
 
-A diff is read as ``git diff`` prints it in ART's repository (``diff --git a/src/art/x.py
-b/src/art/x.py``, ``---``/``+++``, hunks), or as plain ``diff -u`` output with the same paths.
+A diff is read as ``git apply`` reads it in ART's repository: ``git diff`` (``diff --git
+a/src/art/x.py b/src/art/x.py``, ``---``/``+++``, hunks), ``git format-patch`` mail (the message
+and diffstat before the first file, the ``-- `` signature after the last), ``diff -u`` and
+``diff -ruN OLD NEW`` of two checkouts (each file's ``diff -ru ...`` line, ``Only in`` and
+``Common subdirectories`` lines between files, timestamps after the paths). As ``git apply``'s
+default ``-p1``, each path's first folder is dropped whatever its name (``a/``, ``ART.orig/``);
+what remains is under ``src/art/`` (or ``art/``, two unpacked wheels: the same file). Without a
+``diff --git`` header, a file whose hunks all start at ``-0,0`` is created and one whose hunks
+all end at ``+0,0`` deleted (``diff -N``), as ``git apply`` reads them.
 Refused: a path outside ``src/art/``, absolute, with ``..``, quoted or with characters a source
 path of ART's does not have; renames and copies; binary patches; modes other than a regular
 file's (a symlink's ``120000``, a submodule's ``160000``); a file patched twice. Applying
@@ -36,6 +43,10 @@ _REFUSED_HEADERS = {
     "Binary files": "binary patches",
 }
 _IGNORED_HEADERS = ("index ",)
+# Lines ``diff -r`` and ``git format-patch`` print between files, which ``git apply`` skips:
+# each file's command line, and what ``diff -r`` says of files only one side has.
+_BETWEEN_FILES = ("diff ", "Only in ", "Common subdirectories: ")
+MAIL_SIGNATURE = "-- "
 
 
 class DiffRefused(ValueError):
@@ -82,21 +93,25 @@ class FilePatch:
         return WHEEL_PACKAGE + "/" + self.path.removeprefix(SOURCE_ROOT)
 
 
-def check_path(raw: str, prefix: str) -> str:
-    """``a/src/art/x.py`` (``prefix`` a/ or b/) as ``src/art/x.py``, or :class:`DiffRefused`."""
+def check_path(raw: str, side: str = "") -> str:
+    """``a/src/art/x.py`` as ``src/art/x.py``: the first folder dropped, whatever its name, as
+    ``git apply -p1`` does (``side`` names the path in a refusal); a wheel's ``art/x.py`` is
+    ``src/art/x.py``. Else :class:`DiffRefused`."""
     shown = raw[:80]
     if raw.startswith('"'):
         raise DiffRefused(f"{shown}: quoted paths are not applied")
-    if not raw.startswith(prefix):
-        raise DiffRefused(f"{shown}: expected a path starting {prefix} (as git diff prints it)")
-    path = raw[len(prefix) :]
-    if path.startswith("/") or "\\" in path:
+    if raw.startswith("/") or "\\" in raw:
         raise DiffRefused(f"{shown}: absolute paths are not applied")
+    first, slash, path = raw.partition("/")
+    if not slash or first in ("", ".", ".."):
+        raise DiffRefused(f"{shown}: expected a {side or 'path'} such as a/src/art/... (-p1)")
     parts = path.split("/")
     if any(p in ("", ".", "..") for p in parts):
         raise DiffRefused(f"{shown}: a path with an empty, `.` or `..` part is not applied")
     if not _PATH_RE.match(path):
         raise DiffRefused(f"{shown}: the path has characters ART's sources do not use")
+    if path.startswith(WHEEL_PACKAGE + "/"):  # two unpacked wheels diffed: the same file
+        path, parts = "src/" + path, ["src", *parts]
     if not path.startswith(SOURCE_ROOT) or len(parts) < 3:
         raise DiffRefused(f"{path}: outside {SOURCE_ROOT}; only ART's package is patched")
     return path
@@ -111,8 +126,14 @@ class _Parser:
     def parse(self) -> list[FilePatch]:
         while self.n < len(self.lines):
             line = self.lines[self.n]
-            if line.startswith("diff --git ") or line.startswith("--- "):
+            if line.startswith("diff --git ") or (line.startswith("--- ") and self._plus_next()):
                 self.files.append(self._file())
+            elif self.files and line == MAIL_SIGNATURE:
+                break  # git format-patch's signature: the rest is git's version
+            elif line.startswith("Binary files ") and line.endswith(" differ"):
+                raise DiffRefused(f"binary patches are not applied ({line[:60]!r})")
+            elif self.files and line.startswith(_BETWEEN_FILES):
+                self.n += 1
             elif self.files and line.strip():
                 raise DiffRefused(f"line {self.n + 1}: unexpected {line[:60]!r} between files")
             else:
@@ -124,6 +145,12 @@ class _Parser:
             raise DiffRefused(f"{dupes[0]} is patched twice")
         return self.files
 
+    def _plus_next(self) -> bool:
+        """A ``--- `` line starts a file only before ``+++ `` (as for ``git apply``); before
+        the first file it may be a line of a mail's message."""
+        following = self.lines[self.n + 1] if self.n + 1 < len(self.lines) else ""
+        return following.startswith("+++ ") or bool(self.files)
+
     def _file(self) -> FilePatch:
         git_path = None
         created = deleted = False
@@ -132,8 +159,8 @@ class _Parser:
             head = _GIT_HEAD_RE.match(line)
             if head is None:
                 raise DiffRefused(f"line {self.n + 1}: a `diff --git` line artbot cannot read")
-            git_path = check_path(head[1], "a/")
-            if check_path(head[2], "b/") != git_path:
+            git_path = check_path(head[1], "old path")
+            if check_path(head[2], "new path") != git_path:
                 raise DiffRefused(f"{git_path}: renames are not applied")
             self.n += 1
             while self.n < len(self.lines) and not self.lines[self.n].startswith(
@@ -152,8 +179,8 @@ class _Parser:
         created, deleted = created or old == "/dev/null", deleted or new == "/dev/null"
         if created and deleted:
             raise DiffRefused("a file both created and deleted")
-        path = check_path(new, "b/") if not deleted else check_path(old, "a/")
-        if not created and not deleted and check_path(old, "a/") != path:
+        path = check_path(new, "new path") if not deleted else check_path(old, "old path")
+        if not created and not deleted and check_path(old, "old path") != path:
             raise DiffRefused(f"{path}: renames are not applied")
         if git_path is not None and git_path != path:
             raise DiffRefused(f"{path}: the --- / +++ paths are not the diff --git line's")
@@ -162,6 +189,9 @@ class _Parser:
             hunks.append(self._hunk(path))
         if not hunks:
             raise DiffRefused(f"{path}: no hunk")
+        if git_path is None and not (created or deleted):  # diff -N: an empty side
+            created = all(h.old_start == 0 and h.old_len == 0 for h in hunks)
+            deleted = all(h.new_start == 0 and h.new_len == 0 for h in hunks)
         return FilePatch(path, tuple(hunks), created=created, deleted=deleted)
 
     def _header(self, line: str, created: bool, deleted: bool) -> tuple[bool, bool]:

@@ -51,7 +51,7 @@ class ToolSource:
             return None
         return (
             f"note: artbot's repository is not known ({self.found}), so the issues name each "
-            "full repro script without a link; give --tool-repository OWNER/NAME to link them"
+            "script and test without a link; give --tool-repository OWNER/NAME to link them"
         )
 
 

@@ -11,7 +11,6 @@ like; this module only builds their context.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from ..records.marker import (
     region_span,
 )
 from ..records.models import TITLE_LIMIT, Audit, Finding, Location
+from ..repro.files import art_block_release
 from ..status import ItemStatus
 from .status_view import StatusView, code_span, history_link, one_line, status_view
 
@@ -50,12 +50,6 @@ class RenderedIssue:
 # (.github/workflows/release.yml, "Create git tag": ``git tag v${version}``) makes the tag the
 # PyPI upload is built from. A release's lines link to that tag.
 RELEASE_TAG = "v{version}"
-# The longest regression test an issue shows in view as its repro (the 3 KB in view).
-REPRO_IN_VIEW_MAX = 1_600
-# The whole body a maintainer is handed (#38): past it, the minimal script's code under Details
-# is named, not pasted (its output stays in view). The body's share: the title and the labels
-# are shown above it.
-WHOLE_MAX = 6 * 1024 - 512
 
 
 def permalink(audit: Audit, location: Location) -> str:
@@ -73,13 +67,6 @@ def permalink(audit: Audit, location: Location) -> str:
         else audit.commit
     )
     return f"{audit.web_url.rstrip('/')}/{audit.repository}/blob/{ref}/{location.path}{lines}"
-
-
-def calls_art_on_cpu(source: str | None) -> bool:
-    """A regression test imports ART's function at its top (``from art.x import f``): it
-    imports on a CPU, so the test itself is the issue's repro (items 4, 5 and 11 instead load
-    ART's source through a loader of their own, too long to show)."""
-    return bool(source) and bool(re.search(r"^from art\.[\w.]+ import ", source or "", re.M))
 
 
 def summary_lines(result: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -186,12 +173,6 @@ class Renderer:
         view = status_view(finding, status, audit.web_url, history)
         regression = self._regression(finding, view, commit)
         repro = self._repro(finding, repro_result, commit)
-        repro["in_view"] = bool(
-            regression
-            and regression.get("source")
-            and regression.get("outcome")
-            and len(regression["source"]) <= REPRO_IN_VIEW_MAX
-        )
         context = {
             "audit": audit,
             "finding": finding,
@@ -224,7 +205,7 @@ class Renderer:
             ],
             "regression": regression,
             "versions": versions_line(
-                catalog, finding, view, bool(repro["minimal_output"]) and not repro["in_view"]
+                catalog, finding, view, bool(repro["minimal_output"]) and not repro["art"]
             ),
             "marker": str(marker),
             "body_start": BODY_START,
@@ -232,9 +213,6 @@ class Renderer:
         }
         title = render_template(self.env, "issue_title.md.j2", **context).strip()
         body = render_template(self.env, "issue_body.md.j2", **context)
-        if len(body.encode()) > WHOLE_MAX and repro["minimal"] and not repro["in_view"]:
-            repro["minimal"], repro["minimal_named"] = None, True
-            body = render_template(self.env, "issue_body.md.j2", **context)
         where = catalog.files.get(finding.item, finding.repro)
         if len(body) > GITHUB_BODY_LIMIT:
             raise BadInput(
@@ -267,10 +245,8 @@ class Renderer:
         sha = commit or catalog.tool.commit or "main"
         web = catalog.audit.web_url.rstrip("/")
         outcomes = catalog.regression_outcomes
-        source = catalog.sources.get(path)
         return {
             "missing": None,
-            "source": source if calls_art_on_cpu(source) else None,
             "path": path,
             "name": name,
             "url": f"{web}/{repository}/blob/{sha}/{path}" if repository else None,
@@ -290,25 +266,45 @@ class Renderer:
         if repository:
             url = f"{audit.web_url.rstrip('/')}/{repository}/blob/{sha or 'main'}/{finding.repro}"
         minimal_path = minimal_repro_path(finding.item)
+        minimal_name = minimal_path.rsplit("/", 1)[-1]
+        minimal = self.catalog.sources.get(minimal_path)
         usable = usable_result(result)
+        outputs = self.catalog.minimal_outputs
+        # A block that calls ART names its release; artbot's runs of it are under "art".
+        art = art_block_release(minimal)
+        art_runs = ((outputs.get("art") or {}).get("runs") or {}).get(minimal_name) or {}
+        newest = max(art_runs, key=_version_key, default=None)
         return {
             "path": finding.repro,
             "command": f"python {finding.repro}",
             "url": url,
             "commit_note": None if sha or not url else "at the main branch: no commit was known",
-            "minimal": self.catalog.sources.get(minimal_path),
-            "minimal_named": False,  # True: its code is named, not pasted (the whole budget)
+            "minimal": minimal,
             "minimal_path": minimal_path,
-            "minimal_name": minimal_path.rsplit("/", 1)[-1],
+            "minimal_name": minimal_name,
+            "minimal_url": f"{audit.web_url.rstrip('/')}/{repository}/blob/{sha or 'main'}/"
+            f"{minimal_path}"
+            if repository
+            else None,
             "minimal_output": _text_or_none(
-                (self.catalog.minimal_outputs.get("outputs") or {}).get(
-                    minimal_path.rsplit("/", 1)[-1]
-                )
+                art_runs.get(art[0]) if art else (outputs.get("outputs") or {}).get(minimal_name)
             ),
-            "minimal_torch": _text_or_none(self.catalog.minimal_outputs.get("torch")),
+            "minimal_torch": _text_or_none(
+                (outputs.get("art") or {}).get("torch") if art else outputs.get("torch")
+            ),
+            # (release, install command) of a block that calls ART's own code, else None
+            "art": art,
+            "art_python": _text_or_none((outputs.get("art") or {}).get("python")),
+            "newest": (newest, _text_or_none(art_runs[newest]))
+            if art and newest and newest != art[0]
+            else None,
             "result": usable,
             "claim_lines": summary_lines(usable),
         }
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
 def _checking(

@@ -6,6 +6,7 @@ suite (``repros/regression/test_itemNN_*.py``), what those tests reported on the
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,20 @@ from ..jsonlimits import loads_limited
 REGRESSION_DIR = "repros/regression"
 REGRESSION_OUTCOMES = f"{REGRESSION_DIR}/outcomes.json"
 MINIMAL_OUTPUTS = "repros/minimal/outputs.json"
+# The first line of a minimal repro that calls ART's own code: the environment a maintainer
+# makes to run it, which is also the release artbot runs it on (tests/repros/test_art_blocks.py).
+ART_BLOCK_HEAD = re.compile(
+    r'\A# Python 3\.12, CPU: (?P<install>pip install "?openpipe-art(?:\[\w+\])?'
+    r'==(?P<release>\d+(?:\.\d+)+)"?(?: torch)?)\n'
+)
+
+
+def art_block_release(source: str | None) -> tuple[str, str] | None:
+    """(release, install command) of a minimal repro that calls ART's own code, from its first
+    line (``# Python 3.12, CPU: pip install openpipe-art==0.5.23 torch``); None for a script
+    that models ART's lines with torch alone."""
+    match = ART_BLOCK_HEAD.match(source or "")
+    return (match["release"], match["install"]) if match else None
 
 
 def json_or_empty(path: Path) -> dict[str, Any]:

@@ -1,25 +1,14 @@
-"""Models the cited lines, not ART's code; ART's compute_advantages is run by `artbot verify`.
-That check: check_art in repros/item10_sample_std.py, on tinker_native/data.py's function.
+# Python 3.12, CPU: pip install "openpipe-art[tinker]==0.5.20"
+import statistics
 
-Item 10: tinker_native normalizes advantages by the sample std (n-1); other backends use n.
+from art.tinker_native.data import compute_advantages
 
-ART at e2a406a48: tinker_native/data.py#L32-L44 calls torch.std(rewards) (unbiased, n-1);
-preprocessing/tokenize.py#L763-L771 divides by the population std (n). Runs without ART.
-ARTBOT_FIX=1 applies the suggested fix: one convention (the population std) everywhere.
-"""
-
-import os
-
-import torch
-
-FIX = os.environ.get("ARTBOT_FIX") == "1"
-rewards = torch.tensor([1.0, 0.0, 0.0, 1.0])  # one group, n = 4
-centered = rewards - rewards.mean()
-tinker_native = centered / torch.std(rewards, unbiased=not FIX)  # default: unbiased (n-1)
-other_backends = centered / torch.std(rewards, unbiased=False)  # population (n)
-ratio = (tinker_native / other_backends)[0].item()
-expected = ((4 - 1) / 4) ** 0.5
-print(f"tinker_native advantages: {tinker_native.tolist()}")
-print(f"other backends:           {other_backends.tolist()}")
-print(f"ratio {ratio:.4f} (sqrt((n-1)/n) = {expected:.4f})")
-print("verdict: " + ("reproduced" if abs(ratio - 1) > 1e-3 else "fixed"))
+rewards = [1.0, 0.0, 0.0, 1.0]
+mean, std = statistics.fmean(rewards), statistics.pstdev(rewards)  # population std
+other_backends = [(r - mean) / std for r in rewards]
+advantages = compute_advantages(rewards)
+print(f"tinker_native: {[round(a, 4) for a in advantages]}; other backends: {other_backends}")
+sample_std_ratio = ((len(rewards) - 1) / len(rewards)) ** 0.5
+print(f"ratio {advantages[0] / other_backends[0]:.4f} (a sample std: {sample_std_ratio:.4f})")
+close = all(abs(a - b) <= 1e-6 for a, b in zip(advantages, other_backends, strict=True))
+print("verdict: " + ("fixed" if close else "reproduced"))

@@ -136,7 +136,7 @@ def test_the_note_says_what_was_found_instead(tmp_path: Path) -> None:
     assert found.repository is None
     assert found.note() == (
         f"{NOT_KNOWN} (git remote origin is /srv/git/artbot, not a repository URL such as "
-        "GitHub's), so the issues name each full repro script without a link; give "
+        "GitHub's), so the issues name each script and test without a link; give "
         "--tool-repository OWNER/NAME to link them"
     )
     # A token in a remote's URL is never shown.

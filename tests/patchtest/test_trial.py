@@ -161,7 +161,9 @@ def test_at_a_terminal_artbot_test_prints_the_answer_and_refuses_what_does_not_a
         cli, ["--root", str(REPO), "test", "--item", "801", "--patch", str(fix)], env=NO_TOKEN
     )
     assert result.exit_code == 0, result.output
-    assert "item 801, openpipe-art 0.5.23" in result.output and "**fixed" in result.output
+    assert "item 801, openpipe-art 0.5.23" in result.output and ": fixed over" in result.output
+    # #52: plain text at a terminal, no markdown or its escapes
+    assert not any(s in result.output for s in ("**", "&lt;", "\\[", "| ", "`"))
     stale = tmp_path / "stale.diff"
     stale.write_text(make_diff("src/art/loss.py", "nothing like it\n", "changed\n"))
     refused = CliRunner().invoke(

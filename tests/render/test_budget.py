@@ -2,11 +2,12 @@
 
 Rendered as `artbot render --all --out DIR` writes them (title, labels, body): at most 3 KB of
 text in view (outside the one collapsed ``<details>`` block, hidden markers not counted) and
-6 KB whole; no paragraph repeated across issues but the one-line footer; every release link names
-that release's tag and a line anchor, every audit-commit link the commit and a line anchor, and
-each "look for" string is in the file at that version, byte for byte (the release wheels,
-through tests/helpers/wheels.py); no status cell says "ran" beside a claim's figure ART's code did
-not produce.
+6 KB whole beside the repro's python blocks (#52: a script a maintainer can paste is not cut
+for length; GitHub's 65,536 characters bound the whole); no paragraph repeated across issues
+but the one-line footer; every release link names that release's tag and a line anchor, every
+audit-commit link the commit and a line anchor, and each "look for" string is in the file at
+that version, byte for byte (the release wheels, through tests/helpers/wheels.py); no status
+cell says "ran" beside a claim's figure ART's code did not produce.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from tests.helpers.wheels import ArtWheels
 REPO = Path(__file__).resolve().parents[2]
 IN_VIEW_MAX = 3 * 1024
 AROUND_AUDIT = ("0.5.20", "0.5.21")  # the releases the audit commit lies between
-WHOLE_MAX = 6 * 1024
+WHOLE_MAX = 6 * 1024  # beside the ```python blocks
+GITHUB_BODY_LIMIT = 65_536
 LINK_RE = re.compile(
     r"^- \[`(?P<path>[^`]+)` L(?P<a>\d+)(?:-L(?P<b>\d+))?\]\((?P<url>[^)]+)\)"
     r" at (?P<at>v[\w.]+|`[0-9a-f]+`)(?P<rest>.*)$",
@@ -69,7 +71,9 @@ def test_every_issue_is_rendered(rendered: dict[int, str]) -> None:
 @pytest.mark.parametrize("item", ALL_ITEMS)
 def test_at_most_3_kb_in_view_and_6_kb_whole(rendered: dict[int, str], item: int) -> None:
     text = rendered[item]
-    assert len(text.encode()) <= WHOLE_MAX, f"item {item}: {len(text.encode())} bytes whole"
+    assert len(text) <= GITHUB_BODY_LIMIT
+    prose = re.sub(r"```python\n.*?\n```", "", text, flags=re.S)
+    assert len(prose.encode()) <= WHOLE_MAX, f"item {item}: {len(prose.encode())} bytes whole"
     view = in_view(text)
     assert len(view.encode()) <= IN_VIEW_MAX, f"item {item}: {len(view.encode())} bytes in view"
 

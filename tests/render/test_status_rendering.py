@@ -340,15 +340,13 @@ def test_each_place_links_its_lines_and_the_line_to_look_for(catalog, item: int)
     "item", [i for i in ITEMS if (REPO / f"repros/minimal/item{i:02d}.py").is_file()]
 )
 def test_the_minimal_repro_is_folded_with_its_command_in_view(catalog, item: int) -> None:  # type: ignore[no-untyped-def]
-    """Where the test is not the repro in view, the minimal script's command and output are,
-    and its code is under Details."""
+    """A minimal repro that calls ART is in view, before Details; a torch model's command and
+    output are in view, its code under Details (#52: pasted, never only named)."""
     body = render_issue(catalog, catalog.get(item), status=load_status(REPO, item)).body
     command = f"`python item{item:02d}.py` (torch only"
-    if command not in body:  # the regression test, ART's own code, is the repro in view
+    if command not in body:  # the block calls ART's own code
         assert body.index("```python") < body.index("<details>")
-        return
-    if f"`repros/minimal/item{item:02d}.py` in artbot's repository" in body:
-        assert "```python" not in body  # past the whole budget: named, not pasted
+        assert f"`python item{item:02d}.py`, alone in an empty folder, printed on" in body
         return
     assert body.index(command) < body.index("<details><summary>") < body.index("```python")
     assert body.index("```python") < body.index("</details>")

@@ -1,10 +1,15 @@
-"""The minimal repros (``repros/minimal/itemNN.py``) pasted into issues 4-11.
+"""The minimal repros (``repros/minimal/itemNN.py``) pasted into every issue artbot files.
+
+Those that call ART's own code (items 7, 8, 10, 801, 1001: their first line names the release,
+``# Python 3.12, CPU: pip install openpipe-art==V torch``) are run against that release by
+tests/repros/test_art_blocks.py; this file holds the others, torch models of ART's lines, and
+what every issue shows of either.
 
 Each one, saved alone in an empty folder and run with ``python itemNN.py``, ends with the line
 ``verdict: reproduced``, and with ``verdict: fixed`` under ``ARTBOT_FIX=1`` (the audit's
 suggested fix), so its verdict can fail. Each is short, imports only torch and the standard
 library, names the ART code it models, and ``artbot render --item N`` pastes it verbatim under
-Details where it is the issue's repro (the whole body at most 6 KB), else quotes its output.
+Details, its output in view.
 
 Cost: importing torch takes about 1.2 s of CPU and the first torch.optim optimizer another
 1.7 s (torch._dynamo), far more than any script's own work. So every run forks from one
@@ -28,6 +33,7 @@ from click.testing import CliRunner
 
 from artbot.cli import cli
 from artbot.records.catalog import load_catalog
+from artbot.repro.files import art_block_release
 from tests.helpers.forkrun import ForkServer
 from tests.helpers.shipped import ISSUE_ITEMS
 
@@ -35,10 +41,11 @@ pytestmark = pytest.mark.repro
 
 REPO = Path(__file__).resolve().parents[2]
 MINIMAL_DIR = REPO / "repros" / "minimal"
-SCRIPTS = sorted(MINIMAL_DIR.glob("*.py"))
+ALL_SCRIPTS = sorted(MINIMAL_DIR.glob("*.py"))
+# The torch models of ART's lines (a block that calls ART is run on its release elsewhere).
+SCRIPTS = [s for s in ALL_SCRIPTS if art_block_release(s.read_text(encoding="utf-8")) is None]
 FIX_ENV = "ARTBOT_FIX"
 MAX_LINES = 60
-MAX_RENDERED = 6 * 1024  # bytes: #38's limit for a whole issue
 RUN_TIMEOUT_S = 180
 
 
@@ -77,7 +84,7 @@ def runs(
 
 
 def test_every_open_item_has_a_minimal_repro() -> None:
-    names = {script.name for script in SCRIPTS}
+    names = {script.name for script in ALL_SCRIPTS}
     assert {f"item{item:02d}.py" for item in ISSUE_ITEMS} <= names
 
 
@@ -104,7 +111,8 @@ def test_the_captured_outputs_are_what_each_script_prints(
     runs: dict[tuple[str, bool], subprocess.CompletedProcess[str]],
 ) -> None:
     """repros/minimal/outputs.json holds each script's output as it is (the issue quotes it
-    under the script); ARTBOT_WRITE_OUTPUTS=1 writes it from this run."""
+    above the script); ARTBOT_WRITE_OUTPUTS=1 writes it from this run (the blocks that call ART
+    keep theirs, under ``art``)."""
     import json
 
     import torch
@@ -114,8 +122,10 @@ def test_the_captured_outputs_are_what_each_script_prints(
         "outputs": {script.name: runs[(script.name, False)].stdout for script in SCRIPTS},
     }
     if os.environ.get("ARTBOT_WRITE_OUTPUTS") == "1":
-        OUTPUTS.write_text(json.dumps(fresh, indent=2) + "\n", encoding="utf-8")
-    assert json.loads(OUTPUTS.read_text(encoding="utf-8")) == fresh
+        data = {**json.loads(OUTPUTS.read_text(encoding="utf-8")), **fresh}
+        OUTPUTS.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    recorded = json.loads(OUTPUTS.read_text(encoding="utf-8"))
+    assert {k: recorded.get(k) for k in fresh} == fresh
 
 
 def _imported_roots(tree: ast.Module) -> set[str]:
@@ -156,22 +166,40 @@ def test_docstring_names_the_art_code(script: Path) -> None:
 
 @pytest.mark.parametrize("item", ISSUE_ITEMS)
 def test_rendered_issue_carries_it(item: int) -> None:
-    """The script itself where it is the issue's repro; where ART's own function imports on a
-    CPU the regression test is the repro, and the script's output is quoted under Details."""
+    """Every issue shows its minimal repro as a python block: one that calls ART in view, with
+    the output its release gave; a torch model's output in view, the code under Details."""
     import json
 
     result = CliRunner().invoke(cli, ["--root", str(REPO), "render", "--item", str(item)])
     assert result.exit_code == 0, result.output
-    assert len(result.stdout.encode()) <= MAX_RENDERED
+    body = result.stdout
     name = f"item{item:02d}.py"
-    script = (MINIMAL_DIR / name).read_text(encoding="utf-8")
-    output = json.loads(OUTPUTS.read_text(encoding="utf-8"))["outputs"][name].strip()
-    named = f"`repros/minimal/{name}` in artbot's repository"
-    if f"`python {name}` (torch only" in result.output and named in result.output:
-        # Past the whole-body budget the code is named, not pasted; its output is in view.
-        assert f"```text\n{output}\n```" in result.output
-        assert f"```python\n{script.strip()}\n```" not in result.output
-    elif f"`python {name}` (torch only" in result.output:
-        assert f"```python\n{script.strip()}\n```" in result.output
-    else:
-        assert f"```text\n{output}\n```" in result.output
+    script = (MINIMAL_DIR / name).read_text(encoding="utf-8").strip()
+    recorded = json.loads(OUTPUTS.read_text(encoding="utf-8"))
+    block = f"```python\n{script}\n```"
+    assert body.count(block) == 1
+    art = art_block_release(script)
+    if art is None:
+        output = recorded["outputs"][name].strip()
+        assert body.index(f"```text\n{output}\n```") < body.index("<details>") < body.index(block)
+        return
+    release, install = art
+    assert body.index(block) < body.index("<details>")
+    assert f"printed on openpipe-art {release}" in body and script.startswith(
+        f"# Python 3.12, CPU: {install}"
+    )
+    for output in recorded["art"]["runs"][name].values():
+        assert body.index(f"```text\n{output.strip()}\n```") < body.index("<details>")
+
+
+PYTHON_312 = Path.home() / ".pyenv" / "versions" / "3.12.1" / "bin" / "python"
+
+
+@pytest.mark.skipif(not PYTHON_312.is_file(), reason="no Python 3.12 from pyenv here")
+def test_every_script_compiles_on_python_3_12() -> None:
+    """ART requires Python 3.12, the maintainer's interpreter: every minimal repro, a torch model
+    or a block calling ART, compiles there (they run here on this interpreter)."""
+    code = "import sys\nfor f in sys.argv[1:]: compile(open(f).read(), f, 'exec')"
+    argv = [str(PYTHON_312), "-c", code, *map(str, ALL_SCRIPTS)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
