@@ -8,13 +8,22 @@ maintainer would paste, and run through ``artbot test --item N --patch``: it mus
 "fixed", or the issue stops suggesting it. A suggestion file quotes the issue's words for it
 (``suggestion``), found in the item's record, so a control cannot outlive the suggestion.
 
-Each case runs the item's check and regression test twice, confined (10-60 s).
+And the same fix spelled differently gets the same verdict: every name a suggested fix
+introduces (a field, a buffer, a helper), renamed throughout the patched files, must leave the
+check's verdict fixed, unless the contract names it (item 5's first suggestion was judged by its
+staging buffer's name).
+
+Each ``artbot test`` case runs the item's check and regression test twice, confined (3-26 s
+measured here); a respelled fix runs the check once.
 """
 
 from __future__ import annotations
 
+import io
+import keyword
 import os
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -22,11 +31,12 @@ from click.testing import CliRunner
 
 from artbot.cli import cli
 from artbot.records.catalog import load_catalog
-from artbot.verify.code import checkable
+from artbot.verify.code import CodeStatus, checkable
 from tests.helpers.controls import (
     CONTROLS,
     BadControl,
     Suggested,
+    check,
     controlled_copy,
     load_suggested,
     suggested_fixes,
@@ -118,3 +128,110 @@ def test_a_suggestion_control_is_validated(tmp_path: Path) -> None:
     misnamed.write_text(wrong.read_text() + 'suggestion = "s"\n')
     with pytest.raises(BadControl, match="not named"):
         load_suggested(misnamed)
+
+
+def _names_defined(source: str) -> set[str]:
+    """Names ``source`` defines, read from its tokens (ART's files use Python 3.12 syntax that
+    an older ``ast`` cannot parse): after ``def`` or ``class``; a name or ``.attribute``
+    assigned or annotated outside brackets (``x = ``, ``self.x = ``, ``x: float = ``)."""
+    tokens = [t for t in _tokens(source) if t.type not in (tokenize.COMMENT, tokenize.NL)]
+    found, depth = set(), 0
+    for n, tok in enumerate(tokens[:-1]):
+        if tok.type == tokenize.OP and tok.string in "([{":
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            depth -= 1
+        if tok.type != tokenize.NAME:
+            continue
+        before = tokens[n - 1].string if n else ""
+        after = tokens[n + 1].string
+        if before in ("def", "class") or (
+            depth == 0 and after in ("=", ":") and before != "lambda"
+        ):
+            found.add(tok.string)
+    return found
+
+
+def introduced(original: str, fixed: str) -> set[str]:
+    """The names ``fixed`` defines that are no token of ``original``."""
+    before = {t.string for t in _tokens(original) if t.type == tokenize.NAME}
+    return _names_defined(fixed) - before - set(keyword.kwlist)
+
+
+def respelled(fixed: str, local: set[str], fields: set[str], suffix: str = "_respelled") -> str:
+    """``fixed`` with the names its fix introduced renamed: ``local`` (this file's) everywhere,
+    ``fields`` (introduced by the fix in any file) where read as an attribute (``params.eps``);
+    never a keyword argument of a call (``eps=`` to AdamW keeps its name: the callee decides)."""
+    out, depth = [], 0
+    tokens = _tokens(fixed)
+    for n, tok in enumerate(tokens):
+        if tok.type == tokenize.OP and tok.string in "([{":
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            depth -= 1
+        after = tokens[n + 1].string if n + 1 < len(tokens) else ""
+        attribute = n > 0 and tokens[n - 1].string == "."
+        kwarg = depth > 0 and after == "=" and not attribute
+        named = tok.string in local or (attribute and tok.string in fields)
+        if tok.type == tokenize.NAME and not kwarg and named:
+            tok = tok._replace(string=tok.string + suffix)
+        out.append(tok)
+    return tokenize.untokenize(out)
+
+
+def _tokens(source: str) -> list[tokenize.TokenInfo]:
+    return list(tokenize.generate_tokens(io.StringIO(source).readline))
+
+
+def test_respelling_renames_what_a_fix_defines_and_keeps_keyword_arguments() -> None:
+    original = "class P:\n    lr: float = 1.0\n\ndef make(p, eps):\n    return AdamW(lr=p.lr)\n"
+    fixed = original.replace("1.0\n", "1.0\n    eps: float = 1e-13\n")
+    assert introduced(original, fixed) == set()  # eps was a token of the file already
+    other = "def make(p):\n    return AdamW(lr=p.lr, eps=p.eps)\n"
+    text = respelled(fixed, set(), {"eps"}) + respelled(other, set(), {"eps"})
+    assert "eps: float = 1e-13" in text and "AdamW(lr=p.lr, eps=p.eps_respelled)" in text
+    fresh = "class P:\n    lr: float = 1.0\n"
+    grown = fresh + "    eps: float = 1e-13\n"
+    assert introduced(fresh, grown) == {"eps"}
+    assert "eps_respelled: float = 1e-13" in respelled(grown, {"eps"}, {"eps"})
+
+
+@pytest.mark.repro
+@pytest.mark.network
+@pytest.mark.parametrize("suggested", _on_newest(), ids=lambda s: s.name)
+def test_the_same_fix_spelled_differently_gets_the_same_verdict(
+    suggested: Suggested, tmp_path: Path
+) -> None:
+    """#51 (item 5's FP32 staging judged by its buffer's name): every name a suggested fix
+    introduces, renamed, must leave the check's verdict fixed: no verdict depends on a name the
+    contract does not mention (a name its must, domain or oracle mentions is kept)."""
+    release_root = default_wheels().tree(RELEASE)
+    patched = controlled_copy(release_root, tmp_path / "patched", suggested.edits(RELEASE))
+    edited = [
+        path
+        for path in sorted((patched / "art").rglob("*.py"))
+        if not (path.is_symlink() or any(p.is_symlink() for p in path.parents))
+    ]
+    texts = {p: p.read_text(encoding="utf-8") for p in edited}
+    new = {
+        p: introduced((release_root / p.relative_to(patched)).read_text(encoding="utf-8"), t)
+        for p, t in texts.items()
+    }
+    # A name the contract mentions (main_grad, which ART's trainer reads) is the contract's own.
+    said = " ".join(
+        f"{c.contract.must} {c.contract.domain} {c.contract.oracle}"
+        for c in CATALOG.get(suggested.item).claims
+        if c.contract is not None
+    )
+    mentioned = set(re.findall(r"\b[A-Za-z]\w*_\w+", said))  # identifiers, not words
+    new = {p: names - mentioned for p, names in new.items()}
+    fields = set().union(*new.values())
+    for path, text in texts.items():
+        path.write_text(respelled(text, new[path], fields), encoding="utf-8")
+    renamed_any = sorted(fields)
+    if not renamed_any:
+        pytest.skip(f"{suggested.name} introduces no name of its own")
+    got = check(CATALOG, patched, suggested.item, f"{RELEASE} + {suggested.name}, respelled")
+    assert got.status is CodeStatus.fixed, (
+        f"{suggested.name} with {renamed_any} renamed: {got.status.value}: {got.detail}"
+    )
