@@ -19,6 +19,7 @@ measured here); a respelled fix runs the check once.
 
 from __future__ import annotations
 
+import fnmatch
 import io
 import keyword
 import os
@@ -37,8 +38,10 @@ from tests.helpers.controls import (
     BadControl,
     Suggested,
     check,
+    claim_verdicts,
     controlled_copy,
     load_suggested,
+    recorded,
     suggested_fixes,
 )
 from tests.helpers.patchdiff import RELEASE, make_diff
@@ -235,3 +238,35 @@ def test_the_same_fix_spelled_differently_gets_the_same_verdict(
     assert got.status is CodeStatus.fixed, (
         f"{suggested.name} with {renamed_any} renamed: {got.status.value}: {got.detail}"
     )
+
+
+def _neighbours() -> list[tuple[Suggested, int]]:
+    """(a suggested fix, another checked item one of whose audited files the fix edits)."""
+    out = []
+    for suggested in _on_newest():
+        globs = {files for files, _, _ in suggested.edits(RELEASE)}
+        for finding in checkable(CATALOG):
+            paths = {loc.path.removeprefix("src/art/") for loc in finding.locations}
+            touched = any(fnmatch.fnmatch(p, g) for p in paths for g in globs)
+            if finding.item != suggested.item and touched:
+                out.append((suggested, finding.item))
+    return out
+
+
+@pytest.mark.repro
+@pytest.mark.network
+@pytest.mark.parametrize("pair", _neighbours(), ids=lambda p: f"{p[0].name}-item{p[1]}")
+def test_no_suggested_fix_is_another_items_bug(pair: tuple[Suggested, int], tmp_path: Path) -> None:
+    """#51 (1001's remedy was the path item 3 reports broken): a suggested fix, applied, leaves
+    every other item whose code it edits no worse: no claim of it fixed on the release becomes
+    reproduced, and its check still runs."""
+    suggested, other = pair
+    release_root = default_wheels().tree(RELEASE)
+    patched = controlled_copy(release_root, tmp_path / "patched", suggested.edits(RELEASE))
+    got = check(CATALOG, patched, other, f"{RELEASE} + {suggested.name}")
+    assert got.status is not CodeStatus.could_not_run, got.detail
+    before = recorded(CATALOG, other, RELEASE) or {}
+    worse = [
+        c for c, v in claim_verdicts(got).items() if v == "reproduced" and before.get(c) == "fixed"
+    ]
+    assert not worse, f"{suggested.name} makes item {other}'s {worse} reproduced: {got.detail}"
