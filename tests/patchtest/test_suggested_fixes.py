@@ -34,12 +34,14 @@ from artbot.cli import cli
 from artbot.records.catalog import load_catalog
 from artbot.verify.code import CodeStatus, checkable
 from tests.helpers.controls import (
+    ADVERSARIAL,
     CONTROLS,
     BadControl,
     Suggested,
     check,
     claim_verdicts,
     controlled_copy,
+    load_adversarial,
     load_suggested,
     recorded,
     suggested_fixes,
@@ -270,3 +272,28 @@ def test_no_suggested_fix_is_another_items_bug(pair: tuple[Suggested, int], tmp_
         c for c, v in claim_verdicts(got).items() if v == "reproduced" and before.get(c) == "fixed"
     ]
     assert not worse, f"{suggested.name} makes item {other}'s {worse} reproduced: {got.detail}"
+
+
+@pytest.mark.network
+def test_a_half_fix_is_answered_partial_with_what_the_contract_still_requires(
+    tmp_path: Path,
+) -> None:
+    """#51, item 6: an eps that reaches AdamW but not the cross-rank guard (the audit's fix names
+    both) passes the regression test; `artbot test` answers partial, names the claim the contract
+    still requires in the record's words, with its counterexample, and why the test passed."""
+    control = load_adversarial(ADVERSARIAL / "item06_half_fix_eps_not_in_the_guard.toml")
+    release_root = default_wheels().tree(RELEASE)
+    patched = controlled_copy(release_root, tmp_path / "patched", control.edits)
+    diff = tmp_path / "half.diff"
+    diff.write_text(as_diff(release_root, patched), encoding="utf-8")
+    result = CliRunner().invoke(
+        cli, ["--root", str(REPO), "test", "--item", "6", "--patch", str(diff)], env=NO_TOKEN
+    )
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.output.split())
+    contract = next(c.contract for c in CATALOG.get(6).claims if c.id == "eps-not-configurable")
+    assert contract is not None
+    assert "**partial**" in text and "partial: fixes " in text
+    assert f"the contract also requires `eps-not-configurable`: {contract.must}" in text
+    assert "; counterexample: " in text and "xfail → pass" in text
+    assert "The regression test passes because it covers less" in text
