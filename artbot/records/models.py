@@ -232,6 +232,22 @@ class Claim(_Strict):
     )
 
 
+class Unconfirmed(_Strict):
+    """A fact no one has confirmed (#51): any record stating it (``pattern``, a case-insensitive
+    regular expression) says in the same sentence that it is unconfirmed."""
+
+    fact: NonEmpty
+    pattern: NonEmpty
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            return re.compile(pattern).pattern
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+
+
 class Finding(_Strict):
     """One audit item: what is wrong, where, how we know, and what correct code would do."""
 
@@ -256,6 +272,7 @@ class Finding(_Strict):
         "each as artbot's addition.",
     )
     confidence: Confidence
+    unconfirmed: list[Unconfirmed] = Field(default_factory=list, description="See Unconfirmed.")
     impact: NonEmpty
     fix: Fix
     claims: list[Claim] = Field(
