@@ -33,9 +33,19 @@ CATALOG: Catalog = load_catalog(ROOT)
 # Regression tests whose text does not yet state their claim's contract in the record's words:
 # the item engineers of #51 align them (an entry here is a strict xfail, so it must be removed
 # the day its test states the contract).
-TEST_NOT_YET_ALIGNED = {4, 5, 6, 7, 8, 10, 11, 401, 801, 1001}
+TEST_NOT_YET_ALIGNED = {
+    "4-bf16-logit-rounding-noise",
+    "5-bf16-gradient-accumulation",
+    "7-policy-ratio-applied-twice",
+    "8-inf-loss-nan-gradients",
+    "10-sample-std-advantages",
+    "11-forward-delta-rounds-away",
+    "401-bf16-logits-on-unsloth",
+    "801-sentinel-dominates-loss",
+    "1001-near-equal-group-full-advantage",
+}
 # #51's errors still in the records, each fixed by the item's engineer in the same round.
-STRICT_NOT_YET_DECIDED = {401: "401's strict xfail demands the fix item 4 leaves open"}
+STRICT_NOT_YET_DECIDED: dict[int, str] = {}  # item -> why (401's was fixed in this round)
 ARTBOT_CASES_IN_AUDIT_ITEM = {3: "item 3's -inf and ulp-apart cases belong with follow-up 1001"}
 
 
@@ -98,7 +108,7 @@ def _tested() -> list[object]:
             marks=pytest.mark.xfail(
                 strict=True, reason="the item's engineer aligns its test with the record"
             )
-            if pair[0].item in TEST_NOT_YET_ALIGNED
+            if _id(pair) in TEST_NOT_YET_ALIGNED
             else (),
         )
         for pair in _claims(ALL_ITEMS)
