@@ -148,11 +148,12 @@ def what_remains(trial: Trial, finding: Finding | None) -> list[str]:
     )
     out = [f"partial: fixes {' and '.join(parts)}; the contract also requires {required}.", ""]
     if test_fixed:
-        covers = {
-            k.test_covers for c in open_ if (k := contracts.get(c)) is not None and k.test_covers
-        }
+        covers = {c: k for c in open_ if (k := contracts.get(c)) is not None and k.test_covers}
         if covers:
-            said = "; ".join(sorted(c for c in covers if c))
+            said = "; ".join(
+                f"{c} not at all" if k.untested else f"for {c}, {k.test_covers}"
+                for c, k in covers.items()
+            )
             out += [
                 f"The regression test passes because it covers less: {cell_text(said, 400)}.",
                 "",

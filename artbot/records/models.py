@@ -192,9 +192,10 @@ ClaimId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", 
 
 class Contract(_Strict):
     """What a claim's fix must satisfy, stated once (issue #51): the check and the regression
-    test state its domain, oracle and tolerance verbatim (``tests/contracts/`` holds them to
-    it); the Expected says it in a maintainer's words. ``by: artbot`` (with ``why``) where the
-    audit did not decide it; ``test_covers`` where the regression test covers less."""
+    test state its domain, oracle and tolerance verbatim (``tests/records/test_contracts.py``);
+    the Expected says it in a maintainer's words. ``by: artbot`` (with ``why``) where the audit
+    did not decide it; ``test_covers`` where the regression test covers less ("nothing": it does
+    not test the claim)."""
 
     by: Literal["audit", "artbot"] = Field(description="Who decided what correct code does.")
     why: NonEmpty | None = Field(default=None, description="by: artbot only: why artbot chose it.")
@@ -202,9 +203,7 @@ class Contract(_Strict):
     domain: NonEmpty = Field(description="The inputs it must hold over (the check's words).")
     oracle: NonEmpty = Field(description="What ART's result is compared with.")
     tolerance: NonEmpty = Field(description="How close it must be.")
-    test_covers: NonEmpty | None = Field(
-        default=None, description="What the regression test covers, where less than the domain."
-    )
+    test_covers: NonEmpty | None = Field(default=None, description="Where the test covers less.")
 
     @model_validator(mode="after")
     def _artbot_says_why(self) -> Contract:
@@ -212,8 +211,14 @@ class Contract(_Strict):
             raise ValueError("why is required for by: artbot, and only there")
         return self
 
+    @property
+    def untested(self) -> bool:
+        return self.test_covers == "nothing"
+
     def terms(self, *, for_test: bool = False) -> dict[str, str]:
         """The phrases the check (or, ``for_test``, the regression test) states verbatim."""
+        if for_test and self.untested:
+            return {}
         domain = self.test_covers if for_test and self.test_covers else self.domain
         return {"domain": domain, "oracle": self.oracle, "tolerance": self.tolerance}
 
@@ -230,6 +235,21 @@ class Claim(_Strict):
     contract: Contract | None = Field(
         default=None, description="What a fix must satisfy: see Contract."
     )
+
+
+class Unconfirmed(_Strict):
+    """A fact no one confirmed (#51): a record stating it (``pattern``) says it is unconfirmed."""
+
+    fact: NonEmpty
+    pattern: NonEmpty
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            return re.compile(pattern).pattern
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
 
 
 class Finding(_Strict):
@@ -256,6 +276,7 @@ class Finding(_Strict):
         "each as artbot's addition.",
     )
     confidence: Confidence
+    unconfirmed: list[Unconfirmed] = Field(default_factory=list, description="See Unconfirmed.")
     impact: NonEmpty
     fix: Fix
     claims: list[Claim] = Field(

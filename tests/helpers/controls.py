@@ -4,6 +4,9 @@ API, for any test (the integrator may move it to conftest; nothing here is a fix
 
 - ``load_control(item) -> Control | None``: ``repros/controls/itemNN.toml`` (see its README),
   validated as below, or None when the item has none.
+- ``suggested_fixes() -> list[Suggested]``: every fix an issue suggests, as edits: the
+  ``[[fix]]`` of each ``itemNN.toml``, and each
+  ``itemNN_suggested_<what>.toml`` (the README's convention), validated as below.
 - ``load_adversarial(path) -> AdversarialControl``: one TOML file of
   ``repros/controls/adversarial/`` (``ADVERSARIAL``; its format is in the README there).
   Both are validated: an unknown or missing key, or a value of the wrong kind, raises
@@ -162,6 +165,49 @@ def load_control(item: int, folder: Path = CONTROLS) -> Control | None:
         for kind in ("fix", "unfix")
     )
     return Control(item, toml.text("why", toml.data["why"]).strip(), fix, unfix)
+
+
+@dataclass(frozen=True)
+class Suggested:
+    """One fix an issue suggests, as a control: ``name`` its file, ``suggestion`` the issue's
+    words for it (``None`` for an ``itemNN.toml``, whose ``why`` names it)."""
+
+    item: int
+    name: str
+    suggestion: str | None
+    fix: tuple[tuple[Edit, tuple[str, ...] | None], ...]
+
+    def edits(self, version: str) -> list[Edit]:
+        return [edit for edit, releases in self.fix if releases is None or version in releases]
+
+
+_SUGGESTED_NAME = re.compile(r"^item(\d{2,4})_suggested_[a-z0-9_]+$")
+
+
+def load_suggested(path: Path) -> Suggested:
+    """``itemNN_suggested_<what>.toml``: ``why``, ``suggestion`` and ``[[fix]]`` edits."""
+    found = _SUGGESTED_NAME.match(path.stem)
+    if found is None:
+        raise BadControl(f"{path}: not named itemNN_suggested_<what>.toml")
+    toml = _Toml(path, ("why", "suggestion", "fix"), ("why", "suggestion", "fix"))
+    toml.text("why", toml.data["why"])
+    suggestion = toml.text("suggestion", toml.data["suggestion"]).strip()
+    fix = tuple(toml.edits("fix", per_release=True))
+    return Suggested(int(found[1]), path.stem, suggestion, fix)
+
+
+def suggested_fixes(folder: Path = CONTROLS) -> list[Suggested]:
+    """Every suggested fix: the ``[[fix]]`` of each ``itemNN.toml`` (its ``why`` says whose),
+    then each ``itemNN_suggested_*.toml``."""
+    out = []
+    for path in sorted(folder.glob("item*.toml")):
+        if "_suggested_" in path.stem:
+            continue
+        control = load_control(int(path.stem.removeprefix("item")), folder)
+        if control is not None and control.fix:
+            out.append(Suggested(control.item, path.stem, None, control.fix))
+    out += [load_suggested(p) for p in sorted(folder.glob("item*_suggested_*.toml"))]
+    return out
 
 
 def load_adversarial(path: Path) -> AdversarialControl:

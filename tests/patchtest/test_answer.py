@@ -166,7 +166,12 @@ def test_a_passing_test_beside_a_reproduced_check_is_explained() -> None:
     less = OURS.model_copy(update={"test_covers": "eps set to 1e-13 only"})
     text = render_trial(trial(before, after), _finding_with(("d", less)))
     assert "partial: fixes what the regression test `test_item801.py` checks" in text
-    assert "The regression test passes because it covers less: eps set to 1e-13 only." in text
+    assert (
+        "The regression test passes because it covers less: for d, eps set to 1e-13 only." in text
+    )
+    untested = OURS.model_copy(update={"test_covers": "nothing"})
+    text = render_trial(trial(before, after), _finding_with(("d", untested)))
+    assert "The regression test passes because it covers less: d not at all." in text
     text = render_trial(trial(before, after), _finding_with(("d", OURS)))
     assert "the two disagree, which is artbot's bug to fix, not the patch's" in text
 
