@@ -7,9 +7,15 @@ while the matmul is BF16 (p90 error 0.11 nats on 0.5.21 and 0.5.23); it fails as
 pass once fixed. CPU only: random operands whose logits reach about 58."""
 
 import pytest
-import torch
 
-from art.unsloth.train import _calculate_logprobs
+try:  # torch and ART's optional dependencies may be absent where ART's tests run: skip
+    import torch
+
+    from art.unsloth.train import _calculate_logprobs
+except ModuleNotFoundError as missing:  # one of ART's own modules missing is a failure
+    if (missing.name or "art").partition(".")[0] == "art":
+        raise
+    pytest.skip(f"{missing.name} is not installed", allow_module_level=True)
 
 
 CASES = [  # (positions, hidden size, vocabulary, chunk, hidden states' spread)
