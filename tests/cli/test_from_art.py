@@ -65,7 +65,7 @@ def test_verify_art_src_without_torch_is_one_line_naming_the_extra(tmp_path: Pat
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("error: artbot verify needs torch, not installed: ")
-    assert "pip install 'artbot[repro]'" in line and "torch==2.13.0" in line
+    assert "pip install 'artbot[repro] @ SOURCE'" in line and "torch==2.13.0" in line
     assert done.stdout == ""
 
 
@@ -78,7 +78,7 @@ def test_test_without_pytest_names_pytest(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("error: artbot test needs pytest, not installed: ")
-    assert "pip install 'artbot[patchtest]'" in line
+    assert "pip install 'artbot[patchtest] @ SOURCE'" in line
 
 
 @pytest.mark.parametrize("given", ["abc", "0", "-3", "1.5"])
