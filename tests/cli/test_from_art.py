@@ -118,3 +118,15 @@ def test_test_and_verify_exit_alike_on_a_release_that_is_not_there(tmp_path: Pat
     verified = runner.invoke(cli, ["--root", str(REPO), "verify", "--release", "9.9.9"])
     assert (tested.exit_code, verified.exit_code) == (1, 1), tested.output + verified.output
     assert "9.9.9" in tested.output and "9.9.9" in verified.output
+
+
+@pytest.mark.parametrize("variable", ["GH_TOKEN", "GITHUB_TOKEN"])
+def test_a_token_that_is_not_one_is_named_by_its_variable(variable: str) -> None:
+    """The error said "GH_TOKEN or GITHUB_TOKEN" whichever held the bad value."""
+    env = {"GH_TOKEN": None, "GITHUB_TOKEN": None, variable: "short1", "GITHUB_ACTIONS": None}
+    args = ["--root", str(REPO), "sync", "--tracking-issue", "1", "--api-url", "http://127.0.0.1:9"]
+    result = CliRunner(env=env).invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {variable} does not hold a GitHub token"), (
+        result.stderr
+    )
