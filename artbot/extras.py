@@ -57,6 +57,7 @@ def require(command: str, extra: str | None = None) -> None:
     if missing:
         raise MissingExtra(
             f"artbot {command} needs {', '.join(missing)}, not installed: install artbot's "
-            f"`{extra}` extra, pip install 'artbot[{extra}]' (torch==2.13.0's CPU build first; "
-            "the README's Install section says how)"
+            f"`{extra}` extra from where you install artbot, pip install 'artbot[{extra}] @ "
+            f"SOURCE' (in its checkout: pip install '.[{extra}]'), torch==2.13.0's CPU build "
+            "first (README: Install)"
         )

@@ -165,15 +165,16 @@ def check_api_url(url: str | None, option: str = "--api-url") -> None:
         raise BadInput(f"{option}: not an http(s) API URL: {url[:100]!r}")
 
 
-def check_token(token: str | None) -> None:
+def check_token(token: str | None, variable: str | None = None) -> None:
     """A token is one word of at least :data:`MIN_SECRET_LENGTH` characters: anything shorter
-    could not be told apart from ordinary text, so it could not be redacted from output."""
+    could not be told apart from ordinary text, so it could not be redacted from output. The
+    error names ``variable``, the one the token came from, when known."""
     from .report.output import MIN_SECRET_LENGTH
 
     if token is None:
         return
     if len(token) < MIN_SECRET_LENGTH or any(c.isspace() or not c.isprintable() for c in token):
-        names = " or ".join(TOKEN_VARIABLES)
+        names = variable or " or ".join(TOKEN_VARIABLES)
         raise BadInput(
             f"{names} does not hold a GitHub token ({len(token)} characters"
             + (", with spaces or control characters" if len(token) >= MIN_SECRET_LENGTH else "")

@@ -55,6 +55,7 @@ class Settings:
     sandbox_transcript: Path | None = None  # $ARTBOT_SANDBOX_TRANSCRIPT
     search_path: str | None = None  # $PATH, where `gh` is looked for
     token_source: str | None = None  # where the token came from, when not the environment
+    token_variable: str | None = None  # which of TOKEN_VARIABLES held it, for an error about it
     # The environment a subprocess running repro or downloaded code gets: no token in it.
     child_env: Mapping[str, str] = field(
         default_factory=lambda: without_tokens(os.environ), compare=False, hash=False
@@ -85,6 +86,7 @@ class Settings:
             # A token pasted with a trailing newline is the token; the raw value stays a
             # secret to redact (artbot.report.output.secret_forms redacts its stripped forms too).
             token=tokens[0].strip() or None if tokens else None,
+            token_variable=next((k for k in TOKEN_VARIABLES if env.get(k)), None),
             secrets=secrets,
             repository=env.get("GITHUB_REPOSITORY") or None,
             api_url=env.get("GITHUB_API_URL") or None,

@@ -1,4 +1,4 @@
-"""The main job, end to end, on the embedded GitHub sandbox: no token, no network.
+"""The main job, end to end, on the embedded GitHub sandbox: no token, and GitHub is not contacted.
 
 Seeds a sandbox repository like ART's (the three dedicated issues #1108-#1110 and the
 tracking issue with the audit's own text), then runs ``open --item 7 --item 9 --item 801``

@@ -27,21 +27,21 @@ if TYPE_CHECKING:
 )
 @click.pass_obj
 def demo(obj: Context, items: tuple[int, ...], out: Path | None) -> None:
-    """Run the main job on the embedded GitHub sandbox (no token, no network).
+    """Run the main job on the embedded GitHub sandbox (no token; GitHub is not contacted).
 
     Files items 7, 9 and 801 (artbot's follow-up to item 8) with `open`, syncs, ticks "File the
     issue for item 5" in the tracking issue as a maintainer would and syncs on that edit (which
-    files it). Prints the result first (the tracking issue's checklist, its sub-issues, the
-    issues filed), then the issues' bodies, or writes those into --out.
+    files it); then a `/artbot test` round trip, which needs the newest checked openpipe-art
+    wheel (from the wheel cache, else downloaded with pip: the demo's one use of the network).
+    Prints the issues' bodies (or writes them into --out), and ends with the result: the
+    tracking issue's checklist, its sub-issues, the issues filed, the requests made.
     """
+    from ..patchtest.demo import round_trip
     from .demo import DEMO_ITEMS, bodies, describe, run_demo
 
     catalog = obj.catalog(for_render=True)
     result = run_demo(catalog, items or DEMO_ITEMS, log=click.echo)
-    click.echo(describe(result))
-    from ..patchtest.demo import round_trip
-
-    round_trip(catalog, log=click.echo)
+    round_trip(catalog, log=click.echo, cache=obj.settings.wheel_cache)
     if out is None:
         click.echo(bodies(result))
     else:
@@ -50,7 +50,8 @@ def demo(obj: Context, items: tuple[int, ...], out: Path | None) -> None:
             path = out / f"{issue.item:02d}.md"
             path.write_text(f"# {issue.title}\n\n{issue.body}", encoding="utf-8")
             click.echo(f"wrote {path}: issue #{issue.number}'s body")
-    obj.note_unlinked(catalog)
+    obj.note_unlinked(catalog)  # before the result, which is the last thing said
+    click.echo(describe(result))
 
 
 @click.command()

@@ -437,7 +437,7 @@ def connect(
         raise BadInput(f"no token: set {names}, or sign in to the gh CLI (or use --dry-run)")
     source = "--api-url" if api_url else "$GITHUB_API_URL"
     check_api_url(api_url or settings.api_url, source)
-    check_token(settings.token)
+    check_token(settings.token, settings.token_variable)
     name = repository_to_use(repo_name, settings.repository, default_repository)
     return GitHubRepo(
         name,

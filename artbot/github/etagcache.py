@@ -1,6 +1,8 @@
-"""What artbot remembers between runs (``ROOT/.artbot/cache.json``): saved ETags with the JSON
-they stand for, the labels it made sure exist, and the logins it has written as. A cache that
-cannot be read (corrupt, an old or a wrong shape) only costs full reads."""
+"""What artbot remembers between runs (``--cache``; by default ``ROOT/.artbot/cache.json`` for
+the user's own records, else in the user's cache directory: :mod:`artbot.records.root`): saved
+ETags with the JSON they stand for, the labels it made sure exist, and the logins it has
+written as. A cache that cannot be read (corrupt, an old or a wrong shape) only costs full
+reads."""
 
 from __future__ import annotations
 

@@ -30,8 +30,15 @@ WRITER, READER = "maintainer", "passerby"
 TOKEN = "sandbox-demo-token"  # the sandbox takes any token; this one stands in
 
 
-def fix_diff(catalog: Catalog, release: str, into: Path) -> str:
-    """The control's fix of item 801 on ``release``, as ``git diff`` prints it."""
+def fix_diff(
+    catalog: Catalog,
+    release: str,
+    into: Path,
+    cache: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> str:
+    """The control's fix of item 801 on ``release``, as ``git diff`` prints it; ``progress``
+    hears whether the wheel came from the cache or was downloaded."""
     toml = catalog.root / "repros" / "controls" / f"item{ITEM}.toml"
     control = tomllib.loads(toml.read_text(encoding="utf-8"))  # read as data: nothing runs
     edits = [
@@ -39,7 +46,8 @@ def fix_diff(catalog: Catalog, release: str, into: Path) -> str:
         for e in control["fix"]
         if release in e.get("releases", [release])
     ]
-    tree = release_tree(release, catalog.audit, pin=recorded_pin(catalog.root, release), into=into)
+    pin = recorded_pin(catalog.root, release)
+    tree = release_tree(release, catalog.audit, cache, pin=pin, into=into, progress=progress)
     out = []
     for glob, find, replace in edits:
         for file in sorted(tree.package_dir.glob(glob)):
@@ -54,13 +62,20 @@ def fix_diff(catalog: Catalog, release: str, into: Path) -> str:
     return "".join(out)
 
 
-def round_trip(catalog: Catalog, log: Callable[[str], None] = print) -> None:
-    """The round trip, told through ``log``."""
+def round_trip(
+    catalog: Catalog, log: Callable[[str], None] = print, cache: Path | None = None
+) -> None:
+    """The round trip, told through ``log``; the wheel comes from ``cache`` (the wheel cache),
+    else pip downloads it, which the log says."""
     release = newest_checked(catalog.root)
     log(f"\n=== /artbot test: a writer tries a fix of item {ITEM} on openpipe-art {release}")
+    log(
+        f"(needs the openpipe-art {release} wheel: from the wheel cache, else downloaded with "
+        "pip, the demo's one use of the network)"
+    )
     with tempfile.TemporaryDirectory(prefix="artbot-demo-") as scratch:
         try:
-            diff = fix_diff(catalog, release, Path(scratch))
+            diff = fix_diff(catalog, release, Path(scratch), cache, progress=log)
         except ArtbotError as exc:
             log(f"(skipped: the release is not at hand: {exc})")
             return
@@ -82,7 +97,7 @@ def round_trip(catalog: Catalog, log: Callable[[str], None] = print) -> None:
         log("\n$ artbot answer-tests")
         tasks = respond.read_requests(repo, catalog, artbot)
         try:
-            answers = respond.check_tasks(catalog, tasks, progress=log)
+            answers = respond.check_tasks(catalog, tasks, cache=cache, progress=log)
         except ArtbotError as exc:  # ART's code cannot be confined here, and a token is set
             log(f"(the check did not run: {exc})")
             return

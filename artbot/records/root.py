@@ -55,6 +55,11 @@ def records_copy(env: Mapping[str, str] | None = None) -> Path:
     return user_cache_dir(env) / "records" / __version__
 
 
+def is_shipped_records(root: Path) -> bool:
+    """``root`` is the records installed with artbot, or the user's copy of them."""
+    return is_installed_records(root) or root.resolve() == records_copy().resolve()
+
+
 def find_root(given: Path | None, cwd: Path | None = None) -> Path:
     """``given`` when given (``--root``); else the current folder when it holds ``findings/``;
     else the records artbot ships (the user's copy of them when a command recorded into one);
@@ -98,6 +103,6 @@ def default_cache_path(root: Path) -> Path:
     """Where ``open`` and ``sync`` keep their ETag cache without ``--cache``: ``ROOT/.artbot``
     for the user's own records, and for the records installed with artbot (not theirs to
     write, nor the folder artbot runs in, an ART checkout), the user's cache directory."""
-    if is_installed_records(root) or root.resolve() == records_copy().resolve():
+    if is_shipped_records(root):
         return user_cache_dir() / "etags" / "cache.json"
     return root / ".artbot" / "cache.json"

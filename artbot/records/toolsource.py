@@ -23,6 +23,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..errors import BadInput
+from .root import is_shipped_records
 
 REPOSITORY_RE = re.compile(r"[A-Za-z0-9][\w.-]{0,99}/[\w.-]{1,100}")
 # https://host/owner/name(.git), ssh://git@host/owner/name(.git), git@host:owner/name(.git)
@@ -113,6 +114,8 @@ def resolve_tool_source(
         return ToolSource(parsed, commit, "git remote origin")
     if remote:
         found = f"git remote origin is {_shown(remote)}, not a repository URL such as GitHub's"
+    elif sha is None and is_shipped_records(root):
+        found = "the records installed with artbot are in no git checkout"
     elif sha is None:
         found = f"--root {root} is not in a git checkout"
     else:

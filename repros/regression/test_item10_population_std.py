@@ -10,9 +10,15 @@ import math
 import random
 
 import pytest
-import torch
 
-from art.tinker_native.data import compute_advantages
+try:  # torch and ART's optional dependencies may be absent where ART's tests run: skip
+    import torch
+
+    from art.tinker_native.data import compute_advantages
+except ModuleNotFoundError as missing:  # one of ART's own modules missing is a failure
+    if (missing.name or "art").partition(".")[0] == "art":
+        raise
+    pytest.skip(f"{missing.name} is not installed", allow_module_level=True)
 
 EPS32 = torch.finfo(torch.float32).eps
 

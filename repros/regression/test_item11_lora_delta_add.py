@@ -17,7 +17,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import torch
+
+try:  # torch and ART's optional dependencies may be absent where ART's tests run: skip
+    import torch
+except ModuleNotFoundError as missing:  # one of ART's own modules missing is a failure
+    if (missing.name or "art").partition(".")[0] == "art":
+        raise
+    pytest.skip(f"{missing.name} is not installed", allow_module_level=True)
 
 # --- ART's LoRA, loaded from its source (megatron/lora.py imports Megatron-Core and Transformer
 # Engine at the top, which need a GPU). Only the definitions the test needs are run, with every

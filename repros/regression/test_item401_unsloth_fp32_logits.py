@@ -10,9 +10,15 @@ fix is reported as an unexpected pass (XPASS) without failing ART's suite. CPU o
 operands whose logits reach about 58."""
 
 import pytest
-import torch
 
-from art.unsloth.train import _calculate_logprobs
+try:  # torch and ART's optional dependencies may be absent where ART's tests run: skip
+    import torch
+
+    from art.unsloth.train import _calculate_logprobs
+except ModuleNotFoundError as missing:  # one of ART's own modules missing is a failure
+    if (missing.name or "art").partition(".")[0] == "art":
+        raise
+    pytest.skip(f"{missing.name} is not installed", allow_module_level=True)
 
 
 CASES = [  # (positions, hidden size, vocabulary, chunk, hidden states' spread)

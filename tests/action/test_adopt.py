@@ -37,6 +37,7 @@ from tests.helpers.action_harness import (
     writes,
 )
 from tests.helpers.workflows import PINNED, effective_permissions, lint, load_action, triggers
+from tests.helpers.workflows import load as load_workflow
 
 pytestmark = pytest.mark.e2e
 
@@ -66,6 +67,7 @@ def test_the_examples_are_lint_clean_but_for_the_placeholders_tag(tmp_path: Path
         "artbot-open.yml",
         "artbot-sync.yml",
         "artbot-requests.yml",
+        "artbot-test.yml",
     }
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
@@ -105,6 +107,51 @@ def test_the_examples_trigger_as_artbots_own_workflows_do() -> None:
     assert set(triggers(example("artbot-open.yml"))) == {"workflow_dispatch"}
     assert set(triggers(example("artbot-sync.yml"))) == {"schedule", "workflow_dispatch"}
     assert triggers(example("artbot-requests.yml")) == {"issues": {"types": ["edited"]}}
+    assert triggers(example("artbot-test.yml")) == triggers(load_workflow("artbot-test.yml"))
+
+
+def test_arts_artbot_test_installs_artbot_and_only_the_check_runs_art_without_a_token() -> None:
+    """#54: artbot's own artbot-test.yml installs the repository it runs in (in ART: ART).
+    ART's copy installs artbot from where it is published (ARTBOT_SOURCE, the one placeholder),
+    checks nothing out, and keeps the three jobs apart: `read` may read issues, `check` (torch,
+    pytest, ART's code) has no permissions and no token, `post` alone may write."""
+    text = (EXAMPLES / "artbot-test.yml").read_text(encoding="utf-8")
+    assert "PLACEHOLDER" in text.split("\nname:")[0]
+    workflow = example("artbot-test.yml")
+    assert workflow["permissions"] == {}
+    assert workflow["env"]["ARTBOT_SOURCE"].startswith("git+https://github.com/")
+    assert set(workflow["jobs"]) == {"read", "check", "post"}
+    wanted = {"read": {"issues": "read"}, "check": {}, "post": {"issues": "write"}}
+    phases = {}
+    for job, spec in workflow["jobs"].items():
+        assert effective_permissions(workflow, job) == wanted[job], job
+        runs = [s.get("run", "") for s in spec["steps"]]
+        installs = [r for r in runs if "pip install" in r]
+        assert installs and all('@ $ARTBOT_SOURCE"' in r for r in installs), job
+        assert not any(re.search(r"pip install[^\n]* \.", r) for r in installs), job
+        assert not any(s.get("uses", "").startswith("actions/checkout@") for s in spec["steps"])
+        phases[job] = [m for r in runs for m in re.findall(r"answer-tests --phase (\w+)", r)]
+        secrets = [s for s in spec["steps"] if "secrets." in json.dumps(s)]
+        assert (job == "check") == (secrets == []), job
+    assert phases == {"read": ["read"], "check": ["check"], "post": ["post"]}
+    check = "\n".join(s.get("run", "") for s in workflow["jobs"]["check"]["steps"])
+    assert "torch==2.13.0" in check and "artbot[patchtest] @" in check
+
+
+def test_the_readmes_adopter_checklist_names_every_variable_and_secret_of_the_examples() -> None:
+    """One list of what to set, and the examples agree with it."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    checklist = readme.split("### Adopting artbot in ART's repository", 1)[1].split("\n## ", 1)[0]
+    used: set[str] = set()
+    for path in examples():
+        used |= set(re.findall(r"\b(?:vars|secrets)\.(\w+)", path.read_text(encoding="utf-8")))
+    assert used, "the examples name no variable or secret"
+    for name in sorted(used):
+        assert f"`{name}`" in checklist, (
+            f"{name}: used by an example, not in the README's checklist"
+        )
+    for path in examples():
+        assert f"`{path.name}`" in checklist, path.name
 
 
 # -- end to end --------------------------------------------------------------------------------

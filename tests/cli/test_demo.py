@@ -1,6 +1,7 @@
-"""#40.5: `artbot demo` shows its result first (the tracking checklist, its sub-issues, the
-issues filed) and the issue bodies after it, or in files with --out; its help says what it
-files (7, 9 and 801, then 5 by the request it ticks)."""
+"""#40.5, #54: `artbot demo` ends with its result (the tracking checklist, its sub-issues,
+the issues filed, the requests made), after the issue bodies (or the files --out wrote), so
+that a terminal's last screen shows it, not the end of a body's markers; its help says what it
+files (7, 9 and 801, then 5 by the request it ticks) and what needs the network."""
 
 from __future__ import annotations
 
@@ -22,22 +23,24 @@ def demo(*args: str) -> tuple[int, str]:
     return result.exit_code, result.stdout
 
 
-def test_the_demo_shows_the_checklist_and_sub_issues_before_the_bodies() -> None:
+def test_the_demo_ends_with_the_checklist_sub_issues_and_issues_filed() -> None:
     code, out = demo()
     assert code == 0, out
+    first_body = out.index("=== item 7: issue #")
     checklist = out.index("=== the checklist in tracking issue #1111")
     sub_issues = out.index("=== the sub-issues of tracking issue #1111")
     filed = out.index("=== the issues filed")
-    first_body = out.index("=== item 7: issue #")
-    assert checklist < sub_issues < filed < first_body
-    listed = out[filed:first_body].splitlines()
+    assert first_body < checklist < sub_issues < filed
+    listed = out[filed:].splitlines()
     assert [line.split(":")[0] for line in listed if line.startswith("item ")] == [
         "item 7",
         "item 9",
         "item 801",
         "item 5",
     ]
-    assert out.count("=== item ") == 4  # each body once, after the result
+    assert out.count("=== item ") == 4  # each body once, before the result
+    assert out.rstrip().splitlines()[-1].startswith("=== requests made: ")
+    assert "<!-- artbot:body:end -->" not in out[checklist:]
 
 
 def test_with_out_the_bodies_are_files_and_the_result_is_all_that_is_printed(
@@ -56,5 +59,6 @@ def test_demo_and_export_tests_help_say_what_they_do() -> None:
     runner = CliRunner()
     text = " ".join(runner.invoke(cli, ["demo", "--help"]).stdout.split())
     assert "7, 9 and 801" in text and "item 5" in text
+    assert "the demo's one use of the network" in text and "ends with the result" in text
     text = " ".join(runner.invoke(cli, ["export-tests", "--help"]).stdout.split())
     assert "strict xfail" in text and "--force" in text

@@ -65,7 +65,7 @@ def test_verify_art_src_without_torch_is_one_line_naming_the_extra(tmp_path: Pat
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("error: artbot verify needs torch, not installed: ")
-    assert "pip install 'artbot[repro]'" in line and "torch==2.13.0" in line
+    assert "pip install 'artbot[repro] @ SOURCE'" in line and "torch==2.13.0" in line
     assert done.stdout == ""
 
 
@@ -78,7 +78,7 @@ def test_test_without_pytest_names_pytest(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("error: artbot test needs pytest, not installed: ")
-    assert "pip install 'artbot[patchtest]'" in line
+    assert "pip install 'artbot[patchtest] @ SOURCE'" in line
 
 
 @pytest.mark.parametrize("given", ["abc", "0", "-3", "1.5"])
@@ -118,3 +118,15 @@ def test_test_and_verify_exit_alike_on_a_release_that_is_not_there(tmp_path: Pat
     verified = runner.invoke(cli, ["--root", str(REPO), "verify", "--release", "9.9.9"])
     assert (tested.exit_code, verified.exit_code) == (1, 1), tested.output + verified.output
     assert "9.9.9" in tested.output and "9.9.9" in verified.output
+
+
+@pytest.mark.parametrize("variable", ["GH_TOKEN", "GITHUB_TOKEN"])
+def test_a_token_that_is_not_one_is_named_by_its_variable(variable: str) -> None:
+    """The error said "GH_TOKEN or GITHUB_TOKEN" whichever held the bad value."""
+    env = {"GH_TOKEN": None, "GITHUB_TOKEN": None, variable: "short1", "GITHUB_ACTIONS": None}
+    args = ["--root", str(REPO), "sync", "--tracking-issue", "1", "--api-url", "http://127.0.0.1:9"]
+    result = CliRunner(env=env).invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {variable} does not hold a GitHub token"), (
+        result.stderr
+    )

@@ -419,7 +419,7 @@ def test_every_issue_names_its_regression_test_and_the_command(item: int) -> Non
         return
     name = path.rsplit("/", 1)[-1]
     outcomes = json.loads((REPO / "repros" / "regression" / "outcomes.json").read_text())
-    reported = f"`pytest tests/{name}` on openpipe-art {outcomes['release']}: "
+    reported = f"`pytest tests/unit/{name}` on openpipe-art {outcomes['release']}: "
     assert f"{reported}`{outcomes['outcomes'][name]}`" in section
 
 
