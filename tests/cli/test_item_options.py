@@ -56,5 +56,7 @@ def test_open_with_an_unknown_item_sends_no_request(sandbox: GitHubSandbox) -> N
 def test_render_takes_several_items_in_the_order_given() -> None:
     code, out = run("render", "--item", "8", "--item", "7")
     assert code == 0, out
-    titles = [line for line in out.splitlines() if line.startswith("# ")]
+    lines = out.splitlines()
+    # A title is followed by its labels (a "# " line inside a python block is a comment).
+    titles = [t for i, t in enumerate(lines[:-2]) if lines[i + 2].startswith("Labels:")]
     assert [t[:12] for t in titles] == ["# Unclamped ", "# Truncated "], titles

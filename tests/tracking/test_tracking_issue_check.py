@@ -10,8 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 
 from artbot.sandbox import GitHubSandbox
-from tests.conftest import REPO
-from tests.helpers.artrepo import CANARY, NAME, OWNER, TRACKING, artbot, issues_for, writes
+from tests.helpers.artrepo import CANARY, NAME, OWNER, REPO, TRACKING, artbot, issues_for, writes
 
 
 def without_tracking(sandbox: GitHubSandbox, root: Path, *args: str) -> Result:
