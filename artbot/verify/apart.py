@@ -22,7 +22,8 @@ environment (and not in a GitHub Actions job), unconfined but capped; with one, 
 
 What comes back is untrusted too: the wheel's code runs in the child, so it can write that file
 and rewrite any text of the check's. It is parsed with size and depth limits and validated field
-by field into :class:`CodeResult` objects (unknown items dropped, missing ones "could not
+by field into :class:`CodeResult` objects (:mod:`.results`, which checks every cited line
+again against the release) (unknown items dropped, missing ones "could not
 run"); every text in it goes through one sanitizer (:mod:`.sanitize`: capped, one line, refused
 when it looks like a credential). The child's stdout and stderr are read in chunks, counted and
 dropped, never kept, echoed or recorded: a check that fails says so from how it ended (the cap
@@ -52,7 +53,7 @@ from .confine import UNAVAILABLE, Spec, supported
 from .confine import command as confine_command
 from .limits import Finished, Limits, apply, hit, read_regular, run_bounded
 from .limits import named as limits_named
-from .sanitize import shown
+from .results import parse_results
 from .tree import ArtTree
 
 # Variables the child may have: locale, paths, and the knobs torch and BLAS read.
@@ -356,89 +357,6 @@ def not_dumpable() -> bool:
         return int(libc.prctl(3, 0, 0, 0, 0)) == 0  # PR_GET_DUMPABLE
     except (OSError, AttributeError):
         return False
-
-
-def _text(value: Any, name: str, secrets: Sequence[str], *, optional: bool = False) -> str | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        raise TypeError(f"{name} is not text")
-    return shown(value, secrets)
-
-
-def _texts(value: Any, name: str, secrets: Sequence[str]) -> tuple[str, ...]:
-    if not isinstance(value, list) or len(value) > 200:
-        raise TypeError(f"{name} is not a list of text")
-    return tuple(str(_text(v, name, secrets)) for v in value)
-
-
-def parse_results(
-    data: Any, wanted: Mapping[int, set[str]], tree: ArtTree, secrets: Sequence[str] = ()
-) -> list[CodeResult]:
-    """The child's JSON as :class:`CodeResult` objects, one per ``wanted`` item (item ->
-    its declared claim ids), in order; a result claiming other ids is "could not run"."""
-    from ..status import ClaimResult
-
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise TypeError("expected {'results': [...]}")
-    got: dict[int, CodeResult] = {}
-    for entry in data["results"]:
-        if not isinstance(entry, dict) or not isinstance(entry.get("item"), int):
-            raise TypeError("a result without an item number")
-        item = entry["item"]
-        if item not in wanted or item in got:
-            continue
-        claims_raw = entry.get("claims") or {}
-        if not isinstance(claims_raw, dict):
-            raise TypeError(f"item {item}: claims is not an object")
-        if not set(claims_raw) <= wanted[item]:
-            raise TypeError(f"item {item}: claims the record does not declare")
-        claims = {}
-        for cid, claim in claims_raw.items():
-            result = ClaimResult.model_validate(claim)
-            claims[cid] = _sanitized(result, secrets)
-        got[item] = CodeResult(
-            item,
-            CodeStatus(entry["status"]),
-            tree.label,
-            str(_text(entry.get("detail", ""), "detail", secrets)),
-            claims=claims,
-            ran=_texts(entry.get("ran", []), "ran", secrets),
-            scope=_text(entry.get("scope"), "scope", secrets, optional=True),
-            stand_ins=_texts(entry.get("stand_ins", []), "stand_ins", secrets),
-            not_loaded=_texts(entry.get("not_loaded", []), "not_loaded", secrets),
-        )
-    missing = "the check process reported no result for this item"
-    return [
-        got.get(i) or CodeResult(i, CodeStatus.could_not_run, tree.label, missing) for i in wanted
-    ]
-
-
-def _sanitized(result: Any, secrets: Sequence[str]) -> Any:
-    """A claim's result with every text of the child's through the sanitizer: its detail, the
-    lines it cites (``look_for``), its domain's words."""
-    update: dict[str, Any] = {"detail": shown(result.detail, secrets)}
-
-    def lines(found: Any) -> list[Any]:
-        return [ln.model_copy(update={"look_for": shown(ln.look_for, secrets)}) for ln in found]
-
-    update["at"] = lines(result.at)
-    if result.fix is not None:
-        update["fix"] = result.fix.model_copy(update={"lines": lines(result.fix.lines)})
-    if result.domain is not None:
-        domain: dict[str, Any] = {"covers": shown(result.domain.covers, secrets)}
-        ce = result.domain.counterexample
-        if ce is not None:
-            text = lambda v: shown(v, secrets) if isinstance(v, str) else v  # noqa: E731
-            domain["counterexample"] = ce.model_copy(
-                update={
-                    "inputs": {shown(k, secrets): text(v) for k, v in ce.inputs.items()},
-                    "measured": text(ce.measured),
-                    "bound": text(ce.bound),
-                }
-            )
-        update["domain"] = result.domain.model_copy(update=domain)
-    return result.model_copy(update=update)
 
 
 def _all_failed(wanted: Iterable[int], tree: ArtTree, why: str) -> list[CodeResult]:

@@ -90,3 +90,25 @@ def test_workflow_commands_and_fences_in_the_checks_text_reach_no_log_line(place
     for line in lines:
         assert "##[" not in line and "::" not in line, line
         assert not line.lstrip().startswith(("```", "~~~")), line
+
+
+def _fix_lines(look_for: str) -> str:
+    """A change that makes item 7's result "fixed", resting on 400 invented fix lines."""
+    lines = [{"path": "art/loss.py", "line": 1, "look_for": look_for}] * 400
+    claim = {"verdict": "fixed", "detail": "x", "method": "ran", "fix": {"lines": lines}}
+    claims = {"policy-ratio-applied-twice": claim}
+    result = {"item": 7, "status": "fixed", "detail": "x", "claims": claims}
+    return f"lambda d: d.update(results=[{result!r}])"
+
+
+@pytest.mark.parametrize("look_for", ["invented by the release", ""])
+def test_fix_lines_the_release_invents_or_piles_up_are_refused_here(
+    place: Path, look_for: str
+) -> None:
+    """Attack 7: a release's code recorded 400 invented "fix" lines per claim. Each line is
+    checked again in artbot's process against the release, and a claim cites at most 8."""
+    tree = tree_with(place / "t", REWRITE.format(change=_fix_lines(look_for)))
+    [result], said = run_apart(place, tree)
+    confined_here(said)
+    assert result.status is CodeStatus.could_not_run, result
+    assert not result.claims and "no valid results" in result.detail
