@@ -134,7 +134,8 @@ def refusal(why: str, tokens: Sequence[str], in_actions: bool = False) -> str:
 CONFINED = (
     "confined: own user, PID, mount and network namespaces; no other process visible; "
     "a read-only view of the tree, artbot's package and Python only, and its scratch folder; "
-    "no capabilities"
+    "no capabilities; no new namespace, mount, setns, bpf, keyctl, ptrace, io_uring or "
+    "memfd_create (seccomp)"
 )
 GIT = "git reads only the checkout's objects (none of its config, refs or hooks)"
 

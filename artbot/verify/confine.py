@@ -23,7 +23,10 @@ install, root or not):
   the kernel has one per namespace, 6.14+);
 - then every capability is dropped (bounding set, ambient, inheritable, permitted, effective;
   ``no_new_privs``; the root securebits locked), so nothing can be mounted, unmounted or
-  remounted, and a new session is started (no controlling terminal).
+  remounted, and a new session is started (no controlling terminal);
+- last, a seccomp filter (:mod:`.seccomp`) denies making namespaces (else a user namespace of
+  its own would give every capability back), mounting, ``setns``, ``bpf``, ``keyctl``,
+  ``ptrace``, ``io_uring`` and ``memfd_create``.
 
 When any step fails (or no cap on processes took, with ``require_process_cap``), COMMAND is not
 run: the step and the reason are written to the descriptor ``report_fd`` (inherited from the
@@ -373,6 +376,15 @@ def _enter_namespaces() -> None:
         raise SetupFailed(f"mapping the user into its namespace: {exc.strerror}") from None
 
 
+def _deny_system_calls() -> None:
+    from .seccomp import install
+
+    try:
+        install()
+    except OSError as exc:
+        raise SetupFailed(str(exc.strerror or exc), exc.errno or 0) from None
+
+
 def _report(fd: int, **data: Any) -> None:
     """One JSON line to the caller's report descriptor."""
     if fd >= 0:
@@ -429,6 +441,7 @@ def confined(spec: Spec, start: Callable[[], int], *, exec_: bool = False) -> in
             if processes is None and spec.require_process_cap:
                 raise SetupFailed(NO_PROCESS_CAP)
             _drop_capabilities()
+            _deny_system_calls()  # last: every step above needed some of them
             _report(fd, ready={"processes": processes})
             if fd >= 0 and exec_:  # closed by a successful exec: COMMAND never holds it
                 os.set_inheritable(fd, False)

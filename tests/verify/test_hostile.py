@@ -8,6 +8,7 @@ code would; nothing here is a mock of the attack.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,46 @@ def test_fix_lines_the_release_invents_or_piles_up_are_refused_here(
     confined_here(said)
     assert result.status is CodeStatus.could_not_run, result
     assert not result.claims and "no valid results" in result.detail
+
+
+# Attack 1 (and 2's memfds): the kernel's namespace surface and memory no cap counts. Each
+# call is tried for real from the release's code; what the kernel answered is reported back.
+KERNEL = """
+import ctypes, errno, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+tried = {}
+def call(name, result):
+    code = errno.errorcode.get(ctypes.get_errno(), "?")
+    tried[name] = "ok" if result >= 0 else code
+call("unshare user", libc.unshare(0x10000000))
+call("unshare net", libc.unshare(0x40000000))
+call("mount tmpfs", libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, None))
+call("setns", libc.setns(0, 0))
+call("bpf", libc.syscall(321, 0, 0, 0))
+call("keyctl", libc.syscall(250, 0, 0, 0, 0, 0))
+call("ptrace", libc.syscall(101, 0, 0, 0, 0))
+call("io_uring_setup", libc.syscall(425, 1, 0))
+try:
+    os.close(os.memfd_create("big"))
+    tried["memfd_create"] = "ok"
+except OSError as exc:
+    tried["memfd_create"] = errno.errorcode.get(exc.errno, "?")
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+tried["fork"] = "ok" if os.waitpid(pid, 0)[1] == 0 else "failed"
+raise RuntimeError("tried " + json.dumps(tried, sort_keys=True))
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the attack's numbers are x86_64's")
+def test_the_release_can_make_no_namespace_mount_or_memfd(place: Path) -> None:
+    """Attack 1: the release's code made a user namespace inside the confinement and got
+    every capability back; attack 2: it held 4.5 GB in memfds, which no cap counts."""
+    tree = tree_with(place / "t", KERNEL)
+    [result], said = run_apart(place, tree)
+    confined_here(said)
+    assert "seccomp" in said
+    tried = json.JSONDecoder().raw_decode(result.detail.split("tried ", 1)[1])[0]
+    assert tried.pop("fork") == "ok"  # an ordinary process still works
+    assert set(tried.values()) == {"EPERM"}, tried
