@@ -39,8 +39,6 @@ def parse_results(
 ) -> list[CodeResult]:
     """The child's JSON as :class:`CodeResult` objects, one per ``wanted`` item (item ->
     its declared claim ids), in order; a result claiming other ids is "could not run"."""
-    from ..status import ClaimResult
-
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise TypeError("expected {'results': [...]}")
     got: dict[int, CodeResult] = {}
@@ -51,31 +49,50 @@ def parse_results(
         item = entry["item"]
         if item not in wanted or item in got:
             continue
-        claims_raw = entry.get("claims") or {}
-        if not isinstance(claims_raw, dict):
-            raise TypeError(f"item {item}: claims is not an object")
-        if not set(claims_raw) <= wanted[item]:
-            raise TypeError(f"item {item}: claims the record does not declare")
-        claims = {}
-        for cid, claim in claims_raw.items():
-            result = ClaimResult.model_validate(claim)
-            _recheck(result, item, cid, read)
-            claims[cid] = _sanitized(result, secrets)
-        got[item] = CodeResult(
-            item,
-            CodeStatus(entry["status"]),
-            tree.label,
-            str(_text(entry.get("detail", ""), "detail", secrets)),
-            claims=claims,
-            ran=_texts(entry.get("ran", []), "ran", secrets, MAX_RAN),
-            scope=_text(entry.get("scope"), "scope", secrets, optional=True),
-            stand_ins=_texts(entry.get("stand_ins", []), "stand_ins", secrets),
-            not_loaded=_texts(entry.get("not_loaded", []), "not_loaded", secrets),
-        )
+        got[item] = result_from_json(entry, wanted[item], tree.label, secrets, read)
     missing = "the check process reported no result for this item"
     return [
         got.get(i) or CodeResult(i, CodeStatus.could_not_run, tree.label, missing) for i in wanted
     ]
+
+
+def result_from_json(
+    entry: Mapping[str, Any],
+    declared: set[str],
+    label: str,
+    secrets: Sequence[str] = (),
+    read: SourceReader | None = None,
+) -> CodeResult:
+    """One item's result (``CodeResult.as_json``'s shape) validated: only ``declared`` claim
+    ids, every text sanitized, lists capped; with ``read`` (the release's files), every line
+    a claim cites checked again. Raises TypeError or ValueError when it is not valid."""
+    from ..status import ClaimResult
+
+    item = entry.get("item")
+    if not isinstance(item, int):
+        raise TypeError("a result without an item number")
+    claims_raw = entry.get("claims") or {}
+    if not isinstance(claims_raw, dict):
+        raise TypeError(f"item {item}: claims is not an object")
+    if not set(claims_raw) <= declared:
+        raise TypeError(f"item {item}: claims the record does not declare")
+    claims = {}
+    for cid, claim in claims_raw.items():
+        result = ClaimResult.model_validate(claim)
+        if read is not None:
+            _recheck(result, item, cid, read)
+        claims[cid] = _sanitized(result, secrets)
+    return CodeResult(
+        item,
+        CodeStatus(entry["status"]),
+        label,
+        str(_text(entry.get("detail", ""), "detail", secrets)),
+        claims=claims,
+        ran=_texts(entry.get("ran", []), "ran", secrets, MAX_RAN),
+        scope=_text(entry.get("scope"), "scope", secrets, optional=True),
+        stand_ins=_texts(entry.get("stand_ins", []), "stand_ins", secrets),
+        not_loaded=_texts(entry.get("not_loaded", []), "not_loaded", secrets),
+    )
 
 
 MAX_LINES = 8  # source lines a claim may cite (at, and fix); the checks cite at most 3

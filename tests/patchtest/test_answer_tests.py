@@ -6,6 +6,7 @@ a link to the earlier answer. The record of what was answered is artbot's own co
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -103,10 +104,13 @@ def test_a_pull_request_is_fetched_as_its_diff_and_tested(sandbox: TestSandbox, 
     result = answer(sandbox)
     assert result.exit_code == 0, result.output
     [body] = answers(sandbox, issue)
-    assert f"with pull request #{pull}" in body and "**fixed" in body
+    head = hashlib.sha1(fix.encode(), usedforsecurity=False).hexdigest()  # the sandbox's
+    assert f"with pull request #{pull} at commit `{head[:12]}`" in body and "**fixed" in body
     asked = [r.path for r in sandbox.requests if "/pulls/" in r.path]
     api = f"/repos/{OWNER}/{NAME}/pulls/{pull}"
-    assert asked == [f"{api}/files", api]
+    # Its files (naming the head), the diff, the files again (the head did not move), and
+    # the post's own read of the head.
+    assert asked == [f"{api}/files", api, f"{api}/files", f"{api}/files"]
 
 
 def test_what_does_not_apply_is_outside_src_art_or_over_a_cap_gets_a_one_line_refusal(
