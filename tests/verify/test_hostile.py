@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from artbot.verify.code import CodeStatus
+from artbot.verify.limits import MB, Limits
 from tests.helpers.confine import ENV, catalog, confined_here, run_apart, tree_with
 
 pytestmark = [pytest.mark.e2e, pytest.mark.repro]
@@ -31,19 +32,12 @@ FORGED = {
     ]
 }
 
-# Attack 3: once the check has written its results, the file is replaced by a link to a file
-# outside the confinement that artbot's process can read (here: one holding a forged verdict).
+# Attack 3: the release leaves a link where a results file would be, to a file outside the
+# confinement that artbot's process can read (here: one holding a forged verdict).
 SYMLINK = """
-import os, pathlib
-target = {target!r}
-write_text = pathlib.Path.write_text
-def swap(self, *args, **kwargs):
-    n = write_text(self, *args, **kwargs)
-    if self.name == "results.json":
-        os.remove(self)
-        os.symlink(target, self)
-    return n
-pathlib.Path.write_text = swap
+import os
+for name in ("results.json", "report.xml"):
+    os.symlink({target!r}, name)
 """
 
 
@@ -54,22 +48,21 @@ def test_a_results_file_replaced_by_a_link_is_not_followed(place: Path) -> None:
     tree = tree_with(place / "t", SYMLINK.format(target=str(forged)))
     [result], said = run_apart(place, tree)
     confined_here(said)
+    # The results come over the pipe the check inherited: the link is never opened.
     assert result.status is CodeStatus.could_not_run, result
-    assert "forged" not in result.detail and "no results" in result.detail
+    assert "forged" not in result.detail and "has no attribute" in result.detail
 
 
 # The release rewrites the results it hands back (the check runs in its process).
 REWRITE = """
-import json, pathlib
-write_text = pathlib.Path.write_text
-def rewrite(self, text, *args, **kwargs):
-    if self.name == "results.json":
-        data = json.loads(text)
+import json
+dumps = json.dumps
+def rewrite(data, *args, **kwargs):
+    if isinstance(data, dict) and "results" in data:
         change = {change}
         change(data)
-        text = json.dumps(data)
-    return write_text(self, text, *args, **kwargs)
-pathlib.Path.write_text = rewrite
+    return dumps(data, *args, **kwargs)
+json.dumps = rewrite
 """
 COMMANDS = "lambda d: d['results'][0].update(detail='``` ##[add-mask]x ::stop-commands::tok')"
 
@@ -156,3 +149,29 @@ def test_the_release_can_make_no_namespace_mount_or_memfd(place: Path) -> None:
     tried = json.JSONDecoder().raw_decode(result.detail.split("tried ", 1)[1])[0]
     assert tried.pop("fork") == "ok"  # an ordinary process still works
     assert set(tried.values()) == {"EPERM"}, tried
+
+
+FILL = """
+import errno, os
+written, error = 0, None
+chunk = b"x" * (1 << 20)
+try:
+    for n in range(256):
+        with open(f"fill-{n}", "wb") as out:
+            out.write(chunk)
+        written += len(chunk)
+except OSError as exc:
+    error = errno.errorcode.get(exc.errno, "?")
+raise RuntimeError(f"filled {written} {error}")
+"""
+
+
+def test_the_scratch_folder_has_a_size_in_all(place: Path) -> None:
+    """Attack 2: the scratch folder had no total size (only each file was capped); and the
+    memory cap, one per process, was said as if it held for the whole check."""
+    limits = Limits(scratch_bytes=16 * MB)
+    [result], said = run_apart(place, tree_with(place / "t", FILL), limits)
+    confined_here(said)
+    written, error = result.detail.split("filled ", 1)[1].split()[:2]
+    assert int(written) <= 16 * MB and error == "ENOSPC", result.detail
+    assert "of memory per process" in said and "s of CPU per process" in said
