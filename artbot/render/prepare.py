@@ -2,7 +2,8 @@
 catalog: each item's captured repro output (``findings/results/NN.json``) and its recorded
 status (``findings/status/NN.json``). The one place that reads them for rendering; ``render``,
 ``open`` and ``sync`` all come through here, before any request, so a body over GitHub's
-limit stops the run with exit 2 before anything is sent."""
+limit stops ``render`` and ``open`` with exit 2 before anything is sent; ``sync`` reports that
+item and skips it (its status record grew it: the rest must still be kept in step)."""
 
 from __future__ import annotations
 
