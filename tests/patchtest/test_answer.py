@@ -4,8 +4,6 @@ test's change; a refusal in one inert line; and the planner's cap on tests per p
 
 from __future__ import annotations
 
-import re
-
 from artbot.patchtest.answer import headline, render_refusal, render_trial
 from artbot.patchtest.command import Refusal
 from artbot.patchtest.plan import Comment, plan
@@ -13,6 +11,7 @@ from artbot.patchtest.regress import Regression, outcome
 from artbot.patchtest.trial import Trial
 from artbot.status import ClaimResult, ClaimVerdict, Counterexample, Domain
 from artbot.verify.code import CodeResult, CodeStatus
+from tests.helpers.answering import live
 
 COVERS = "sentinels -1e4..-21, group sizes 2..64, fp32 and bf16"
 
@@ -41,11 +40,6 @@ def trial(
         801, "0.5.23", "the comment's diff", ("art/loss.py",), before, after, regs[0], regs[1],
         "ART's code ran confined: own namespaces", 9.5, {"check the release": 2.0},
     )  # fmt: skip
-
-
-def live(markdown: str) -> str:
-    """``markdown`` without its code spans: the text GitHub renders live (#53)."""
-    return re.sub(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)", "", markdown)
 
 
 def test_a_fix_over_a_searched_domain_says_how_many_inputs() -> None:

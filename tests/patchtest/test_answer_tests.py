@@ -11,32 +11,26 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from artbot.cli import cli
 from artbot.patchtest.command import MAX_PATCH_BYTES
 from artbot.patchtest.plan import Comment, Task, plan
-from artbot.records.catalog import load_catalog
-from artbot.records.marker import BODY_END, BODY_START, IssueMarker
 from artbot.sandbox import GitHubSandbox
+from tests.helpers.answering import (
+    ARTBOT,
+    FIXTURES,
+    READER,
+    REPO,
+    WRITER,
+    answer,
+    answers,
+    filed,
+)
 from tests.helpers.patchdiff import RELEASE, as_comment, make_diff
-from tests.helpers.sandbox_client import NAME, OWNER, TOKEN, client
+from tests.helpers.sandbox_client import NAME, OWNER, TOKEN
 from tests.helpers.testsandbox import TestSandbox
 from tests.helpers.wheels import default_wheels
-
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures" / "patchtest"
-ARTBOT = "github-actions[bot]"  # the sandbox's login: what every token writes as
-WRITER, READER = "maintainer", "passerby"
-
-
-def filed(sandbox: GitHubSandbox, item: int) -> int:
-    """An issue artbot filed for ``item`` (its marker, its labels, its author)."""
-    audit = load_catalog(REPO).audit
-    body = f"{BODY_START}\n{IssueMarker(audit.commit, item)}\n{BODY_END}\n"
-    return sandbox.seed_issue(
-        OWNER, NAME, f"item {item}", body, labels=list(audit.labels), user=ARTBOT
-    )
 
 
 @pytest.fixture
@@ -44,22 +38,6 @@ def issue(sandbox: GitHubSandbox) -> int:
     sandbox.create_repo(OWNER, NAME)
     sandbox.set_permission(OWNER, NAME, WRITER, "write")
     return filed(sandbox, 801)
-
-
-def answer(sandbox: GitHubSandbox, *args: str) -> Result:
-    env = {"GH_TOKEN": TOKEN, "GITHUB_TOKEN": None, "GITHUB_REPOSITORY": None}
-    base = ["--root", str(REPO), "answer-tests", "--api-url", sandbox.api_url]
-    return CliRunner(env=env).invoke(cli, [*base, "--repo", f"{OWNER}/{NAME}", *args])
-
-
-def answers(sandbox: GitHubSandbox, number: int) -> list[str]:
-    """artbot's answers on #number, read with PyGithub."""
-    gh = client(sandbox)
-    try:
-        comments = gh.get_repo(f"{OWNER}/{NAME}").get_issue(number).get_comments()
-        return [c.body for c in comments if c.user.login == ARTBOT and "**artbot test**" in c.body]
-    finally:
-        gh.close()
 
 
 @pytest.mark.network  # runs the checks on the release's wheel

@@ -16,12 +16,7 @@ from artbot.cli import cli
 from artbot.patchtest.answer import render_trial
 from artbot.patchtest.plan import request_key
 from artbot.verify.code import CodeStatus
-from tests.helpers.patchdiff import RELEASE, as_comment, make_diff
-from tests.helpers.sandbox_client import NAME, OWNER, client
-from tests.helpers.testsandbox import TestSandbox
-from tests.helpers.wheels import default_wheels
-from tests.patchtest.test_answer import live
-from tests.patchtest.test_answer_tests import (
+from tests.helpers.answering import (
     FIXTURES,
     READER,
     REPO,
@@ -29,8 +24,13 @@ from tests.patchtest.test_answer_tests import (
     answer,
     answers,
     filed,
+    live,
+    trial,
 )
-from tests.patchtest.test_trial import trial
+from tests.helpers.patchdiff import RELEASE, as_comment, make_diff
+from tests.helpers.sandbox_client import NAME, OWNER, client
+from tests.helpers.testsandbox import TestSandbox
+from tests.helpers.wheels import default_wheels
 
 LOSS = "src/art/loss.py"
 
