@@ -127,6 +127,6 @@ def render_trial(trial: Trial) -> str:
     took = "; ".join(f"{k} {v:.1f} s" for k, v in trial.timings.items())
     shown = quoted(ran, 600, in_table=False) or "nothing of ART's"
     out.append(f"Ran: {shown}. Took {trial.seconds:.1f} s ({took}).")
-    out.append(f"{cell_text(trial.isolation, 300)}; no token in its environment.")
+    out.append(f"{cell_text(trial.isolation, 600)}; no token in its environment.")
     out.append(OWN_OUTPUTS)
     return "\n".join(out) + "\n"

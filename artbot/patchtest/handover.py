@@ -130,7 +130,7 @@ def trial_from_json(
         result("after"),
         _regression(data.get("regression_before")),
         _regression(data.get("regression_after")),
-        shown(str(data.get("isolation", "")), limit=300),
+        shown(str(data.get("isolation", "")), limit=600),
         _seconds(data.get("seconds")),
         {k: _seconds(timings[k]) for k in words if k in timings},
     )
