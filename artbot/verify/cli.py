@@ -162,7 +162,8 @@ def verify(
     the sha256 recorded in findings/status/, else the index's, and unpacked afresh. ART's code
     runs confined (own namespaces; a read-only root holding only the tree's packages, artbot and
     Python, and a 256 MB scratch folder; no new namespace or mount: seccomp) and capped (4 GB
-    of memory and 300 s of CPU per process, 64 MB a file, 256 processes; each named when hit); its output is never kept and its text is sanitized.
+    of memory and 300 s of CPU per process, 64 MB a file, 256 processes; each named when
+    hit); its output is never kept and its text is sanitized.
     verify says which protections it had; where one is missing it refuses while a token is set
     (exit 2). A wheel is checked entry by entry before it is unpacked; git reads a checkout's
     objects only.
