@@ -98,6 +98,12 @@ PHASES = ("all", "read", "check", "post")
 @click.option("--repo", "repo_name", metavar="OWNER/NAME", help="Repository artbot files in.")
 @click.option("--api-url", metavar="URL", help="GitHub API URL.")
 @click.option("--cache", type=click.Path(dir_okay=False, path_type=Path), help="ETag cache file.")
+@click.option(
+    "--budget-s",
+    type=click.FloatRange(min=1),
+    help="check: the whole run's time; each test gets an equal share of what is left, and one "
+    'that runs over it is answered "timed out".',
+)
 @click.pass_obj
 def answer_tests(
     obj: Context,
@@ -110,12 +116,14 @@ def answer_tests(
     repo_name: str | None,
     api_url: str | None,
     cache: Path | None,
+    budget_s: float | None,
 ) -> None:
     """Read the `/artbot test` comments on the issues artbot filed and answer each once: only
     a writer's (permission looked up; unknown is none), never a bot's or artbot's own; an
     edited comment is a new request; a repeated one gets a link to the earlier answer. The
     record of what was answered is artbot's own comments (a hidden marker in each)."""
     from ..patchtest import respond
+    from ..patchtest.handover import load_answers
     from .github import connect
 
     if phase in ("all", "check"):  # the phases that run the checks
@@ -140,19 +148,29 @@ def answer_tests(
         assert tasks is not None
         planned = respond.load_tasks(tasks)
     if phase in ("all", "check"):
+        so_far: list[respond.Answer] = []
+
+        def write(answer: respond.Answer) -> None:  # one by one: a killed job keeps them
+            so_far.append(answer)
+            if answers is not None:
+                respond.dump(so_far, answers)
+
         done = respond.check_tasks(
             catalog,
             planned,
             cache=obj.settings.wheel_cache,
             secrets=obj.settings.secrets,
             progress=lambda line: click.echo(line, err=True),
+            budget_s=budget_s,
+            on_answer=write,
         )
         if answers is not None:
             respond.dump(done, answers)
     if phase == "post":
         assert answers is not None
-        done = respond.load_answers(answers)
+        done = load_answers(answers, say=lambda line: click.echo(line, err=True))
     if phase in ("all", "post"):
-        posted = respond.post_answers(repo, done, artbot)
+        say = lambda line: click.echo(line, err=True)  # noqa: E731
+        posted = respond.post_answers(repo, catalog, done, artbot, say=say)
         for url in posted:
             click.echo(f"answered: {url}")

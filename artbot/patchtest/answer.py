@@ -27,6 +27,11 @@ from .regress import Regression
 from .trial import Trial
 
 TITLE = "**artbot test**"
+# Said in every answer: the patch's code runs in the check's own process (#53).
+OWN_OUTPUTS = (
+    "The patched side's outputs, its verdicts and its test's outcome come from the process "
+    "that ran the patch's own code: read the diff before trusting them."
+)
 
 
 def quoted(text: str, limit: int, *, in_table: bool = True) -> str:
@@ -198,5 +203,6 @@ def render_trial(trial: Trial, finding: Finding | None = None) -> str:
     took = "; ".join(f"{k} {v:.1f} s" for k, v in trial.timings.items())
     shown = quoted(ran, 600, in_table=False) or "nothing of ART's"
     out.append(f"Ran: {shown}. Took {trial.seconds:.1f} s ({took}).")
-    out.append(f"{cell_text(trial.isolation, 300)}; no token in its environment.")
+    out.append(f"{cell_text(trial.isolation, 600)}; no token in its environment.")
+    out.append(OWN_OUTPUTS)
     return "\n".join(out) + "\n"

@@ -101,8 +101,9 @@ def round_trip(
         except ArtbotError as exc:  # ART's code cannot be confined here, and a token is set
             log(f"(the check did not run: {exc})")
             return
-        posted = respond.post_answers(repo, answers, artbot)
+        posted = respond.post_answers(repo, catalog, answers, artbot, say=log)
         log(f"answered {len(posted)} of 2 requests (@{READER}'s: no write access, no answer)")
         for answer in answers:
             log(f"\n=== artbot's answer on #{answer.issue}\n")
-            log(answer.body.split("\n", 1)[1])
+            mine = [c for c in repo.list_comments(answer.issue) if "**artbot test**" in c["body"]]
+            log(mine[-1]["body"].split("\n", 1)[1] if mine else "(none)")

@@ -68,6 +68,7 @@ class Task:
     pull: int | None = None
     diff: str | None = None
     author: str = ""
+    head: str | None = None  # a pull request's head commit, as read with its diff
 
     def marker(self) -> str:
         return (

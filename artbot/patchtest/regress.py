@@ -30,7 +30,7 @@ from ..verify.apart import (
     refusal,
     tokens_in,
 )
-from ..verify.limits import Limits, read_regular
+from ..verify.limits import Limits, ResultPipe
 from ..verify.sanitize import shown
 from ..verify.tree import ArtTree
 from .harness import CONFTEST, PACKAGE_VARIABLE
@@ -73,11 +73,13 @@ def run_regression(
         shutil.copyfile(source, folder / name)
         (folder / "conftest.py").write_text(CONFTEST, encoding="utf-8")
         (folder / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-        report = folder / "report.xml"
+        # pytest writes its report into a pipe it inherits (/dev/fd/N), never a file artbot
+        # opens by name.
+        report = ResultPipe(MAX_REPORT_BYTES)
         argv = [
             sys.executable, "-m", "pytest", "-q", "--runxfail", "-p", "no:cacheprovider",
             "-c", str(folder / "pytest.ini"), "--rootdir", scratch,
-            f"--junitxml={report}", name,
+            f"--junitxml=/dev/fd/{report.fd}", name,
         ]  # fmt: skip
         cenv = child_env(base, secrets)
         cenv |= {PACKAGE_VARIABLE: str(tree.package_dir), "PYTHONDONTWRITEBYTECODE": "1"}
@@ -85,18 +87,20 @@ def run_regression(
         here = str(Path(__file__).resolve().parents[2])
         cenv["PYTHONPATH"] = os.pathsep.join(p for p in (here, cenv.get("PYTHONPATH")) if p)
         limits = Limits()
-        run = _Run("", timeout_s, scratch, limits)
-        failed = run.confined(
-            argv, {**cenv, "HOME": scratch, "TMPDIR": scratch}, _view(catalog, tree, scratch)
-        )
-        if failed is not None:
-            tokens = tokens_in(base)
-            in_actions = base.get("GITHUB_ACTIONS") == "true"
-            if tokens or in_actions:
-                raise CannotConfine(refusal(failed, tokens, in_actions))
-            run.plain(argv, cenv)
+        run = _Run("", timeout_s, scratch, limits, report.fd)
+        try:
+            failed = run.confined(
+                argv, {**cenv, "HOME": scratch, "TMPDIR": scratch}, _view(catalog, tree, scratch)
+            )
+            if failed is not None:
+                tokens = tokens_in(base)
+                in_actions = base.get("GITHUB_ACTIONS") == "true"
+                if tokens or in_actions:
+                    raise CannotConfine(refusal(failed, tokens, in_actions))
+                run.plain(argv, cenv)
+        finally:
+            raw = report.close()
         why = run.failure(limits)
-        raw = read_regular(scratch, report.name, MAX_REPORT_BYTES)  # never a link followed
     took = time.monotonic() - started
     done = run.finished
     if done is not None and done.timed_out:

@@ -52,6 +52,14 @@ class Trial:
     timings: Mapping[str, float] = field(default_factory=dict)
 
 
+class TimedOut(Exception):
+    """The trial reached its deadline (its share of the run's time budget)."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"ran over its time ({seconds:.0f} s)")
+        self.seconds = seconds
+
+
 def newest_checked(root: Path) -> str:
     """The newest release recorded in findings/status/ (what a request without one gets)."""
     versions = {p.label for p in release_points(root)}
@@ -72,9 +80,12 @@ def run_trial(
     secrets: Sequence[str] = (),
     timeout_s: float = CHECK_TIMEOUT_S,
     progress: Callable[[str], None] | None = None,
+    deadline: float | None = None,
 ) -> Trial | Refusal:
     """Apply ``files`` to ``release`` and check item ``item`` before and after; a patch that
-    does not apply, or an item without a check, is a :class:`Refusal`."""
+    does not apply, or an item without a check, is a :class:`Refusal`. ``deadline`` (on
+    ``time.monotonic``'s clock) bounds the whole trial: each process gets what is left of it,
+    and a trial that reaches it raises :class:`TimedOut`."""
     say = progress or (lambda _: None)
     finding = catalog.get(item)
     if finding not in checkable(catalog):
@@ -103,26 +114,30 @@ def run_trial(
         ptree = open_tree(patched, catalog.audit, label=f"openpipe-art {release} + the patch")
         said: list[str] = []
 
+        def left() -> float:
+            """The time a process of this trial may take (the trial's deadline, if any)."""
+            if deadline is None:
+                return timeout_s
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimedOut(time.monotonic() - started)
+            return min(timeout_s, remaining)
+
         def check(which: str, t: ArtTree) -> CodeResult:
             at = time.monotonic()
             say(f"patchtest: item {item}: the check on {which} ...")
             [result] = verify_code_apart(
                 catalog, t, items=[item], env=env, secrets=secrets,
-                timeout_s=timeout_s, say=said.append,
+                timeout_s=left(), say=said.append,
             )  # fmt: skip
             timings[f"check {which}"] = time.monotonic() - at
+            left()  # a check that ran to the deadline: the trial timed out
             return result
 
         def regression(which: str, t: ArtTree) -> Regression | None:
             say(f"patchtest: item {item}: the regression test on {which} ...")
-            found = run_regression(
-                catalog,
-                t,
-                item,
-                env=env,
-                secrets=secrets,
-                timeout_s=timeout_s,
-            )
+            found = run_regression(catalog, t, item, env=env, secrets=secrets, timeout_s=left())
+            left()
             if found is not None:
                 timings[f"regression test {which}"] = found.seconds
             return found

@@ -215,7 +215,7 @@ class Renderer:
         body = render_template(self.env, "issue_body.md.j2", **context)
         where = catalog.files.get(finding.item, finding.repro)
         if len(body) > GITHUB_BODY_LIMIT:
-            raise BadInput(
+            raise BodyTooLong(
                 f"{where}: rendered body is {len(body):,} "
                 f"characters; GitHub's limit is {GITHUB_BODY_LIMIT:,}"
             )
@@ -355,6 +355,10 @@ def versions_line(
     if torch and shows_minimal_output:
         parts.append(f"torch {torch}")
     return "; ".join(parts) + "."
+
+
+class BodyTooLong(BadInput):
+    """A rendered body over GitHub's limit (exit 2; ``sync`` reports and skips that item)."""
 
 
 def render_issue(

@@ -2,7 +2,8 @@
 catalog: each item's captured repro output (``findings/results/NN.json``) and its recorded
 status (``findings/status/NN.json``). The one place that reads them for rendering; ``render``,
 ``open`` and ``sync`` all come through here, before any request, so a body over GitHub's
-limit stops the run with exit 2 before anything is sent."""
+limit stops ``render`` and ``open`` with exit 2 before anything is sent; ``sync`` reports that
+item and skips it (its status record grew it: the rest must still be kept in step)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ..records.catalog import Catalog
 from ..records.models import Finding
 from ..repro.run import load_result
 from ..status import load_status
-from .issue import RenderedIssue, Renderer, usable_result
+from .issue import BodyTooLong, RenderedIssue, Renderer, usable_result
 
 
 def render_all(
@@ -22,11 +23,14 @@ def render_all(
     *,
     no_capture: Callable[[int], None] | None = None,
     issues: Mapping[int, int] | None = None,
+    too_long: Callable[[str], None] | None = None,
 ) -> dict[int, RenderedIssue]:
     """Each finding's issue, in order; ``no_capture`` hears of each item whose body gives no
     full-script verdict because no usable capture is on file. ``issues`` (item -> issue number, as
     GitHub holds them) lets a follow-up's first line link the issue of the item it follows;
-    the item's preset ``issue:`` is used when it has one."""
+    the item's preset ``issue:`` is used when it has one. ``too_long``: a body over GitHub's
+    limit is said to it and left out (``sync``: one item's recorded status must not stop the
+    rest), instead of stopping the run."""
     preset = {f.item: f.issue for f in catalog.findings if f.issue}
     known = {**preset, **(issues or {})}
     renderer = Renderer(catalog)
@@ -35,12 +39,17 @@ def render_all(
         captured = load_result(catalog.root, f.item)
         if no_capture is not None and usable_result(captured) is None:
             no_capture(f.item)
-        out[f.item] = renderer.issue(
-            f,
-            tracking_issue=tracking_issue,
-            repro_result=captured,
-            status=load_status(catalog.root, f.item),
-            follows=known.get(f.follows) if f.follows else None,
-            issues=known,
-        )
+        try:
+            out[f.item] = renderer.issue(
+                f,
+                tracking_issue=tracking_issue,
+                repro_result=captured,
+                status=load_status(catalog.root, f.item),
+                follows=known.get(f.follows) if f.follows else None,
+                issues=known,
+            )
+        except BodyTooLong as exc:
+            if too_long is None:
+                raise
+            too_long(f"item {f.item}: not synced: {exc}")
     return out

@@ -116,8 +116,11 @@ def run(
     found = canonical(snap.issues, catalog.audit)
     # A follow-up's first line links the issue of the item it follows, as GitHub holds it.
     numbers = {item: issue.number for item, issue in found.items()}
+    too_long: list[str] = []  # sync: an item whose body is over GitHub's limit is skipped
     if in_step:  # the tracking issue may have been found (artbot.tracking.discover)
-        rendered = render_all(catalog, catalog.findings, snap.number, issues=numbers)
+        rendered = render_all(
+            catalog, catalog.findings, snap.number, issues=numbers, too_long=too_long.append
+        )
     elif ask.tracking != snap.number:  # the tracking issue was found, not configured
         rendered = render_all(catalog, [catalog.get(i) for i in files], snap.number, issues=numbers)
     else:  # the first rendering (before any request) could not know those numbers
@@ -146,7 +149,7 @@ def run(
     outcome = Outcome(plan, issues=found, observed=list(snap.issues), tracking=snap.tracking)
     outcome.rendered = {i: rendered[i] for i in files if i in rendered}
     outcome.warnings += [f.describe() for f in snap.foreign]
-    outcome.warnings += [*snap.warnings, *plan.warnings]
+    outcome.warnings += [*snap.warnings, *plan.warnings, *too_long]
     if dry_run:
         return outcome
     journal = outcome.journal(log)

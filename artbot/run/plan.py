@@ -174,7 +174,7 @@ def _filing(want: Want, snap: Snapshot, parts: _Parts) -> list[Create]:
             facts.append(Exists(item, issue.number, issue.state))
             if view is not None and view.fixed_in and close_was_lost(issue):
                 facts.append(CloseFixed(item, issue.number, view.fixed_in))
-        else:
+        elif item in want.rendered:  # not rendered: over GitHub's limit, reported and skipped
             r = want.rendered[item]
             body = filed_body(r.body, view)
             creates.append(Create(item, r.title, r.labels, body, **filed_as(view)))
@@ -208,8 +208,8 @@ def _keep_in_step(
     closing: dict[int, ObservedIssue] = {}
     for f in want.findings:
         issue = found.get(f.item)
-        if issue is None or f.issue or f.item in filing:
-            continue
+        if issue is None or f.issue or f.item in filing or f.item not in want.rendered:
+            continue  # (not rendered: its body is over GitHub's limit, reported and skipped)
         view = want.views.get(f.item)
         region = owned_region(issue.body)
         before = stated_status(region, f.item)

@@ -5,8 +5,8 @@ registry. It never runs in artbot's own process: :func:`verify_code_apart` start
 ``python -m artbot.verify.apart`` with an environment built from an allowlist (no
 ``GH_TOKEN``/``GITHUB_TOKEN``, no ``GITHUB_*``, ``INPUT_*`` or ``ARTBOT_*`` variable, nothing
 whose name looks like a secret, nothing whose value holds a token), in a scratch working
-directory, and reads back one JSON file (a regular file of that folder, opened with
-``O_NOFOLLOW``, at most the cap + 1 bytes: :func:`.limits.read_regular`).
+directory, and reads back one JSON document over a pipe the child inherits (never a file
+artbot's process opens by name; at most the cap + 1 bytes: :class:`.limits.ResultPipe`).
 
 A clean environment is not enough: any process can read the environment of every other process
 of its user, the shell that holds the token included, and write wherever that user may. So the
@@ -22,7 +22,8 @@ environment (and not in a GitHub Actions job), unconfined but capped; with one, 
 
 What comes back is untrusted too: the wheel's code runs in the child, so it can write that file
 and rewrite any text of the check's. It is parsed with size and depth limits and validated field
-by field into :class:`CodeResult` objects (unknown items dropped, missing ones "could not
+by field into :class:`CodeResult` objects (:mod:`.results`, which checks every cited line
+again against the release) (unknown items dropped, missing ones "could not
 run"); every text in it goes through one sanitizer (:mod:`.sanitize`: capped, one line, refused
 when it looks like a credential). The child's stdout and stderr are read in chunks, counted and
 dropped, never kept, echoed or recorded: a check that fails says so from how it ended (the cap
@@ -36,7 +37,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -50,9 +51,9 @@ from . import zygote
 from .code import CodeResult, CodeStatus, checkable
 from .confine import UNAVAILABLE, Spec, supported
 from .confine import command as confine_command
-from .limits import Finished, Limits, apply, hit, read_regular, run_bounded
+from .limits import Finished, Limits, ResultPipe, apply, hit, run_bounded
 from .limits import named as limits_named
-from .sanitize import shown
+from .results import parse_results
 from .tree import ArtTree
 
 # Variables the child may have: locale, paths, and the knobs torch and BLAS read.
@@ -133,7 +134,8 @@ def refusal(why: str, tokens: Sequence[str], in_actions: bool = False) -> str:
 CONFINED = (
     "confined: own user, PID, mount and network namespaces; no other process visible; "
     "a read-only view of the tree, artbot's package and Python only, and its scratch folder; "
-    "no capabilities"
+    "no capabilities; no new namespace, mount, setns, bpf, keyctl, ptrace, io_uring or "
+    "memfd_create (seccomp)"
 )
 GIT = "git reads only the checkout's objects (none of its config, refs or hooks)"
 
@@ -175,14 +177,14 @@ def verify_code_apart(
     strict = bool(tokens or in_actions)  # every protection, or nothing runs
     if strict and not dumpable_off and sys.platform.startswith("linux"):
         raise CannotConfine(refusal(NOT_DUMPABLE, tokens, in_actions))
-    with tempfile.TemporaryDirectory(prefix="artbot-verify-") as scratch:
-        out = Path(scratch) / "results.json"
+    results = ResultPipe(MAX_RESULT_BYTES)
+    with tempfile.TemporaryDirectory(prefix="artbot-verify-") as scratch, _closing(results):
         spec: dict[str, Any] = {"root": str(Path(catalog.root).resolve())}
         spec |= {"tree": _tree_json(tree), "items": sorted(wanted)}
-        spec["out"] = str(out)
+        spec["out_fd"] = results.fd
         child = [sys.executable, "-m", "artbot.verify.apart"]
         cenv = child_env(base, secrets)
-        run = _Run(json.dumps(spec), timeout_s, scratch, limits)
+        run = _Run(json.dumps(spec), timeout_s, scratch, limits, results.fd)
         view = _view(catalog, tree, scratch)
         view = replace(view, require_process_cap=strict)
         failed = run.confined(child, {**cenv, "HOME": scratch, "TMPDIR": scratch}, view)
@@ -194,9 +196,9 @@ def verify_code_apart(
             run.plain(child, cenv)
         else:
             say(f"verify: ART's code ran {protections(run, limits, dumpable_off)}")
-        # The child may have replaced the file (a link to one of artbot's files, a FIFO):
-        # read only a regular file of the scratch folder, never followed, at most cap + 1.
-        raw = read_regular(scratch, out.name, MAX_RESULT_BYTES)
+        # Over the pipe it inherited, never from a file (which it could make a link to one
+        # of artbot's): at most the cap + 1 bytes.
+        raw = results.close()
         why = run.failure(limits)
         if why is not None or not raw:
             return _all_failed(wanted, tree, why or "the check process wrote no results")
@@ -206,6 +208,14 @@ def verify_code_apart(
     except (JsonTooLarge, ValueError, TypeError, KeyError) as exc:
         why = f"the check process wrote no valid results ({type(exc).__name__})"
         return _all_failed(wanted, tree, why)
+
+
+@contextlib.contextmanager
+def _closing(results: ResultPipe) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        results.close(wait_s=0)
 
 
 NOT_DUMPABLE = "artbot's process could not be made non-dumpable (prctl PR_SET_DUMPABLE)"
@@ -225,8 +235,10 @@ def protections(run: _Run, limits: Limits, dumpable_off: bool) -> str:
 class _Run:
     """The check process, confined or not, its output counted but never kept or shown."""
 
-    def __init__(self, spec: str, timeout_s: float, cwd: str, limits: Limits):
+    def __init__(self, spec: str, timeout_s: float, cwd: str, limits: Limits, results_fd: int = -1):
         self.spec, self.timeout_s, self.cwd, self.limits = spec, timeout_s, cwd, limits
+        self.results_fd = results_fd  # the pipe the check hands its results back on
+        self.results_fds = (results_fd,) if results_fd >= 0 else ()
         self.finished: Finished | None = None
         self.ended: dict[str, Any] = {}  # how the confined process ended, from the confiner
         self.processes: str | None = None  # what caps its processes, when confined
@@ -235,7 +247,7 @@ class _Run:
         limits = self.limits
         self.finished = run_bounded(
             argv, stdin=self.spec.encode(), env=env, cwd=self.cwd, timeout_s=self.timeout_s,
-            preexec_fn=lambda: apply(limits, processes=False),
+            preexec_fn=lambda: apply(limits, processes=False), pass_fds=self.results_fds,
         )  # fmt: skip
 
     def confined(self, argv: list[str], env: dict[str, str], view: Spec) -> str | None:
@@ -247,12 +259,12 @@ class _Run:
         read, write = os.pipe()
         try:
             spec = replace(view, report_fd=write, limits=self.limits.to_dict())
-            warm = zygote.run(
-                spec, zygote.Check(argv, self.spec.encode(), env, self.cwd, self.timeout_s)
+            check = zygote.Check(
+                argv, self.spec.encode(), env, self.cwd, self.timeout_s, self.results_fd
             )
-            finished = warm or run_bounded(
+            finished = zygote.run(spec, check) or run_bounded(
                 confine_command(spec, argv), stdin=self.spec.encode(), env=env, cwd=self.cwd,
-                timeout_s=self.timeout_s, pass_fds=(write,),
+                timeout_s=self.timeout_s, pass_fds=(write, *self.results_fds),
             )  # fmt: skip
             os.close(write)
             write = -1
@@ -358,89 +370,6 @@ def not_dumpable() -> bool:
         return False
 
 
-def _text(value: Any, name: str, secrets: Sequence[str], *, optional: bool = False) -> str | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        raise TypeError(f"{name} is not text")
-    return shown(value, secrets)
-
-
-def _texts(value: Any, name: str, secrets: Sequence[str]) -> tuple[str, ...]:
-    if not isinstance(value, list) or len(value) > 200:
-        raise TypeError(f"{name} is not a list of text")
-    return tuple(str(_text(v, name, secrets)) for v in value)
-
-
-def parse_results(
-    data: Any, wanted: Mapping[int, set[str]], tree: ArtTree, secrets: Sequence[str] = ()
-) -> list[CodeResult]:
-    """The child's JSON as :class:`CodeResult` objects, one per ``wanted`` item (item ->
-    its declared claim ids), in order; a result claiming other ids is "could not run"."""
-    from ..status import ClaimResult
-
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise TypeError("expected {'results': [...]}")
-    got: dict[int, CodeResult] = {}
-    for entry in data["results"]:
-        if not isinstance(entry, dict) or not isinstance(entry.get("item"), int):
-            raise TypeError("a result without an item number")
-        item = entry["item"]
-        if item not in wanted or item in got:
-            continue
-        claims_raw = entry.get("claims") or {}
-        if not isinstance(claims_raw, dict):
-            raise TypeError(f"item {item}: claims is not an object")
-        if not set(claims_raw) <= wanted[item]:
-            raise TypeError(f"item {item}: claims the record does not declare")
-        claims = {}
-        for cid, claim in claims_raw.items():
-            result = ClaimResult.model_validate(claim)
-            claims[cid] = _sanitized(result, secrets)
-        got[item] = CodeResult(
-            item,
-            CodeStatus(entry["status"]),
-            tree.label,
-            str(_text(entry.get("detail", ""), "detail", secrets)),
-            claims=claims,
-            ran=_texts(entry.get("ran", []), "ran", secrets),
-            scope=_text(entry.get("scope"), "scope", secrets, optional=True),
-            stand_ins=_texts(entry.get("stand_ins", []), "stand_ins", secrets),
-            not_loaded=_texts(entry.get("not_loaded", []), "not_loaded", secrets),
-        )
-    missing = "the check process reported no result for this item"
-    return [
-        got.get(i) or CodeResult(i, CodeStatus.could_not_run, tree.label, missing) for i in wanted
-    ]
-
-
-def _sanitized(result: Any, secrets: Sequence[str]) -> Any:
-    """A claim's result with every text of the child's through the sanitizer: its detail, the
-    lines it cites (``look_for``), its domain's words."""
-    update: dict[str, Any] = {"detail": shown(result.detail, secrets)}
-
-    def lines(found: Any) -> list[Any]:
-        return [ln.model_copy(update={"look_for": shown(ln.look_for, secrets)}) for ln in found]
-
-    update["at"] = lines(result.at)
-    if result.fix is not None:
-        update["fix"] = result.fix.model_copy(update={"lines": lines(result.fix.lines)})
-    if result.domain is not None:
-        domain: dict[str, Any] = {"covers": shown(result.domain.covers, secrets)}
-        ce = result.domain.counterexample
-        if ce is not None:
-            text = lambda v: shown(v, secrets) if isinstance(v, str) else v  # noqa: E731
-            domain["counterexample"] = ce.model_copy(
-                update={
-                    "inputs": {shown(k, secrets): text(v) for k, v in ce.inputs.items()},
-                    "measured": text(ce.measured),
-                    "bound": text(ce.bound),
-                }
-            )
-        update["domain"] = result.domain.model_copy(update=domain)
-    return result.model_copy(update=update)
-
-
 def _all_failed(wanted: Iterable[int], tree: ArtTree, why: str) -> list[CodeResult]:
     return [CodeResult(i, CodeStatus.could_not_run, tree.label, why) for i in wanted]
 
@@ -469,7 +398,7 @@ def _child() -> int:
     from .code import code_json, run_check
 
     spec = json.loads(sys.stdin.read())
-    out = Path(spec["out"])
+    out = int(spec["out_fd"])
     tree = _tree_from_json(spec["tree"])
     # ART's code may print; its output is counted by the parent, never kept or shown.
     catalog = load_catalog(Path(spec["root"]))
@@ -481,7 +410,9 @@ def _child() -> int:
         if code is None:
             raise
         os._exit(code)  # the cap, named by the parent from this exit code
-    out.write_text(json.dumps(code_json(results, tree), ensure_ascii=True), encoding="utf-8")
+    data = json.dumps(code_json(results, tree), ensure_ascii=True).encode()
+    with os.fdopen(out, "wb") as pipe:  # the parent reads it as it comes
+        pipe.write(data)
     return 0
 
 

@@ -166,8 +166,9 @@ def verify(
     Wheels are kept in $ARTBOT_CACHE_DIR (default ~/.cache/artbot/wheels), each checked against
     the sha256 recorded in findings/status/, else the index's, and unpacked afresh. ART's code
     runs confined (own namespaces; a read-only root holding only the tree's packages, artbot and
-    Python, and a scratch folder) and capped (4 GB of memory, 64 MB a file, 300 s of CPU, 256
-    processes; each named when hit); its output is never kept and its text is sanitized.
+    Python, and a 256 MB scratch folder; no new namespace or mount: seccomp) and capped (4 GB
+    of memory and 300 s of CPU per process, 64 MB a file, 256 processes; each named when
+    hit); its output is never kept and its text is sanitized.
     verify says which protections it had; where one is missing it refuses while a token is set
     (exit 2). A wheel is checked entry by entry before it is unpacked; git reads a checkout's
     objects only.

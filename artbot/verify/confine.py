@@ -23,7 +23,10 @@ install, root or not):
   the kernel has one per namespace, 6.14+);
 - then every capability is dropped (bounding set, ambient, inheritable, permitted, effective;
   ``no_new_privs``; the root securebits locked), so nothing can be mounted, unmounted or
-  remounted, and a new session is started (no controlling terminal).
+  remounted, and a new session is started (no controlling terminal);
+- last, a seccomp filter (:mod:`.seccomp`) denies making namespaces (else a user namespace of
+  its own would give every capability back), mounting, ``setns``, ``bpf``, ``keyctl``,
+  ``ptrace``, ``io_uring`` and ``memfd_create``.
 
 When any step fails (or no cap on processes took, with ``require_process_cap``), COMMAND is not
 run: the step and the reason are written to the descriptor ``report_fd`` (inherited from the
@@ -169,9 +172,12 @@ def _check(result: int, what: str) -> None:
         raise SetupFailed(f"{what}: {os.strerror(code)} ({name})", code)
 
 
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, what: str) -> None:
+def _mount(
+    source: str | None, target: str, fstype: str | None, flags: int, what: str, data: str = ""
+) -> None:
     enc = lambda s: s.encode() if s is not None else None  # noqa: E731
-    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), None), what)
+    options = data.encode() if data else None
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), options), what)
 
 
 def _prctl(option: int, arg: int, what: str) -> None:
@@ -296,13 +302,22 @@ def set_up_view(spec: Spec, pid_cap: int = 0) -> int | None:
         if not any(_inside(path, done) for done in shown):
             kept.append((path, _open_path(path)))
             shown.append(path)
-    kept.append((scratch, _open_path(scratch)))  # opened after its own mount: the writable one
+    scratch_bytes = int(spec.limits.get("scratch_bytes", 0))
+    given = _scratch_files(scratch) if scratch_bytes else {}
+    if not scratch_bytes:
+        kept.append((scratch, _open_path(scratch)))  # after its own mount: the writable one
     devices = {name: _open_path(f"/dev/{name}") for name in DEVICES}
     etc = {name: Path(name).read_bytes() for name in ETC_FILES if os.path.isfile(name)}
     _mount("tmpfs", NEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "a new root")
     for path, fd in kept:
         _bind(path, fd, NEW_ROOT + path)
         os.close(fd)
+    if scratch_bytes:  # a folder of its own, in memory, of a fixed size: nothing shared back
+        os.makedirs(NEW_ROOT + scratch, exist_ok=True)
+        _mount("tmpfs", NEW_ROOT + scratch, "tmpfs", MS_NOSUID | MS_NODEV, "a capped scratch",
+               f"size={scratch_bytes},nr_inodes=65536,mode=700")  # fmt: skip
+        for name, data in given.items():
+            Path(NEW_ROOT + scratch, name).write_bytes(data)
     for link, target in sorted(links.items()):
         if not os.path.lexists(NEW_ROOT + link):
             os.makedirs(os.path.dirname(NEW_ROOT + link), exist_ok=True)
@@ -324,6 +339,16 @@ def set_up_view(spec: Spec, pid_cap: int = 0) -> int | None:
     _pivot(NEW_ROOT)
     os.chdir(scratch)
     return capped
+
+
+def _scratch_files(scratch: str, most: int = 16, size: int = 1 << 20) -> dict[str, bytes]:
+    """The regular files the caller put in the scratch folder (a test, its conftest), copied
+    into the capped scratch; at most ``most`` of at most ``size`` bytes each."""
+    found: dict[str, bytes] = {}
+    for entry in sorted(os.scandir(scratch), key=lambda e: e.name)[:most]:
+        if entry.is_file(follow_symlinks=False) and entry.stat().st_size <= size:
+            found[entry.name] = Path(entry.path).read_bytes()
+    return found
 
 
 def _links_on(path: str) -> dict[str, str]:
@@ -371,6 +396,15 @@ def _enter_namespaces() -> None:
         Path("/proc/self/gid_map").write_text(f"0 {gid} 1")
     except OSError as exc:
         raise SetupFailed(f"mapping the user into its namespace: {exc.strerror}") from None
+
+
+def _deny_system_calls() -> None:
+    from .seccomp import install
+
+    try:
+        install()
+    except OSError as exc:
+        raise SetupFailed(str(exc.strerror or exc), exc.errno or 0) from None
 
 
 def _report(fd: int, **data: Any) -> None:
@@ -429,6 +463,7 @@ def confined(spec: Spec, start: Callable[[], int], *, exec_: bool = False) -> in
             if processes is None and spec.require_process_cap:
                 raise SetupFailed(NO_PROCESS_CAP)
             _drop_capabilities()
+            _deny_system_calls()  # last: every step above needed some of them
             _report(fd, ready={"processes": processes})
             if fd >= 0 and exec_:  # closed by a successful exec: COMMAND never holds it
                 os.set_inheritable(fd, False)

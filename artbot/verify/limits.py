@@ -10,10 +10,10 @@ prints is counted, never kept: artbot's memory does not grow with it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import resource
 import signal
-import stat
 import subprocess
 import threading
 from collections.abc import Callable, Sequence
@@ -39,6 +39,7 @@ class Limits:
     processes: int = 256  # RLIMIT_NPROC (threads count too), where it binds
     file_bytes: int = 64 * MB  # RLIMIT_FSIZE
     cpu_s: int = 300  # RLIMIT_CPU
+    scratch_bytes: int = 256 * MB  # the confined scratch folder's size (a tmpfs), in all
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -49,8 +50,8 @@ class Limits:
 
     def words(self) -> str:
         return (
-            f"at most {_size(self.memory_bytes)} of memory, {self.processes} processes, "
-            f"{_size(self.file_bytes)} a file, {self.cpu_s} s of CPU"
+            f"at most {_size(self.memory_bytes)} of memory per process, {self.processes} "
+            f"processes, {_size(self.file_bytes)} a file, {self.cpu_s} s of CPU per process"
         )
 
 
@@ -133,34 +134,36 @@ def _drain(stream: object, into: Output, keep: int) -> None:
             into.head += chunk[: keep - len(into.head)]
 
 
-def read_regular(folder: str | os.PathLike[str], name: str, cap: int) -> bytes:
-    """The file ``name`` of ``folder`` as the check process left it, read safely from outside:
-    opened with ``O_NOFOLLOW`` (a symbolic link is not followed: it reads as nothing), only a
-    regular file with one link (not a FIFO, a device or a hard link to a file elsewhere), and
-    at most ``cap + 1`` bytes (the caller sees it is over the cap). b"" when it is none of those."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return b""
-    try:
-        fd = os.open(name, flags, dir_fd=dir_fd)
-    except OSError:  # absent, or a link (ELOOP)
-        return b""
-    finally:
-        os.close(dir_fd)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-            return b""
-        data = b""
-        while len(data) <= cap and (chunk := os.read(fd, min(CHUNK, cap + 1 - len(data)))):
-            data += chunk
-        return data
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
+class ResultPipe:
+    """What the check process hands back, over a pipe it inherits (never a file artbot's
+    process opens by name): read as it comes, at most ``cap + 1`` bytes kept (the caller sees
+    it was over the cap), the rest counted and dropped. ``fd`` is the end the child writes,
+    numbered 100 or above (:mod:`.zygote` gives it the same number in a fork)."""
+
+    def __init__(self, cap: int):
+        read, write = os.pipe()
+        self.fd = fcntl.fcntl(write, fcntl.F_DUPFD_CLOEXEC, 100)
+        os.close(write)
+        self.cap, self._read, self.data, self.total = cap, read, b"", 0
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while chunk := os.read(self._read, CHUNK):
+            self.total += len(chunk)
+            if len(self.data) <= self.cap:
+                self.data += chunk[: self.cap + 1 - len(self.data)]
+
+    def close(self, wait_s: float = 10.0) -> bytes:
+        """Once the child has ended: what it wrote (at most cap + 1 bytes)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        self._thread.join(timeout=wait_s)  # a process the check left running may hold it
+        if self._read >= 0 and not self._thread.is_alive():
+            os.close(self._read)
+            self._read = -1
+        return self.data
 
 
 @dataclass

@@ -26,6 +26,7 @@ forked and ``{"exit": CODE}`` when it has ended. The caller keeps the wall clock
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -59,6 +60,7 @@ class Check:
     env: Mapping[str, str]
     cwd: str
     timeout_s: float
+    results_fd: int = -1  # the pipe the check writes its results to, at the same number
 
 
 class Gone(Exception):
@@ -90,8 +92,13 @@ class Zygote:
         Raises :class:`Gone` when the zygote did not take the request (nothing ran)."""
         pipes = [os.pipe() for _ in range(3)]
         given = [pipes[0][0], pipes[1][1], pipes[2][1], spec.report_fd]
-        request = {"spec": spec.to_json(), "argv": list(check.argv), "env": dict(check.env)}
-        request["cwd"] = check.cwd
+        given += [check.results_fd] if check.results_fd >= 0 else []
+        request: dict[str, Any] = {
+            "spec": spec.to_json(),
+            "argv": list(check.argv),
+            "env": dict(check.env),
+        }
+        request["cwd"], request["results_fd"] = check.cwd, check.results_fd
         timeout_s = check.timeout_s
         try:
             try:
@@ -208,15 +215,15 @@ def _serve(sock: socket.socket) -> int:
     startup = {k: os.environ[k] for k in ("LC_CTYPE",) if k in os.environ}
     while True:
         try:
-            data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 4)
+            data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 5)
         except OSError:
             return 0
         if not data:
             return 0
         try:
             request = json.loads(data)
-            if len(fds) != 4:
-                raise ValueError(f"{len(fds)} descriptors, not 4")
+            if len(fds) != 4 + (int(request.get("results_fd", -1)) >= 0):
+                raise ValueError(f"{len(fds)} descriptors, not as many as asked")
         except ValueError as exc:
             for fd in fds:
                 os.close(fd)
@@ -242,10 +249,19 @@ def _check(
         import ctypes
 
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        for target, fd in enumerate(fds[:3]):
+        # Moved above 0-3 first, so that none is overwritten before it is moved there (the
+        # results' number, taken last, may overwrite only one already moved).
+        fds = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds]
+        for target, fd in enumerate(fds[:4]):
             os.dup2(fd, target)
-        os.dup2(fds[3], 3)
-        os.closerange(4, os.sysconf("SC_OPEN_MAX"))
+        results = int(request.get("results_fd", -1))
+        if results >= 0:  # the pipe for the results, at the number the check was told
+            os.dup2(fds[4], results)
+            os.set_inheritable(results, True)
+            os.closerange(4, results)
+            os.closerange(results + 1, os.sysconf("SC_OPEN_MAX"))
+        else:
+            os.closerange(4, os.sysconf("SC_OPEN_MAX"))
         spec = Spec.from_json(request["spec"])
         spec = Spec(spec.scratch, spec.keep, spec.limits, 3, spec.require_process_cap)
         argv, cwd = list(request["argv"]), str(request["cwd"])

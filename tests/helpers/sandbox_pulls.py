@@ -84,6 +84,11 @@ class PullRequests(GitHubSandbox):
             self._pull_diffs[(f"{owner}/{name}".casefold(), number)] = diff
         return number
 
+    def push_pull(self, owner: str, name: str, number: int, diff: str) -> None:
+        """A push to pull request #number: its change is now ``diff`` (a new head)."""
+        with self._lock:
+            self._pull_diffs[(f"{owner}/{name}".casefold(), number)] = diff
+
     def edit_comment(self, owner: str, name: str, comment_id: int, body: str) -> None:
         """Edit a comment as its author would: a new body and ``updated_at``."""
         with self._lock:
@@ -136,6 +141,9 @@ class PullRequests(GitHubSandbox):
         repo = self._repo(call)
         web = f"{self.api_url}/{repo.owner}/{repo.name}"
         contents = f"{self.api_url}/repos/{repo.owner}/{repo.name}/contents"
+        # The head commit, as GitHub names it in each file's URLs (here: the diff's hash, so
+        # a push that changes the diff moves it).
+        head = hashlib.sha1(diff.encode(), usedforsecurity=False).hexdigest()
         files = []
         for path, status, patch in diff_files(diff):
             added = sum(1 for ln in patch.splitlines() if ln.startswith("+"))
@@ -149,9 +157,9 @@ class PullRequests(GitHubSandbox):
                     "additions": added,
                     "deletions": removed,
                     "changes": added + removed,
-                    "blob_url": f"{web}/blob/{sha}/{path}",
-                    "raw_url": f"{web}/raw/{sha}/{path}",
-                    "contents_url": f"{contents}/{path}",
+                    "blob_url": f"{web}/blob/{head}/{path}",
+                    "raw_url": f"{web}/raw/{head}/{path}",
+                    "contents_url": f"{contents}/{path}?ref={head}",
                     "patch": patch,
                 }
             )

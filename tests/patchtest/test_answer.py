@@ -4,7 +4,6 @@ test's change; a refusal in one inert line; and the planner's cap on tests per p
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from artbot.patchtest.answer import headline, render_refusal, render_trial
@@ -16,6 +15,7 @@ from artbot.records.catalog import load_catalog
 from artbot.records.models import Claim, Contract, Finding
 from artbot.status import ClaimResult, ClaimVerdict, Counterexample, Domain
 from artbot.verify.code import CodeResult, CodeStatus
+from tests.helpers.answering import live
 
 ROOT = Path(__file__).resolve().parents[2]
 COVERS = "sentinels -1e4..-21, group sizes 2..64, fp32 and bf16"
@@ -45,11 +45,6 @@ def trial(
         801, "0.5.23", "the comment's diff", ("art/loss.py",), before, after, regs[0], regs[1],
         "ART's code ran confined: own namespaces", 9.5, {"check the release": 2.0},
     )  # fmt: skip
-
-
-def live(markdown: str) -> str:
-    """``markdown`` without its code spans: the text GitHub renders live (#53)."""
-    return re.sub(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)", "", markdown)
 
 
 def test_a_fix_over_a_searched_domain_says_how_many_inputs() -> None:

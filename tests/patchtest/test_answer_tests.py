@@ -6,36 +6,31 @@ a link to the earlier answer. The record of what was answered is artbot's own co
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from artbot.cli import cli
 from artbot.patchtest.command import MAX_PATCH_BYTES
 from artbot.patchtest.plan import Comment, Task, plan
-from artbot.records.catalog import load_catalog
-from artbot.records.marker import BODY_END, BODY_START, IssueMarker
 from artbot.sandbox import GitHubSandbox
+from tests.helpers.answering import (
+    ARTBOT,
+    FIXTURES,
+    READER,
+    REPO,
+    WRITER,
+    answer,
+    answers,
+    filed,
+)
 from tests.helpers.patchdiff import RELEASE, as_comment, make_diff
-from tests.helpers.sandbox_client import NAME, OWNER, TOKEN, client
+from tests.helpers.sandbox_client import NAME, OWNER, TOKEN
 from tests.helpers.testsandbox import TestSandbox
 from tests.helpers.wheels import default_wheels
-
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures" / "patchtest"
-ARTBOT = "github-actions[bot]"  # the sandbox's login: what every token writes as
-WRITER, READER = "maintainer", "passerby"
-
-
-def filed(sandbox: GitHubSandbox, item: int) -> int:
-    """An issue artbot filed for ``item`` (its marker, its labels, its author)."""
-    audit = load_catalog(REPO).audit
-    body = f"{BODY_START}\n{IssueMarker(audit.commit, item)}\n{BODY_END}\n"
-    return sandbox.seed_issue(
-        OWNER, NAME, f"item {item}", body, labels=list(audit.labels), user=ARTBOT
-    )
 
 
 @pytest.fixture
@@ -43,22 +38,6 @@ def issue(sandbox: GitHubSandbox) -> int:
     sandbox.create_repo(OWNER, NAME)
     sandbox.set_permission(OWNER, NAME, WRITER, "write")
     return filed(sandbox, 801)
-
-
-def answer(sandbox: GitHubSandbox, *args: str) -> Result:
-    env = {"GH_TOKEN": TOKEN, "GITHUB_TOKEN": None, "GITHUB_REPOSITORY": None}
-    base = ["--root", str(REPO), "answer-tests", "--api-url", sandbox.api_url]
-    return CliRunner(env=env).invoke(cli, [*base, "--repo", f"{OWNER}/{NAME}", *args])
-
-
-def answers(sandbox: GitHubSandbox, number: int) -> list[str]:
-    """artbot's answers on #number, read with PyGithub."""
-    gh = client(sandbox)
-    try:
-        comments = gh.get_repo(f"{OWNER}/{NAME}").get_issue(number).get_comments()
-        return [c.body for c in comments if c.user.login == ARTBOT and "**artbot test**" in c.body]
-    finally:
-        gh.close()
 
 
 @pytest.mark.network  # runs the checks on the release's wheel
@@ -103,10 +82,13 @@ def test_a_pull_request_is_fetched_as_its_diff_and_tested(sandbox: TestSandbox, 
     result = answer(sandbox)
     assert result.exit_code == 0, result.output
     [body] = answers(sandbox, issue)
-    assert f"with pull request #{pull}" in body and "**fixed" in body
+    head = hashlib.sha1(fix.encode(), usedforsecurity=False).hexdigest()  # the sandbox's
+    assert f"with pull request #{pull} at commit `{head[:12]}`" in body and "**fixed" in body
     asked = [r.path for r in sandbox.requests if "/pulls/" in r.path]
     api = f"/repos/{OWNER}/{NAME}/pulls/{pull}"
-    assert asked == [f"{api}/files", api]
+    # Its files (naming the head), the diff, the files again (the head did not move), and
+    # the post's own read of the head.
+    assert asked == [f"{api}/files", api, f"{api}/files", f"{api}/files"]
 
 
 def test_what_does_not_apply_is_outside_src_art_or_over_a_cap_gets_a_one_line_refusal(

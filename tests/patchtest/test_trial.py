@@ -10,7 +10,6 @@ confined, in about 12 s here.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -21,31 +20,16 @@ from artbot.cli import cli
 from artbot.patchtest.answer import render_trial
 from artbot.patchtest.command import Refusal, checked_diff
 from artbot.patchtest.diff import apply_to_folder, parse_diff
-from artbot.patchtest.trial import Trial, newest_checked, run_trial
+from artbot.patchtest.trial import newest_checked, run_trial
 from artbot.records.catalog import load_catalog
 from artbot.verify.apart import CannotConfine, verify_code_apart
 from artbot.verify.code import CodeResult, CodeStatus
 from artbot.verify.tree import open_tree
+from tests.helpers.answering import FIXTURES, NO_TOKEN, REPO, trial
 from tests.helpers.patchdiff import RELEASE, make_diff, snoop_source
 from tests.helpers.wheels import default_wheels
 
 pytestmark = pytest.mark.network
-
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures" / "patchtest"
-NO_TOKEN = {k: v for k, v in os.environ.items() if "TOKEN" not in k.upper()}
-
-
-def trial(item: int, diff: str, env: dict[str, str] | None = None) -> Trial:
-    catalog = load_catalog(REPO)
-    default_wheels().wheel(RELEASE)  # skipped (failed under CI) when it cannot be had
-    parsed = checked_diff(diff, RELEASE)
-    assert not isinstance(parsed, Refusal), parsed
-    out = run_trial(
-        catalog, item, parsed.files, RELEASE, source="a test's diff", env=env or NO_TOKEN
-    )
-    assert not isinstance(out, Refusal), out
-    return out
 
 
 def verify_code_on(item: int, diff: str, tmp_path: Path) -> CodeResult:
@@ -170,7 +154,7 @@ def test_at_a_terminal_artbot_test_prints_the_answer_and_refuses_what_does_not_a
         cli, ["--root", str(REPO), "test", "--item", "801", "--patch", str(stale)], env=NO_TOKEN
     )
     assert refused.exit_code == 2
-    assert "not run: src/art/loss.py: the hunk -1,1 +1,1 does not apply" in refused.output
+    assert "not run: `src/art/loss.py: the hunk -1,1 +1,1 does not apply" in refused.output
 
 
 def test_a_second_request_about_the_same_item_and_release_runs_the_release_once() -> None:

@@ -14,7 +14,7 @@ from artbot.records.catalog import load_catalog
 from artbot.records.marker import BODY_START
 from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox
-from artbot.status import ItemStatus
+from artbot.status import FixEvidence, ItemStatus, SourceLine
 from tests.helpers.artrepo import NAME, OWNER, TRACKING, artbot, issues_for, repo_client, writes
 from tests.helpers.statusdata import fixed_item, install
 from tests.helpers.testsandbox import TestSandbox
@@ -88,3 +88,30 @@ def test_150_comments_cause_no_repeat_status_comment(art: TestSandbox, root: Pat
     assert len(comments) == 150
     assert [c["body"] for c in comments[:2]] == ["comment 0", "comment 1"]  # oldest first
     assert "**Fixed in 0.5.21**" in art.get_issue(OWNER, NAME, number)["body"]
+
+
+def test_an_issue_whose_body_would_pass_githubs_limit_is_reported_and_skipped(
+    art: TestSandbox, root: Path
+) -> None:
+    """#53, attack 7: a status record holding 400 "fix" lines per claim (as a release's code
+    wrote them) grew item 4's body past GitHub's 65,536 characters; the sync stopped there,
+    and so did every scheduled sync. Now that issue is reported and skipped, the rest synced."""
+    catalog = load_catalog(root)
+    assert artbot(art, root, "open", "--item", "4").exit_code == 0
+    assert artbot(art, root, "open", "--item", "6").exit_code == 0
+    hostile = fixed_item(catalog.get(4))
+    line = SourceLine(path="art/loss.py", line=1, look_for="x = 1  # " + "y" * 900)
+    for n, point in enumerate(hostile.points[1:], 1):  # each release's point
+        claims = {
+            cid: c.model_copy(update={"fix": FixEvidence(lines=[line] * 400)})
+            for cid, c in point.claims.items()
+        }
+        hostile.points[n] = point.model_copy(update={"claims": claims})
+    install(root, catalog.get(4), hostile)
+    install(root, catalog.get(6), fixed_item(catalog.get(6)))
+    [four], [six] = issues_for(art, 4), issues_for(art, 6)
+    result = artbot(art, root, "sync")
+    assert result.exit_code == 0, result.output
+    assert "item 4: not synced: " in result.output and "GitHub's limit is 65,536" in result.output
+    assert art.get_issue(OWNER, NAME, four["number"])["body"] == four["body"]
+    assert art.get_issue(OWNER, NAME, six["number"])["body"] != six["body"]  # synced

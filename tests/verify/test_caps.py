@@ -148,7 +148,7 @@ def test_parse_results_sends_every_text_of_the_child_through_the_sanitizer(tmp_p
             }
         ]
     }
-    tree = SimpleNamespace(label="t")
+    tree = SimpleNamespace(label="t", package_dir=tmp_path / "art", packages=("art",))
     [result] = parse_results(data, {7: {"c"}}, tree)  # type: ignore[arg-type]
     assert result.detail == REFUSED and result.ran == (REFUSED,)
     assert result.claims["c"].detail == REFUSED and result.scope == "fine"

@@ -8,6 +8,7 @@ code would; nothing here is a mock of the attack.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from artbot.verify.code import CodeStatus
+from artbot.verify.limits import MB, Limits
 from tests.helpers.confine import ENV, catalog, confined_here, run_apart, tree_with
 
 pytestmark = [pytest.mark.e2e, pytest.mark.repro]
@@ -30,19 +32,12 @@ FORGED = {
     ]
 }
 
-# Attack 3: once the check has written its results, the file is replaced by a link to a file
-# outside the confinement that artbot's process can read (here: one holding a forged verdict).
+# Attack 3: the release leaves a link where a results file would be, to a file outside the
+# confinement that artbot's process can read (here: one holding a forged verdict).
 SYMLINK = """
-import os, pathlib
-target = {target!r}
-write_text = pathlib.Path.write_text
-def swap(self, *args, **kwargs):
-    n = write_text(self, *args, **kwargs)
-    if self.name == "results.json":
-        os.remove(self)
-        os.symlink(target, self)
-    return n
-pathlib.Path.write_text = swap
+import os
+for name in ("results.json", "report.xml"):
+    os.symlink({target!r}, name)
 """
 
 
@@ -53,22 +48,21 @@ def test_a_results_file_replaced_by_a_link_is_not_followed(place: Path) -> None:
     tree = tree_with(place / "t", SYMLINK.format(target=str(forged)))
     [result], said = run_apart(place, tree)
     confined_here(said)
+    # The results come over the pipe the check inherited: the link is never opened.
     assert result.status is CodeStatus.could_not_run, result
-    assert "forged" not in result.detail and "no results" in result.detail
+    assert "forged" not in result.detail and "has no attribute" in result.detail
 
 
 # The release rewrites the results it hands back (the check runs in its process).
 REWRITE = """
-import json, pathlib
-write_text = pathlib.Path.write_text
-def rewrite(self, text, *args, **kwargs):
-    if self.name == "results.json":
-        data = json.loads(text)
+import json
+dumps = json.dumps
+def rewrite(data, *args, **kwargs):
+    if isinstance(data, dict) and "results" in data:
         change = {change}
         change(data)
-        text = json.dumps(data)
-    return write_text(self, text, *args, **kwargs)
-pathlib.Path.write_text = rewrite
+    return dumps(data, *args, **kwargs)
+json.dumps = rewrite
 """
 COMMANDS = "lambda d: d['results'][0].update(detail='``` ##[add-mask]x ::stop-commands::tok')"
 
@@ -90,3 +84,94 @@ def test_workflow_commands_and_fences_in_the_checks_text_reach_no_log_line(place
     for line in lines:
         assert "##[" not in line and "::" not in line, line
         assert not line.lstrip().startswith(("```", "~~~")), line
+
+
+def _fix_lines(look_for: str) -> str:
+    """A change that makes item 7's result "fixed", resting on 400 invented fix lines."""
+    lines = [{"path": "art/loss.py", "line": 1, "look_for": look_for}] * 400
+    claim = {"verdict": "fixed", "detail": "x", "method": "ran", "fix": {"lines": lines}}
+    claims = {"policy-ratio-applied-twice": claim}
+    result = {"item": 7, "status": "fixed", "detail": "x", "claims": claims}
+    return f"lambda d: d.update(results=[{result!r}])"
+
+
+@pytest.mark.parametrize("look_for", ["invented by the release", ""])
+def test_fix_lines_the_release_invents_or_piles_up_are_refused_here(
+    place: Path, look_for: str
+) -> None:
+    """Attack 7: a release's code recorded 400 invented "fix" lines per claim. Each line is
+    checked again in artbot's process against the release, and a claim cites at most 8."""
+    tree = tree_with(place / "t", REWRITE.format(change=_fix_lines(look_for)))
+    [result], said = run_apart(place, tree)
+    confined_here(said)
+    assert result.status is CodeStatus.could_not_run, result
+    assert not result.claims and "no valid results" in result.detail
+
+
+# Attack 1 (and 2's memfds): the kernel's namespace surface and memory no cap counts. Each
+# call is tried for real from the release's code; what the kernel answered is reported back.
+KERNEL = """
+import ctypes, errno, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+tried = {}
+def call(name, result):
+    code = errno.errorcode.get(ctypes.get_errno(), "?")
+    tried[name] = "ok" if result >= 0 else code
+call("unshare user", libc.unshare(0x10000000))
+call("unshare net", libc.unshare(0x40000000))
+call("mount tmpfs", libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, None))
+call("setns", libc.setns(0, 0))
+call("bpf", libc.syscall(321, 0, 0, 0))
+call("keyctl", libc.syscall(250, 0, 0, 0, 0, 0))
+call("ptrace", libc.syscall(101, 0, 0, 0, 0))
+call("io_uring_setup", libc.syscall(425, 1, 0))
+try:
+    os.close(os.memfd_create("big"))
+    tried["memfd_create"] = "ok"
+except OSError as exc:
+    tried["memfd_create"] = errno.errorcode.get(exc.errno, "?")
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+tried["fork"] = "ok" if os.waitpid(pid, 0)[1] == 0 else "failed"
+raise RuntimeError("tried " + json.dumps(tried, sort_keys=True))
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the attack's numbers are x86_64's")
+def test_the_release_can_make_no_namespace_mount_or_memfd(place: Path) -> None:
+    """Attack 1: the release's code made a user namespace inside the confinement and got
+    every capability back; attack 2: it held 4.5 GB in memfds, which no cap counts."""
+    tree = tree_with(place / "t", KERNEL)
+    [result], said = run_apart(place, tree)
+    confined_here(said)
+    assert "seccomp" in said
+    tried = json.JSONDecoder().raw_decode(result.detail.split("tried ", 1)[1])[0]
+    assert tried.pop("fork") == "ok"  # an ordinary process still works
+    assert set(tried.values()) == {"EPERM"}, tried
+
+
+FILL = """
+import errno, os
+written, error = 0, None
+chunk = b"x" * (1 << 20)
+try:
+    for n in range(256):
+        with open(f"fill-{n}", "wb") as out:
+            out.write(chunk)
+        written += len(chunk)
+except OSError as exc:
+    error = errno.errorcode.get(exc.errno, "?")
+raise RuntimeError(f"filled {written} {error}")
+"""
+
+
+def test_the_scratch_folder_has_a_size_in_all(place: Path) -> None:
+    """Attack 2: the scratch folder had no total size (only each file was capped); and the
+    memory cap, one per process, was said as if it held for the whole check."""
+    limits = Limits(scratch_bytes=16 * MB)
+    [result], said = run_apart(place, tree_with(place / "t", FILL), limits)
+    confined_here(said)
+    written, error = result.detail.split("filled ", 1)[1].split()[:2]
+    assert int(written) <= 16 * MB and error == "ENOSPC", result.detail
+    assert "of memory per process" in said and "s of CPU per process" in said
