@@ -154,7 +154,7 @@ def test_at_a_terminal_artbot_test_prints_the_answer_and_refuses_what_does_not_a
         cli, ["--root", str(REPO), "test", "--item", "801", "--patch", str(stale)], env=NO_TOKEN
     )
     assert refused.exit_code == 2
-    assert "not run: `src/art/loss.py: the hunk -1,1 +1,1 does not apply" in refused.output
+    assert "not run: src/art/loss.py: the hunk -1,1 +1,1 does not apply" in refused.output
 
 
 def test_a_second_request_about_the_same_item_and_release_runs_the_release_once() -> None:
