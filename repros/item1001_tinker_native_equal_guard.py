@@ -16,9 +16,14 @@ another backend. The finding holds when any member of such a group, or of one ne
 members are 2.3e-10 apart (the same per-step rewards summed in another order), gets
 |advantage| > 1e-6; or when rewards that really differ ([0, 0, 1], and 1 apart near 1.5e6)
 get none (a function that zeroes every group tells noise from signal no better).
-The suggested fix, applied beside it: the same arithmetic in float64 (the other backends' GRPO
-advantage in preprocessing/tokenize.py works in Python floats), so noise of 2e-12 gives a std far
-below 1e-8 and zeros.
+The suggested fix, applied beside it: the equality guard relative to the rewards' magnitude
+(``math.isclose(r, rewards[0], rel_tol=1e-9, abs_tol=1e-12)``), so noise of 2e-12 at 0.22, or of
+2.3e-10 at 1.5e6, counts as equal and gets zeros; ``repros/controls/item1001.toml`` applies the
+same edit to ART's code. Computing in float64 instead is not a fix: with the absolute 1e-12 guard
+and 1e-8 std floor kept, ulp noise near 1.1e8 still gets advantages of 1
+(``adversarial/item1001_half_fix_float64_only.toml``). Nor do the other backends have a sounder
+guard to copy: 0.5.21's ``utils/grpo.py`` ``rewards_have_zero_variance`` is the same absolute
+1e-12 test.
 
 Assumptions: ``normalize_advantages=True`` (the default). ``check_art`` runs ART's own
 ``compute_advantages`` on the same groups.
@@ -27,6 +32,7 @@ Assumptions: ``normalize_advantages=True`` (the default). ``check_art`` runs ART
 from __future__ import annotations
 
 import math
+import random
 import struct
 import sys
 from collections.abc import Callable
@@ -34,13 +40,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
 import _domain  # noqa: E402
 import _evidence  # noqa: E402
 import _reward_noise  # noqa: E402
+import _tinker_datums  # noqa: E402
 import item10_sample_std  # noqa: E402
 
 GROUPS = ([0.22, 0.22, 0.22 + 2e-12], [0.15] * 7 + [0.15 + 5e-12])
@@ -56,9 +61,17 @@ CONTROLS = ([0.22, 0.22, 0.22], [0.0, 0.0, 1.0])
 TOLERANCE = 1e-6
 
 
-# 0.5.21's compute_advantages (FP32), and the same arithmetic in float64 (item 10's model).
+# 0.5.21's compute_advantages (FP32, item 10's model), and with the suggested relative guard.
 released = item10_sample_std.make_compute_advantages(fixed=True)
-suggested = item10_sample_std.make_compute_advantages(fixed=True, dtype=torch.float64)
+
+
+def suggested(rewards: list[float], normalize_advantages: bool = True) -> list[float]:
+    """The suggested fix: rewards equal to the first up to a relative 1e-9 (1e-12 near 0) are
+    an equal group (zeros); otherwise 0.5.21's arithmetic."""
+    if all(math.isclose(r, rewards[0], rel_tol=1e-9, abs_tol=1e-12) for r in rewards[1:]):
+        return [0.0] * len(rewards)
+    return released(rewards, normalize_advantages)
+
 
 
 def measure(impl: Callable[..., list[float]] | None = None) -> dict[str, list[float]]:
@@ -98,7 +111,7 @@ def build_report() -> _common.Report:
         "(L32-L46; the 1e-12 guard at L37); follows audit item 10",
         setting={
             "normalize_advantages": True,
-            "fix": "the same arithmetic in float64",
+            "fix": "the equality guard relative to the rewards' magnitude",
         },
     )
     for group in (*GROUPS, *CONTROLS):
@@ -121,10 +134,11 @@ def build_report() -> _common.Report:
 # signal (max |advantage| >= 0.5: normalized advantages of distinct rewards have a mean square
 # of 1, so some member is at least 1 with the population std, 0.71 with the sample std).
 COVERS = (
-    "group sizes 2-64, common reward 1e-3 to 1e8 (either sign); noise: per-step sums in "
-    "other orders, neighbours up to 8 ulps, relative spread up to 1e-11, also straddling an "
-    "FP32 midpoint or a 6-12 digit decimal rounding boundary -> |advantage| <= 1e-6; signal: "
-    "spread 1e-6 to 1 of max(|reward|, 1) -> max |advantage| >= 0.5"
+    "trajectory_groups_to_datums, normalize_advantages both ways; groups of 2-128, reward "
+    "1e-3 to 1e8, either sign; noise: per-step sums reordered, neighbours up to 8 ulps, "
+    "relative spread up to 1e-11, across an FP32 midpoint or a 6-12 digit decimal boundary -> "
+    "|advantage| <= 1e-6 (x max(|r|, 1) unnormalized); signal: spread 1e-6 to 1 of max(|r|, "
+    "1) -> max |advantage| >= 0.5 (0.4 x spread unnormalized)"
 )
 SIGNAL_FLOOR = 0.5
 NOISE_KINDS = (
@@ -185,22 +199,44 @@ def _signal_group(rng: Any, n: int, value: float) -> list[float]:
 
 
 def _sample(rng: Any) -> dict[str, Any]:
-    n = rng.choice((rng.randint(2, 64), rng.choice((2, 3, 8, 64))))
+    n = rng.choice((rng.randint(2, 128), rng.choice((2, 3, 8, 64, 128))))
     value = rng.choice((-1.0, 1.0, 1.0)) * 10 ** rng.uniform(-3, 8)
+    normalize = rng.random() < 0.7
     if rng.random() < 0.7:
         how = rng.choice(NOISE_KINDS)
-        return {"kind": "noise", "made by": how, "rewards": _noise_group(rng, n, value, how)}
-    return {"kind": "signal", "rewards": _signal_group(rng, n, value)}
+        rewards = _noise_group(rng, n, value, how)
+        return {
+            "normalize_advantages": normalize,
+            "kind": "noise",
+            "made by": how,
+            "rewards": rewards,
+        }
+    return {
+        "normalize_advantages": normalize,
+        "kind": "signal",
+        "rewards": _signal_group(rng, n, value),
+    }
 
 
 def _edges() -> list[dict[str, Any]]:
+    """The record's groups, both ways; then each kind of noise at the largest group, 128."""
     noise = [list(g) for g in (*GROUPS, *AT_SCALE, CONTROLS[0])]
     for boundary in (fp32_midpoint(0.22), decimal_boundary(0.22, 9)):  # 2e-12 across each
         noise.append([boundary - 1e-12, boundary - 1e-12, boundary + 1e-12])
     signal = [list(g) for g in DISTINCT]
-    return [{"kind": "noise", "rewards": g} for g in noise] + [
-        {"kind": "signal", "rewards": g} for g in signal
+    out = [
+        {"normalize_advantages": normalize, "kind": kind, "rewards": g}
+        for normalize in (True, False)
+        for kind, groups in (("noise", noise), ("signal", signal))
+        for g in groups
     ]
+    rng = random.Random(1001)
+    for how in NOISE_KINDS:
+        rewards = _noise_group(rng, 128, rng.uniform(1e-3, 1e8), how)
+        out.append(
+            {"normalize_advantages": True, "kind": "noise", "made by": how, "rewards": rewards}
+        )
+    return out
 
 
 def _is_signal(rewards: list[float]) -> bool:
@@ -211,18 +247,25 @@ def _is_signal(rewards: list[float]) -> bool:
 
 
 def advantage_property(compute: Callable[..., list[float]], case: dict[str, Any]) -> Any:
+    """``compute`` has ``compute_advantages``' signature: ``_tinker_datums.one_group`` gives
+    the datums' advantages of ART's caller in that form (0 for a group with no datum)."""
+    rewards, normalize = list(case["rewards"]), case.get("normalize_advantages", True)
     try:
-        got = compute(list(case["rewards"]), normalize_advantages=True)
+        got = compute(rewards, normalize_advantages=normalize)
     except Exception as exc:
         return _domain.Failure(f"raised {type(exc).__name__}", "advantages")
+    # Unnormalized advantages are rewards minus their mean: held to a bound at their scale.
+    scale = 1.0 if normalize else max(max(map(abs, rewards)), 1.0)
     if case["kind"] == "noise":
         worst = max((abs(a) if math.isfinite(a) else math.inf for a in got), default=0.0)
-        return _domain.Failure(float(f"{worst:.4g}"), TOLERANCE) if worst > TOLERANCE else None
+        bound = TOLERANCE * scale
+        return _domain.Failure(float(f"{worst:.4g}"), bound) if worst > bound else None
+    floor = SIGNAL_FLOOR if normalize else 0.4 * (max(rewards) - min(rewards))
     top = max((abs(a) for a in got if math.isfinite(a)), default=0.0)
     finite = all(math.isfinite(a) for a in got)
-    if top >= SIGNAL_FLOOR and finite:
+    if top >= floor and finite:
         return None
-    return _domain.Failure(float(f"{top:.4g}") if finite else "not finite", f">= {SIGNAL_FLOOR}")
+    return _domain.Failure(float(f"{top:.4g}") if finite else "not finite", f">= {floor:.3g}")
 
 
 def _shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
@@ -242,13 +285,19 @@ def search_domain(compute: Callable[..., list[float]], *, seed: int = 0) -> Any:
         holds=lambda case: advantage_property(compute, case),
         shrink=_shrink,
         seed=seed,
-        max_inputs=1000,
+        max_inputs=600,
     )
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """The property over COVERS with ART's own ``compute_advantages`` from ``art``."""
-    compute = art.load("tinker_native/data.py").compute_advantages
+    """The property over COVERS through ART's ``trajectory_groups_to_datums`` (the only caller
+    of ``compute_advantages``, entered as TinkerNativeBackend.train calls it; see
+    ``_tinker_datums``): the advantages of the datums ART trains on."""
+
+    def run(groups: list[list[float]], *, normalize_advantages: bool) -> Any:
+        return _tinker_datums.advantages(art, groups, normalize_advantages=normalize_advantages)
+
+    compute = _tinker_datums.one_group(run)
     measured = measure(compute)
     first = str(GROUPS[0])
     found = search_domain(compute)
@@ -265,11 +314,13 @@ def check_art(art: Any) -> dict[str, Any]:
         _evidence.function(art, "tinker_native/data.py", "compute_advantages"),
     ]
     claim = _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
-    return _evidence.one_claim(
+    out = _evidence.one_claim(
         "near-equal-group-full-advantage",
         claim,
-        f"{art.name}/tinker_native/data.py:compute_advantages",
+        f"{art.name}/tinker_native/data.py:trajectory_groups_to_datums",
     )
+    out["ran"] = _tinker_datums.ran(art)
+    return out
 
 
 if __name__ == "__main__":
