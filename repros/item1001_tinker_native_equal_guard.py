@@ -1,6 +1,15 @@
-"""Follow-up 1001 (artbot's own, found while checking the fix for audit item 10): tinker_native's
-equal-reward guard is an absolute 1e-12, so a group equal up to float noise still gets a
-full-scale advantage.
+"""Follow-up 1001 (artbot's own, found while checking the fixes for audit items 10 and 3): ART's
+equal-reward guards are an absolute 1e-12, so a group equal up to float noise still gets a
+full-scale advantage, and a group of equal -inf rewards gets NaN.
+
+Two paths, one mechanism (issue #51 moved the packed path's two cases here from item 3, whose
+line stays the audit's): tinker_native's ``compute_advantages`` (below), and on the other
+backends ``tokenize_trajectory_groups``' advantages with 0.5.21's
+``utils/grpo.py`` ``rewards_have_zero_variance`` (``abs(r - first) <= 1e-12``) followed by pack
+normalization (``item03_equal_reward_groups.run_batch``, whose docstring gives the path): four
+rewards near 9437.6 equal by construction but summed in another order are one ulp (1.8e-12)
+apart, outside 1e-12, and train at full scale after packing; for [-inf] x 4, -inf - -inf is NaN,
+so the guard is False and the NaN advantages are not dropped.
 
 Models ``compute_advantages`` of ART's ``art/tinker_native/data.py`` as released in openpipe-art
 0.5.21 and 0.5.23 (lines 32-46): line 37 returns zeros when every reward lies within an absolute
@@ -44,8 +53,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
 import _domain  # noqa: E402
 import _evidence  # noqa: E402
+import _grpo_property  # noqa: E402
 import _reward_noise  # noqa: E402
 import _tinker_datums  # noqa: E402
+import item03_equal_reward_groups as item03  # noqa: E402
 import item10_sample_std  # noqa: E402
 
 GROUPS = ([0.22, 0.22, 0.22 + 2e-12], [0.15] * 7 + [0.15 + 5e-12])
@@ -71,7 +82,6 @@ def suggested(rewards: list[float], normalize_advantages: bool = True) -> list[f
     if all(math.isclose(r, rewards[0], rel_tol=1e-9, abs_tol=1e-12) for r in rewards[1:]):
         return [0.0] * len(rewards)
     return released(rewards, normalize_advantages)
-
 
 
 def measure(impl: Callable[..., list[float]] | None = None) -> dict[str, list[float]]:
@@ -101,14 +111,31 @@ def noise_gets_advantage(measured: dict[str, list[float]]) -> bool:
     return bool(noisy_groups(measured))
 
 
+def packed_0521(rewards: Any, scale_rewards: bool = True) -> list[float | None]:
+    """The packed path's advantages as released in 0.5.21: zero (dropped) when every reward
+    is within an absolute 1e-12 of the first (``rewards_have_zero_variance``)."""
+    if item03.zero_variance_0521(rewards):
+        return [None] * len(rewards)
+    return item03.grpo_advantages(rewards, scale_rewards)
+
+
+def measure_packed(advantages: Any = packed_0521, pack: Any = item03.fixed_pack) -> dict[str, Any]:
+    """The -inf and near-equal batches through the packed path (0.5.21's model by default)."""
+    measured = item03.measure(advantages, pack)
+    return {"near_equal": measured["near_equal"], "neg_inf": measured["neg_inf"]}
+
+
 def build_report() -> _common.Report:
-    """Follow-up 1001: near-equal reward groups on tinker_native."""
+    """Follow-up 1001: near-equal and -inf reward groups, on tinker_native and the packed path."""
     as_released, fixed = measure(), measure(suggested)
     report = _common.Report(
         item="1001",
-        title="tinker_native gives a group equal up to float noise a full-scale advantage",
+        title="ART's absolute 1e-12 equal-reward guard: float-noise rewards train at full "
+        "scale, -inf NaN",
         models="art/tinker_native/data.py compute_advantages as released in 0.5.21 and 0.5.23 "
-        "(L32-L46; the 1e-12 guard at L37); follows audit item 10",
+        "(L32-L46; the 1e-12 guard at L37); art/utils/grpo.py rewards_have_zero_variance with "
+        "tokenize.py's advantages and pack.py's normalization as in 0.5.21; follows audit items "
+        "10 and 3",
         setting={
             "normalize_advantages": True,
             "fix": "the equality guard relative to the rewards' magnitude",
@@ -125,7 +152,27 @@ def build_report() -> _common.Report:
         "The near-equal groups are one FP32 value each; their FP32 mean is an ulp off, which "
         "the population std (above the 1e-8 floor) scales to +1 for every member."
     )
+    packed, packed_fixed = measure_packed(), measure_packed(item03.grpo_advantages_fixed)
+    q, qf = packed["near_equal"], packed_fixed["near_equal"]
+    report.measure(
+        f"packed path, {item03.NEAR_EQUAL_SHOWN}, alone: packed advantage, min..max",
+        item03._span(q["equal_group"]),
+        fixed=item03._span(qf["equal_group"]) if qf["trained"] else "no training step",
+        note="rewards 1.8e-12 apart, outside the absolute 1e-12",
+    )
+    i, fi = packed["neg_inf"], packed_fixed["neg_inf"]
+    report.measure(
+        "packed path, 4 x -inf next to [0, 1, 0, 1]: NaN packed advantages",
+        f"{i['nan_tokens']} of {i['assistant_tokens']} tokens",
+        fixed=f"{fi['nan_tokens']} of {fi['assistant_tokens']} tokens",
+        note="-inf - -inf is NaN, so 0.5.21's guard calls the group not equal: "
+        f"{not item03.zero_variance_0521(item03.NEG_INF[0])}",
+    )
     report.claim("near-equal-group-full-advantage", noise_gets_advantage(as_released))
+    for claim_id, hit in item03.follow_up_verdicts(
+        item03.measure(packed_0521, item03.fixed_pack)
+    ).items():
+        report.claim(claim_id, hit)
     return report
 
 
@@ -313,14 +360,47 @@ def check_art(art: Any) -> dict[str, Any]:
         ),
         _evidence.function(art, "tinker_native/data.py", "compute_advantages"),
     ]
-    claim = _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
-    out = _evidence.one_claim(
-        "near-equal-group-full-advantage",
-        claim,
-        f"{art.name}/tinker_native/data.py:trajectory_groups_to_datums",
-    )
-    out["ran"] = _tinker_datums.ran(art)
-    return out
+    claims = {
+        "near-equal-group-full-advantage": _evidence.claim(
+            not found.holds, detail, method="ran", at=at, domain=found.domain()
+        )
+    }
+    packed, ran = packed_claims(art)
+    claims.update(packed)
+    return {
+        "claims": claims,
+        "detail": "; ".join(c["detail"] for c in claims.values()),
+        "ran": _tinker_datums.ran(art) + ran,
+        "method": "ran",
+    }
+
+
+def packed_claims(art: Any) -> tuple[dict[str, Any], list[str]]:
+    """The packed path's two claims (``_grpo_property``'s domains, through item 3's path:
+    ART's advantage statements in ``tokenize.py``'s namespace, and ART's packer)."""
+    advantages, pack, where, ran = item03.art_path(art)
+    measured = item03.measure(advantages, pack_impl=pack)
+    found = item03.search_claims(_grpo_property.FOLLOW_UP, advantages, pack)
+    inf = measured["neg_inf"]
+    details = {
+        "nan-advantages-from-non-finite-rewards": f"4 x -inf next to [0, 1, 0, 1]: "
+        f"{inf['nan_tokens']} NaN of {inf['assistant_tokens']} tokens",
+        "full-scale-advantage-for-near-equal-reward-groups": item03.trained(
+            measured["near_equal"]["equal_group"], item03.NEAR_EQUAL_SHOWN + " alone"
+        ),
+    }
+    at, dropped = item03.where_at(art, where)
+    return {
+        cid: _evidence.claim(
+            not found[cid].holds,
+            f"{found[cid].summary()}; {text}",
+            method="ran",
+            at=at,
+            fix=dropped,
+            domain=found[cid].domain(),
+        )
+        for cid, text in details.items()
+    }, ran
 
 
 if __name__ == "__main__":
