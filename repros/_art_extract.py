@@ -125,8 +125,14 @@ def _drops(stmt: ast.stmt) -> bool:
     return any(isinstance(n, ast.Continue) for n in ast.walk(stmt))
 
 
-def advantage_block(art: Any) -> tuple[Callable[[Sequence[float], bool], list[float | None]], str]:
+def advantage_block(
+    art: Any, module_globals: dict[str, Any] | None = None
+) -> tuple[Callable[[Sequence[float], bool], list[float | None]], str]:
     """The GRPO advantage of ``tokenize_trajectory_groups``, from the release's source.
+
+    ``module_globals``: the namespace of ``tokenize.py`` imported whole (``art.load``); the
+    statements' free names then resolve as in ART (a helper or table defined in the same file
+    too), else from the file's imports only.
 
     Taken from the function's ``for ... in enumerate(trajectory_groups)`` loop: the statements
     before its ``for trajectory in group`` loop that compute the group's statistics, and that
@@ -174,7 +180,7 @@ def advantage_block(art: Any) -> tuple[Callable[[Sequence[float], bool], list[fl
     assert isinstance(loop, ast.For)
     loop.body[1:1] = body
     fn.body[1:1] = before
-    space = _namespace(art, relpath, text, _free_names([*before, *body]))
+    space = _namespace(art, relpath, text, _free_names([*before, *body]), module_globals)
     _compile(art, relpath, ast.Module(body=[fn], type_ignores=[]), space)
     run = space["_artbot_advantages"]
 

@@ -67,14 +67,14 @@ def tokenize_batch(
     """Model of tokenize_trajectory_groups for one-completion trajectories (L741-L952)."""
     records: list[TokenizedRecord] = []
     for prompt_id, rewards in enumerate(groups):
-        # Token ids unique per group and per completion for groups of up to 98 trajectories.
-        prompt = [100_000 * (prompt_id + 1) + i for i in range(PROMPT_LEN)]
+        # Token ids unique per group and per completion for groups of up to 998 trajectories.
+        prompt = [1_000_000 * (prompt_id + 1) + i for i in range(PROMPT_LEN)]
         group: list[TokenizedRecord] = []
         for index, advantage in enumerate(advantages_impl(rewards, scale_rewards)):
             if advantage is None:
                 continue
             n = COMPLETION_LENS[index % len(COMPLETION_LENS)]
-            completion = [100_000 * (prompt_id + 1) + 1000 * (index + 1) + k for k in range(n)]
+            completion = [1_000_000 * (prompt_id + 1) + 1000 * (index + 1) + k for k in range(n)]
             group.append(
                 TokenizedRecord(
                     token_ids=prompt + completion,

@@ -2,10 +2,11 @@
 ``_tinker_train.run_train`` (ART's packer and ``TinkerService.train`` with a stand-in client).
 
 - ``one-optimizer-step-per-packed-row``: one ART step (one ``train`` call) over a group of
-  ``branches`` (1-8) trajectories packed one per row (``pack_results=False``, the Tinker path's
+  ``branches`` trajectories packed one per row (``pack_results=False``, the Tinker path's
   layout) takes one optimizer step: the audit's fix, "accumulate forward_backward over rows and
-  step once". A counterexample is a row count whose step count is not 1 (stepping every second
-  row fails at three rows).
+  step once". Groups of 1-128 (GRPO's realistic sizes, issue #50: a fake stepping every eighth
+  row gave two steps for 9 trajectories, past the old 1-8). A counterexample is a row count
+  whose step count is not 1 (stepping every second row fails at three rows).
 - ``wrong-per-datum-masks``: with ``pack_results=True``, a group of ``branches`` (2-6)
   completions of 1-6 tokens after a prompt ART's packer shares (its minimum shared segment plus
   ``extra`` 1-32 tokens): every trainable token is scored in its own context (the record's
@@ -21,8 +22,8 @@ import _domain
 import _tinker_train
 
 COVERS = {
-    "one-optimizer-step-per-packed-row": "one train call over 1-8 trajectories, one per packed "
-    "row (pack_results=False) -> one optimizer step",
+    "one-optimizer-step-per-packed-row": "one train call over 1-128 trajectories (9, 64 and "
+    "128 among the edges), one per packed row (pack_results=False) -> one optimizer step",
     "wrong-per-datum-masks": "pack_results=True, 2-6 branches of 1-6 tokens after a shared "
     "prompt of the packer's minimum + 1-32 tokens -> every trainable token in its own context",
 }
@@ -75,7 +76,8 @@ def search(art: Any, claim: str, shared: int) -> Any:
 
     def draw(rng: Any) -> dict[str, Any]:
         if claim == "one-optimizer-step-per-packed-row":
-            return {"completion lengths": [rng.randint(1, 6) for _ in range(rng.randint(1, 8))]}
+            count = rng.choice((rng.randint(1, 8), rng.randint(9, 128)))
+            return {"completion lengths": [rng.randint(1, 6) for _ in range(count)]}
         return {
             "extra": rng.randint(1, 32),
             "completion lengths": [rng.randint(1, 6) for _ in range(rng.randint(2, 6))],
@@ -97,7 +99,7 @@ def search(art: Any, claim: str, shared: int) -> Any:
 
     edges: list[dict[str, Any]]
     if claim == "one-optimizer-step-per-packed-row":
-        edges = [{"completion lengths": [3, 3]}, {"completion lengths": [3, 3, 3]}]
+        edges = [{"completion lengths": [3] * n} for n in (2, 3, 9, 64, 128)]
         holds = steps
     else:
         edges = [{"extra": 16, "completion lengths": [3, 3]}]
@@ -108,5 +110,6 @@ def search(art: Any, claim: str, shared: int) -> Any:
         sample=draw,
         holds=holds,
         shrink=shrink,
-        max_inputs=40,
+        # A step over up to 128 rows costs more than a masks input: fewer, larger inputs.
+        max_inputs=20 if claim == "one-optimizer-step-per-packed-row" else 40,
     )

@@ -27,9 +27,12 @@ every assistant-token advantage of the batch is 0 by the time of that division: 
 case found is ``advantage_balance`` = 1 (or -1) zeroing the tiny advantages of the only
 groups left, so the division is 0 / 0. With ``advantage_balance`` = 0 a finite equal reward
 cannot give NaN here: exact zeros are dropped before packing, and a tiny advantage only
-rounds to 0 in float32 for rewards below about 1e-30. A group whose rewards are all -inf
-gives NaN advantages (-inf - -inf) that survive the ``== 0`` drop and make the normalizer,
-and so every advantage of the batch, NaN.
+rounds to 0 in float32 for rewards below about 1e-30.
+
+Rewards equal up to float noise (one ulp apart near 1e4) and a group of -inf rewards reach the
+same symptoms through ART's equality guard, an absolute 1e-12 (0.5.21+): artbot's cases, not
+the audit's claims, checked by follow-up 1001 on this same path (``item1001``'s check runs
+``run_batch`` below), not counted here (issue #51: the audit's line stays the audit's).
 
 Assumptions:
 
@@ -42,15 +45,11 @@ Assumptions:
   (pack.py L748-L758), so the row layout does not change a packed advantage.
 - The fixed behaviour is 0.5.21's structure with artbot's tolerance (the audit gives no fix): a
   zero-variance group gets advantage 0 (so it is dropped), and the pack divides only by a
-  positive mean. 0.5.21 calls a group zero-variance when every reward is within 1e-12 of the
-  first, which is false for equal infinite rewards (-inf - -inf is NaN) and for rewards equal by
-  construction but summed in another order at rewards near 1e4 (one ulp, 1.8e-12 apart: float
-  noise at that scale; ``_reward_noise``). artbot's test is ``math.isclose(r, first, rel_tol=1e-9,
-  abs_tol=1e-12)``; the same edit is applied to ART's own code by ``repros/controls/item03.toml``.
+  positive mean. artbot's test is ``math.isclose(r, first, rel_tol=1e-9, abs_tol=1e-12)``, which
+  0.5.21's ``abs(r - first) <= 1e-12`` agrees with on exactly equal rewards (the audit's claim);
+  ``repros/controls/item03.toml`` writes it into 0.5.20's code.
 - Each claim has its own batch: an exactly equal group whose mean is not exact (8 x 0.1 beside
-  8 x 1.0), finite equal rewards with ``advantage_balance`` = 1 (8 x 0.7 beside 8 x 1.0), a group
-  of -inf rewards beside a 0/1 group, and four rewards near 9437.6 equal by construction, one
-  summed in another order, alone in its batch (artbot's test of the equality tolerance).
+  8 x 1.0), and finite equal rewards with ``advantage_balance`` = 1 (8 x 0.7 beside 8 x 1.0).
 
 Swappable: ``measure(pack_impl=...)`` takes ART's
 ``art.preprocessing.pack.packed_tensors_from_tokenized_results`` as is; it is called as
@@ -59,8 +58,9 @@ records carrying every field that function reads from a ``TokenizedResult``. The
 block is inline in ``tokenize_trajectory_groups`` (a generator that needs a tokenizer and
 ``Trajectory`` objects); ``measure(advantages_impl=...)`` takes any
 ``(rewards, scale_rewards) -> list[float | None]`` (None: dropped): this script's model, or
-ART's own statements taken from a release's source (``_art_extract.advantage_block``, what
-``check_art`` runs).
+ART's own statements taken from a release's source and run in the namespace of ``tokenize.py``
+imported whole (``_art_extract.advantage_block``, what ``check_art`` runs: a helper defined in
+the same file resolves as in ART).
 
 The models live beside this script and are re-exported by it: ``_grpo_tokenize`` (the
 advantages, the fix, the tokenized records) and ``_grpo_pack`` (the packer); this file builds
@@ -226,15 +226,22 @@ def _full_scale(g: dict[str, Any], *, every_token: bool) -> bool:
 
 
 def claim_verdicts(m: dict[str, Any]) -> dict[str, bool]:
-    """Per claim, each from its own batch: an exactly equal group whose mean is not exact
-    trains at |advantage| > 0.5 on every token (full-scale batch); finite equal rewards give
-    NaN (balance batch); a group of -inf rewards gives NaN; a group equal up to float noise
-    (1.8e-12, outside 0.5.21's 1e-12) trains at |advantage| > 0.5 on some token."""
+    """Per claim of the audit, each from its own batch: an exactly equal group whose mean is
+    not exact trains at |advantage| > 0.5 on every token (full-scale batch); finite equal
+    rewards give NaN (balance batch)."""
     return {
         "full-scale-advantage-for-equal-reward-groups": _full_scale(
             m["full_scale"]["equal_group"], every_token=True
         ),
         "nan-advantages": m["nan_balance"]["nan_tokens"] > 0,
+    }
+
+
+def follow_up_verdicts(m: dict[str, Any]) -> dict[str, bool]:
+    """Follow-up 1001's two claims on this path: a group of -inf rewards gives NaN; a group
+    equal up to float noise (1.8e-12, outside 0.5.21's 1e-12) trains at |advantage| > 0.5 on
+    some token."""
+    return {
         "nan-advantages-from-non-finite-rewards": m["neg_inf"]["nan_tokens"] > 0,
         "full-scale-advantage-for-near-equal-reward-groups": _full_scale(
             m["near_equal"]["equal_group"], every_token=False
@@ -263,8 +270,6 @@ def build_report() -> _common.Report:
             "full-scale batch rewards": [FULL_SCALE[0][0], FULL_SCALE[1][0]],
             "mixed batch rewards": list(map(list, MIXED)),
             "NaN batch rewards, advantage_balance=1.0": [NAN_BALANCE[0][0], NAN_BALANCE[1][0]],
-            "-inf batch rewards": list(map(list, NEG_INF)),
-            "near-equal batch rewards": list(map(list, NEAR_EQUAL)),
         },
     )
     report.measure(
@@ -305,23 +310,6 @@ def build_report() -> _common.Report:
         audit="or NaN",
         note=f"rewards 8 x 1.0 and 8 x 0.7, whose advantage is {n['raw_advantage']:.3g}",
     )
-    i, fi = cited["neg_inf"], fixed["neg_inf"]
-    report.measure(
-        "-inf batch: NaN packed advantages",
-        f"{i['nan_tokens']} of {i['assistant_tokens']} tokens",
-        fixed=f"{fi['nan_tokens']} of {fi['assistant_tokens']} tokens",
-        note=(
-            "4 x -inf next to a 0/1 group; 0.5.21's zero-variance test alone calls the -inf "
-            f"group zero-variance: {zero_variance_0521(NEG_INF[0])}"
-        ),
-    )
-    q, qf = cited["near_equal"], fixed["near_equal"]
-    report.measure(
-        f"near-equal batch, {NEAR_EQUAL_SHOWN}, alone: packed advantage, min..max",
-        _span(q["equal_group"]),
-        fixed=_span(qf["equal_group"]) if qf["trained"] else "no training step",
-        note="artbot's test of the equality tolerance: rewards 1.8e-12 apart, outside 1e-12",
-    )
     report.note(
         "An equal-reward group trains at full scale only when nothing else in the step has a "
         "spread; next to one real group its advantage is about 1e-11 of that group's, but its "
@@ -331,7 +319,7 @@ def build_report() -> _common.Report:
     report.note(
         "NaN with finite rewards needs advantage_balance = +/-1; with the default 0 the "
         "normalizer is 0 only if every trainable advantage is 0, and exact zeros are dropped "
-        "before packing. A group of -inf rewards (equal too) counts toward the NaN claim."
+        "before packing. Rewards equal up to float noise and equal -inf rewards: follow-up 1001."
     )
     report.reproduced = is_reproduced(cited)
     for claim_id, hit in claim_verdicts(cited).items():
@@ -353,67 +341,47 @@ def _dropped(value: float | None) -> float | str:
     return "dropped" if value is None else value
 
 
-def _search_claims(advantages: AdvantagesImpl, pack_impl: Callable[..., Any]) -> dict[str, Any]:
+def search_claims(
+    claims: tuple[str, ...], advantages: AdvantagesImpl, pack_impl: Callable[..., Any]
+) -> dict[str, Any]:
     """Each claim's property over its part of the domain (``_grpo_property``)."""
 
-    def step(groups: list[list[float]], advantage_balance: float = 0.0) -> dict[str, Any]:
+    def step(
+        groups: list[list[float]], advantage_balance: float = 0.0, scale_rewards: bool = True
+    ) -> dict[str, Any]:
         return run_batch(
             groups,
             advantage_balance=advantage_balance,
+            scale_rewards=scale_rewards,
             advantages_impl=advantages,
             pack_impl=pack_impl,
         )
 
     near = list(NEAR_EQUAL[0])
-    return {cid: _grpo_property.search(cid, step, near) for cid in _grpo_property.COVERS}
+    return {cid: _grpo_property.search(cid, step, near) for cid in claims}
 
 
-def check_art(art: Any) -> dict[str, Any]:
-    """Claim by claim against ART's code in ``art`` (see artbot's verify), each claim from its
-    own batch: the GRPO advantages are ART's own statements of ``tokenize_trajectory_groups``
-    (taken from the release's source and run, ``_art_extract.advantage_block``; with 0.5.21's
-    ``rewards_have_zero_variance`` loaded from ``utils/grpo.py``), and pack normalization is
-    ART's ``packed_tensors_from_tokenized_results``, called with ``pack_results=False`` as
-    LocalBackend does for Tinker (one result per row; the row layout changes no packed
-    advantage, see the module's docstring)."""
+def art_path(art: Any) -> tuple[AdvantagesImpl, Callable[..., Any], str, list[str]]:
+    """ART's advantage statements (run in ``tokenize.py``'s own namespace, the module imported
+    whole), its packer, where the statements are, and what ran."""
+    tokenize = art.load("preprocessing/tokenize.py")
     pack = art.load("preprocessing/pack.py")
-    advantages, where = _art_extract.advantage_block(art)
+    advantages, where = _art_extract.advantage_block(art, vars(tokenize))
     ran = [
-        f"{where} (tokenize_trajectory_groups' advantage statements, from the source, run)",
+        f"{where} (tokenize_trajectory_groups' advantage statements, run in tokenize.py's "
+        "namespace, the module imported whole)",
         f"{art.name}/preprocessing/pack.py:packed_tensors_from_tokenized_results",
     ]
-    if "rewards_have_zero_variance(" in art.source("preprocessing/tokenize.py"):
+    if "rewards_have_zero_variance" in vars(tokenize):
         ran.append(f"{art.name}/utils/grpo.py:rewards_have_zero_variance")
-    measured = measure(advantages, pack_impl=pack.packed_tensors_from_tokenized_results)
-    found = _search_claims(advantages, pack.packed_tensors_from_tokenized_results)
-    verdicts = {cid: not f.holds for cid, f in found.items()}
+    return advantages, pack.packed_tensors_from_tokenized_results, where, ran
 
-    def trained(name: str, batch: str) -> str:
-        group = measured[name]["equal_group"]
-        if not group["tokens"]:
-            return f"{batch}: the group is dropped"
-        return f"{batch}: the group trains on {group['tokens']} tokens at {_span(group)}"
 
-    nan, inf = measured["nan_balance"], measured["neg_inf"]
-    details = {
-        "full-scale-advantage-for-equal-reward-groups": trained(
-            "full_scale", "8 x 1.0 and 8 x 0.1"
-        ),
-        "nan-advantages": f"8 x 1.0 and 8 x 0.7, advantage_balance=1: {nan['nan_tokens']} NaN "
-        f"of {nan['assistant_tokens']} tokens" + ("" if nan["trained"] else " (no step)"),
-        "nan-advantages-from-non-finite-rewards": f"4 x -inf next to [0, 1, 0, 1]: "
-        f"{inf['nan_tokens']} NaN of {inf['assistant_tokens']} tokens",
-        "full-scale-advantage-for-near-equal-reward-groups": trained(
-            "near_equal", NEAR_EQUAL_SHOWN + " alone"
-        )
-        + f"; the same near 1.0 (1.1e-16 apart): {_within_tolerance(advantages)}"
-        + _noise_by_scale(art),
-    }
-
+def where_at(art: Any, where: str) -> tuple[list[Any], list[Any]]:
+    """The claims' lines (the advantage statements, the guard) and the fixing lines."""
     first, last = (int(n) for n in where.rsplit(":", 1)[1].split("-"))
     block = _evidence.span(art, "preprocessing/tokenize.py", first, last)
     guard = _evidence.function(art, "utils/grpo.py", "rewards_have_zero_variance")
-    at = [block, guard]
     dropped = [
         _evidence.lines(
             art,
@@ -422,18 +390,48 @@ def check_art(art: Any) -> dict[str, Any]:
         ),
         guard,
     ]
+    return [block, guard], dropped
+
+
+def trained(group: dict[str, Any], batch: str) -> str:
+    if not group["tokens"]:
+        return f"{batch}: the group is dropped"
+    return f"{batch}: the group trains on {group['tokens']} tokens at {_span(group)}"
+
+
+def check_art(art: Any) -> dict[str, Any]:
+    """The audit's two claims against ART's code in ``art`` (see artbot's verify), each from its
+    own batch and searched over its domain (``_grpo_property``: ``scale_rewards`` both ways,
+    groups up to 128): the GRPO advantages are ART's own statements of
+    ``tokenize_trajectory_groups`` (taken from the release's source and run in the namespace of
+    ``tokenize.py`` imported whole; with 0.5.21's ``rewards_have_zero_variance``), and pack
+    normalization is ART's ``packed_tensors_from_tokenized_results``, called with
+    ``pack_results=False`` as LocalBackend does for Tinker (one result per row; the row layout
+    changes no packed advantage, see the module's docstring)."""
+    advantages, pack, where, ran = art_path(art)
+    measured = measure(advantages, pack_impl=pack)
+    found = search_claims(_grpo_property.AUDIT, advantages, pack)
+    nan = measured["nan_balance"]
+    details = {
+        "full-scale-advantage-for-equal-reward-groups": trained(
+            measured["full_scale"]["equal_group"], "8 x 1.0 and 8 x 0.1"
+        ),
+        "nan-advantages": f"8 x 1.0 and 8 x 0.7, advantage_balance=1: {nan['nan_tokens']} NaN "
+        f"of {nan['assistant_tokens']} tokens" + ("" if nan["trained"] else " (no step)"),
+    }
+    at, dropped = where_at(art, where)
     details = {cid: f"{found[cid].summary()}; {text}" for cid, text in details.items()}
     return {
         "claims": {
             cid: _evidence.claim(
-                verdicts[cid],
+                not found[cid].holds,
                 details[cid],
                 method="ran",
                 at=at,
                 fix=dropped,
                 domain=found[cid].domain(),
             )
-            for cid in verdicts
+            for cid in details
         },
         "detail": "; ".join(details.values()),
         "ran": ran,
@@ -441,37 +439,6 @@ def check_art(art: Any) -> dict[str, Any]:
         "(one completion per trajectory) are artbot's",
         "method": "ran",
     }
-
-
-def _within_tolerance(advantages: AdvantagesImpl) -> str:
-    """The other side of the tolerance: the same construction near 1, inside 0.5.21's 1e-12."""
-    rewards = _reward_noise.summed_two_ways(_reward_noise.STEPS_AT_1)
-    kept = [a for a in advantages(rewards, True) if a is not None]
-    return "dropped" if not kept else f"{len(kept)} of 4 trajectories kept"
-
-
-def _noise_by_scale(art: Any) -> str:
-    """Where the release has them, its ``rewards_have_zero_variance`` run on groups equal by
-    construction at each scale, and tinker_native's ``compute_advantages`` on NEAR_EQUAL."""
-    if not art.source("utils/grpo.py"):
-        return ""
-    guard = art.load("utils/grpo.py").rewards_have_zero_variance
-    kept = _reward_noise.kept_by_scale(guard)
-    out = (
-        f"; ART's rewards_have_zero_variance keeps, of {_reward_noise.GROUPS} such groups "
-        f"({_reward_noise.STEPS} per-step rewards summed in shuffled orders): "
-        + ", ".join(f"{n} near {s:g}" for s, n in kept.items())
-    )
-    if art.source("tinker_native/data.py"):
-        compute = art.load("tinker_native/data.py").compute_advantages
-        advantages = compute(list(NEAR_EQUAL[0]))
-        trained = _reward_noise.kept_by_scale(lambda g: not any(a != 0 for a in compute(g)))
-        out += (
-            "; tinker_native's compute_advantages on the 4 rewards near 9437.6: "
-            f"[{', '.join(f'{a:.3g}' for a in advantages)}], and a nonzero advantage for "
-            + ", ".join(f"{n} near {s:g}" for s, n in trained.items())
-        )
-    return out
 
 
 if __name__ == "__main__":

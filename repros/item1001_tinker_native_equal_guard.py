@@ -1,6 +1,15 @@
-"""Follow-up 1001 (artbot's own, found while checking the fix for audit item 10): tinker_native's
-equal-reward guard is an absolute 1e-12, so a group equal up to float noise still gets a
-full-scale advantage.
+"""Follow-up 1001 (artbot's own, found while checking the fixes for audit items 10 and 3): ART's
+equal-reward guards are an absolute 1e-12, so a group equal up to float noise still gets a
+full-scale advantage, and a group of equal -inf rewards gets NaN.
+
+Two paths, one mechanism (issue #51 moved the packed path's two cases here from item 3, whose
+line stays the audit's): tinker_native's ``compute_advantages`` (below), and on the other
+backends ``tokenize_trajectory_groups``' advantages with 0.5.21's
+``utils/grpo.py`` ``rewards_have_zero_variance`` (``abs(r - first) <= 1e-12``) followed by pack
+normalization (``item03_equal_reward_groups.run_batch``, whose docstring gives the path): four
+rewards near 9437.6 equal by construction but summed in another order are one ulp (1.8e-12)
+apart, outside 1e-12, and train at full scale after packing; for [-inf] x 4, -inf - -inf is NaN,
+so the guard is False and the NaN advantages are not dropped.
 
 Models ``compute_advantages`` of ART's ``art/tinker_native/data.py`` as released in openpipe-art
 0.5.21 and 0.5.23 (lines 32-46): line 37 returns zeros when every reward lies within an absolute
@@ -16,9 +25,14 @@ another backend. The finding holds when any member of such a group, or of one ne
 members are 2.3e-10 apart (the same per-step rewards summed in another order), gets
 |advantage| > 1e-6; or when rewards that really differ ([0, 0, 1], and 1 apart near 1.5e6)
 get none (a function that zeroes every group tells noise from signal no better).
-The suggested fix, applied beside it: the same arithmetic in float64 (the other backends' GRPO
-advantage in preprocessing/tokenize.py works in Python floats), so noise of 2e-12 gives a std far
-below 1e-8 and zeros.
+The suggested fix, applied beside it: the equality guard relative to the rewards' magnitude
+(``math.isclose(r, rewards[0], rel_tol=1e-9, abs_tol=1e-12)``), so noise of 2e-12 at 0.22, or of
+2.3e-10 at 1.5e6, counts as equal and gets zeros; ``repros/controls/item1001.toml`` applies the
+same edit to ART's code. Computing in float64 instead is not a fix: with the absolute 1e-12 guard
+and 1e-8 std floor kept, ulp noise near 1.1e8 still gets advantages of 1
+(``adversarial/item1001_half_fix_float64_only.toml``). Nor do the other backends have a sounder
+guard to copy: 0.5.21's ``utils/grpo.py`` ``rewards_have_zero_variance`` is the same absolute
+1e-12 test.
 
 Assumptions: ``normalize_advantages=True`` (the default). ``check_art`` runs ART's own
 ``compute_advantages`` on the same groups.
@@ -27,6 +41,7 @@ Assumptions: ``normalize_advantages=True`` (the default). ``check_art`` runs ART
 from __future__ import annotations
 
 import math
+import random
 import struct
 import sys
 from collections.abc import Callable
@@ -34,13 +49,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
 import _domain  # noqa: E402
 import _evidence  # noqa: E402
+import _grpo_property  # noqa: E402
 import _reward_noise  # noqa: E402
+import _tinker_datums  # noqa: E402
+import item03_equal_reward_groups as item03  # noqa: E402
 import item10_sample_std  # noqa: E402
 
 GROUPS = ([0.22, 0.22, 0.22 + 2e-12], [0.15] * 7 + [0.15 + 5e-12])
@@ -56,9 +72,16 @@ CONTROLS = ([0.22, 0.22, 0.22], [0.0, 0.0, 1.0])
 TOLERANCE = 1e-6
 
 
-# 0.5.21's compute_advantages (FP32), and the same arithmetic in float64 (item 10's model).
+# 0.5.21's compute_advantages (FP32, item 10's model), and with the suggested relative guard.
 released = item10_sample_std.make_compute_advantages(fixed=True)
-suggested = item10_sample_std.make_compute_advantages(fixed=True, dtype=torch.float64)
+
+
+def suggested(rewards: list[float], normalize_advantages: bool = True) -> list[float]:
+    """The suggested fix: rewards equal to the first up to a relative 1e-9 (1e-12 near 0) are
+    an equal group (zeros); otherwise 0.5.21's arithmetic."""
+    if all(math.isclose(r, rewards[0], rel_tol=1e-9, abs_tol=1e-12) for r in rewards[1:]):
+        return [0.0] * len(rewards)
+    return released(rewards, normalize_advantages)
 
 
 def measure(impl: Callable[..., list[float]] | None = None) -> dict[str, list[float]]:
@@ -88,17 +111,34 @@ def noise_gets_advantage(measured: dict[str, list[float]]) -> bool:
     return bool(noisy_groups(measured))
 
 
+def packed_0521(rewards: Any, scale_rewards: bool = True) -> list[float | None]:
+    """The packed path's advantages as released in 0.5.21: zero (dropped) when every reward
+    is within an absolute 1e-12 of the first (``rewards_have_zero_variance``)."""
+    if item03.zero_variance_0521(rewards):
+        return [None] * len(rewards)
+    return item03.grpo_advantages(rewards, scale_rewards)
+
+
+def measure_packed(advantages: Any = packed_0521, pack: Any = item03.fixed_pack) -> dict[str, Any]:
+    """The -inf and near-equal batches through the packed path (0.5.21's model by default)."""
+    measured = item03.measure(advantages, pack)
+    return {"near_equal": measured["near_equal"], "neg_inf": measured["neg_inf"]}
+
+
 def build_report() -> _common.Report:
-    """Follow-up 1001: near-equal reward groups on tinker_native."""
+    """Follow-up 1001: near-equal and -inf reward groups, on tinker_native and the packed path."""
     as_released, fixed = measure(), measure(suggested)
     report = _common.Report(
         item="1001",
-        title="tinker_native gives a group equal up to float noise a full-scale advantage",
+        title="ART's absolute 1e-12 equal-reward guard: float-noise rewards train at full "
+        "scale, -inf NaN",
         models="art/tinker_native/data.py compute_advantages as released in 0.5.21 and 0.5.23 "
-        "(L32-L46; the 1e-12 guard at L37); follows audit item 10",
+        "(L32-L46; the 1e-12 guard at L37); art/utils/grpo.py rewards_have_zero_variance with "
+        "tokenize.py's advantages and pack.py's normalization as in 0.5.21; follows audit items "
+        "10 and 3",
         setting={
             "normalize_advantages": True,
-            "fix": "the same arithmetic in float64",
+            "fix": "the equality guard relative to the rewards' magnitude",
         },
     )
     for group in (*GROUPS, *CONTROLS):
@@ -112,7 +152,27 @@ def build_report() -> _common.Report:
         "The near-equal groups are one FP32 value each; their FP32 mean is an ulp off, which "
         "the population std (above the 1e-8 floor) scales to +1 for every member."
     )
+    packed, packed_fixed = measure_packed(), measure_packed(item03.grpo_advantages_fixed)
+    q, qf = packed["near_equal"], packed_fixed["near_equal"]
+    report.measure(
+        f"packed path, {item03.NEAR_EQUAL_SHOWN}, alone: packed advantage, min..max",
+        item03._span(q["equal_group"]),
+        fixed=item03._span(qf["equal_group"]) if qf["trained"] else "no training step",
+        note="rewards 1.8e-12 apart, outside the absolute 1e-12",
+    )
+    i, fi = packed["neg_inf"], packed_fixed["neg_inf"]
+    report.measure(
+        "packed path, 4 x -inf next to [0, 1, 0, 1]: NaN packed advantages",
+        f"{i['nan_tokens']} of {i['assistant_tokens']} tokens",
+        fixed=f"{fi['nan_tokens']} of {fi['assistant_tokens']} tokens",
+        note="-inf - -inf is NaN, so 0.5.21's guard calls the group not equal: "
+        f"{not item03.zero_variance_0521(item03.NEG_INF[0])}",
+    )
     report.claim("near-equal-group-full-advantage", noise_gets_advantage(as_released))
+    for claim_id, hit in item03.follow_up_verdicts(
+        item03.measure(packed_0521, item03.fixed_pack)
+    ).items():
+        report.claim(claim_id, hit)
     return report
 
 
@@ -121,10 +181,11 @@ def build_report() -> _common.Report:
 # signal (max |advantage| >= 0.5: normalized advantages of distinct rewards have a mean square
 # of 1, so some member is at least 1 with the population std, 0.71 with the sample std).
 COVERS = (
-    "group sizes 2-64, common reward 1e-3 to 1e8 (either sign); noise: per-step sums in "
-    "other orders, neighbours up to 8 ulps, relative spread up to 1e-11, also straddling an "
-    "FP32 midpoint or a 6-12 digit decimal rounding boundary -> |advantage| <= 1e-6; signal: "
-    "spread 1e-6 to 1 of max(|reward|, 1) -> max |advantage| >= 0.5"
+    "trajectory_groups_to_datums, normalize_advantages both ways; groups of 2-128, reward "
+    "1e-3 to 1e8, either sign; noise: per-step sums reordered, neighbours up to 8 ulps, "
+    "relative spread up to 1e-11, across an FP32 midpoint or a 6-12 digit decimal boundary -> "
+    "|advantage| <= 1e-6 (x max(|r|, 1) unnormalized); signal: spread 1e-6 to 1 of max(|r|, "
+    "1) -> max |advantage| >= 0.5 (0.4 x spread unnormalized)"
 )
 SIGNAL_FLOOR = 0.5
 NOISE_KINDS = (
@@ -185,22 +246,44 @@ def _signal_group(rng: Any, n: int, value: float) -> list[float]:
 
 
 def _sample(rng: Any) -> dict[str, Any]:
-    n = rng.choice((rng.randint(2, 64), rng.choice((2, 3, 8, 64))))
+    n = rng.choice((rng.randint(2, 128), rng.choice((2, 3, 8, 64, 128))))
     value = rng.choice((-1.0, 1.0, 1.0)) * 10 ** rng.uniform(-3, 8)
+    normalize = rng.random() < 0.7
     if rng.random() < 0.7:
         how = rng.choice(NOISE_KINDS)
-        return {"kind": "noise", "made by": how, "rewards": _noise_group(rng, n, value, how)}
-    return {"kind": "signal", "rewards": _signal_group(rng, n, value)}
+        rewards = _noise_group(rng, n, value, how)
+        return {
+            "normalize_advantages": normalize,
+            "kind": "noise",
+            "made by": how,
+            "rewards": rewards,
+        }
+    return {
+        "normalize_advantages": normalize,
+        "kind": "signal",
+        "rewards": _signal_group(rng, n, value),
+    }
 
 
 def _edges() -> list[dict[str, Any]]:
+    """The record's groups, both ways; then each kind of noise at the largest group, 128."""
     noise = [list(g) for g in (*GROUPS, *AT_SCALE, CONTROLS[0])]
     for boundary in (fp32_midpoint(0.22), decimal_boundary(0.22, 9)):  # 2e-12 across each
         noise.append([boundary - 1e-12, boundary - 1e-12, boundary + 1e-12])
     signal = [list(g) for g in DISTINCT]
-    return [{"kind": "noise", "rewards": g} for g in noise] + [
-        {"kind": "signal", "rewards": g} for g in signal
+    out = [
+        {"normalize_advantages": normalize, "kind": kind, "rewards": g}
+        for normalize in (True, False)
+        for kind, groups in (("noise", noise), ("signal", signal))
+        for g in groups
     ]
+    rng = random.Random(1001)
+    for how in NOISE_KINDS:
+        rewards = _noise_group(rng, 128, rng.uniform(1e-3, 1e8), how)
+        out.append(
+            {"normalize_advantages": True, "kind": "noise", "made by": how, "rewards": rewards}
+        )
+    return out
 
 
 def _is_signal(rewards: list[float]) -> bool:
@@ -211,18 +294,25 @@ def _is_signal(rewards: list[float]) -> bool:
 
 
 def advantage_property(compute: Callable[..., list[float]], case: dict[str, Any]) -> Any:
+    """``compute`` has ``compute_advantages``' signature: ``_tinker_datums.one_group`` gives
+    the datums' advantages of ART's caller in that form (0 for a group with no datum)."""
+    rewards, normalize = list(case["rewards"]), case.get("normalize_advantages", True)
     try:
-        got = compute(list(case["rewards"]), normalize_advantages=True)
+        got = compute(rewards, normalize_advantages=normalize)
     except Exception as exc:
         return _domain.Failure(f"raised {type(exc).__name__}", "advantages")
+    # Unnormalized advantages are rewards minus their mean: held to a bound at their scale.
+    scale = 1.0 if normalize else max(max(map(abs, rewards)), 1.0)
     if case["kind"] == "noise":
         worst = max((abs(a) if math.isfinite(a) else math.inf for a in got), default=0.0)
-        return _domain.Failure(float(f"{worst:.4g}"), TOLERANCE) if worst > TOLERANCE else None
+        bound = TOLERANCE * scale
+        return _domain.Failure(float(f"{worst:.4g}"), bound) if worst > bound else None
+    floor = SIGNAL_FLOOR if normalize else 0.4 * (max(rewards) - min(rewards))
     top = max((abs(a) for a in got if math.isfinite(a)), default=0.0)
     finite = all(math.isfinite(a) for a in got)
-    if top >= SIGNAL_FLOOR and finite:
+    if top >= floor and finite:
         return None
-    return _domain.Failure(float(f"{top:.4g}") if finite else "not finite", f">= {SIGNAL_FLOOR}")
+    return _domain.Failure(float(f"{top:.4g}") if finite else "not finite", f">= {floor:.3g}")
 
 
 def _shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
@@ -242,13 +332,19 @@ def search_domain(compute: Callable[..., list[float]], *, seed: int = 0) -> Any:
         holds=lambda case: advantage_property(compute, case),
         shrink=_shrink,
         seed=seed,
-        max_inputs=1000,
+        max_inputs=600,
     )
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """The property over COVERS with ART's own ``compute_advantages`` from ``art``."""
-    compute = art.load("tinker_native/data.py").compute_advantages
+    """The property over COVERS through ART's ``trajectory_groups_to_datums`` (the only caller
+    of ``compute_advantages``, entered as TinkerNativeBackend.train calls it; see
+    ``_tinker_datums``): the advantages of the datums ART trains on."""
+
+    def run(groups: list[list[float]], *, normalize_advantages: bool) -> Any:
+        return _tinker_datums.advantages(art, groups, normalize_advantages=normalize_advantages)
+
+    compute = _tinker_datums.one_group(run)
     measured = measure(compute)
     first = str(GROUPS[0])
     found = search_domain(compute)
@@ -264,12 +360,47 @@ def check_art(art: Any) -> dict[str, Any]:
         ),
         _evidence.function(art, "tinker_native/data.py", "compute_advantages"),
     ]
-    claim = _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
-    return _evidence.one_claim(
-        "near-equal-group-full-advantage",
-        claim,
-        f"{art.name}/tinker_native/data.py:compute_advantages",
-    )
+    claims = {
+        "near-equal-group-full-advantage": _evidence.claim(
+            not found.holds, detail, method="ran", at=at, domain=found.domain()
+        )
+    }
+    packed, ran = packed_claims(art)
+    claims.update(packed)
+    return {
+        "claims": claims,
+        "detail": "; ".join(c["detail"] for c in claims.values()),
+        "ran": _tinker_datums.ran(art) + ran,
+        "method": "ran",
+    }
+
+
+def packed_claims(art: Any) -> tuple[dict[str, Any], list[str]]:
+    """The packed path's two claims (``_grpo_property``'s domains, through item 3's path:
+    ART's advantage statements in ``tokenize.py``'s namespace, and ART's packer)."""
+    advantages, pack, where, ran = item03.art_path(art)
+    measured = item03.measure(advantages, pack_impl=pack)
+    found = item03.search_claims(_grpo_property.FOLLOW_UP, advantages, pack)
+    inf = measured["neg_inf"]
+    details = {
+        "nan-advantages-from-non-finite-rewards": f"4 x -inf next to [0, 1, 0, 1]: "
+        f"{inf['nan_tokens']} NaN of {inf['assistant_tokens']} tokens",
+        "full-scale-advantage-for-near-equal-reward-groups": item03.trained(
+            measured["near_equal"]["equal_group"], item03.NEAR_EQUAL_SHOWN + " alone"
+        ),
+    }
+    at, dropped = item03.where_at(art, where)
+    return {
+        cid: _evidence.claim(
+            not found[cid].holds,
+            f"{found[cid].summary()}; {text}",
+            method="ran",
+            at=at,
+            fix=dropped,
+            domain=found[cid].domain(),
+        )
+        for cid, text in details.items()
+    }, ran
 
 
 if __name__ == "__main__":

@@ -34,7 +34,9 @@ Assumptions:
 
 from __future__ import annotations
 
+import itertools
 import math
+import random
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
 import _domain  # noqa: E402
 import _evidence  # noqa: E402
+import _tinker_datums  # noqa: E402
 
 GROUP_SIZES = (2, 4, 8)
 GROUPS_PER_KIND = 32
@@ -229,15 +232,23 @@ def build_report() -> _common.Report:
     return report
 
 
-# The claim as a property (issue #37): over this domain, tinker_native's advantages are the
-# population-std advantages (the analytic value, float64, of the same FP32 rewards) within a
-# tolerance in FP32 ulps scaled by the group's conditioning (see ``advantage_error``).
+# The claim as a property (issues #37, #50): over this domain, the advantage each trajectory's
+# tokens get in the datums ART trains on (``trajectory_groups_to_datums``, the only caller of
+# ``compute_advantages``, entered as the backend enters it) is the population-std advantage (the
+# analytic value, float64, of the same FP32 rewards) within a tolerance in FP32 ulps scaled by
+# the group's conditioning; with ``normalize_advantages=False``, the centred reward r - mean
+# within 4 n ulps of max|r|. One input is one training step: several groups, each judged.
 COVERS = (
-    "group sizes 2-64, reward scales 1e-3 to 1e8 with offsets, 0/1, two-point and uniform "
-    "rewards; oracle: float64 population-std advantage; tolerance 4 n eps(fp32) (1 + max|r|/std)"
+    "trajectory_groups_to_datums, normalize_advantages True and False; 1-32 groups a step of "
+    "2-128 trajectories (a step of 32 x 8, a group of 128); reward scales 1e-3 to 1e8 with "
+    "offsets; 0/1, two-point, uniform rewards; every pair of (normalize, kind, scale) in some "
+    "input; oracle: float64 population-std advantage (or r - mean); tolerance 4 n eps(fp32) "
+    "(1 + max|r|/std)"
 )
-SIZES = (2, 3, 4, 5, 8, 16, 31, 64)
+SIZES = (2, 3, 4, 5, 8, 16, 31, 64, 128)
 SCALES = (1e-3, 1.0, 7.0, 1e3, 1.5e6, 1e8)
+KINDS = ("binary", "two-point", "uniform")
+MAX_INPUTS = 80
 
 
 def fp32(values: list[float]) -> list[float]:
@@ -259,18 +270,42 @@ def in_domain(rewards: list[float]) -> bool:
     return population_z(rewards)[1] > 1e-6
 
 
-def advantage_error(compute: Callable[..., list[float]], case: dict[str, Any]) -> Any:
-    rewards = case["rewards"]
-    try:
-        got = compute(list(rewards), normalize_advantages=True)
-    except Exception as exc:  # a crash on a valid group is a failure of the property
-        return _domain.Failure(f"raised {type(exc).__name__}", "advantages")
+def expected(rewards: list[float], normalize: bool) -> tuple[list[float], float]:
+    """The oracle's advantages of one group and the tolerance they are held to."""
     z, std = population_z(rewards)
-    bound = 4 * len(rewards) * _domain.ulps(torch.float32) * (1 + max(map(abs, rewards)) / std)
-    if len(got) != len(z):
-        return _domain.Failure(f"{len(got)} advantages", f"{len(z)}")
-    worst = max(abs(a - b) if math.isfinite(a) else math.inf for a, b in zip(got, z, strict=True))
+    top = max(map(abs, rewards))
+    if normalize:
+        return z, 4 * len(rewards) * _domain.ulps(torch.float32) * (1 + top / std)
+    mean = math.fsum(rewards) / len(rewards)
+    return [r - mean for r in rewards], 4 * len(rewards) * _domain.ulps(torch.float32) * top
+
+
+def group_error(got: list[list[float]] | None, rewards: list[float], normalize: bool) -> Any:
+    """A ``_domain.Failure`` when a group's token advantages leave the oracle's tolerance (a
+    group with no datum has advantage 0 on every trajectory), else None."""
+    want, bound = expected(rewards, normalize)
+    worst = 0.0
+    for i, target in enumerate(want):
+        tokens = got[i] if got is not None else [0.0]
+        if not tokens:
+            return _domain.Failure(f"trajectory {i} got no trained token", "one datum each")
+        for value in tokens:
+            worst = max(worst, abs(value - target) if math.isfinite(value) else math.inf)
     return _domain.Failure(float(f"{worst:.4g}"), float(f"{bound:.3g}")) if worst > bound else None
+
+
+def step_error(run: Callable[..., Any], case: dict[str, Any]) -> Any:
+    """The property on one step: the first group whose advantages leave the tolerance."""
+    normalize = case["normalize_advantages"]
+    try:
+        got = run(case["groups"], normalize_advantages=normalize)
+    except Exception as exc:  # a crash on valid groups is a failure of the property
+        return _domain.Failure(f"raised {type(exc).__name__}", "datums")
+    for rewards, advantages in zip(case["groups"], got, strict=True):
+        failure = group_error(advantages, rewards, normalize)
+        if failure is not None:
+            return failure
+    return None
 
 
 def draw_rewards(rng: Any, n: int, scale: float, kind: str) -> list[float]:
@@ -287,51 +322,92 @@ def draw_rewards(rng: Any, n: int, scale: float, kind: str) -> list[float]:
             return rewards
 
 
+def _step(normalize: bool, groups: list[list[float]]) -> dict[str, Any]:
+    return {
+        "normalize_advantages": normalize,
+        "group sizes": [len(g) for g in groups],
+        "groups": groups,
+    }
+
+
 def _sample(rng: Any) -> dict[str, Any]:
-    n = rng.choice((rng.randint(2, 64), rng.choice(SIZES)))
-    scale = rng.choice((10 ** rng.uniform(-3, 8), rng.choice(SCALES)))
-    kind = rng.choice(("binary", "two-point", "uniform"))
-    return {"rewards": draw_rewards(rng, n, scale, kind)}
+    count = rng.choice((1, 2, 4, rng.randint(1, 16)))
+    groups = []
+    for _ in range(count):
+        n = rng.choice((rng.randint(2, 128), rng.choice(SIZES)))
+        scale = rng.choice((10 ** rng.uniform(-3, 8), rng.choice(SCALES)))
+        groups.append(draw_rewards(rng, n, scale, rng.choice(KINDS)))
+    return _step(rng.random() < 0.5, groups)
 
 
 def _edges() -> list[dict[str, Any]]:
-    groups = [[0.0, 1.0], [0.0, 0.0, 0.0, 1.0], [0.0, 1.0] * 2, [0.0, 1.0] * 32]
-    groups += [fp32([s * k / 7 for k in range(n)]) for s in SCALES for n in (3, 64)]
-    return [{"rewards": g} for g in groups]
+    """The audit's groups first, then a covering array: every (normalize, kind, scale) in one
+    step (so every pair of them occurs), group sizes cycling up to 128; then the largest
+    steps, 32 groups of 8 and a group of 128, both ways."""
+    rng = random.Random(10)
+    audit = [[0.0, 1.0], [0.0, 0.0, 0.0, 1.0], [0.0, 1.0] * 2, [0.0, 1.0] * 32]
+    out = [_step(True, audit)]
+    for i, (normalize, kind, scale) in enumerate(itertools.product((True, False), KINDS, SCALES)):
+        sizes = (SIZES[i % len(SIZES)], SIZES[(i + 4) % len(SIZES)])
+        out.append(_step(normalize, [draw_rewards(rng, n, scale, kind) for n in sizes]))
+    for normalize in (True, False):
+        many = [draw_rewards(rng, 8, rng.choice(SCALES), rng.choice(KINDS)) for _ in range(32)]
+        out.append(_step(normalize, many))
+        out.append(_step(normalize, [draw_rewards(rng, 128, 1.0, "binary")]))
+    return out
 
 
 def _shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
-    rewards = case["rewards"]
+    """One group alone, then that group shorter or with its rewards rounded."""
+    groups = case["groups"]
+    if len(groups) > 1:
+        return [_step(case["normalize_advantages"], [g]) for g in groups]
+    rewards = groups[0]
     out = [r for r in _domain.shorter(rewards, 2) if in_domain(r)]
     rounded = fp32([float(f"{r:.2g}") for r in rewards])
     if rounded != rewards and in_domain(rounded):
         out.append(rounded)
-    return [{"rewards": r} for r in out]
+    return [_step(case["normalize_advantages"], [r]) for r in out]
 
 
-def search_domain(compute: Callable[..., list[float]], *, seed: int = 0) -> Any:
-    """The property searched over COVERS: ``_domain.Found``."""
+def search_domain(run: Callable[..., Any], *, seed: int = 0) -> Any:
+    """The property searched over COVERS: ``_domain.Found``. ``run(groups,
+    normalize_advantages=...)`` gives per group, per trajectory, its tokens' advantages (None:
+    the group got no datum): ``_tinker_datums.advantages`` on a tree."""
     return _domain.search(
         covers=COVERS,
         edges=_edges(),
         sample=_sample,
-        holds=lambda case: advantage_error(compute, case),
+        holds=lambda case: step_error(run, case),
         shrink=_shrink,
         seed=seed,
+        max_inputs=MAX_INPUTS,
     )
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """The property over COVERS with ART's own ``compute_advantages`` (see artbot's verify)."""
-    compute = art.load("tinker_native/data.py").compute_advantages
-    measured = measure(compute)
-    ratios = ", ".join(f"n={n}: {m['ratio_median']:.4f}" for n, m in measured.items())
-    found = search_domain(compute)
-    detail = f"{found.summary()}; advantage ratio to the population-std backends (median) {ratios}"
-    near = measure_equal_groups(compute, NEAR_EQUAL_GROUPS)
-    noise = "; ".join(f"{g['rewards']} gets {[round(a, 4) for a in g['advantages']]}" for g in near)
+    """The property over COVERS through ART's ``trajectory_groups_to_datums`` (see artbot's
+    verify and ``_tinker_datums``): the advantages ART trains on, not ``compute_advantages``
+    alone, so that a fix or a fake in the caller counts."""
 
-    at = [_evidence.function(art, "tinker_native/data.py", "compute_advantages")]
+    def run(groups: list[list[float]], *, normalize_advantages: bool) -> Any:
+        return _tinker_datums.advantages(art, groups, normalize_advantages=normalize_advantages)
+
+    measured = measure(_tinker_datums.one_group(run))
+    ratios = ", ".join(f"n={n}: {m['ratio_median']:.4f}" for n, m in measured.items())
+    found = search_domain(run)
+    detail = (
+        f"{found.summary()}; advantage ratio to the population-std backends (median, the "
+        f"datums' advantages) {ratios}"
+    )
+    at = [
+        _evidence.function(art, "tinker_native/data.py", "compute_advantages"),
+        _evidence.lines(
+            art,
+            "tinker_native/data.py",
+            "advantages = compute_advantages(rewards, normalize_advantages)",
+        ),
+    ]
     fix = [
         _evidence.lines(
             art,
@@ -345,8 +421,8 @@ def check_art(art: Any) -> dict[str, Any]:
     )
     return {
         "claims": {"sample-std-advantages": claim},
-        "detail": f"{detail}; equal up to float noise (not a claim of the audit's): {noise}",
-        "ran": [f"{art.name}/tinker_native/data.py:compute_advantages"],
+        "detail": detail,
+        "ran": _tinker_datums.ran(art),
         "method": "ran",
     }
 

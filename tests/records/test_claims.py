@@ -74,16 +74,23 @@ def test_catalog_rejects_a_result_whose_claims_differ(tmp_path: Path) -> None:
 
 
 def test_item03_each_claim_flips_with_the_fix() -> None:
+    """Item 3 holds the audit's two claims; artbot's two cases on the same path (rewards equal
+    up to float noise, equal -inf rewards) are follow-up 1001's (issue #51), measured by item 3's
+    batches and flipped by the same fix."""
     m = _repro("item03")
-    claims = (
-        "full-scale-advantage-for-equal-reward-groups",
-        "nan-advantages",
+    claims = ("full-scale-advantage-for-equal-reward-groups", "nan-advantages")
+    follow_up = (
         "nan-advantages-from-non-finite-rewards",
         "full-scale-advantage-for-near-equal-reward-groups",
     )
-    assert m.claim_verdicts(m.measure()) == dict.fromkeys(claims, True)
-    fixed = m.claim_verdicts(m.measure(m.grpo_advantages_fixed, m.fixed_pack))
-    assert fixed == dict.fromkeys(claims, False)
+    measured = m.measure()
+    assert m.claim_verdicts(measured) == dict.fromkeys(claims, True)
+    assert m.follow_up_verdicts(measured) == dict.fromkeys(follow_up, True)
+    fixed = m.measure(m.grpo_advantages_fixed, m.fixed_pack)
+    assert m.claim_verdicts(fixed) == dict.fromkeys(claims, False)
+    assert m.follow_up_verdicts(fixed) == dict.fromkeys(follow_up, False)
+    follow = _repro("item1001")
+    assert set(follow_up) < {c for c in follow.build_report().claims}
 
 
 @pytest.mark.parametrize("stem", ["item07", "item08"])
