@@ -131,41 +131,11 @@ def build_report() -> _common.Report:
     return report
 
 
-# The claim as a property (issue #37), over the domain COVERS states; see ``_ppo_property``.
-COVERS = (
-    "PPO, A < 0 (1e-3 to 1e3); token, sequence, average and geometric_average levels; 1-8 rows "
-    "x 1-16 tokens; new logprobs FP32/BF16/FP16, old FP32 "
-    "or the same; one old logprob finite beyond the bound (just past it to the dtype's max); "
-    "grad on and off -> loss within 2x the all-ordinary step's, finite gradients, or a clear error"
-)
-
-
-def search_domain(loss: Any) -> Any:
-    """Follow-up 801's property over COVERS with ``loss`` (ART's loss module)."""
-    edges = [
-        prop.edge(9999.0 - 0.7, tokens=3),
-        prop.edge(21.0, tokens=3),
-        prop.edge(1e4, tokens=1),
-        prop.edge(float(torch.finfo(torch.bfloat16).max), **{"new dtype": "bf16"}),
-        prop.edge(11.0, **{"new dtype": "fp16", "old dtype": "fp16"}),
-    ]
-    edges += [prop.edge(9999.0 - 0.7, tokens=3, level=level) for level in prop.LEVELS[1:]]
-    return prop.search(
-        loss,
-        prop.sane_step,
-        covers=COVERS,
-        edges=edges,
-        algos=("ppo",),
-        bad=("beyond",),
-        negative=True,
-    )
-
-
 def check_art(art: Any) -> dict[str, Any]:
-    """Follow-up 801's property over COVERS with ART's own ``loss_fn`` and
-    ``AlignedLossInputs``, and the record's own step for the detail."""
+    """Follow-up 801's property over ART's loss path and configuration (``_ppo_property``),
+    and the record's own step for the detail."""
     loss = art.load("loss.py")
-    found = search_domain(loss)
+    found = prop.search(art, "801")
     try:
         measured = measure(loss.loss_fn, loss.AlignedLossInputs)
     except Exception as exc:  # a fix may raise a clear error: the property judged it
@@ -177,7 +147,7 @@ def check_art(art: Any) -> dict[str, Any]:
             f"token {bad['grad_bad_token']:g} (every old logprob finite: loss "
             f"{control['loss']:.4g})"
         )
-    detail = f"{found.summary()}; {step}"
+    detail = f"{found.summary()}; {prop.keys_note(found)}; {step}"
     at = [
         _evidence.lines(art, "loss.py", CLAMP_LINE),
         _evidence.function(art, "loss.py", "loss_fn"),
