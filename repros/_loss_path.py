@@ -33,9 +33,10 @@ gives them. The domain (:data:`CONFIG_VALUES`, :data:`PATH_VALUES`) is every val
 ``dev.TrainConfig`` key that ``loss_fn`` reads (found by running it: :func:`config_keys_read`),
 both reductions, new logprobs in FP32 (what Unsloth's ``_calculate_logprobs`` gives) and in
 BF16 and FP16 (a head's dtype; old logprobs are always FP32: the packer's ``logprobs`` tensor),
-and rows up to 8,192 tokens, every call one packed row ([1, tokens]) as every caller passes it. The inputs
-are a covering array (every pair of values in some input: :func:`_domain.pairwise_cases`)
-plus random draws; every dimension reaches its maximum in some input.
+and rows up to 8,192 tokens, every call one packed row ([1, tokens]) as every caller passes
+it. The inputs are a covering array (every pair of values in some input:
+:func:`_domain.pairwise_cases`) plus random draws; every dimension reaches its maximum in some
+input.
 """
 
 from __future__ import annotations
@@ -236,10 +237,11 @@ def run_step(
     *,
     bad: float | None = None,
     config: dict[str, Any] | None = None,
+    strict: bool = False,
 ) -> Step | str:
     """One step of ``case`` through the path, every packed row (``bad``: the old logprob of
     completion token ``at`` of the first branch; ``config``: instead of the case's), or the
-    error's text."""
+    error's text (``strict``: the error is raised, with ART's file and line)."""
     table = _table(case["seed"], case["grad"])
     packed = path.pack.packed_tensors_from_tokenized_results(
         _records(case, table, bad),
@@ -268,6 +270,8 @@ def run_step(
             if case["grad"]:
                 loss.backward()
         except Exception as exc:  # judged by the caller: a clear error, or a failure
+            if strict:
+                raise
             return f"{type(exc).__name__}: {exc}"[:200]
         losses.append(float(loss.detach()))
         trainable = float(row["assistant_mask"][:, 1:].sum())
