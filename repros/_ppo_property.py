@@ -43,7 +43,7 @@ SENTINELS = (-9999.0, -9999.5, -1e4, -1e5, -1e9, -1e30, -FP32_MAX)
 # largest: with kimi_k2_tau set, 0.5.21's fix gives an infinite loss from an old logprob of
 # -1e30 through the advantage (A - tau * log-ratio, unclamped), not through exp: another
 # mechanism than the audit's, reported apart rather than judged here.
-BAD_OLD = ("-inf", "+inf", "nan", 21.0, 200.0, 9999.0 + 1.2, 1e4, 1e5)
+BAD_OLD = ("-inf", "+inf", "nan", 21.0, 200.0, 10000.2, 1e4, 1e5)
 NON_FINITE = {"-inf": float("-inf"), "nan": float("nan"), "+inf": float("inf")}
 
 # What each claim narrows (``fixed``) and adds (``extra``) to _loss_path's domain.
