@@ -56,11 +56,8 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 ROW_MAX = 8192  # ART's packed rows: 8,192 tokens (packed_sequence_length's usual value)
 
 CALL_PATH = (
-    "preprocessing/pack.py:packed_tensors_from_tokenized_results -> "
-    "preprocessing/inputs.py:create_train_inputs -> loss.py:LossInputs -> loss.py:loss_fn "
-    "(reduction 'mean' as unsloth/train.py:compute_loss and tinker/service.py:custom_loss_fn "
-    "call it, 'sum' as megatron/train.py:reduce_loss does; those callers import fastapi, "
-    "Unsloth or Megatron and are not run on a CPU; nothing on the path is torch.compiled)"
+    "ART's packer -> create_train_inputs -> LossInputs -> loss_fn, reduction mean (Unsloth, "
+    "Tinker) or sum (Megatron); their callers need a GPU stack, not run; nothing compiled"
 )
 
 # Every value of each dev.TrainConfig key loss_fn reads that this domain varies; None: the key
@@ -307,10 +304,16 @@ def _ordered(case: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def describe(fixed: dict[str, tuple[Any, ...]], extra: dict[str, tuple[Any, ...]]) -> str:
-    """The domain in words, for the verdict."""
-    dims = {**CONFIG_VALUES, **PATH_VALUES, **fixed, **extra}
-    parts = [
-        f"{k} {'/'.join('unset' if v is None else str(v) for v in vals)}"
-        for k, vals in dims.items()
-    ]
-    return "; ".join(parts)
+    """The domain in words, for the verdict: each dimension and its values (- for unset), the
+    claim's own first (a record keeps the first 400 characters; the verdict's detail all)."""
+    dims = {**extra, **fixed, **PATH_VALUES}
+    dims.update({k: v for k, v in CONFIG_VALUES.items() if k not in dims})
+    return "; ".join(f"{k} {'/'.join(_short(v) for v in vals)}" for k, vals in dims.items())
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and len(repr(value)) > 9:
+        return f"{value:g}"
+    return repr(value) if isinstance(value, float) else str(value)
