@@ -23,8 +23,9 @@ row with ART's ``create_train_inputs``, wraps it in ART's ``LossInputs`` and cal
 ``loss_fn`` with a reduction of each caller. A fix or a fake anywhere on that path (the packer,
 ``create_train_inputs``, ``LossInputs.align_inputs``, ``loss_fn`` and any helper of its file)
 is run as ART runs it; one in a caller's own module is not seen (:data:`CALL_PATH` says so).
-ART compiles nothing on this path (``torch.compile`` appears in 0.5.23 only around Megatron's
-flex attention), so the steps run eagerly.
+ART compiles nothing on this path: ``torch.compile`` wraps Megatron's transformer layers
+(``megatron/training/compile.py``) and flex attention (``megatron/flex_attn/compiled.py``),
+never ``loss_fn`` or what feeds it, so the steps run eagerly, as in ART.
 
 The new logprobs are a model's: a table of logits per previous token (``VOCAB`` x ``VOCAB``),
 so each token's new logprob depends on its context as the packer laid it out; the sampler's
