@@ -40,9 +40,10 @@ FP32_MAX = float(torch.finfo(torch.float32).max)
 SENTINELS = (-9999.0, -9999.5, -1e4, -1e5, -1e9, -1e30, -FP32_MAX)
 # 8's bad old logprobs: non-finite, or finite beyond the bound (a log-ratio past 20) to 1e5,
 # ten times below vLLM's -9999 floor; the old value is new - d for a finite d. Not to FP32's
-# largest: with kimi_k2_tau set, 0.5.21's fix gives an infinite loss from an old logprob of
-# -1e30 through the advantage (A - tau * log-ratio, unclamped), not through exp: another
-# mechanism than the audit's, reported apart rather than judged here.
+# largest: with kimi_k2_tau set, 0.5.21's fix lets an old logprob of -1e30 reach the advantage
+# (A - tau * log-ratio, unclamped): a loss of 3.5e36 on one row, inf under "sum" or a large A.
+# That is a sentinel dominating the loss, follow-up 801's contract (its sentinels go to FP32's
+# largest), not the audit's unclamped exp.
 BAD_OLD = ("-inf", "+inf", "nan", 21.0, 200.0, 10000.2, 1e4, 1e5)
 NON_FINITE = {"-inf": float("-inf"), "nan": float("nan"), "+inf": float("inf")}
 
