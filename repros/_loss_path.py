@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import _domain
+import _evidence
 import torch
 
 VOCAB = 16
@@ -60,6 +61,20 @@ CALL_PATH = (
     "ART's packer -> create_train_inputs -> LossInputs -> loss_fn, reduction mean (Unsloth, "
     "Tinker) or sum (Megatron); their callers need a GPU stack, not run; nothing compiled"
 )
+
+# Where ART calls loss_fn (file, the call's first line): the verdict's "at" shows each call.
+CALLERS = (
+    ("unsloth/train.py", "loss = loss_fn("),
+    ("tinker/service.py", "loss = loss_fn("),
+    ("megatron/train.py", "loss_info = loss_fn("),
+)
+
+
+def call_sites(art: Any) -> list[dict[str, Any] | None]:
+    """Each caller's ``loss_fn(...)`` call in this release, with its arguments (the reduction),
+    as ``_evidence`` finds it (None where the release has no such call)."""
+    return [_evidence.lines(art, relpath, first) for relpath, first in CALLERS]
+
 
 # Every value of each dev.TrainConfig key loss_fn reads that this domain varies; None: the key
 # is left out of the config (ART's default). A key loss_fn reads that is not here is named in

@@ -214,6 +214,7 @@ def check_art(art: Any) -> dict[str, Any]:
     at = [
         _evidence.function(art, "loss.py", "loss_fn"),
         _evidence.span(art, "loss.py", first, last, look_for=last),
+        *prop.path_.call_sites(art),
     ]
     fix = [_evidence.lines(art, "loss.py", FIX_FIRST, FIX_LOOK_FOR)]
     claim = _evidence.claim(hit, detail, method="ran", at=at, fix=fix, domain=found.domain())

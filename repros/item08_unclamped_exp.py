@@ -253,7 +253,7 @@ def check_art(art: Any) -> dict[str, Any]:
         not found.holds,
         detail,
         method="ran",
-        at=[_evidence.function(art, "loss.py", "loss_fn")],
+        at=[_evidence.function(art, "loss.py", "loss_fn"), *prop.path_.call_sites(art)],
         fix=fix,
         domain=found.domain(),
     )

@@ -151,6 +151,7 @@ def check_art(art: Any) -> dict[str, Any]:
     at = [
         _evidence.lines(art, "loss.py", CLAMP_LINE),
         _evidence.function(art, "loss.py", "loss_fn"),
+        *prop.path_.call_sites(art),
     ]
     claim = _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
     return _evidence.one_claim("sentinel-dominates-loss", claim, f"{art.name}/loss.py:loss_fn")
