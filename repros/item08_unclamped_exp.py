@@ -36,6 +36,10 @@ lines it covers; this script sets its ``log_ratio_bound`` and
 
 ``measure(impl=...)`` takes ART's own ``loss_fn`` or the model, and gives both the same inputs
 (``_art_loss.LossFn``).
+
+``check_art`` runs ART itself: its loss path from the packer to ``loss_fn`` under both callers'
+reductions, over every configuration value ``loss_fn`` reads (``_loss_path``), with the claim's
+contract (``_ppo_property.CONTRACTS``); the model above is for the records' measurement.
 """
 
 from __future__ import annotations

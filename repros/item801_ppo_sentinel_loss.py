@@ -21,6 +21,10 @@ treated as missing, as a NaN one is.
 Assumptions: token-level importance sampling, no TIS, KL or Kimi tau; ART's PPO epsilons
 0.2 / 0.2; weights 1. The model of loss_fn is ``_art_loss.py`` (shared with items 7 and 8) with
 0.5.21's knobs set. ``check_art`` runs ART's own ``loss_fn`` from a release on the same inputs.
+
+``check_art`` runs ART itself: its loss path from the packer to ``loss_fn`` under both callers'
+reductions, over every configuration value ``loss_fn`` reads (``_loss_path``), with the claim's
+contract (``_ppo_property.CONTRACTS``); the model above is for the records' measurement.
 """
 
 from __future__ import annotations
