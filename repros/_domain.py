@@ -237,3 +237,44 @@ def ulps(dtype: Any) -> float:
     import torch
 
     return float(torch.finfo(dtype).eps)
+
+
+def pairwise_cases(dimensions: dict[str, tuple[Any, ...]]) -> list[Case]:
+    """A covering array: cases in which every pair of values of two dimensions occurs in some
+    case (greedy, deterministic), and each dimension's every value at least once. ``dimensions``
+    maps a name to its values; the first case takes each dimension's last value (its largest,
+    where a dimension lists values in order), so every dimension's maximum is in one case."""
+    names = list(dimensions)
+    uncovered = {
+        (a, i, b, j)
+        for x, a in enumerate(names)
+        for b in names[x + 1 :]
+        for i in range(len(dimensions[a]))
+        for j in range(len(dimensions[b]))
+    }
+    out: list[Case] = [{n: dimensions[n][-1] for n in names}]
+    _cover(uncovered, {n: len(dimensions[n]) - 1 for n in names}, names)
+    while uncovered:
+        a, i, b, j = min(uncovered)
+        pick = {a: i, b: j}
+        for n in names:
+            if n in pick:
+                continue
+            gains = [
+                sum(_pair(pick, n, k, m, uncovered) for m in pick)
+                for k in range(len(dimensions[n]))
+            ]
+            pick[n] = max(range(len(gains)), key=lambda k: gains[k])
+        _cover(uncovered, pick, names)
+        out.append({n: dimensions[n][pick[n]] for n in names})
+    return out
+
+
+def _pair(pick: dict[str, int], n: str, k: int, m: str, uncovered: set[Any]) -> bool:
+    return (n, k, m, pick[m]) in uncovered or (m, pick[m], n, k) in uncovered
+
+
+def _cover(uncovered: set[Any], pick: dict[str, int], names: list[str]) -> None:
+    for x, a in enumerate(names):
+        for b in names[x + 1 :]:
+            uncovered.discard((a, pick[a], b, pick[b]))

@@ -33,13 +33,16 @@ lines it covers; this script sets its ``skip_tis_without_original_logprobs`` kno
 
 ``measure(impl=...)`` takes ART's own ``loss_fn`` or the model, and gives both the same inputs
 (``_art_loss.LossFn``).
+
+``check_art`` runs ART itself: its loss path from the packer to ``loss_fn`` under both callers'
+reductions, over every configuration value ``loss_fn`` reads (``_loss_path``), with the claim's
+contract (``_ppo_property.CONTRACTS``); the model above is for the records' measurement.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +51,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _art_loss  # noqa: E402
 import _common  # noqa: E402
-import _domain  # noqa: E402
 import _evidence  # noqa: E402
 import _ppo_property as prop  # noqa: E402
 from _art_loss import AlignedInputs, LossFn, make_loss_fn  # noqa: E402
@@ -190,152 +192,11 @@ def _eps(algo: str) -> str:
     return f"{low:g} / {high:g} (ratio clipped to [{1 - low:g}, {1 + high:g}])"
 
 
-# The claim as a property (issue #37): without original_logprobs, the loss AND its gradient
-# with truncated importance sampling set are those of the same step without it (the oracle:
-# ART's own loss_fn with TIS off), within 4 ulps; or the call raises an error that names the
-# missing logprobs (the record's Expected allows either).
-COVERS = (
-    "PPO and CISPO, A of either sign (1e-3 to 1e3); token, sequence, average and "
-    "geometric_average levels; log-ratios -3 to 3; U float 1.01 to 10 or int 2 to 10; 1-8 rows "
-    "x 1-16 tokens; new logprobs FP32/BF16/FP16, old FP32 or the same; grad on and off -> loss "
-    "and logits gradient equal to the step without TIS (4 ulps), or a clear error"
-)
-
-
-def tis_step(loss: Any, case: dict[str, Any], tis: bool) -> Any:
-    """One step of ``case`` through ART's ``loss_fn``: (loss, logits gradient or None, loss
-    dtype), or the error's text."""
-    gen = torch.Generator().manual_seed(case["seed"])
-    rows, tokens = case["rows"], case["tokens"]
-    logits = torch.randn(rows, tokens, prop.VOCAB, generator=gen).requires_grad_(case["grad"])
-    targets = torch.randint(0, prop.VOCAB, (rows, tokens, 1), generator=gen)
-    new = torch.log_softmax(logits, -1).gather(-1, targets).squeeze(-1)
-    new = new.to(prop.DTYPES[case["new dtype"]])
-    log_ratio = case["log-ratio scale"] * (2 * torch.rand(rows, tokens, generator=gen) - 1)
-    old = (new.detach().float() - log_ratio).to(prop.DTYPES[case["old dtype"]])
-    advantages = torch.tensor(case["advantages"], dtype=torch.float32)[:, None]
-    inputs = loss.AlignedLossInputs(
-        assistant_mask=torch.ones(rows, tokens, dtype=torch.bool),
-        old_logprobs=old,
-        advantages=advantages.expand(-1, tokens).contiguous(),
-        weights=torch.ones(rows, tokens),
-        group_ids=torch.arange(1, rows + 1)[:, None].expand(-1, tokens).contiguous(),
-    )
-    config: dict[str, Any] = {
-        "ppo": case["algo"] == "ppo",
-        "importance_sampling_level": case.get("level", "token"),
-    }
-    if tis:
-        config["truncated_importance_sampling"] = case["U"]
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # 0.5.21 warns that it skips TIS
-            value = loss.loss_fn(inputs, new, None, None, config).policy_loss
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"[:200]
-    grad = None
-    if case["grad"]:
-        value.backward()
-        grad = logits.grad
-    return float(value.detach()), grad, value.dtype
-
-
-def tis_property(loss: Any, case: dict[str, Any]) -> Any:
-    plain = tis_step(loss, case, tis=False)
-    if isinstance(plain, str):
-        return _domain.Failure(f"the step without TIS raised {plain[:60]}", "a step")
-    with_tis = tis_step(loss, case, tis=True)
-    if isinstance(with_tis, str):
-        if prop.CLEAR_ERROR.search(with_tis):
-            return None
-        return _domain.Failure(f"raised {with_tis[:60]}", "the step without TIS or a clear error")
-    (a, ga, dtype), (b, gb, _) = with_tis, plain
-    bound = 4 * _domain.ulps(dtype) * max(abs(a), abs(b), 1e-30)
-    if not abs(a - b) <= bound:
-        return _domain.Failure(f"loss {a:.6g} (without TIS {b:.6g})", f"|diff| <= {bound:.3g}")
-    if ga is not None and gb is not None:
-        tol = 4 * _domain.ulps(prop.DTYPES[case["new dtype"]]) * float(gb.abs().max())
-        diff = float((ga - gb).abs().max())
-        if not diff <= tol:
-            return _domain.Failure(
-                f"gradient off by {diff:.3g} (max |gradient| {float(gb.abs().max()):.3g})",
-                f"{tol:.3g}",
-            )
-    return None
-
-
-def _tis_case(rng: Any) -> dict[str, Any]:
-    rows = rng.choice((1, rng.randint(1, 8)))
-    new_dtype = rng.choice(tuple(prop.DTYPES))
-    upper = float(f"{rng.uniform(1.01, 10):.3g}")
-    return {
-        "algo": rng.choice(("ppo", "cispo")),
-        "level": rng.choice(prop.LEVELS),
-        "new dtype": new_dtype,
-        "old dtype": rng.choice(("fp32", new_dtype)),
-        "log-ratio scale": rng.choice((0.0, rng.uniform(0.1, 3.0))),
-        "U": rng.choice((upper, rng.randint(2, 10))),
-        "rows": rows,
-        "tokens": rng.choice((1, rng.randint(1, 16))),
-        "advantages": [rng.choice((-1, 1)) * 10 ** rng.uniform(-3, 3) for _ in range(rows)],
-        "grad": rng.random() < 0.75,
-        "seed": rng.randrange(1000),
-    }
-
-
-def _tis_edges() -> list[dict[str, Any]]:
-    base = {
-        "algo": "ppo",
-        "level": "token",
-        "new dtype": "fp32",
-        "old dtype": "fp32",
-        "log-ratio scale": 1.0,
-        "U": TIS_UPPER_BOUND,
-        "rows": 1,
-        "tokens": 1,
-        "advantages": [1.0],
-        "grad": True,
-        "seed": 0,
-    }
-    edges = [dict(base, algo=a, advantages=[s]) for a in ("ppo", "cispo") for s in (1.0, -1.0)]
-    edges += [dict(base, rows=4, tokens=8, advantages=[1.0, -1.0, 2.0, -0.5])]
-    edges += [dict(base, level=level, advantages=[-1.0]) for level in prop.LEVELS[1:]]
-    return edges + [dict(base, U=2), dict(base, U=2, algo="cispo", advantages=[-1.0])]
-
-
-def _tis_shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for rows in _domain.toward_int(case["rows"], 1):
-        out.append(dict(case, rows=rows, advantages=case["advantages"][:rows]))
-    for tokens in _domain.toward_int(case["tokens"], 1):
-        out.append(dict(case, tokens=tokens))
-    for key in ("new dtype", "old dtype"):
-        if case[key] != "fp32":
-            out.append(dict(case, **{key: "fp32"}))
-    signs = [math.copysign(1.0, a) for a in case["advantages"]]
-    if signs != case["advantages"]:
-        out.append(dict(case, advantages=signs))
-    if case.get("level", "token") != "token":
-        out.append(dict(case, level="token"))
-    return out
-
-
-def search_domain(loss: Any) -> Any:
-    """Item 7's property over COVERS with ``loss`` (ART's loss module): ``_domain.Found``."""
-    return _domain.search(
-        covers=COVERS,
-        edges=_tis_edges(),
-        sample=_tis_case,
-        holds=lambda case: tis_property(loss, case),
-        shrink=_tis_shrink,
-    )
-
-
 def check_art(art: Any) -> dict[str, Any]:
-    """Item 7's property over COVERS with ART's own ``loss_fn`` from ``art`` (see artbot's
-    verify), and the records' one-token measurement for the detail."""
+    """Item 7's property over ART's loss path and configuration (``_ppo_property``), and the
+    records' one-token measurement for the detail."""
     loss = art.load("loss.py")
-    found = search_domain(loss)
+    found = prop.search(art, "7")
     hit = not found.holds
     source = art.source("loss.py")
     defaults, first, last = _art_loss.epsilon_defaults_in(source)
@@ -350,12 +211,14 @@ def check_art(art: Any) -> dict[str, Any]:
     except Exception as exc:  # a fix may raise a clear error: the property judged it
         factor = f"the one-token step raises {type(exc).__name__}: {exc}"[:300]
     detail = (
-        f"{found.summary()}; {factor}; clip defaults read at {art.name}/loss.py:{first}-{last}: "
+        f"{found.summary()}; {prop.keys_note(found)}; {factor}; "
+        f"clip defaults read at {art.name}/loss.py:{first}-{last}: "
         f"CISPO epsilon {cispo[0]:g}, epsilon_high {cispo[1]:g} ({same})"
     )
     at = [
         _evidence.function(art, "loss.py", "loss_fn"),
         _evidence.span(art, "loss.py", first, last, look_for=last),
+        *prop.path_.call_sites(art),
     ]
     fix = [_evidence.lines(art, "loss.py", FIX_FIRST, FIX_LOOK_FOR)]
     claim = _evidence.claim(hit, detail, method="ran", at=at, fix=fix, domain=found.domain())

@@ -36,6 +36,10 @@ lines it covers; this script sets its ``log_ratio_bound`` and
 
 ``measure(impl=...)`` takes ART's own ``loss_fn`` or the model, and gives both the same inputs
 (``_art_loss.LossFn``).
+
+``check_art`` runs ART itself: its loss path from the packer to ``loss_fn`` under both callers'
+reductions, over every configuration value ``loss_fn`` reads (``_loss_path``), with the claim's
+contract (``_ppo_property.CONTRACTS``); the model above is for the records' measurement.
 """
 
 from __future__ import annotations
@@ -221,31 +225,6 @@ FIX_BOUND = "log_ratio_bound = 10.0 if logprob_diff.dtype == torch.float16 else 
 FIX_CLAMP = "prob_ratio = torch.exp(logprob_diff.clamp(-log_ratio_bound, log_ratio_bound))"
 
 
-# The claim as a property (issue #37), over the domain COVERS states; see ``_ppo_property``.
-COVERS = (
-    "PPO and CISPO, A of either sign (1e-3 to 1e3); importance sampling at the token, sequence, "
-    "average and geometric_average levels; 1-8 rows x 1-16 tokens; new logprobs "
-    "FP32/BF16/FP16, old FP32 or the same; old -inf, +inf, NaN or finite beyond the bound to the "
-    "dtype's max; grad on and off -> finite loss and gradients, or a clear error"
-)
-
-
-def search_domain(loss: Any) -> Any:
-    """Item 8's property over COVERS with ``loss`` (ART's loss module): ``_domain.Found``."""
-    edges = [prop.edge(old) for old in ("-inf", 9999.0 + 1.2, "nan")]
-    edges += [prop.edge("-inf", advantages=[1.0]), prop.edge(9999.0, algo="cispo")]
-    edges += [prop.edge(200.0, level=level) for level in prop.LEVELS[1:]]
-    return prop.search(
-        loss,
-        prop.finite_step,
-        covers=COVERS,
-        edges=edges,
-        algos=("ppo", "cispo"),
-        bad=("-inf", "+inf", "nan", "beyond", "beyond"),
-        negative=False,
-    )
-
-
 def _records_step(loss: Any) -> str:
     """The records' own step (-inf and -9999 on one of four tokens), for the detail."""
     try:
@@ -266,11 +245,10 @@ def _records_step(loss: Any) -> str:
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """Item 8's property over COVERS with ART's own ``loss_fn`` from ``art`` (see artbot's
-    verify), and the records' own step (-inf and -9999) for the detail."""
-    loss = art.load("loss.py")
-    found = search_domain(loss)
-    detail = f"{found.summary()}; {_records_step(loss)}"
+    """Item 8's property over ART's loss path and configuration (``_ppo_property``), and the
+    records' own step (-inf and -9999) for the detail."""
+    found = prop.search(art, "8")
+    detail = f"{found.summary()}; {prop.keys_note(found)}; {_records_step(art.load('loss.py'))}"
     fix = [
         _evidence.lines(art, "loss.py", FIX_FALLBACK),
         _evidence.lines(art, "loss.py", FIX_BOUND, FIX_CLAMP),
@@ -279,7 +257,7 @@ def check_art(art: Any) -> dict[str, Any]:
         not found.holds,
         detail,
         method="ran",
-        at=[_evidence.function(art, "loss.py", "loss_fn")],
+        at=[_evidence.function(art, "loss.py", "loss_fn"), *prop.path_.call_sites(art)],
         fix=fix,
         domain=found.domain(),
     )

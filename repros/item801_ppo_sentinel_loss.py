@@ -21,6 +21,10 @@ treated as missing, as a NaN one is.
 Assumptions: token-level importance sampling, no TIS, KL or Kimi tau; ART's PPO epsilons
 0.2 / 0.2; weights 1. The model of loss_fn is ``_art_loss.py`` (shared with items 7 and 8) with
 0.5.21's knobs set. ``check_art`` runs ART's own ``loss_fn`` from a release on the same inputs.
+
+``check_art`` runs ART itself: its loss path from the packer to ``loss_fn`` under both callers'
+reductions, over every configuration value ``loss_fn`` reads (``_loss_path``), with the claim's
+contract (``_ppo_property.CONTRACTS``); the model above is for the records' measurement.
 """
 
 from __future__ import annotations
@@ -131,41 +135,11 @@ def build_report() -> _common.Report:
     return report
 
 
-# The claim as a property (issue #37), over the domain COVERS states; see ``_ppo_property``.
-COVERS = (
-    "PPO, A < 0 (1e-3 to 1e3); token, sequence, average and geometric_average levels; 1-8 rows "
-    "x 1-16 tokens; new logprobs FP32/BF16/FP16, old FP32 "
-    "or the same; one old logprob finite beyond the bound (just past it to the dtype's max); "
-    "grad on and off -> loss within 2x the all-ordinary step's, finite gradients, or a clear error"
-)
-
-
-def search_domain(loss: Any) -> Any:
-    """Follow-up 801's property over COVERS with ``loss`` (ART's loss module)."""
-    edges = [
-        prop.edge(9999.0 - 0.7, tokens=3),
-        prop.edge(21.0, tokens=3),
-        prop.edge(1e4, tokens=1),
-        prop.edge(float(torch.finfo(torch.bfloat16).max), **{"new dtype": "bf16"}),
-        prop.edge(11.0, **{"new dtype": "fp16", "old dtype": "fp16"}),
-    ]
-    edges += [prop.edge(9999.0 - 0.7, tokens=3, level=level) for level in prop.LEVELS[1:]]
-    return prop.search(
-        loss,
-        prop.sane_step,
-        covers=COVERS,
-        edges=edges,
-        algos=("ppo",),
-        bad=("beyond",),
-        negative=True,
-    )
-
-
 def check_art(art: Any) -> dict[str, Any]:
-    """Follow-up 801's property over COVERS with ART's own ``loss_fn`` and
-    ``AlignedLossInputs``, and the record's own step for the detail."""
+    """Follow-up 801's property over ART's loss path and configuration (``_ppo_property``),
+    and the record's own step for the detail."""
     loss = art.load("loss.py")
-    found = search_domain(loss)
+    found = prop.search(art, "801")
     try:
         measured = measure(loss.loss_fn, loss.AlignedLossInputs)
     except Exception as exc:  # a fix may raise a clear error: the property judged it
@@ -177,10 +151,11 @@ def check_art(art: Any) -> dict[str, Any]:
             f"token {bad['grad_bad_token']:g} (every old logprob finite: loss "
             f"{control['loss']:.4g})"
         )
-    detail = f"{found.summary()}; {step}"
+    detail = f"{found.summary()}; {prop.keys_note(found)}; {step}"
     at = [
         _evidence.lines(art, "loss.py", CLAMP_LINE),
         _evidence.function(art, "loss.py", "loss_fn"),
+        *prop.path_.call_sites(art),
     ]
     claim = _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
     return _evidence.one_claim("sentinel-dominates-loss", claim, f"{art.name}/loss.py:loss_fn")

@@ -25,6 +25,7 @@ import types
 from pathlib import Path
 
 PACKAGE_VARIABLE = "ARTBOT_ART_PACKAGE"
+SIBLINGS_VARIABLE = "ARTBOT_ART_SIBLINGS"
 CONFTEST = "from artbot.patchtest.harness import install\n\ninstall()\n"
 
 CUT: dict[str, tuple[str, ...]] = {
@@ -114,9 +115,19 @@ def _cut_modules(package: Path, cuts: dict[str, tuple[str, ...]]) -> None:
 def install() -> None:
     """Make ``import art....`` load the tree in ``$ARTBOT_ART_PACKAGE`` (for this process)."""
     from ..verify.isolation import ArtModules
+    from ..verify.tree import distribution_packages
 
     package = Path(os.environ[PACKAGE_VARIABLE])
-    modules = ArtModules(package)
+    # The packages shipped beside art/ (0.5.21's art_inference, which preprocessing/ imports),
+    # as artbot verify loads them: named by the caller (a confined run sees no dist-info), else
+    # found beside the tree.
+    named = os.environ.get(SIBLINGS_VARIABLE)
+    siblings = (
+        tuple(n for n in named.split(",") if n)
+        if named is not None
+        else distribution_packages(package, src_layout=package.parent.name == "src")
+    )
+    modules = ArtModules(package, siblings=siblings)
     modules.__enter__()
     _cut_modules(package, CUT_ALWAYS)
     if sys.version_info < (3, 12):

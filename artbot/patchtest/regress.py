@@ -33,7 +33,7 @@ from ..verify.apart import (
 from ..verify.limits import Limits, ResultPipe
 from ..verify.sanitize import shown
 from ..verify.tree import ArtTree
-from .harness import CONFTEST, PACKAGE_VARIABLE
+from .harness import CONFTEST, PACKAGE_VARIABLE, SIBLINGS_VARIABLE
 
 TIMEOUT_S = 300.0
 
@@ -83,6 +83,7 @@ def run_regression(
         ]  # fmt: skip
         cenv = child_env(base, secrets)
         cenv |= {PACKAGE_VARIABLE: str(tree.package_dir), "PYTHONDONTWRITEBYTECODE": "1"}
+        cenv[SIBLINGS_VARIABLE] = ",".join(tree.packages)
         # The harness is this artbot's, wherever the interpreter's own install points.
         here = str(Path(__file__).resolve().parents[2])
         cenv["PYTHONPATH"] = os.pathsep.join(p for p in (here, cenv.get("PYTHONPATH")) if p)

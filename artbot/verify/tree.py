@@ -61,7 +61,7 @@ def open_tree(
     tree = _recognise(directory, audit, label, wheel)
     # In a checkout with a src/ layout, the packages beside art/ are the same project's.
     src_layout = tree.package_dir.parent != directory and (directory / tree.source_root).is_dir()
-    return replace(tree, packages=_distribution_packages(tree.package_dir, src_layout))
+    return replace(tree, packages=distribution_packages(tree.package_dir, src_layout))
 
 
 def _recognise(directory: Path, audit: Audit, label: str | None, wheel: bool) -> ArtTree:
@@ -119,7 +119,7 @@ def _recognise(directory: Path, audit: Audit, label: str | None, wheel: bool) ->
     )
 
 
-def _distribution_packages(package_dir: Path, src_layout: bool) -> tuple[str, ...]:
+def distribution_packages(package_dir: Path, src_layout: bool) -> tuple[str, ...]:
     """Top-level packages shipped with ``art/``: a wheel's RECORD names them; in a src/
     checkout they are the packages beside it; otherwise ``art`` alone."""
     parent = package_dir.parent

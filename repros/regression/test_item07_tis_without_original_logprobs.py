@@ -1,99 +1,148 @@
-"""Audit item 7: without original_logprobs, truncated importance sampling must not reweight the
-policy loss by the policy ratio (it has no sampler logprobs to correct for): the loss and its
-gradient with TIS set are those of the same step without it, or the call raises an error that
-names the missing logprobs.
+"""Audit item 7: without original_logprobs, truncated importance sampling must change neither
+the loss nor its gradient (TIS skipped), or the step fails with a clear error naming the
+missing logprobs.
 
-The property runs over seeded draws: PPO and CISPO, advantages of either sign (1e-3 to 1e3),
-importance sampling at the token, sequence, average and geometric_average levels, log policy ratios
-from -3 to 3, U a float from 1.01 to 10 or an int from 2 to 10, 1-8 rows (one sequence each) of
-1-16 trainable tokens, new logprobs from FP32 logits cast to FP32, BF16 or FP16, old logprobs in
-FP32 or the new dtype, logits requiring grad or not. Tolerance: 4 ulps of the loss's dtype, and of
-the new logprobs' dtype times the largest gradient for the gradient."""
+The step runs as ART runs it: a GRPO group (one prompt, 1-8 completions) packed into one row of
+16 to 8,192 tokens by ART's packer (which writes no original_logprobs), taken by
+create_train_inputs, wrapped in LossInputs, and loss_fn called with reduction "mean" (Unsloth,
+Tinker) or "sum" (Megatron), over every dev.TrainConfig value loss_fn reads (PPO or CISPO,
+importance-sampling level, epsilons, the negative advantage cap, ratio mask, Kimi tau, KL
+penalty and its source), U float or int, advantages of either sign, log-ratios up to 3, new
+logprobs FP32/BF16/FP16, grad on and off. Oracle: the same step without TIS, 4 ulps."""
 
+import math
 import random
 import re
 import warnings
+from dataclasses import dataclass
 
 import pytest
 
 try:  # torch and ART's optional dependencies may be absent where ART's tests run: skip
     import torch
 
-    from art.loss import AlignedLossInputs, loss_fn
+    from art.loss import LossInputs, loss_fn
+    from art.preprocessing.inputs import create_train_inputs
+    from art.preprocessing.pack import packed_tensors_from_tokenized_results
+    from art.types import TrainConfig
 except ModuleNotFoundError as missing:  # one of ART's own modules missing is a failure
     if (missing.name or "art").partition(".")[0] == "art":
         raise
     pytest.skip(f"{missing.name} is not installed", allow_module_level=True)
 
-DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 CLEAR = re.compile(r"log[ _-]?prob", re.IGNORECASE)
-LEVELS = ("token", "sequence", "average", "geometric_average")
+VOCAB = 16
+DIMS = {  # None: the key left out of the config (ART's default)
+    "ppo": (True, False),
+    "importance_sampling_level": ("token", "sequence", "average", "geometric_average"),
+    "epsilon": (None, 0.1, 0.3),
+    "epsilon_high": (None, 0.28, 4.0),
+    "truncated_importance_sampling": (2.0, 2, 1.01, 10.0),
+    "max_negative_advantage_importance_sampling_weight": (None, 3.0),
+    "mask_prob_ratio": (None, True),
+    "kimi_k2_tau": (None, 0.1),
+    "kl_penalty_coef": (None, 0.1),
+    "kl_penalty_source": (None, "sample", "current_learner"),
+    "reduction": ("mean", "sum"),
+    "new dtype": (torch.float32, torch.bfloat16, torch.float16),
+    "grad": (True, False),
+    "row tokens": (16, 1024, 8192),
+    "branches": (1, 2, 8),
+    "advantage": (1.0, -1.0, 1e-3, -1e3),
+    "log-ratio scale": (0.05, 1.0, 3.0),
+}
+PATH = {"reduction", "new dtype", "grad", "row tokens", "branches", "advantage", "log-ratio scale"}
+CONFIG = DIMS.keys() - PATH
 
 
-def _step(case: dict, tis: bool) -> tuple[torch.Tensor, torch.Tensor | None] | str:
-    gen = torch.Generator().manual_seed(case["seed"])
-    rows, tokens = case["rows"], case["tokens"]
-    logits = torch.randn(rows, tokens, 16, generator=gen).requires_grad_(case["grad"])
-    targets = torch.randint(0, 16, (rows, tokens, 1), generator=gen)
-    new = torch.log_softmax(logits, -1).gather(-1, targets).squeeze(-1).to(case["new"])
-    log_ratio = case["scale"] * (2 * torch.rand(rows, tokens, generator=gen) - 1)
-    old = (new.detach().float() - log_ratio).to(case["old"])
-    inputs = AlignedLossInputs(
-        assistant_mask=torch.ones(rows, tokens, dtype=torch.bool),
-        old_logprobs=old,
-        advantages=torch.tensor(case["advantages"])[:, None].expand(-1, tokens).contiguous(),
-        weights=torch.ones(rows, tokens),
-        group_ids=torch.arange(1, rows + 1)[:, None].expand(-1, tokens).contiguous(),
-    )
-    config = {"ppo": case["ppo"], "importance_sampling_level": case["level"]}
-    if tis:
-        config["truncated_importance_sampling"] = case["U"]
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a release may warn that it skips TIS
-            loss = loss_fn(inputs, new, None, None, config).policy_loss
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
-    if case["grad"]:
-        loss.backward()
-    return loss.detach(), logits.grad
+@dataclass
+class Record:  # the fields of ART's TokenizedResult its packer reads
+    token_ids: list
+    input_pos: list
+    assistant_mask: list
+    logprobs: list
+    advantage: float
+    weight: float
+    prompt_id: int = 0
+    prompt_length: int = 0
+    pixel_values: None = None
+    image_grid_thw: None = None
+    moe_routed_experts: None = None
 
 
-def _cases() -> list[dict]:
-    rng = random.Random(7)
-    cases = []
-    for i in range(150):
-        dtype = rng.choice(DTYPES)
-        rows = rng.randint(1, 8)
-        cases.append(
-            {
-                "ppo": rng.random() < 0.5,
-                "level": LEVELS[i % 4],
-                "new": dtype,
-                "old": rng.choice((torch.float32, dtype)),
-                "scale": rng.choice((0.0, rng.uniform(0.1, 3.0))),
-                "U": rng.uniform(1.01, 10.0) if i % 8 < 4 else rng.randint(2, 10),
-                "rows": rows,
-                "tokens": rng.randint(1, 16),
-                "advantages": [rng.choice((-1, 1)) * 10 ** rng.uniform(-3, 3) for _ in range(rows)],
-                "grad": i < 2 or rng.random() < 0.75,
-                "seed": i,
-            }
+def _records(case: dict, table: torch.Tensor) -> list:
+    row, branches = case["row tokens"], case["branches"]
+    prompt_len = max(2, min(row // 8, 1024))
+    completion_len = max(2, (row - prompt_len) // branches)
+    gen = torch.Generator().manual_seed(case["seed"] + 1)
+    prompt = torch.randint(0, VOCAB, (prompt_len,), generator=gen)
+    reference = torch.log_softmax(table.detach().double(), -1)
+    out = []
+    for k in range(branches):
+        ids = torch.cat([prompt, torch.randint(0, VOCAB, (completion_len,), generator=gen)])
+        exact = reference[ids[prompt_len - 1 : -1], ids[prompt_len:]]
+        drift = torch.randn(completion_len, generator=gen, dtype=torch.float64)
+        old = exact + case["log-ratio scale"] * drift
+        out.append(
+            Record(
+                token_ids=ids.tolist(),
+                input_pos=list(range(len(ids))),
+                assistant_mask=[0] * prompt_len + [1] * completion_len,
+                logprobs=[math.nan] * prompt_len + old.tolist(),
+                advantage=case["advantage"] * (1 if k % 2 == 0 else -1),
+                weight=1.0 / branches,
+                prompt_length=prompt_len - 1,
+            )
         )
-    return cases
+    return out
 
 
-def test_tis_without_original_logprobs_leaves_loss_and_gradient_unchanged() -> None:
+def _step(case: dict) -> tuple | str:
+    gen = torch.Generator().manual_seed(case["seed"])
+    table = (2.0 * torch.randn(VOCAB, VOCAB, generator=gen)).requires_grad_(case["grad"])
+    packed = packed_tensors_from_tokenized_results(
+        _records(case, table), case["row tokens"], pad_token_id=0,
+        truncate_long_results=False, verbosity=0,
+    )  # fmt: skip
+    config = {k: case[k] for k in CONFIG if case[k] is not None}
+    losses = []
+    for i in range(packed["tokens"].shape[0]):
+        row = create_train_inputs(packed, i, TrainConfig(learning_rate=1e-5), config, False)
+        tokens = row["tokens"]
+        new = torch.log_softmax(table[tokens[:, :-1]], -1).gather(-1, tokens[:, 1:, None])
+        new = torch.nn.functional.pad(new.squeeze(-1), (0, 1)).to(case["new dtype"])
+        ref = new.detach().float() - 0.01 if config.get("kl_penalty_coef") else None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                loss = loss_fn(LossInputs(inputs=row), new, ref, None, config, case["reduction"])
+            if case["grad"]:
+                loss.policy_loss.backward()
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+        losses.append(float(loss.policy_loss.detach()))
+    return losses, table.grad, torch.finfo(loss.policy_loss.dtype).eps
+
+
+def _cases() -> list:
+    rng = random.Random(7)
+    cases = [{k: v[-1] for k, v in DIMS.items()}]  # every dimension at its largest
+    cases += [{k: rng.choice(v) for k, v in DIMS.items()} for _ in range(31)]
+    return [dict(case, seed=i) for i, case in enumerate(cases)]
+
+
+def test_tis_without_original_logprobs_changes_nothing() -> None:
     for case in _cases():
-        plain = _step(case, tis=False)
+        plain = _step(dict(case, truncated_importance_sampling=None))
         assert not isinstance(plain, str), (case, plain)
-        with_tis = _step(case, tis=True)
-        if isinstance(with_tis, str):  # an error: it must name the missing logprobs
-            assert CLEAR.search(with_tis), (case, with_tis)
+        step = _step(case)
+        if isinstance(step, str):  # an error: it must name the missing logprobs
+            assert CLEAR.search(step), (case, step)
             continue
-        (a, ga), (b, gb) = with_tis, plain
-        eps = torch.finfo(a.dtype).eps
-        assert abs(float(a) - float(b)) <= 4 * eps * max(abs(float(a)), abs(float(b))), case
-        if ga is not None and gb is not None:
-            tol = 4 * torch.finfo(case["new"]).eps * float(gb.abs().max())
-            assert float((ga - gb).abs().max()) <= tol, case
+        (losses, grad, eps), (want, want_grad, _) = step, plain
+        for a, b in zip(losses, want, strict=True):
+            assert abs(a - b) <= 4 * eps * max(abs(a), abs(b), 1e-30), (case, a, b)
+        if grad is not None:
+            scale = float(want_grad.abs().max())
+            tol = 4 * torch.finfo(case["new dtype"]).eps * scale
+            assert float((grad - want_grad).abs().max()) <= tol, case

@@ -266,11 +266,14 @@ FOLLOW_UP_FIXES = {
     "test_item1001_near_equal_rewards.py": _control_fix(1001),
 }
 # A second real fix of each follow-up whose property test is strict, written unlike the first
-# (issue #37: a strict xfail flips on two differently written real fixes): 801 masks the tokens
-# beyond the bound instead of replacing their old logprobs; 1001 computes in float64 with a std
+# (issue #37: a strict xfail flips on two differently written real fixes): 801 replaces the old
+# logprobs below a sentinel threshold (the issue's second suggestion) instead of those whose
+# log-ratio reaches the bound; 1001 computes in float64 with a std
 # floor relative to the rewards' magnitude instead of a relative equality guard.
 SECOND_FOLLOW_UP_FIXES = {
-    "test_item801_ppo_sentinel_old_logprob.py": "item801_real_mask_beyond_the_bound.toml",
+    "test_item801_ppo_sentinel_old_logprob.py": (
+        "item801_real_replace_below_a_sentinel_threshold.toml"
+    ),
     "test_item1001_near_equal_rewards.py": "item1001_real_float64_relative_std_floor.toml",
 }
 
@@ -325,8 +328,12 @@ def test_each_follow_ups_property_flips_with_a_second_real_fix(
 # an expected failure.
 FOLLOW_UP_FAKES = [
     ("item801_fake_literal_sentinel_only.toml", "item1001_fake_absolute_tolerance_1e9.toml"),
-    ("item801_fake_fp32_bound_only.toml", "item1001_half_fix_float64_only.toml"),
-    ("item801_half_fix_sentinel_threshold.toml", "item1001_fake_zero_every_group.toml"),
+    # issue #50: the rule gated on the reduction, on the row's size
+    ("item801_fake_replaced_only_under_mean_reduction.toml", "item1001_half_fix_float64_only.toml"),
+    (
+        "item801_fake_replaced_only_in_rows_up_to_4096_tokens.toml",
+        "item1001_fake_zero_every_group.toml",
+    ),
     ("item801_fake_tighter_clamp.toml", "item1001_fake_fp16_rewards.toml"),
     # the red team's (issue #37): the sentinel rule at the token level only; an FP32-equality
     # guard and rewards rounded to 9 digits, each fooled by noise across a rounding boundary

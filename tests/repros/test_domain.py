@@ -133,3 +133,24 @@ def test_torch_runs_on_one_thread_during_the_search_only() -> None:
 
     domain.search(covers="x", edges=[], sample=_draw, holds=holds, max_inputs=2)
     assert during == [1, 1] and torch.get_num_threads() == before
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from("abcdefg"), st.integers(min_value=1, max_value=4), min_size=1, max_size=7
+    )
+)
+def test_a_covering_array_holds_every_pair_and_starts_at_every_maximum(
+    sizes: dict[str, int],
+) -> None:
+    dims = {name: tuple(range(n)) for name, n in sizes.items()}
+    cases = domain.pairwise_cases(dims)
+    assert cases[0] == {name: values[-1] for name, values in dims.items()}
+    names = list(dims)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            seen = {(case[a], case[b]) for case in cases}
+            assert seen == {(x, y) for x in dims[a] for y in dims[b]}, (a, b)
+    largest = max(sizes.values())
+    second = sorted(sizes.values())[-2] if len(sizes) > 1 else 1
+    assert len(cases) <= 2 * largest * second + 1  # greedy: near the lower bound, not the product

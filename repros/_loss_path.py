@@ -1,0 +1,335 @@
+"""ART's loss path, entered where it runs on a CPU, for items 7, 8 and 801 (issue #50).
+
+ART calls ``loss_fn`` (``art/loss.py``) from three places, all 0.5.20-0.5.23:
+
+- ``unsloth/train.py`` ``compute_loss``: ``loss_fn(LossInputs(inputs=inputs), new_logprobs,
+  ref_logprobs, entropies, _config)``, the default ``reduction="mean"``. Its reference model
+  runs under ``torch.inference_mode()``, but ``_calculate_logprobs`` makes the logprobs outside
+  it (``torch.empty``, then writes), so ``loss_fn`` gets ordinary FP32 tensors; with
+  ``precalculate_logprobs`` the sampler's logprobs become ``original_logprobs`` and the old
+  ones the trainer's (not in this domain: the packer writes no ``original_logprobs``);
+- ``tinker/service.py`` ``custom_loss_fn``: ``loss_fn(LossInputs(inputs=inputs),
+  logprobs.unsqueeze(0), None, None, _config)``, ``reduction="mean"``;
+- ``megatron/train.py`` ``reduce_loss``: ``loss_fn(compact_loss_inputs, ...,
+  reduction="sum")``.
+
+Each caller's ``inputs`` is one packed row, ``create_train_inputs(packed_tensors, i, ...)``
+(``preprocessing/inputs.py``) of what ART's packer made (``preprocessing/pack.py``
+``packed_tensors_from_tokenized_results``). The callers' own modules import fastapi, Unsloth,
+TRL or Megatron, which a CPU machine does not have, so the outermost part of the path that runs
+here is ART's packer: :func:`run_step` packs tokenized results (a GRPO group: one prompt,
+``branches`` completions) into one row of ``row tokens`` tokens with ART's packer, takes the
+row with ART's ``create_train_inputs``, wraps it in ART's ``LossInputs`` and calls ART's
+``loss_fn`` with a reduction of each caller. A fix or a fake anywhere on that path (the packer,
+``create_train_inputs``, ``LossInputs.align_inputs``, ``loss_fn`` and any helper of its file)
+is run as ART runs it; one in a caller's own module is not seen (:data:`CALL_PATH` says so).
+ART compiles nothing on this path: ``torch.compile`` wraps Megatron's transformer layers
+(``megatron/training/compile.py``) and flex attention (``megatron/flex_attn/compiled.py``),
+never ``loss_fn`` or what feeds it, so the steps run eagerly, as in ART.
+
+The new logprobs are a model's: a table of logits per previous token (``VOCAB`` x ``VOCAB``),
+so each token's new logprob depends on its context as the packer laid it out; the sampler's
+(old) logprobs are the same values in FP32 plus a small drift, as a sampler one step behind
+gives them. The domain (:data:`CONFIG_VALUES`, :data:`PATH_VALUES`) is every value of each
+``dev.TrainConfig`` key that ``loss_fn`` reads (found by running it: :func:`config_keys_read`),
+both reductions, new logprobs in FP32 (what Unsloth's ``_calculate_logprobs`` gives) and in
+BF16 and FP16 (a head's dtype; old logprobs are always FP32: the packer's ``logprobs`` tensor),
+and rows up to 8,192 tokens, every call one packed row ([1, tokens]) as every caller passes
+it. The inputs are a covering array (every pair of values in some input:
+:func:`_domain.pairwise_cases`) plus random draws; every dimension reaches its maximum in some
+input.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import _domain
+import _evidence
+import torch
+
+VOCAB = 16
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+ROW_MAX = 8192  # ART's packed rows: 8,192 tokens (packed_sequence_length's usual value)
+
+CALL_PATH = (
+    "ART's packer -> create_train_inputs -> LossInputs -> loss_fn, reduction mean (Unsloth, "
+    "Tinker) or sum (Megatron); their callers need a GPU stack, not run; nothing compiled"
+)
+
+# Where ART calls loss_fn (file, the call's first line): the verdict's "at" shows each call.
+CALLERS = (
+    ("unsloth/train.py", "loss = loss_fn("),
+    ("tinker/service.py", "loss = loss_fn("),
+    ("megatron/train.py", "loss_info = loss_fn("),
+)
+
+
+def call_sites(art: Any) -> list[dict[str, Any] | None]:
+    """Each caller's ``loss_fn(...)`` call in this release, with its arguments (the reduction),
+    as ``_evidence`` finds it (None where the release has no such call)."""
+    return [_evidence.lines(art, relpath, first) for relpath, first in CALLERS]
+
+
+# Every value of each dev.TrainConfig key loss_fn reads that this domain varies; None: the key
+# is left out of the config (ART's default). A key loss_fn reads that is not here is named in
+# the verdict as not varied.
+CONFIG_VALUES: dict[str, tuple[Any, ...]] = {
+    "ppo": (True, False),
+    "importance_sampling_level": ("token", "sequence", "average", "geometric_average"),
+    "epsilon": (None, 0.1, 0.3),
+    "epsilon_high": (None, 0.28, 4.0),
+    "truncated_importance_sampling": (None, 2.0, 2),
+    "max_negative_advantage_importance_sampling_weight": (None, 3.0),
+    "mask_prob_ratio": (None, True),
+    "kimi_k2_tau": (None, 0.1),
+    "kl_penalty_coef": (None, 0.1),
+    "kl_penalty_source": (None, "sample", "current_learner"),
+}
+# The path's own dimensions: the callers' reductions, the new logprobs' dtype, whether the
+# logits need a gradient (a backward is run), and the row's size.
+PATH_VALUES: dict[str, tuple[Any, ...]] = {
+    "reduction": ("mean", "sum"),
+    "new dtype": ("fp32", "bf16", "fp16"),
+    "grad": (True, False),
+    "row tokens": (16, 1024, ROW_MAX),
+    "branches": (1, 2, 8),
+}
+
+
+@dataclass
+class Record:
+    """The fields of ART's ``TokenizedResult`` that its packer reads."""
+
+    token_ids: list[int]
+    input_pos: list[int]
+    assistant_mask: list[int]
+    logprobs: list[float]
+    advantage: float
+    weight: float
+    prompt_id: int
+    prompt_length: int
+    pixel_values: None = None
+    image_grid_thw: None = None
+    moe_routed_experts: None = None
+
+
+class _Reads(dict):  # type: ignore[type-arg]
+    """A config that records the keys read from it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.read: list[str] = []
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.read.append(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: Any) -> Any:
+        self.read.append(key)
+        return super().__getitem__(key)
+
+
+@dataclass
+class Path:
+    """ART's modules on the path, loaded whole from the tree under test."""
+
+    loss: Any
+    pack: Any
+    inputs: Any
+    types: Any
+
+    @classmethod
+    def load(cls, art: Any) -> Path:
+        return cls(
+            art.load("loss.py"),
+            art.load("preprocessing/pack.py"),
+            art.load("preprocessing/inputs.py"),
+            art.load("types.py"),
+        )
+
+
+def config_keys_read(path: Path) -> list[str]:
+    """The config keys ``loss_fn`` reads, found by running it on one ordinary step (with KL on
+    and a reference, so the KL keys are reached)."""
+    config = _Reads(kl_penalty_coef=0.1)
+    run_step(path, dict(base_case(), **{"kl_penalty_coef": 0.1}), config=config)
+    return list(dict.fromkeys(k for k in config.read if isinstance(k, str)))
+
+
+def base_case(**over: Any) -> dict[str, Any]:
+    """An ordinary step: PPO at the token level, mean reduction, FP32, one row of 16 tokens
+    (a prompt of 4, two completions of 6), A = -1 and +1, grad on, no bad old logprob."""
+    case: dict[str, Any] = {k: v[0] for k, v in CONFIG_VALUES.items()}
+    case.update({k: v[0] for k, v in PATH_VALUES.items()})
+    case.update({"branches": 2, "advantage": 1.0, "at": 0, "seed": 0})
+    case.update(over)
+    return case
+
+
+def config_of(case: dict[str, Any]) -> dict[str, Any]:
+    """The ``dev.TrainConfig`` a case passes (keys whose value is None are left out)."""
+    return {k: case[k] for k in CONFIG_VALUES if case.get(k) is not None}
+
+
+def _layout(case: dict[str, Any]) -> tuple[int, int, int]:
+    """(prompt, completion) lengths filling the row with one prompt and ``branches``
+    completions (ART's prefix-tree packer stores a shared prompt once), and the branch count."""
+    row, branches = case["row tokens"], case["branches"]
+    prompt = max(2, min(row // 8, 1024))
+    completion = max(2, (row - prompt) // branches)
+    while prompt + branches * completion > row and completion > 2:
+        completion -= 1
+    return prompt, completion, branches
+
+
+def _table(seed: int, grad: bool) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return (2.0 * torch.randn(VOCAB, VOCAB, generator=gen)).requires_grad_(grad)
+
+
+def _records(case: dict[str, Any], table: torch.Tensor, bad: float | None) -> list[Record]:
+    """One GRPO group: a prompt and ``branches`` completions; old logprobs the model's in FP32
+    plus a drift; completion token ``at`` of branch 0 gets ``bad`` (None: its own value)."""
+    prompt_len, completion_len, branches = _layout(case)
+    gen = torch.Generator().manual_seed(case["seed"] + 1)
+    prompt = torch.randint(0, VOCAB, (prompt_len,), generator=gen)
+    reference = torch.log_softmax(table.detach().double(), -1)
+    out = []
+    for k in range(branches):
+        ids = torch.cat([prompt, torch.randint(0, VOCAB, (completion_len,), generator=gen)])
+        exact = reference[ids[prompt_len - 1 : -1], ids[prompt_len:]]
+        scale = case.get("log-ratio scale", 0.05)
+        old = exact + scale * torch.randn(completion_len, generator=gen, dtype=torch.float64)
+        if k == 0:
+            at = case["at"] % completion_len
+            old[at] = exact[at] if bad is None else bad
+        sign = case["advantage"] if k % 2 == 0 else -case["advantage"]
+        out.append(
+            Record(
+                token_ids=ids.tolist(),
+                input_pos=list(range(len(ids))),
+                assistant_mask=[0] * prompt_len + [1] * completion_len,
+                logprobs=[math.nan] * prompt_len + old.tolist(),
+                advantage=sign,
+                weight=1.0 / branches,
+                prompt_id=0,
+                prompt_length=prompt_len - 1,
+            )
+        )
+    return out
+
+
+@dataclass
+class Step:
+    """What one step gave: the loss of each packed row (ART calls ``loss_fn`` once a row), the
+    losses' dtype, and the gradient the rows' backwards left on the model's logits table (None
+    without grad)."""
+
+    losses: list[float]
+    dtype: Any
+    grad: torch.Tensor | None
+    # each row's largest |advantage x weight| of a token over its reduction's denominator (the
+    # row's trainable tokens under "mean", 1 under "sum"): one token's term at ratio 1
+    token_scales: list[float]
+
+    @property
+    def finite(self) -> bool:
+        values_ok = all(math.isfinite(v) for v in self.losses)
+        return values_ok and (self.grad is None or bool(torch.isfinite(self.grad).all()))
+
+
+def run_step(
+    path: Path,
+    case: dict[str, Any],
+    *,
+    bad: float | None = None,
+    config: dict[str, Any] | None = None,
+    strict: bool = False,
+) -> Step | str:
+    """One step of ``case`` through the path, every packed row (``bad``: the old logprob of
+    completion token ``at`` of the first branch; ``config``: instead of the case's), or the
+    error's text (``strict``: the error is raised, with ART's file and line)."""
+    table = _table(case["seed"], case["grad"])
+    packed = path.pack.packed_tensors_from_tokenized_results(
+        _records(case, table, bad),
+        case["row tokens"],
+        pad_token_id=0,
+        truncate_long_results=False,
+        verbosity=0,
+    )
+    config = config_of(case) if config is None else config
+    train_config = path.types.TrainConfig(learning_rate=1e-5)
+    losses, token_scales, dtype = [], [], None
+    for i in range(int(packed["tokens"].shape[0])):
+        row = path.inputs.create_train_inputs(packed, i, train_config, config, False)
+        tokens = row["tokens"]
+        new = torch.log_softmax(table[tokens[:, :-1]], -1).gather(-1, tokens[:, 1:, None])
+        new = torch.nn.functional.pad(new.squeeze(-1), (0, 1)).to(DTYPES[case["new dtype"]])
+        # Unsloth runs the reference model under inference_mode, but makes the logprobs
+        # outside it (_calculate_logprobs: torch.empty, then writes): ordinary FP32 tensors.
+        ref = new.detach().float() - 0.01 if config.get("kl_penalty_coef") else None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # 0.5.21 warns that it skips TIS
+                loss = path.loss.loss_fn(
+                    path.loss.LossInputs(inputs=row), new, ref, None, config, case["reduction"]
+                ).policy_loss
+            if case["grad"]:
+                loss.backward()
+        except Exception as exc:  # judged by the caller: a clear error, or a failure
+            if strict:
+                raise
+            return f"{type(exc).__name__}: {exc}"[:200]
+        losses.append(float(loss.detach()))
+        trainable = float(row["assistant_mask"][:, 1:].sum())
+        term = float((row["advantages"][:, 1:] * row["weights"][:, 1:]).abs().max())
+        token_scales.append(term / (trainable if case["reduction"] == "mean" else 1.0))
+        dtype = loss.dtype
+    return Step(losses, dtype, table.grad if case["grad"] else None, token_scales)
+
+
+def cases(
+    fixed: dict[str, tuple[Any, ...]],
+    extra: dict[str, tuple[Any, ...]],
+    *,
+    draws: int,
+    seed: int = 0,
+) -> Iterator[dict[str, Any]]:
+    """The covering array over the config and path values (``fixed`` narrows a dimension,
+    ``extra`` adds the claim's own), then ``draws`` random inputs; each carries a seed."""
+    dims = {**CONFIG_VALUES, **PATH_VALUES, **fixed, **extra}
+    rng = random.Random(seed)
+    for n, row in enumerate(_domain.pairwise_cases(dims)):
+        yield _ordered(dict(base_case(), **row, seed=n, at=rng.randrange(1 << 14)), extra)
+    for n in range(draws):
+        row = {k: rng.choice(v) for k, v in dims.items()}
+        yield _ordered(dict(base_case(), **row, seed=1000 + n, at=rng.randrange(1 << 14)), extra)
+
+
+def _ordered(case: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """The claim's own keys first, then those set: a counterexample shows 16 keys."""
+    first = {k: case[k] for k in extra}
+    rest = sorted(case.items(), key=lambda kv: kv[1] is None)
+    return {**first, **{k: v for k, v in rest if k not in first}}
+
+
+def describe(fixed: dict[str, tuple[Any, ...]], extra: dict[str, tuple[Any, ...]]) -> str:
+    """The domain in words, for the verdict: each dimension and its values (- for unset), the
+    claim's own first (a record keeps the first 400 characters; the verdict's detail all)."""
+    dims = {**extra, **fixed, **PATH_VALUES}
+    dims.update({k: v for k, v in CONFIG_VALUES.items() if k not in dims})
+    return "; ".join(f"{k} {'/'.join(_short(v) for v in vals)}" for k, vals in dims.items())
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and len(repr(value)) > 9:
+        return f"{value:g}"
+    return repr(value) if isinstance(value, float) else str(value)
