@@ -52,6 +52,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _art_lora  # noqa: E402
+import _art_whole  # noqa: E402
 import _common  # noqa: E402
 import _domain  # noqa: E402
 import _dtype_read  # noqa: E402
@@ -272,12 +273,12 @@ RUN_COVERS = (
 )
 
 
-def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
+def _run_add(whole: _art_whole.Whole, seed: int = 0) -> dict[str, Any]:
     """ART's attention output projection wrapper (``_art_lora``: built as the release builds it
     around a base layer of the model's dtype) run forward over a domain (``_domain``): how much
     of the delta (ART's ``LoRA`` output) is missing from ``output - base`` (both as ART computed
     them), against an FP32 add's bound, ``8 eps32 |base| / |delta|``."""
-    built = _art_lora.builder(art, features=CHECK_FEATURES, rank=CHECK_RANK, alpha=32.0)
+    built = _art_lora.builder(whole, features=CHECK_FEATURES, rank=CHECK_RANK, alpha=32.0)
     seen: dict[str, Any] = {}
 
     def prop(inp: dict[str, Any]) -> _domain.Failure | None:
@@ -357,7 +358,8 @@ def check_art(art: Any) -> dict[str, Any]:
     measurement.
     """
     claim = "forward-delta-rounds-away"
-    run = _run_add(art)
+    with _art_whole.whole(art) as whole:
+        run = _run_add(whole)
     read = _read_adds(art, _art_lora.WRAPPER)
     low = [(n, name, how) for n, name, wide, how in read if not wide]
     found = run["found"]
