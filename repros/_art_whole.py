@@ -33,7 +33,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-# Third-party packages ART's GPU paths import, that need a GPU or are not installed here.
+# Third-party packages ART's GPU paths import, that need a GPU or are not installed here
+# (each stood in for only where it is not installed).
 GPU_PACKAGES = (
     "megatron",
     "transformer_engine",
@@ -46,6 +47,11 @@ GPU_PACKAGES = (
     "unsloth",
     "unsloth_zoo",
     "vllm",
+    # Unsloth's training stack, which unsloth/train.py imports (and calls: nest_asyncio.apply())
+    "datasets",
+    "nest_asyncio",
+    "peft",
+    "trl",
 )
 _PARALLEL_STATE = "megatron.core.parallel_state"
 _TYPE_ALIAS = re.compile(r"(?m)^(\s*)type (\w+)(\[[^\]=]*\])? = ")
