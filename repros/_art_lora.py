@@ -63,6 +63,12 @@ class BuiltLora:
     def lora(self) -> Any:
         return self.wrapper.lora
 
+    @property
+    def loras(self) -> list[Any]:
+        """The wrapper's LoRAs, in the order their outputs are joined (gate, then up)."""
+        found = [getattr(self.wrapper, n, None) for n in ("lora", "gate_lora", "up_lora")]
+        return [f for f in found if f is not None]
+
     def leaves(self) -> dict[str, torch.nn.Parameter]:
         return {"A_T": self.wrapper.lora.A_T, "B_T": self.wrapper.lora.B_T}
 
@@ -135,5 +141,28 @@ def builder(
                 b_t = lora.leaves()["B_T"]
                 b_t.copy_((b_std * torch.randn(b_t.shape, generator=gen)).to(b_t.dtype))
         return lora
+
+    return built
+
+
+def shared_fc1_builder(
+    whole: _art_whole.Whole, *, features: int, rank: int, alpha: float, seed: int = 0
+) -> Callable[[str], BuiltLora]:
+    """ART's ``SharedExpertsLinearFC1LoRA`` (gated: a gate and an up LoRA) around a stand-in
+    column linear of ``features`` in and ``2 features`` out, once per dtype name."""
+
+    @functools.cache
+    def built(dtype: str) -> BuiltLora:
+        module = whole.load(RELPATH)
+        cls = module.SharedExpertsLinearFC1LoRA
+        gen = torch.Generator().manual_seed(seed)
+        base = StandInRowLinear(features, 2 * features, getattr(torch, dtype), gen)
+        wrapper = cls("model.layers.0.mlp.shared_experts.linear_fc1", base, rank, alpha)
+        return BuiltLora(
+            wrapper,
+            base,
+            f"{whole.art.name}/{RELPATH}:{_line_of(cls)}",
+            ["base layer (frozen weight, output rounded once to the input's dtype)", *whole.said()],
+        )
 
     return built
