@@ -3,12 +3,11 @@ over the claim's domain (``_domain``).
 
 ``TrainerRank._local_logits_from_hidden_rows`` (``trainer_rank/_impl.py``) takes the logits of
 a chunk of hidden rows from ``model.output_layer(hidden.unsqueeze(1), weight=output_weight,
-...)`` and returns them through ``model._scale_logits`` and ``_batch_seq_logits``. The method is
-compiled from the release's source (``_art_partial``; the file needs Python 3.12 and Megatron)
-and called with:
+...)`` and returns them through ``model._scale_logits`` and ``_batch_seq_logits``.
+``trainer_rank/_impl.py`` is imported whole (``_art_whole``: Megatron stood in for; on Python
+3.11 its ``type X = ...`` statements run as assignments) and the method is called on an
+uninitialised ``TrainerRank`` (its other methods and the module's helpers are ART's own), with:
 
-- a stand-in ``self`` whose attributes are TrainerRank's own methods, each compiled from the
-  release on first use and bound to it (a fix written as a helper method on ``self`` runs);
 - a stand-in model: ``_scale_logits`` returns the logits as given (Megatron scales only when a
   model sets a logit multiplier);
 - a stand-in output layer that records the dtypes of the input and weight it is given and
@@ -38,7 +37,7 @@ import random
 import types
 from typing import Any
 
-import _art_partial
+import _art_whole
 import _domain
 import _simpler
 import torch
@@ -46,6 +45,7 @@ import torch
 RELPATH = "trainer_rank/_impl.py"
 CLASS = "TrainerRank"
 METHOD = "_local_logits_from_hidden_rows"
+ENTRY = "_local_head_stats"  # METHOD's caller on every release (0.5.20-0.5.23)
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 GRADS = ("off", "rows", "rows+weight")
 REAL_VOCAB, REAL_CHUNK = 151_936, 512
@@ -76,25 +76,6 @@ class StandInOutputLayer:
             )
         # FP32 accumulation, one rounding to the operands' dtype (FP32 operands: FP32 out).
         return (x.float() @ used.float().T).to(x.dtype), None
-
-
-class StandInSelf:
-    """``self`` for a TrainerRank method: its other methods, compiled from the release on use."""
-
-    def __init__(self, module: _art_partial.PartialModule) -> None:
-        self._module = module
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        try:
-            fn, line = self._module.method(CLASS, name)
-        except LookupError as exc:
-            raise AttributeError(name) from exc
-        above = self._module.lines[line - 2].strip() if line > 1 else ""
-        value = fn if above == "@staticmethod" else types.MethodType(fn, self)
-        object.__setattr__(self, name, value)
-        return value
 
 
 def _name(dtype: torch.dtype) -> str:
@@ -178,9 +159,14 @@ SIMPLEST = {
 class HeadProperty:
     """The property on one input, run with ART's method; remembers what the GEMM was given."""
 
-    def __init__(self, art: Any) -> None:
-        self.module = _art_partial.PartialModule(art, RELPATH)
-        self.method, self.line = self.module.method(CLASS, METHOD)
+    def __init__(self, whole: _art_whole.Whole) -> None:
+        impl = whole.load(RELPATH)
+        cls = getattr(impl, CLASS)
+        # An uninitialised TrainerRank: the method, and every method or module-level helper it
+        # calls, resolve as in ART (the instance's attributes are set by __init__, not run).
+        self.trainer = cls.__new__(cls)
+        self.line = getattr(cls, METHOD).__code__.co_firstlineno
+        self.path = f"{whole.art.name}/{RELPATH}"
         self.seen: set[tuple[str, str]] = set()
         self.out_dtypes: set[str] = set()
 
@@ -195,12 +181,16 @@ class HeadProperty:
         layer = StandInOutputLayer(weight if not inp["tied"] else weight.detach().clone())
         model = types.SimpleNamespace(output_layer=layer, _scale_logits=lambda logits: logits)
         try:
-            logits = self.method(
-                StandInSelf(self.module),
+            # Entered at the call site: the head's statistics without the log-normaliser or
+            # top-k (those read the logits; they do not make them), whose first output is the
+            # local logits; a fix made there (in the caller) counts.
+            logits = getattr(self.trainer, ENTRY)(
                 model,
                 hidden,
                 output_weight=weight if inp["tied"] else None,
-            )
+                need_log_z=False,
+                max_top_k=0,
+            )[0]
         except TypeError as exc:
             return _domain.Failure(f"refused: {exc}"[:120], "FP32 logits")
         finally:
@@ -256,16 +246,19 @@ def _grad_failure(
 
 def run(art: Any, seed: int = 0, samples: int = 12) -> dict[str, Any]:
     """ART's ``_local_logits_from_hidden_rows`` over the domain; the first counterexample."""
-    prop = HeadProperty(art)
-    found = _simpler.search(
-        COVERS, edges(), prop, SIMPLEST, sample=sample, samples=samples, seed=seed
-    )
+    with _art_whole.whole(art) as whole:
+        prop = HeadProperty(whole)
+        found = _simpler.search(
+            COVERS, edges(), prop, SIMPLEST, sample=sample, samples=samples, seed=seed
+        )
+        stand_ins = whole.said()
     return {
         "found": found,
         "seen": sorted(prop.seen),
         "out_dtypes": sorted(prop.out_dtypes),
-        "where": f"{prop.module.path}:{prop.line}",
+        "where": f"{prop.path}:{prop.line}",
         "line": prop.line,
+        "stand_ins": stand_ins,
     }
 
 

@@ -1,8 +1,8 @@
 """Items 2 and 401's checks: ART's Unsloth ``_calculate_logprobs`` searched over its domain.
 
 ``art/unsloth/train.py``'s ``_calculate_logprobs(lm_head_t, hidden_states, next_input_ids,
-chunk_size) -> (log_probs, entropy)`` is taken from the release's source and compiled alone
-(``_art_extract.function``; its module imports Unsloth and PEFT). Two properties of its
+chunk_size) -> (log_probs, entropy)`` is run from ``unsloth/train.py`` imported whole (:func:`load`;
+its module imports Unsloth's training stack, stood in for where absent). Two properties of its
 log-probabilities (the first output; the entropy is a metric), each against a float64 oracle
 computed here, outside ART's code, with bounds in units of the dtypes involved:
 
@@ -24,11 +24,14 @@ computed here, outside ART's code, with bounds in units of the dtypes involved:
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import math
 import random
+from collections.abc import Iterator
 from typing import Any
 
-import _art_extract
+import _art_whole
 import _domain
 import _simpler
 import torch
@@ -41,8 +44,14 @@ ART_CHUNK = 1024  # ART's default logprob_calculation_chunk_size
 REAL_VOCAB = 151_936
 
 
-def load(art: Any) -> tuple[Any, int]:
-    return _art_extract.function(art, RELPATH, FUNCTION)
+@contextlib.contextmanager
+def load(art: Any) -> Iterator[tuple[Any, int]]:
+    """ART's ``_calculate_logprobs`` and its first line, from ``unsloth/train.py`` imported whole
+    (``_art_whole``: Unsloth's training stack stood in for where absent), so a helper, alias or
+    table of the file resolves as in ART; the module stays importable while the context is open."""
+    with _art_whole.whole(art) as whole:
+        function = getattr(whole.load(RELPATH), FUNCTION)
+        yield function, inspect.getsourcelines(function)[1]
 
 
 def _ratio(err: torch.Tensor, bound: torch.Tensor) -> float:
@@ -206,16 +215,16 @@ class LogitsProperty:
 
 
 def search_logits(art: Any, seed: int = 0, samples: int = 4) -> tuple[_domain.Found, int]:
-    impl, line = load(art)
-    found = _simpler.search(
-        LOGITS_COVERS,
-        logits_edges(),
-        LogitsProperty(impl),
-        LOGITS_SIMPLEST,
-        sample=logits_sample,
-        samples=samples,
-        seed=seed,
-    )
+    with load(art) as (impl, line):
+        found = _simpler.search(
+            LOGITS_COVERS,
+            logits_edges(),
+            LogitsProperty(impl),
+            LOGITS_SIMPLEST,
+            sample=logits_sample,
+            samples=samples,
+            seed=seed,
+        )
     return found, line
 
 
@@ -366,14 +375,14 @@ class LseProperty:
 
 
 def search_lse(art: Any, seed: int = 0, samples: int = 10) -> tuple[_domain.Found, int]:
-    impl, line = load(art)
-    found = _simpler.search(
-        LSE_COVERS,
-        lse_edges(),
-        LseProperty(impl),
-        LSE_SIMPLEST,
-        sample=lambda rng: lse_case(lse_sample(rng)),
-        samples=samples,
-        seed=seed,
-    )
+    with load(art) as (impl, line):
+        found = _simpler.search(
+            LSE_COVERS,
+            lse_edges(),
+            LseProperty(impl),
+            LSE_SIMPLEST,
+            sample=lambda rng: lse_case(lse_sample(rng)),
+            samples=samples,
+            seed=seed,
+        )
     return found, line

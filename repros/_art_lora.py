@@ -1,34 +1,31 @@
 """ART's LoRA wrapper built and run on CPU, for items 5 and 11's checks.
 
-``megatron/lora.py`` imports Megatron and Transformer Engine, so it is not imported whole: its
+``megatron/lora.py`` is imported whole (``_art_whole``: every statement of the file run in
+order, Megatron and Transformer Engine stood in for at the import boundary), and its
 ``SelfAttentionLinearProjLoRA`` (the attention output projection's wrapper, anchored by the
-audit) and everything of the file it names are compiled from the release's source
-(``_art_partial``) and constructed as the release constructs them: its ``__init__`` builds the
-``LoRA`` through ``_parallel_lora`` from the base layer's weight. The stand-ins:
+audit) is constructed as the release constructs it: its ``__init__`` builds the ``LoRA`` through
+``_parallel_lora`` from the base layer's weight. The stand-ins:
 
 - the base layer (``linear_proj``, a TE row-parallel linear in ART): a frozen weight in the
   training dtype; its output is the float64 product rounded once to the input's dtype, as a
   GPU GEMM with FP32 accumulation returns it; no bias;
 - the provider: tensor-parallel size 1 (no reduction of the LoRA output);
-- Megatron's ``parallel_state``: one process (rank 0, world size 1, no groups);
-- the segmented-LoRA and expert-plan context variables: unset (one adapter, dense path).
+- Megatron's ``parallel_state``: one process (``_art_whole``).
 
-Everything else the wrapper and its ``LoRA`` do (shapes, dtypes, initialisation, the forward,
-the add) is ART's code as released.
+Everything else the wrapper and its ``LoRA`` do (shapes, dtypes, initialisation, hooks, the
+forward, the add) is ART's code as released, in its own module.
 """
 
 from __future__ import annotations
 
-import ast
-import contextvars
 import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-import _art_partial
-import _source
+import _art_whole
 import torch
 
 RELPATH = "megatron/lora.py"
@@ -46,9 +43,10 @@ class StandInRowLinear(torch.nn.Module):
         weight = torch.randn(out_features, in_features, generator=gen) / in_features**0.5
         self.weight = torch.nn.Parameter(weight.to(dtype), requires_grad=False)
         self.outputs: list[torch.Tensor] = []
+        self._exact_t = self.weight.detach().double().T  # frozen: converted once
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, None]:
-        exact = x.detach().double() @ self.weight.double().T
+        exact = x.detach().double() @ self._exact_t
         out = exact.to(x.dtype)
         self.outputs.append(out)
         return out, None
@@ -65,12 +63,18 @@ class BuiltLora:
     def lora(self) -> Any:
         return self.wrapper.lora
 
+    @property
+    def loras(self) -> list[Any]:
+        """The wrapper's LoRAs, in the order their outputs are joined (gate, then up)."""
+        found = [getattr(self.wrapper, n, None) for n in ("lora", "gate_lora", "up_lora")]
+        return [f for f in found if f is not None]
+
     def leaves(self) -> dict[str, torch.nn.Parameter]:
         return {"A_T": self.wrapper.lora.A_T, "B_T": self.wrapper.lora.B_T}
 
 
 def build(
-    art: Any,
+    whole: _art_whole.Whole,
     *,
     in_features: int,
     out_features: int,
@@ -79,62 +83,42 @@ def build(
     dtype: torch.dtype,
     seed: int = 0,
 ) -> BuiltLora:
-    """ART's ``SelfAttentionLinearProjLoRA`` around a stand-in base layer in ``dtype``."""
-    unset: contextvars.ContextVar[Any] = contextvars.ContextVar("artbot_unset", default=None)
-    stand_ins = {
-        "ps": _art_partial.SingleRank(),
-        "_CURRENT_LORA_SEGMENTS": unset,
-        "_CURRENT_EXPERT_ADAPTER_PLAN": unset,
-    }
-    module = _art_partial.PartialModule(art, RELPATH, stand_ins)
-    if not module.has(WRAPPER):
-        raise LookupError(f"{module.path} defines no {WRAPPER}")
-    wrapper_cls = module.get(WRAPPER)
+    """ART's ``SelfAttentionLinearProjLoRA`` around a stand-in base layer in ``dtype``, from
+    ``megatron/lora.py`` imported whole (inside ``_art_whole.whole``)."""
+    module = whole.load(RELPATH)
+    wrapper_cls = getattr(module, WRAPPER, None)
+    if wrapper_cls is None:
+        raise LookupError(f"{whole.art.name}/{RELPATH} defines no {WRAPPER}")
     gen = torch.Generator().manual_seed(seed)
     base = StandInRowLinear(in_features, out_features, dtype, gen)
     provider = SimpleNamespace(tensor_model_parallel_size=1, sequence_parallel=False)
     wrapper = wrapper_cls(PREFIX, base, rank, alpha, provider)
+    line = _line_of(wrapper_cls)
     return BuiltLora(
         wrapper,
         base,
-        f"{module.path}:{module.line_of(WRAPPER)}",
-        sorted(
-            [
-                "base layer (frozen weight, output rounded once to the input's dtype)",
-                "provider (tensor-parallel size 1)",
-                *(
-                    {"ps": "Megatron parallel_state (one process)"}.get(n, f"{n} (unset)")
-                    for n in sorted(module.stand_ins_used)
-                ),
-            ]
-        ),
+        f"{whole.art.name}/{RELPATH}:{line}",
+        [
+            "base layer (frozen weight, output rounded once to the input's dtype)",
+            "provider (tensor-parallel size 1)",
+            *whole.said(),
+        ],
     )
 
 
-def trainer_reads_main_grad(art: Any) -> bool:
-    """Does the trainer's step read ``main_grad`` (TrainerRank's ``_reduce_dynamic_grads``, read
-    with ``ast``)? 0.5.20-0.5.23 read ``param.grad``."""
-    source = art.source("trainer_rank/_impl.py") or ""
-    line = next(
-        (
-            n
-            for n, text in enumerate(source.splitlines(), 1)
-            if text.strip().startswith("def _reduce_dynamic_grads(")
-        ),
-        None,
-    )
-    if line is None:
-        return False
-    node = _source.block_at(source, line).node
-    return any(
-        (isinstance(n, ast.Attribute) and n.attr == "main_grad")
-        or (isinstance(n, ast.Constant) and n.value == "main_grad")  # getattr(p, "main_grad")
-        for n in ast.walk(node)
-    )
+@functools.cache
+def _line_of(cls: type) -> int:
+    return inspect.getsourcelines(cls)[1]
 
 
 def builder(
-    art: Any, *, features: int, rank: int, alpha: float, seed: int = 0, b_std: float = 0.0
+    whole: _art_whole.Whole,
+    *,
+    features: int,
+    rank: int,
+    alpha: float,
+    seed: int = 0,
+    b_std: float = 0.0,
 ) -> Callable[[str], BuiltLora]:
     """:func:`build` square (``features`` in and out), once per dtype name (``"bfloat16"``), for
     a property run over a domain of dtypes. ``b_std``: B drawn with this std (generator seeded
@@ -143,7 +127,7 @@ def builder(
     @functools.cache
     def built(dtype: str) -> BuiltLora:
         lora = build(
-            art,
+            whole,
             in_features=features,
             out_features=features,
             rank=rank,
@@ -157,5 +141,28 @@ def builder(
                 b_t = lora.leaves()["B_T"]
                 b_t.copy_((b_std * torch.randn(b_t.shape, generator=gen)).to(b_t.dtype))
         return lora
+
+    return built
+
+
+def shared_fc1_builder(
+    whole: _art_whole.Whole, *, features: int, rank: int, alpha: float, seed: int = 0
+) -> Callable[[str], BuiltLora]:
+    """ART's ``SharedExpertsLinearFC1LoRA`` (gated: a gate and an up LoRA) around a stand-in
+    column linear of ``features`` in and ``2 features`` out, once per dtype name."""
+
+    @functools.cache
+    def built(dtype: str) -> BuiltLora:
+        module = whole.load(RELPATH)
+        cls = module.SharedExpertsLinearFC1LoRA
+        gen = torch.Generator().manual_seed(seed)
+        base = StandInRowLinear(features, 2 * features, getattr(torch, dtype), gen)
+        wrapper = cls("model.layers.0.mlp.shared_experts.linear_fc1", base, rank, alpha)
+        return BuiltLora(
+            wrapper,
+            base,
+            f"{whole.art.name}/{RELPATH}:{_line_of(cls)}",
+            ["base layer (frozen weight, output rounded once to the input's dtype)", *whole.said()],
+        )
 
     return built

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -67,3 +68,27 @@ def said(found: Any) -> str:
 
 def _text(value: float | str) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def pairwise(factors: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    """A covering array of ``factors``: every pair of values of two factors occurs in some
+    case, and the first case takes each factor's last value (its maximum, when the values are
+    listed in order). Greedy over the full product (small domains only), deterministic."""
+    keys = list(factors)
+    product = [
+        dict(zip(keys, values, strict=True)) for values in itertools.product(*factors.values())
+    ]
+
+    def pairs(case: dict[str, Any]) -> set[tuple[str, Any, str, Any]]:
+        return {
+            (a, repr(case[a]), b, repr(case[b])) for i, a in enumerate(keys) for b in keys[i + 1 :]
+        }
+
+    wanted = set().union(*(pairs(c) for c in product))
+    cases = [{k: v[-1] for k, v in factors.items()}]
+    wanted -= pairs(cases[0])
+    while wanted:
+        best = max(product, key=lambda c: len(pairs(c) & wanted))
+        cases.append(best)
+        wanted -= pairs(best)
+    return cases

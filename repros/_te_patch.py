@@ -27,10 +27,14 @@ forming the term, or forms it and keeps the separate step, is no fix.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import sys
+import traceback
 import types
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,10 +72,9 @@ class StandInKernel:
         self.src = src
 
 
-def run_patch(module: Any) -> tuple[bool, str]:
-    """(fixed, how) for ART's ``patch_te_cross_entropy`` run on the stand-in kernel."""
-    original, _record = te_kernel()
-    kernel = StandInKernel(original)
+@contextlib.contextmanager
+def _stand_in_te(kernel: StandInKernel) -> Iterator[None]:
+    """``transformer_engine``'s cross-entropy module in ``sys.modules``, holding ``kernel``."""
     names = ["transformer_engine", "transformer_engine.common", "transformer_engine.common.triton"]
     saved = {n: sys.modules.get(n) for n in [*names, _TE]}
     try:
@@ -80,19 +83,78 @@ def run_patch(module: Any) -> tuple[bool, str]:
         te = types.ModuleType(_TE)
         te.cross_entropy_kernel = kernel  # type: ignore[attr-defined]
         sys.modules[_TE] = te
-        try:
-            module.patch_te_cross_entropy()
-        except Exception as exc:  # the patch refuses the kernel: no fix is applied
-            return False, f"raises on TE 2.14.0's kernel ({type(exc).__name__}: {exc})"
+        yield
     finally:
         for name, value in saved.items():
             if value is None:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = value
+
+
+def _outcome(kernel: StandInKernel, original: str) -> tuple[bool, str]:
     if not kernel.updates or kernel.src == original:
         return False, "runs but leaves TE 2.14.0's kernel as it was (no source update)"
     return _reads_fixed(kernel.src)
+
+
+def run_patch(module: Any) -> tuple[bool, str]:
+    """(fixed, how) for ART's ``patch_te_cross_entropy`` run on the stand-in kernel."""
+    original, _record = te_kernel()
+    kernel = StandInKernel(original)
+    with _stand_in_te(kernel):
+        try:
+            module.patch_te_cross_entropy()
+        except Exception as exc:  # the patch refuses the kernel: no fix is applied
+            return False, f"raises on TE 2.14.0's kernel ({type(exc).__name__}: {exc})"
+    return _outcome(kernel, original)
+
+
+@dataclass
+class Imported:
+    """What importing a module of ART did to TE 2.14.0's kernel (:func:`run_import`)."""
+
+    patched: bool  # a kernel that forms the target term in FP32 before the one store
+    how: str
+    line: int | None  # the module's line that was running when the kernel was touched
+    patch: tuple[str, int, int] | None  # (file, first line, last line) of the function that did
+
+
+def run_import(whole: Any, relpath: str) -> Imported:
+    """Import ``art/<relpath>`` whole (``_art_whole``) with the stand-in kernel in place, as
+    ART's training process imports it: whatever the import runs (a module-level call, through
+    any alias, helper or loop) reaches the kernel or does not. Which line of the module was
+    running, and which function handed Triton a new source, are taken from the call stack at
+    that moment, not from the text."""
+    original, _record = te_kernel()
+    kernel = StandInKernel(original)
+    target = str(whole.art.package_dir / relpath)
+    seen: dict[str, Any] = {}
+
+    def update(src: str) -> None:
+        frames = []
+        frame = sys._getframe(1)
+        while frame is not None:
+            frames.append(frame)
+            frame = frame.f_back
+        lines = [f.f_lineno for f in frames if f.f_code.co_filename == target]
+        seen["line"] = lines[-1] if lines else None
+        code = frames[0].f_code
+        seen["patch"] = (code.co_filename, code.co_firstlineno, frames[0].f_lineno)
+        StandInKernel._unsafe_update_src(kernel, src)
+
+    kernel._unsafe_update_src = update  # type: ignore[method-assign]
+    with _stand_in_te(kernel):
+        try:
+            whole.load(relpath)
+        except Exception as exc:
+            where = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == target]
+            if not where or where[-1] is traceback.extract_tb(exc.__traceback__)[-1]:
+                raise  # the module itself fails, not a patch it runs: the check cannot run
+            how = f"raises on TE 2.14.0's kernel ({type(exc).__name__}: {exc})"
+            return Imported(False, how, where[-1].lineno, None)
+    patched, how = _outcome(kernel, original)
+    return Imported(patched, how, seen.get("line"), seen.get("patch"))
 
 
 def _reads_fixed(src: str) -> tuple[bool, str]:

@@ -53,6 +53,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _art_whole  # noqa: E402
 import _common  # noqa: E402
 import _evidence  # noqa: E402
 import _te_patch  # noqa: E402
@@ -288,136 +289,71 @@ def _te_fusion(provider: str) -> tuple[bool, str, int | None]:
     return value == "te", f"L{node.lineno} cross_entropy_fusion_impl = {value!r}", node.lineno
 
 
-_PATCH, _MODULE = "patch_te_cross_entropy", "te_cross_entropy"
-
-
-def _hook(provider: str) -> int | None:
-    """The line of a module-level call in provider.py that calls ART's patch, recognised by
-    what the called name is bound to, not by its spelling: ``patch_te_cross_entropy`` imported
-    from ``te_cross_entropy`` under any alias (``as p``), a name assigned from one (``p =
-    patch_te_cross_entropy``), or an attribute of the module imported under any name
-    (``tce.patch_te_cross_entropy()``, ``art.megatron.te_cross_entropy.patch_...()``); a
-    name rebound to something else before the call no longer counts. A call inside a function,
-    a branch, a comment or a string is not the hook."""
-    bound: dict[str, str] = {}  # module-level name -> "patch" | "module" | "package"
-
-    def kind(node: ast.expr) -> str | None:
-        if isinstance(node, ast.Name):
-            return bound.get(node.id)
-        if isinstance(node, ast.Attribute):
-            parent = kind(node.value)
-            if node.attr == _PATCH and parent == "module":
-                return "patch"
-            if node.attr == _MODULE and parent == "package":
-                return "module"
-            if parent == "package":
-                return "package"
-        return None
-
-    for node in ast.parse(provider).body:
-        if isinstance(node, ast.ImportFrom):
-            from_module = (node.module or "").split(".")[-1] == _MODULE
-            for alias in node.names:
-                name = alias.asname or alias.name
-                if from_module and alias.name == _PATCH:
-                    bound[name] = "patch"
-                elif alias.name == _MODULE:
-                    bound[name] = "module"
-                else:
-                    bound.pop(name, None)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    hit = alias.name.split(".")[-1] == _MODULE
-                    if hit:
-                        bound[alias.asname] = "module"
-                    else:
-                        bound.pop(alias.asname, None)
-                elif _MODULE in alias.name.split("."):
-                    bound[alias.name.split(".")[0]] = "package"
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.pop(node.name, None)
-        elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            value = kind(node.value)
-            call = isinstance(node.value, ast.Call) and kind(node.value.func) == "patch"
-            if call:
-                return node.lineno
-            for target in targets:
-                if isinstance(target, ast.Name):
-                    if value is None:
-                        bound.pop(target.id, None)
-                    else:
-                        bound[target.id] = value
-        elif (
-            isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Call)
-            and kind(node.value.func) == "patch"
-        ):
-            return node.lineno
-    return None
-
-
 def check_art(art: Any) -> dict[str, Any]:
-    """Read ART's Megatron provider by its meaning (``ast`` of the file; its imports need
-    Megatron): is Transformer Engine's fused cross-entropy enabled, and does the module call
-    ART's patch of TE's kernel when imported (0.5.21 ``provider.py`` L33
-    ``patch_te_cross_entropy()``, recognised by what the called name is bound to: aliases,
-    attribute calls)? The patch is then run on TE 2.14.0's real ``cross_entropy_kernel`` source
-    (``_te_patch``: pinned test data; it imports TE only when called) and the kernel it writes
-    read with ``ast``.
-    Fixed when TE's fusion is off, or the hook runs a patch that forms the target gradient in
-    FP32 before the one store; an early return, a patch that changes nothing or does half of it
-    is not. The size of the zero band without it is this script's model of TE's kernel."""
+    """Is Transformer Engine's fused cross-entropy on ART's path, and does ART's training
+    process patch its kernel? The setting is read (``megatron/provider.py``'s
+    ``prepare_provider_bundle`` sets ``cross_entropy_fusion_impl``; building a provider needs a
+    model and Megatron-Bridge, so the assignment is read with ``ast``, the last one winning).
+    The patch is run: ``provider.py`` is imported whole (``_art_whole``: Megatron stood in for)
+    with a stand-in ``transformer_engine`` holding TE 2.14.0's real ``cross_entropy_kernel``
+    source (``_te_patch``: pinned test data), so whatever the import runs (0.5.21's
+    module-level ``patch_te_cross_entropy()``, through any alias, helper or loop) reaches the
+    kernel or does not; the kernel it hands Triton is read with ``ast``.
+    Fixed when TE's fusion is off, or the import leaves a kernel that forms the target
+    gradient in FP32 before the one store; an early return, a patch that changes nothing,
+    raises or does half of it is not. The size of the zero band without it is this script's
+    model of TE's kernel; the kernel itself does not run here (no TE, no GPU)."""
     began = time.perf_counter()
     provider = art.source("megatron/provider.py")
     if not provider:
         raise RuntimeError(f"{art.name}/megatron/provider.py not found")
     te, te_at, setting = _te_fusion(provider)
-    hook = _hook(provider)
-    ran = [f"{art.name}/megatron/provider.py (source read, ast)"]
-    patched, how = False, ""
-    if hook is not None:
-        module = art.load("megatron/te_cross_entropy.py")
-        patched, how = _te_patch.run_patch(module)
-        ran.append(
-            f"{art.name}/megatron/te_cross_entropy.py:patch_te_cross_entropy (run on TE 2.14.0's "
-            "cross_entropy_kernel source, pinned; the kernel it writes read with ast)"
-        )
+    if setting is None:
+        raise RuntimeError(f"{art.name}/megatron/provider.py never sets cross_entropy_fusion_impl")
+    with _art_whole.whole(art) as whole:
+        imported = _te_patch.run_import(whole, "megatron/provider.py")
+        stand_ins = whole.said()
+    ran = [
+        f"{art.name}/megatron/provider.py imported whole with TE 2.14.0's cross_entropy_kernel "
+        "source in a stand-in transformer_engine (pinned; the kernel it is left with read with "
+        "ast)",
+        f"{art.name}/megatron/provider.py L{setting} (the fusion setting, read with ast)",
+    ]
+    hook = imported.line
+    touched = imported.patch is not None or "raises" in imported.how
     if not te:
         detail = f"TE's fused cross-entropy is not enabled ({te_at})"
-    elif hook is None:
+    elif not touched:
         detail = (
-            f"TE's fused cross-entropy enabled ({te_at}), no patch of its kernel called: the "
-            "target gradient is bf16(p) - 1 as TE computes it"
+            f"TE's fused cross-entropy enabled ({te_at}); importing provider.py leaves TE's "
+            "kernel as it was: the target gradient is bf16(p) - 1 as TE computes it"
         )
     else:
         detail = (
-            f"TE's fused cross-entropy enabled ({te_at}); provider.py L{hook} calls ART's "
-            "patch_te_cross_entropy on import, which " + how
+            f"TE's fused cross-entropy enabled ({te_at}); importing provider.py "
+            + (f"(L{hook}) " if hook else "")
+            + "patches TE's kernel, which "
+            + imported.how
         )
-
-    if setting is None:
-        raise RuntimeError(f"{art.name}/megatron/provider.py never sets cross_entropy_fusion_impl")
     at = [_evidence.span(art, "megatron/provider.py", setting)]
     fix: list[dict[str, Any] | None] = [None]
     if hook is not None:
-        fix = [
-            _evidence.span(art, "megatron/provider.py", hook, hook),
-            _evidence.function(art, "megatron/te_cross_entropy.py", "patch_te_cross_entropy"),
-        ]
-    hit = te and not patched
+        fix = [_evidence.span(art, "megatron/provider.py", hook, hook)]
+    if imported.patch is not None:
+        file, first, last = imported.patch
+        rel = str(Path(file).relative_to(art.package_dir))
+        fix.append(_evidence.span(art, rel, first, max(first, last), look_for=first))
+    hit = te and not imported.patched
     domain = {
         "covers": "TE 2.14.0's cross_entropy_kernel source (the transformer_engine_cu12 wheel's "
-        "file, pinned by sha256 in repros/data); provider.py's module-level statements for a "
-        "call bound to ART's patch (any alias, attribute or assigned name)",
+        "file, pinned by sha256 in repros/data); everything importing provider.py runs",
         "inputs": 1,
         "budget_s": 2.0,
         "seconds": round(time.perf_counter() - began, 3),
         "seed": None,
         "counterexample": {
             "inputs": {"kernel": "TE 2.14.0", "hook": f"L{hook}" if hook else "none"},
-            "measured": (how or "no patch called")[:200],
+            "measured": (imported.how if touched else "kernel left as it was")[:200],
             "bound": "target term formed in FP32 before the one store, no separate target store",
         }
         if hit
@@ -426,14 +362,19 @@ def check_art(art: Any) -> dict[str, Any]:
     return {
         "claims": {
             "zeroed-target-gradient-near-one": _evidence.claim(
-                hit, detail, method="read", at=at, fix=fix if te else at, domain=domain
+                hit,
+                detail,
+                method="ran" if te else "read",
+                at=at,
+                fix=fix if te else at,
+                domain=domain,
             )
         },
         "detail": detail,
         "ran": ran,
-        "scope": "ART's provider read; ART's patch run on TE 2.14.0's kernel source (pinned test "
-        "data), the kernel it writes read; the zero band's size is this script's model (no TE "
-        "or CUDA here)",
+        "scope": "ART's provider imported whole and its patch of TE's kernel run on TE 2.14.0's "
+        f"kernel source (pinned test data; stand-ins: {', '.join(stand_ins)}); the fusion "
+        "setting read; the zero band's size is this script's model (no TE or CUDA here)",
     }
 
 

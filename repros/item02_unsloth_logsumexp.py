@@ -313,8 +313,8 @@ def _or_none(p: float | None) -> float | str:
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """ART's own ``_calculate_logprobs`` (its module, ``unsloth/train.py``, imports Unsloth and
-    PEFT, so the function is taken from the release's source and compiled alone) searched over
+    """ART's own ``_calculate_logprobs`` (its module, ``unsloth/train.py``, imported whole, with
+    Unsloth's training stack stood in for where absent: ``_art_logprobs.load``) searched over
     the claim's domain (``_art_logprobs.LSE_COVERS``). The property: every logprob equals log p
     (float64 log-softmax of the same logits) to FP32 accuracy and the gradient reaching the
     hidden states is onehot - p to the accuracy of their dtype. Reproduced: an input where
@@ -337,7 +337,9 @@ def check_art(art: Any) -> dict[str, Any]:
             )
         },
         "detail": detail,
-        "ran": [f"{art.name}/unsloth/train.py:{line} _calculate_logprobs (from the source, run)"],
+        "ran": [
+            f"{art.name}/unsloth/train.py:{line} _calculate_logprobs (module imported whole, run)"
+        ],
         "scope": "ART's _calculate_logprobs run on CPU with BF16 hidden states (the autocast "
         "dtype on GPU is assumed, as the audit does); the model around it is not run",
         "method": "ran",

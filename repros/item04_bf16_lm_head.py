@@ -406,7 +406,10 @@ def check_art(art: Any) -> dict[str, Any]:
     claim = "bf16-logit-rounding-noise"
     measured = _art_head.run(art)
     found = measured["found"]
-    detail = f"ran {measured['where']} {_art_head.METHOD}: " + _art_head.describe(measured)
+    detail = (
+        f"ran TrainerRank.{_art_head.ENTRY} -> {_art_head.METHOD} ({measured['where']}): "
+        + _art_head.describe(measured)
+    )
     at = [_evidence.block(art, "trainer_rank/_impl.py", measured["line"])]
     verdict = not found.holds
     return {
@@ -414,10 +417,15 @@ def check_art(art: Any) -> dict[str, Any]:
             claim: _evidence.claim(verdict, detail, method="ran", at=at, domain=found.domain())
         },
         "detail": detail,
-        "ran": [f"{measured['where']} TrainerRank.{_art_head.METHOD} (from the source, run)"],
+        "ran": [
+            f"TrainerRank.{_art_head.ENTRY} (need_log_z off, no top-k) -> {_art_head.METHOD} "
+            f"({measured['where']}; trainer_rank/_impl.py imported whole, run on an "
+            "uninitialised TrainerRank)"
+        ],
         "scope": "ART's head function run on CPU over dtypes, grad modes and chunk/vocabulary "
         "sizes; the output layer is a stand-in that records its operands' dtypes and rounds the "
-        "product once to them, as a GPU GEMM does; the per-token noise at a real model's size "
+        "product once to them, as a GPU GEMM does; other stand-ins: "
+        f"{', '.join(measured['stand_ins'])}; the per-token noise at a real model's size "
         "is this script's measurement",
     }
 

@@ -52,6 +52,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _art_lora  # noqa: E402
+import _art_whole  # noqa: E402
 import _common  # noqa: E402
 import _domain  # noqa: E402
 import _dtype_read  # noqa: E402
@@ -266,29 +267,36 @@ def build_report() -> _common.Report:
 CHECK_FEATURES, CHECK_TOKENS, CHECK_RANK, CHECK_B_STD = 256, 32, 8, 1e-4
 
 
+RUN_WRAPPERS = ("SelfAttentionLinearProjLoRA", "SharedExpertsLinearFC1LoRA")
 RUN_COVERS = (
-    "the attention output projection's wrapper run: model dtype bfloat16/float16; train mode "
-    "with grad, eval under no_grad; 1-32 tokens; delta about 1e-5 to 1e-2 of the base"
+    "two wrappers run (the attention output projection's; the shared experts' gated FC1, both "
+    "LoRAs): model dtype bfloat16/float16; train mode with grad, eval under no_grad; 1-32 "
+    "tokens; delta about 1e-5 to 1e-2 of the base"
 )
 
 
-def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
+def _run_add(whole: _art_whole.Whole, seed: int = 0) -> dict[str, Any]:
     """ART's attention output projection wrapper (``_art_lora``: built as the release builds it
     around a base layer of the model's dtype) run forward over a domain (``_domain``): how much
     of the delta (ART's ``LoRA`` output) is missing from ``output - base`` (both as ART computed
     them), against an FP32 add's bound, ``8 eps32 |base| / |delta|``."""
-    built = _art_lora.builder(art, features=CHECK_FEATURES, rank=CHECK_RANK, alpha=32.0)
+    built = _art_lora.builder(whole, features=CHECK_FEATURES, rank=CHECK_RANK, alpha=32.0)
+    fc1 = _art_lora.shared_fc1_builder(whole, features=CHECK_FEATURES, rank=CHECK_RANK, alpha=32.0)
     seen: dict[str, Any] = {}
 
     def prop(inp: dict[str, Any]) -> _domain.Failure | None:
         dtype = getattr(torch, inp["dtype"])
-        lora = built(inp["dtype"])
+        lora = built(inp["dtype"]) if inp["wrapper"] == _art_lora.WRAPPER else fc1(inp["dtype"])
         gen = torch.Generator().manual_seed(inp["tokens"] * 31 + int(1e6 * inp["b_std"]))
-        b_t = lora.lora.B_T
-        with torch.no_grad():
-            b_t.copy_((inp["b_std"] * torch.randn(b_t.shape, generator=gen)).to(b_t.dtype))
         deltas: list[torch.Tensor] = []
-        hook = lora.lora.register_forward_hook(lambda _m, _i, out: deltas.append(out.detach()))
+        hooks = []
+        for factor in lora.loras:  # the wrapper's LoRAs, in the order their outputs are joined
+            with torch.no_grad():
+                b_t = factor.B_T
+                b_t.copy_((inp["b_std"] * torch.randn(b_t.shape, generator=gen)).to(b_t.dtype))
+            hooks.append(
+                factor.register_forward_hook(lambda _m, _i, out: deltas.append(out.detach()))
+            )
         x = torch.randn(inp["tokens"], CHECK_FEATURES, generator=gen).to(dtype)
         train = inp["mode"] == "train"
         lora.wrapper.train(train)
@@ -296,10 +304,12 @@ def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
             with torch.set_grad_enabled(train):
                 out, _bias = lora.wrapper(x.requires_grad_(train))
         finally:
-            hook.remove()
+            for hook in hooks:
+                hook.remove()
         seen["out"] = str(out.dtype).removeprefix("torch.")
         seen["where"], seen["stand_ins"] = lora.where, lora.stand_ins
-        base, delta = lora.base.outputs[-1].double(), deltas[-1].double()
+        base = lora.base.outputs[-1].double()
+        delta = torch.cat(deltas[-len(lora.loras) :], dim=-1).double()
         lost = float(((out.detach().double() - base) - delta).norm() / delta.norm())
         bound = 8 * torch.finfo(torch.float32).eps * float(base.norm() / delta.norm())
         seen["delta_to_base"] = f"{float(delta.norm() / base.norm()):.1g}"
@@ -308,11 +318,18 @@ def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
         return None
 
     edges = [
-        {"dtype": d, "mode": m, "tokens": CHECK_TOKENS, "b_std": CHECK_B_STD}
+        {"wrapper": w, "dtype": d, "mode": m, "tokens": CHECK_TOKENS, "b_std": CHECK_B_STD}
+        for w in RUN_WRAPPERS
         for d in ("bfloat16", "float16")
         for m in ("train", "eval")
     ] + [
-        {"dtype": "bfloat16", "mode": "train", "tokens": t, "b_std": b}
+        {
+            "wrapper": _art_lora.WRAPPER,
+            "dtype": "bfloat16",
+            "mode": "train",
+            "tokens": t,
+            "b_std": b,
+        }
         for t, b in ((1, 1e-4), (8, 1e-6), (8, 1e-3))
     ]
     simplest = {"dtype": ("bfloat16",), "mode": ("eval", "train"), "tokens": (1, 8)}
@@ -320,12 +337,13 @@ def _run_add(art: Any, seed: int = 0) -> dict[str, Any]:
     return {"found": found, **seen}
 
 
-def _read_adds(art: Any, skip: str) -> list[tuple[int, str, bool, str]]:
-    """Every other wrapper's ``return base + delta, bias`` in ``megatron/lora.py``, read with
-    ``_dtype_read``: (line, class, made and kept in FP32, how)."""
+def _read_adds(art: Any, skip: tuple[str, ...]) -> list[tuple[int, str, bool, str]]:
+    """Every other wrapper's ``return base + delta, bias`` in ``megatron/lora.py`` (those not
+    run: their base layers are TE's grouped or layer-norm linears), read with ``_dtype_read``:
+    (line, class, made and kept in FP32, how)."""
     out = []
     for cls in ast.parse(art.source("megatron/lora.py")).body:
-        if not isinstance(cls, ast.ClassDef) or cls.name in (skip, "LoRA"):
+        if not isinstance(cls, ast.ClassDef) or cls.name in (*skip, "LoRA"):
             continue
         for fn in cls.body:
             if isinstance(fn, ast.FunctionDef) and fn.name == "forward":
@@ -339,10 +357,12 @@ def _read_adds(art: Any, skip: str) -> list[tuple[int, str, bool, str]]:
 def check_art(art: Any) -> dict[str, Any]:
     """Run ART's LoRA forward add in ``art`` and read the others.
 
-    - Ran: ``SelfAttentionLinearProjLoRA`` (the audit's anchor), built and run forward on CPU
-      with a BF16 base layer and a delta about 1e-3 of it; measured: the share of ART's own
-      delta (its ``LoRA`` output) lost in ``output - base``.
-    - Read (``ast``, ``_dtype_read``): every other wrapper's ``return base + delta, bias``:
+    - Ran, from ``megatron/lora.py`` imported whole: ``SelfAttentionLinearProjLoRA`` (the
+      audit's anchor) and ``SharedExpertsLinearFC1LoRA`` (gate and up LoRAs), built and run
+      forward on CPU with a base layer of the model's dtype; measured: the share of ART's own
+      delta (its ``LoRA`` outputs) lost in ``output - base``.
+    - Read (``ast``, ``_dtype_read``), where the base layer (TE's grouped or layer-norm linear)
+      has no stand-in here: every other wrapper's ``return base + delta, bias``:
       the dtype the add is made in and the dtype it is returned in, following names to their
       assignments; comments and strings are not code.
 
@@ -352,21 +372,22 @@ def check_art(art: Any) -> dict[str, Any]:
     some other wrapper adds below FP32 or rounds an FP32 sum back. Fixed: the run keeps the delta
     and every other add is made and kept in FP32. The reading takes a value it cannot place
     (the output of a LoRA call, say) to have the input's dtype, so a fix made inside
-    ``LoRA.forward`` alone (an FP32 delta) is seen by the run, not by the reading of the six
+    ``LoRA.forward`` alone (an FP32 delta) is seen by the run, not by the reading of the five
     other wrappers. The size of what rounds away at a real model's scale is this script's
     measurement.
     """
     claim = "forward-delta-rounds-away"
-    run = _run_add(art)
-    read = _read_adds(art, _art_lora.WRAPPER)
+    with _art_whole.whole(art) as whole:
+        run = _run_add(whole)
+    read = _read_adds(art, RUN_WRAPPERS)
     low = [(n, name, how) for n, name, wide, how in read if not wide]
     found = run["found"]
     hit = not found.holds or bool(low)
     path = f"{art.name}/megatron/lora.py"
     detail = (
-        f"ran {run.get('where', 'the wrapper')} {_art_lora.WRAPPER}.forward: output in "
-        f"{run.get('out', '?')}; {_simpler.said(found)}; read {len(read)} other wrappers' base + "
-        "delta returns: "
+        f"ran {' and '.join(f'{w}.forward' for w in RUN_WRAPPERS)} ({path} imported whole): "
+        f"output in {run.get('out', '?')}; {_simpler.said(found)}; read the {len(read)} other "
+        "wrappers' base + delta returns: "
         + (
             f"{len(low)} below FP32 ("
             + ", ".join(f"L{n} {name} {how}" for n, name, how in low[:3])
@@ -384,13 +405,12 @@ def check_art(art: Any) -> dict[str, Any]:
         },
         "detail": detail,
         "ran": [
-            f"{run['where']} {_art_lora.WRAPPER}.__init__ and forward (from the source, run)",
+            f"{path} imported whole; {', '.join(RUN_WRAPPERS)}: __init__ and forward, run",
             f"{path}: every other wrapper's base + delta return (ast, read)",
         ],
-        "scope": f"one wrapper run on CPU (stand-ins: {', '.join(run.get('stand_ins', []))}), "
-        "the other "
-        "adds read by meaning; what rounds away at a real model's scale is this script's "
-        "measurement",
+        "scope": f"two wrappers run on CPU (stand-ins: {', '.join(run.get('stand_ins', []))}); "
+        "the other adds (wrappers around TE's grouped or layer-norm linears) read by meaning; "
+        "what rounds away at a real model's scale is this script's measurement",
     }
 
 

@@ -117,7 +117,8 @@ def build_report() -> _common.Report:
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """ART's own ``_calculate_logprobs`` (from the release's source) searched over the claim's
+    """ART's own ``_calculate_logprobs`` (``unsloth/train.py`` imported whole, Unsloth's training
+    stack stood in for where absent: ``_art_logprobs.load``) searched over the claim's
     domain (``_art_logprobs.LOGITS_COVERS``). Reproduced: on some input the log-probabilities
     (or their gradients) are not those of FP32-accurate logits of the operands, against a
     float64 oracle; the first such input is shrunk and shown. Fixed: none found."""
@@ -135,7 +136,7 @@ def check_art(art: Any) -> dict[str, Any]:
     return _evidence.one_claim(
         "bf16-logits-on-unsloth",
         claim,
-        f"{art.name}/unsloth/train.py:_calculate_logprobs (from the source)",
+        f"{art.name}/unsloth/train.py:_calculate_logprobs (the module imported whole, run)",
     )
 
 

@@ -33,15 +33,19 @@ except ModuleNotFoundError as missing:  # one of ART's own modules missing is a 
     pytest.skip(f"{missing.name} is not installed", allow_module_level=True)
 
 
+NAMESPACE: dict[str, object] = {"torch": torch}
+
+
 def art_impl(*names: str) -> tuple[object, ...]:
     """``trainer_rank/_impl.py``'s definitions ``names`` (``Class.method`` for a method, compiled
     as a function), run from the file's text in one namespace with ``torch``. Each is cut at its
     indentation and parsed alone: the test needs neither the class (its defaults name much of
-    the module) nor the Python 3.12 the rest of the file is written for."""
+    the module) nor the Python 3.12 the rest of the file is written for. All are run in one
+    namespace, so each sees the module-level helpers cut before it."""
     spec = importlib.util.find_spec("art.trainer_rank._impl")
     assert spec is not None and spec.origin is not None
     lines = Path(spec.origin).read_text(encoding="utf-8").splitlines()
-    namespace: dict[str, object] = {"torch": torch}
+    namespace = NAMESPACE  # one for every definition cut, as the module is one namespace
     for name in names:
         cls, _, func = name.rpartition(".")
         indent = "    " if cls else ""
@@ -113,13 +117,23 @@ def test_head_logits_carry_fp32_precision(tied: bool) -> None:
 def check(
     tied: bool, grad: bool, dtype: torch.dtype, rows: int, hidden_size: int, vocab: int
 ) -> None:
-    method, _ = art_impl("TrainerRank._local_logits_from_hidden_rows", "_batch_seq_logits")
+    # Entered at the head's call site (its statistics without the log-normaliser or top-k,
+    # whose first output is the local logits), so a fix made in the caller counts too.
+    (method,) = art_impl("TrainerRank._local_head_stats")
+    art_impl("_batch_seq_logits")  # a module-level helper the head calls
     gen = torch.Generator().manual_seed(0)
     hidden = (3.0 * torch.randn(rows, hidden_size, generator=gen)).to(dtype)  # logits to ~50
     weight = (torch.randn(vocab, hidden_size, generator=gen) / hidden_size**0.5).to(dtype)
     hidden.requires_grad_(grad)
     model = SimpleNamespace(output_layer=GemmOutputLayer(weight), _scale_logits=lambda x: x)
-    logits = method(TrainerRankSelf(), model, hidden, output_weight=weight if tied else None)
+    logits = method(
+        TrainerRankSelf(),
+        model,
+        hidden,
+        output_weight=weight if tied else None,
+        need_log_z=False,
+        max_top_k=0,
+    )[0]
     exact = hidden.detach().double() @ weight.double().T
     got = logits.detach().double().reshape(exact.shape)
     error = float((got - exact).norm() / exact.norm())
