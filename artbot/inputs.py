@@ -76,6 +76,16 @@ def check_repository(name: str, option: str = "--repo") -> str:
     )
 
 
+def inside_workspace(workspace: Path, given: str, name: str) -> Path:
+    """``given``, a folder relative to the workspace, as a path inside it: not absolute, no way
+    out by ``..`` or by a symbolic link; else BadInput naming the input."""
+    top = workspace.resolve()
+    full = (top / given).resolve()
+    if Path(given).is_absolute() or not (full == top or full.is_relative_to(top)):
+        raise BadInput(f"{name}: {given[:100]!r}: give a folder inside the workspace")
+    return full
+
+
 def repository_to_use(flag: str | None, environment: str | None, default: str) -> str:
     """The repository a run files in, checked: ``--repo`` when given (an empty one is a mistake,
     not the default), else ``$GITHUB_REPOSITORY``, else the audited repository."""

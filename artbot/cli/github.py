@@ -136,7 +136,7 @@ def connect(
 @item_options("Item to file (repeatable).", "Every item without an issue.")
 @github_options
 @click.pass_obj
-def open_(obj: Context, items: tuple[int, ...] | None, gh: GitHubArgs) -> None:
+def open_(obj: Context, items: tuple[int, ...] | None, gh: GitHubArgs) -> Any:
     """File the dedicated issue for an item (once) and link it from the tracking checklist.
 
     What it writes to GitHub: the issue, with artbot's labels (created if missing); an item
@@ -183,6 +183,7 @@ def open_(obj: Context, items: tuple[int, ...] | None, gh: GitHubArgs) -> None:
             click.echo("note: no tracking issue configured; the checklist was not updated")
     save_cache(repo.cache, obj.settings)
     obj.note_unlinked(catalog)
+    return outcome  # for `artbot action`, which makes the step's outputs of it
 
 
 def read_event(path: Path) -> Any:
@@ -235,7 +236,7 @@ def sync(
     replace_parent: bool,
     event_path: Path | None,
     summary: Path | None,
-) -> None:
+) -> Any:
     """Keep generated issues' bodies and the tracking checklist in step; carry out ticked requests.
 
     What it writes to GitHub: each generated issue's artbot region (its status table
@@ -285,3 +286,4 @@ def sync(
             fh.write(redact(text, obj.settings.secrets))
     save_cache(repo.cache, obj.settings)
     obj.note_unlinked(catalog)
+    return outcome

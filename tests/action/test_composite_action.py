@@ -26,6 +26,7 @@ from tests.helpers.action_harness import (
     open_context,
     recorder,
     records,
+    refused,
     run_uses,
     schedule_context,
     titles,
@@ -130,8 +131,7 @@ def test_sync_refuses_a_tracking_variable_that_is_not_a_number(
 ) -> None:
     run = run_uses("sync.yml", "sync", checkout, sandbox, schedule_context(value))
 
-    assert run.returncode == 2
-    assert "::error::tracking-issue must be an issue number." in run.stdout
+    refused(run, "--tracking-issue")
     assert len(sandbox.requests) == 0
     assert not (checkout / "pwned").exists()
 
@@ -144,8 +144,7 @@ def test_sync_refuses_a_verify_variable_that_is_not_a_version(
     context = schedule_context(str(tracking), verify=value)
     run = run_uses("sync.yml", "sync", checkout, sandbox, context)
 
-    assert run.returncode == 2
-    assert "::error::release must be latest, a version number or off." in run.stdout
+    refused(run, "--verify")
     assert len(sandbox.requests) == 0
     assert not (checkout / "pwned").exists()
 
@@ -154,7 +153,8 @@ def test_a_scheduled_sync_verifies_the_newest_release(
     sandbox: GitHubSandbox, checkout: Path, tmp_path: Path
 ) -> None:
     # ARTBOT_VERIFY unset: the check job ran (no token) and recorded the newest release;
-    # `release` is 'latest', and artbot runs `sync --verify latest`, which reads that record.
+    # `release` is 'latest', and `artbot action` runs `sync --verify latest`, which reads that
+    # record.
     # The artbot here records its arguments: verifying a real release is in
     # tests/verify/test_anchors_and_repros.py.
     fake = tmp_path / "fake-venv"
@@ -167,12 +167,10 @@ def test_a_scheduled_sync_verifies_the_newest_release(
 
     assert run.returncode == 0, run.stdout + run.stderr
     [artbot] = [c for c in calls(record) if c["exe"] == "artbot"]
-    args = artbot["args"]
-    assert args[:3] == ["--root", str(checkout), "sync"]
-    assert args[args.index("--verify") + 1] == "latest"
-    assert args[args.index("--tracking-issue") + 1] == "7"
-    assert args[args.index("--cache") + 1] == str(checkout / ".artbot" / "cache.json")
-    assert args[-1] == "--json"
+    assert artbot["args"] == ["action"]  # the inputs' command line: tests/action/test_report.py
+    assert artbot["inputs"]["INPUT_COMMAND"] == "sync"
+    assert artbot["inputs"]["INPUT_RELEASE"] == "latest"
+    assert artbot["inputs"]["INPUT_TRACKING_ISSUE"] == "7"
     assert artbot["token"]
 
 
@@ -187,10 +185,7 @@ def test_open_refuses_an_item_that_is_not_a_number_or_all(
 ) -> None:
     run = run_uses("open.yml", "open", checkout, sandbox, open_context(item, "false"))
 
-    assert run.returncode == 2
-    assert '::error::items must be item numbers (separated by spaces or commas) or "all".' in (
-        run.stdout
-    )
+    refused(run, "item")
     assert len(sandbox.requests) == 0
     assert not (checkout / "pwned").exists()
 
@@ -201,8 +196,7 @@ def test_open_refuses_a_dry_run_that_is_not_true_or_false(
 ) -> None:
     run = run_uses("open.yml", "open", checkout, sandbox, open_context("7", dry_run))
 
-    assert run.returncode == 2
-    assert "::error::dry-run must be true or false." in run.stdout
+    refused(run, "dry-run")
     assert len(sandbox.requests) == 0
 
 
@@ -279,8 +273,7 @@ def test_an_unknown_command_is_refused(
 ) -> None:
     run = direct({"command": command}, checkout, sandbox)
 
-    assert run.returncode == 2
-    assert "::error::command must be open, sync or verify." in run.stdout
+    refused(run, "command")
     assert len(sandbox.requests) == 0
     assert not (checkout / "pwned").exists()
 
@@ -325,13 +318,11 @@ def test_verify_refuses_a_record_that_is_not_true_or_false(
     sandbox: GitHubSandbox, checkout: Path
 ) -> None:
     run = direct({"command": "verify", "record": "yes; touch pwned"}, checkout, sandbox)
-    assert run.returncode == 2
-    assert "::error::record must be true or false." in run.stdout
+    refused(run, "record")
     assert not (checkout / "pwned").exists()
 
 
 def test_verify_refuses_release_off(sandbox: GitHubSandbox, checkout: Path) -> None:
     run = direct({"command": "verify", "release": "off"}, checkout, sandbox)
 
-    assert run.returncode == 2
-    assert "::error::verify needs a release: latest or a version number." in run.stdout
+    refused(run, "verify needs a release")

@@ -1,8 +1,10 @@
-"""artbot.action: the composite action's account of an `open`/`sync --json` report."""
+"""artbot.action: the command line the action's inputs come to (a table of values), and the
+step's outputs and summary made from a run's report."""
 
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -11,16 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from artbot.action import (
-    ACTIONS,
-    filed,
-    log_lines,
-    main,
-    open_summary,
-    output_file_text,
-    outputs,
-    plan_lines,
-)
+from artbot.action import action_args, filed, open_summary, output_file_text, outputs
+from artbot.errors import BadInput
 from artbot.run.actions import (
     ChecklistUpToDate,
     CloseCopies,
@@ -42,6 +36,7 @@ from artbot.run.actions import (
     UpdateChecklist,
 )
 from artbot.run.blockwrite import BlockWrite
+from artbot.settings import Settings
 from artbot.tracking.ownership import Foreign
 from artbot.tracking.requests import CarryOutRequest, DropRequest, RevertTick
 from artbot.tracking.subissues import (
@@ -105,19 +100,6 @@ def report(plan: Plan, **extra: Any) -> dict[str, Any]:
     return json.loads(json.dumps({**data, **extra}))
 
 
-def test_every_kind_of_action_is_printed_as_artbot_prints_it() -> None:
-    assert {type(a) for a in EVERY_KIND.actions} == set(ACTIONS.values())
-    assert plan_lines(report(EVERY_KIND)["plan"]) == EVERY_KIND.text().splitlines()
-    assert plan_lines([]) == ["nothing to do"] == Plan().text().splitlines()
-
-
-def test_an_action_this_artbot_does_not_know_is_named_as_it_came() -> None:
-    lines = plan_lines([{"action": "Reopen", "item": 7, "issue": 1112}])
-    assert lines == ['Reopen: {"item": 7, "issue": 1112}']
-    changed_shape = plan_lines([{"action": "EditBody", "item": 7}])  # a field missing
-    assert changed_shape == ['EditBody: {"item": 7}']
-
-
 def test_filed_is_the_creates_that_have_an_issue_now() -> None:
     issues = {"7": {"number": 1117, "state": "open", "url": "u"}}
     issues |= {"4": {"number": 1112, "state": "open", "url": "u"}}  # there before: Exists
@@ -147,23 +129,6 @@ def test_outputs_read_back_as_written_whatever_they_hold(values: dict[str, str])
         assert read_outputs(path) == values
 
 
-def test_the_log_is_the_plan_then_the_results_then_warnings_annotated_in_actions() -> None:
-    data = report(
-        Plan((Exists(4, 1112, "open"), ChecklistUpToDate(1111))),
-        done=["labelled #1108 (numerics, audit)"],
-        warnings=["item 4: #1112 was edited by hand, 50% of it"],
-    )
-    assert log_lines(data, in_actions=True) == [
-        ("plan:", False),
-        ("  item 4: already filed as #1112 (open)", False),
-        ("  tracking issue #1111: checklist up to date", False),
-        ("labelled #1108 (numerics, audit)", False),
-        ("warning: item 4: #1112 was edited by hand, 50% of it", True),
-        ("::warning::item 4: #1112 was edited by hand, 50%25 of it", False),
-    ]
-    assert all("::warning::" not in line for line, _ in log_lines(data, in_actions=False))
-
-
 def test_open_summary_lists_what_was_done_and_the_warnings() -> None:
     data = report(
         EVERY_KIND,
@@ -180,39 +145,96 @@ def test_open_summary_lists_what_was_done_and_the_warnings() -> None:
     assert open_summary(None).startswith("### artbot open (dry run)\n\nNothing was written")
 
 
-def test_main_prints_redacted_lines_and_writes_outputs_and_summary(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def argv(tmp_path: Path, **inputs: str) -> tuple[str, ...]:
+    """The command line ``artbot action`` runs for these inputs (`uses: ./`: the workspace is
+    the action's folder)."""
+    env = {f"INPUT_{k.upper()}": v for k, v in inputs.items()}
+    env |= {"GITHUB_WORKSPACE": str(tmp_path), "GITHUB_ACTION_PATH": str(tmp_path)}
+    run = action_args(Settings.from_env(env))
+    assert run.argv[:2] == ("--root", str(tmp_path))
+    return run.argv[2:]
+
+
+CACHE = "--cache"
+
+
+@pytest.mark.parametrize(
+    ("inputs", "expected"),
+    [
+        ({"command": "open", "items": "4, 5 6"}, ("open", "--item=4", "--item=5", "--item=6")),
+        ({"command": "open", "item": "7"}, ("open", "--item=7")),
+        ({"command": "open", "items": "all"}, ("open", "--all")),
+        ({"command": "open", "items": "x;y"}, ("open", "--item=x;y")),  # click refuses it
+        ({"command": "sync", "max_writes": "3"}, ("sync", "--max-writes=3")),
+        ({"command": "sync", "tracking_issue": "12"}, ("sync", "--tracking-issue=12")),
+        ({"command": "sync", "release": "latest"}, ("sync", "--verify", "latest")),
+        ({"command": "sync", "release": "off"}, ("sync",)),
+        ({"command": "sync", "dry_run": "true"}, ("sync", "--dry-run")),
+        ({"command": "verify"}, ("verify", "--release", "latest")),
+        (
+            {"command": "verify", "release": "0.5.21", "record": "true"},
+            ("verify", "--release", "0.5.21", "--record"),
+        ),
+        ({"command": "test"}, ("answer-tests",)),
+    ],
+)
+def test_the_inputs_come_to_one_command_line(
+    tmp_path: Path, inputs: dict[str, str], expected: tuple[str, ...]
 ) -> None:
-    monkeypatch.setenv("GH_TOKEN", "ghp_secretvalue")
-    monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    path = tmp_path / "report.json"
-    path.write_text(
-        json.dumps(report(Plan(), done=["did one"], warnings=["echoed ghp_secretvalue back"])),
-        encoding="utf-8",
-    )
-    out, summary = tmp_path / "output", tmp_path / "summary.md"
+    got = argv(tmp_path, **inputs)
+    if CACHE in got:  # open and sync keep their ETag cache in the workspace
+        at = got.index(CACHE)
+        assert got[at + 1] == str(tmp_path / ".artbot" / "cache.json")
+        got = got[:at] + got[at + 2 :]
+    assert got == expected
 
-    args = ["--command", "open", "--report", str(path), "--outputs", str(out)]
-    assert main([*args, "--summary", str(summary)]) == 0
 
-    printed = capsys.readouterr()
-    assert "ghp_secretvalue" not in printed.out + printed.err
-    assert "::warning::echoed *** back" in printed.out
-    assert "warning: echoed *** back" in printed.err
-    assert read_outputs(out) == {
-        "filed": "",
-        "changed": '["did one"]',
-        "issues": "{}",
-        "plan": "[]",
-        "tracking-issue-url": "",
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"command": "deploy"}, "command: 'deploy': give open, sync, verify or test"),
+        ({"command": "open"}, 'items: give item numbers (separated by spaces or commas) or "all"'),
+        ({"command": "sync", "dry_run": "yes"}, "dry-run: 'yes': give true or false"),
+        ({"command": "verify", "record": "1"}, "record: '1': give true or false"),
+        ({"command": "verify", "release": "off"}, "verify needs a release"),
+        ({"command": "sync", "findings_path": "../elsewhere"}, "findings-path: '../elsewhere'"),
+        ({"command": "sync", "status": "/etc"}, "status: '/etc': give a folder inside"),
+    ],
+)
+def test_an_input_no_option_checks_is_refused_by_name(
+    tmp_path: Path, inputs: dict[str, str], message: str
+) -> None:
+    with pytest.raises(BadInput, match=re.escape(message)):
+        argv(tmp_path, **inputs)
+
+
+def test_verify_runs_in_a_process_that_holds_no_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    from artbot import action
+
+    seen: list[dict[str, str]] = []
+
+    def fake_run(argv: list[str], *, env: dict[str, str], **_: Any) -> Any:
+        seen.append(env)
+        return subprocess.CompletedProcess(argv, 0, "checked\n", "")
+
+    monkeypatch.setattr(action.subprocess, "run", fake_run)
+    out = tmp_path / "output"
+    env = {
+        "INPUT_COMMAND": "verify",
+        "GH_TOKEN": "ghp_workflowtoken0123456789",
+        "GITHUB_TOKEN": "ghs_jobtoken0123456789",
+        "GITHUB_WORKSPACE": str(tmp_path),
+        "GITHUB_ACTION_PATH": str(tmp_path),
+        "GITHUB_OUTPUT": str(out),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
     }
-    assert summary.read_text(encoding="utf-8").startswith("### artbot open\n\n- did one\n")
-
-
-def test_main_for_sync_and_verify_leaves_the_summary_to_them(tmp_path: Path) -> None:
-    out, summary = tmp_path / "output", tmp_path / "summary.md"
-    for command in ("sync", "verify"):
-        args = ["--command", command, "--outputs", str(out), "--summary", str(summary)]
-        assert main(args) == 0
-    assert not summary.exists()
+    assert action.run_action(Settings.from_env(env)) == 0
+    [child] = seen
+    assert not {"GH_TOKEN", "GITHUB_TOKEN"} & set(child)
     assert read_outputs(out) == {"filed": "", "changed": "[]"}
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert summary == "### artbot verify\n\n```text\nchecked\n```\n"

@@ -19,7 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
+from artbot.action import action_args
 from artbot.records.root import default_cache_path
+from artbot.settings import Settings
 from tests.helpers.workflows import (
     ACTION,
     ALLOW_USERNS,
@@ -292,8 +294,10 @@ def test_sync_keeps_artbots_etag_cache_between_runs() -> None:
     cache = steps[index]["with"]
     # Where the action tells artbot to keep it: the workspace's .artbot/.
     assert Path(cache["path"]) == default_cache_path(Path(".")).parent
-    [run] = [s["run"] for s in action_steps() if s.get("id") == "run"]
-    assert f'--cache "$GITHUB_WORKSPACE/{default_cache_path(Path("."))}"' in run
+    workspace = Path("/runner/work/ART")
+    inputs = {"INPUT_COMMAND": "sync", "GITHUB_WORKSPACE": str(workspace)}
+    args = action_args(Settings.from_env({**inputs, "GITHUB_ACTION_PATH": str(workspace)})).args
+    assert args[args.index("--cache") + 1] == str(workspace / default_cache_path(Path(".")))
     assert "${{ github.run_id }}" in cache["key"]
     assert cache["key"].startswith(cache["restore-keys"])
     assert index < steps.index(step(load("sync.yml"), "sync"))
