@@ -29,6 +29,7 @@ import click
 
 from .errors import BadInput
 from .inputs import check_repository, inside_workspace
+from .records.models import ACTIONS_BOT
 from .report.output import outcome_json, redact
 from .settings import Settings
 
@@ -178,7 +179,7 @@ def action_args(settings: Settings) -> ActionRun:
     if tracking := env.get("INPUT_TRACKING_ISSUE", ""):
         args.append(f"--tracking-issue={tracking}")
     if env.get("RUNS_AS_ACTIONS_BOT") == "true":  # its issues are artbot's only when it runs as it
-        logins = [*env.get("ARTBOT_AUTHORS", "").split(), "github-actions[bot]"]
+        logins = [*env.get("ARTBOT_AUTHORS", "").split(), ACTIONS_BOT]
         args += [f"--author={login}" for login in logins]
     dry_run = _flag(env, "dry-run")
     args += ["--cache", str(workspace / ".artbot" / "cache.json"), *(["--dry-run"] * dry_run)]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .errors import BadInput, Problem
 from .jsonlimits import loads_limited
+from .records.models import LOGIN
 from .settings import TOKEN_VARIABLES
 
 # PEP 440's own pattern (its appendix), matched in full: nothing before or after, no newline.
@@ -26,9 +27,6 @@ MAX_VERSION = 64
 _OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
 _NAME = r"[A-Za-z0-9._-]{1,100}"
 _REPO = re.compile(rf"{_OWNER}/{_NAME}")
-# A GitHub login: up to 39 letters, digits and hyphens, not starting with a hyphen; an App's
-# bot account is its slug followed by "[bot]".
-_LOGIN = re.compile(rf"{_OWNER}(?:\[bot\])?")
 # A repository's URL: https://host/O/N, ssh://[user@]host[:port]/O/N, user@host:O/N (scp-like
 # SSH), or github.com/O/N without a scheme; "path" is O/N with any .git and trailing slash.
 _REPOSITORY_URL = re.compile(
@@ -50,7 +48,7 @@ def check_logins(logins: tuple[str, ...], option: str = "--author") -> tuple[str
     """``logins`` when each is a GitHub login (``name`` or ``name[bot]``), else BadInput
     naming ``option`` and the first bad one (an empty item included)."""
     for login in logins:
-        if not _LOGIN.fullmatch(login):
+        if not re.fullmatch(LOGIN, login):
             shown = login[:60] + ("..." if len(login) > 60 else "")
             raise BadInput(
                 f"{option} {shown!r}: not a GitHub login (up to 39 letters, digits and "

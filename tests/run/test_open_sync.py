@@ -11,10 +11,10 @@ import pytest
 
 from artbot.github.client import GitHubRepo
 from artbot.records.catalog import load_catalog
+from artbot.records.models import ACTIONS_BOT
 from artbot.run.commands import Identity, open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.checklist import read_block
-from artbot.tracking.ownership import ACTIONS_BOT
 from tests.helpers.artrepo import (
     CANARY,
     NAME,
