@@ -15,75 +15,15 @@ from hypothesis import strategies as st
 
 from artbot.action import action_args, filed, open_summary, output_file_text, outputs
 from artbot.errors import BadInput
-from artbot.run.actions import (
-    ChecklistUpToDate,
-    CloseCopies,
-    CloseDuplicate,
-    CloseFixed,
-    CloseWhenFixed,
-    Comment,
-    Create,
-    CreateLabel,
-    Duplicate,
-    EditBody,
-    Exists,
-    LabelTracking,
-    LinkPreset,
-    Plan,
-    Preset,
-    ReadTracking,
-    StatusChange,
-    UpdateChecklist,
-)
-from artbot.run.blockwrite import BlockWrite
+from artbot.run.actions import Create, Exists, Plan
 from artbot.settings import Settings
-from artbot.tracking.ownership import Foreign
-from artbot.tracking.requests import CarryOutRequest, DropRequest, RevertTick
-from artbot.tracking.subissues import (
-    AddSubIssue,
-    MoveSubIssue,
-    NoSubIssues,
-    RemoveSubIssue,
-    SubIssueHasParent,
-    SubIssueRemovedByHand,
-    SubIssuesFull,
-    SubIssuesUpToDate,
-)
 from tests.helpers.action_harness import read_outputs
 
-EVERY_KIND = Plan(
+PLAN = Plan(
     (
         Create(7, "TIS falls back to the policy ratio", ("numerics", "audit")),
         Create(8, "Fixed one", ("audit",), fixed_in="0.5.21"),
-        Create(9, "Part fixed", ("audit",), partly_fixed_in="0.5.21"),
-        CreateLabel("audit", "c5def5", "filed by artbot"),
-        CloseCopies((7, 8, 9)),
-        CloseFixed(8, 1113, "0.5.21"),
-        StatusChange(9, 1114, None, "partial,fixed=masks"),
         Exists(4, 1112, "open"),
-        Preset(1, 1108),
-        LinkPreset(2, 1109, ("numerics", "audit")),
-        LabelTracking(1111, ("numerics", "audit", "audit:tracking")),
-        EditBody(4, 1112),
-        CloseDuplicate(4, 1115, 1112),
-        Duplicate(4, 1116, 1112),
-        ReadTracking(1111, answered=True),
-        UpdateChecklist(1111, BlockWrite("- [ ] 4. BF16 logits — #1112\n", None)),
-        ChecklistUpToDate(1111),
-        Comment(9, 1114, "<!-- hidden -->\nartbot checked openpipe-art 0.5.24"),
-        Foreign(7, 1117, "alice", "was written by @alice"),
-        AddSubIssue(4, 1112, 1111),
-        MoveSubIssue(4, 1112, 1111, after=1110),
-        RemoveSubIssue(1112, 1111),
-        SubIssueRemovedByHand(5, 1113, 1111),
-        SubIssueHasParent(6, 1114, 1111, "#900"),
-        SubIssuesFull(1111, (1115,)),
-        SubIssuesUpToDate(1111),
-        NoSubIssues(1111),
-        CloseWhenFixed(9, 1114, "0.5.24"),
-        CarryOutRequest(1111, "file=5", "File the issue for item 5"),
-        RevertTick(1111, "file=6", "File the issue for item 6", "mallory"),
-        DropRequest(1111, "file=4", "File the issue for item 4"),
     )
 )
 
@@ -103,9 +43,9 @@ def report(plan: Plan, **extra: Any) -> dict[str, Any]:
 def test_filed_is_the_creates_that_have_an_issue_now() -> None:
     issues = {"7": {"number": 1117, "state": "open", "url": "u"}}
     issues |= {"4": {"number": 1112, "state": "open", "url": "u"}}  # there before: Exists
-    done = report(EVERY_KIND, issues=issues)
+    done = report(PLAN, issues=issues)
     assert filed(done) == [1117]
-    assert filed(report(EVERY_KIND)) == []  # a create that did not happen files nothing
+    assert filed(report(PLAN)) == []  # a create that did not happen files nothing
 
     values = outputs(done)
     assert values["filed"] == "1117"
@@ -131,7 +71,7 @@ def test_outputs_read_back_as_written_whatever_they_hold(values: dict[str, str])
 
 def test_open_summary_lists_what_was_done_and_the_warnings() -> None:
     data = report(
-        EVERY_KIND,
+        PLAN,
         done=["item 7: filed #1117 https://example.test/7", "updated the checklist in #1111"],
         warnings=["a warning"],
     )
