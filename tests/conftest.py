@@ -142,7 +142,8 @@ def wheel_cache(art_wheels: ArtWheels) -> Path:
 
 def kept(item: pytest.Item) -> bool:
     callspec = getattr(item, "callspec", None)
-    return in_slice(dict(callspec.params) if callspec else {})
+    full = item.get_closest_marker("full") is not None
+    return not full and in_slice(dict(callspec.params) if callspec else {})
 
 
 # The tiers in the order their files are handed to the xdist workers (make test runs with

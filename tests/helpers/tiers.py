@@ -4,7 +4,8 @@
 pushing, runs the fast tier, the end-to-end one, and of each slow test only its representative
 cases: a test parametrized by ``version`` on the newest release; one by ``kernel`` on the
 default kernel; the adversarial controls, one fake and one real fix per item, each on the
-newest release it names. That is the one rule (:func:`in_slice`); tests/project/
+newest release it names; and none marked ``full`` (a comparison of every kernel, the
+further fakes of an item). That is the one rule (:func:`in_slice` and the marker); tests/project/
 test_suite_rules.py checks that every checked item keeps a fake and a real fix in it.
 """
 
