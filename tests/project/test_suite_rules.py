@@ -170,3 +170,13 @@ def test_ci_runs_every_tier_and_make_test_its_slice() -> None:
     assert (REPO / ".ci" / "run").read_text(encoding="utf-8").rstrip().endswith("make test-all")
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "`make test-all` runs every tier" in readme and "what CI runs (`.ci/run`)" in readme
+
+
+def test_only_a_slow_tiers_test_is_left_to_make_test_all() -> None:
+    """``full`` (leave it to make test-all) marks a test of a slow tier only: the fast and
+    end-to-end tiers run whole in make test."""
+    marked = [p for p in MODULES if "mark.full" in p.read_text(encoding="utf-8")]
+    assert marked, "no test is marked full: update tests/helpers/tiers.py"
+    for path in marked:
+        text = path.read_text(encoding="utf-8")
+        assert re.search(r"pytestmark = pytest\.mark\.(repro|network)", text), rel(path)

@@ -69,13 +69,6 @@ def test_dry_run_needs_no_token_and_writes_nothing(art: GitHubSandbox, root: Pat
     assert writes(art) == []
 
 
-def test_preset_items_are_never_filed(art: GitHubSandbox, root: Path) -> None:
-    result = artbot(art, root, "open", "--item", "1")
-    assert result.exit_code == 0, result.output
-    assert "has its own issue #1108" in result.output
-    assert all(not issues_for(art, i, None) for i in (1, 2, 3))
-
-
 def test_killed_between_create_and_checklist_then_rerun_converges(
     art: TestSandbox, root: Path
 ) -> None:
@@ -295,23 +288,3 @@ def test_sync_verify_notes_and_comments_once_per_status_change(
     regressed = [CodeResult(7, CodeStatus.reproduced, "openpipe-art 0.5.22", "back")]
     third = sync(catalog, repo_client(art), TRACKING, verified=("0.5.22", regressed))
     assert [d for d in third.done if "commented" in d] == [f"item 7: commented on #{n7}"]
-
-
-def test_open_creates_only_the_labels_of_the_issue_it_files(art: GitHubSandbox, root: Path) -> None:
-    """#10: item 7 needs the audit's labels and its backends', with the catalog's colours."""
-    result = artbot(art, root, "open", "--item", "7")
-    assert result.exit_code == 0, result.output
-    catalog = load_catalog(root)
-    wanted = [*catalog.audit.labels, *catalog.get(7).labels]
-    posts = [
-        r for r in art.requests.snapshot() if r.method == "POST" and r.path.endswith("/labels")
-    ]
-    assert len(posts) == len(wanted)
-    from github import Auth, Github
-
-    repo = Github(base_url=art.api_url, auth=Auth.Token(CANARY)).get_repo(f"{OWNER}/{NAME}")
-    labels = {lbl.name: lbl for lbl in repo.get_labels()}
-    assert sorted(labels) == sorted(wanted)
-    for name in wanted:
-        style = catalog.audit.label_definitions[name]
-        assert (labels[name].color, labels[name].description) == (style.color, style.description)
