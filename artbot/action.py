@@ -45,16 +45,8 @@ def filed(report: Report) -> list[int]:
 
 
 def outputs(report: Report | None, *, dry_run: bool = False) -> dict[str, str]:
-    """The action's outputs; ``report`` is None for ``verify`` and ``test``, and ``dry_run``
-    marks the report of a dry run (nothing was written).
-
-    ``filed``: issue numbers, space-separated. ``changed``: what was written, a JSON array of
-    lines (``item 7: filed #1112 ...``, ``updated the checklist in #1111``). ``issues``: a JSON
-    object, item number to ``{"number", "url", "state"}``, for every issue artbot filed (found
-    by its marker; issues filed by hand are in the catalog). ``tracking-issue-url``: the
-    tracking issue's web address. ``plan``: the plan as JSON, ``[{"action": ..., ...}]`` (on
-    a dry run, what a real run would do; after ``max-writes`` stopped a run, what is left).
-    """
+    """The action's outputs, as action.yml describes them; ``report`` is None for ``verify``
+    and ``test``, and ``dry_run`` marks the report of a dry run (nothing was written)."""
     if report is None:
         return {"filed": "", "changed": "[]"}
     tracking = report.get("tracking_issue") or {}

@@ -11,9 +11,10 @@ own ``GITHUB_TOKEN``). Anything else carrying a marker is *foreign*: reported, n
 written to.
 
 artbot's login is configured, never inferred: ``--author`` / ``$ARTBOT_AUTHORS``, else
-``login`` in ``findings/audit.yaml`` (default :data:`artbot.records.models.ACTIONS_BOT`, the workflow token's).
-The tracking issue's record (:mod:`artbot.tracking.record`) keeps the logins configured on
-earlier runs, so the issues each wrote stay artbot's when the configuration changes.
+``login`` in ``findings/audit.yaml`` (default :data:`artbot.records.models.ACTIONS_BOT`, the
+workflow token's). The tracking issue's record (:mod:`artbot.tracking.record`) keeps the logins
+configured on earlier runs, so the issues each wrote stay artbot's when the configuration
+changes.
 """
 
 from __future__ import annotations
