@@ -352,7 +352,7 @@ def open_context(item: str, dry_run: str) -> dict[str, str]:
 
 RECORDER = """#!{python}
 # Records how it was called (one JSON line per call); `-m venv DIR` makes DIR/bin/python and
-# DIR/bin/artbot, recorders too. `--json` runs print an empty report.
+# DIR/bin/artbot, recorders too.
 import json, os, sys
 from pathlib import Path
 
@@ -371,8 +371,6 @@ if sys.argv[1:3] == ["-m", "venv"]:
     for name in ("python", "artbot"):
         (made / name).write_text(exe.read_text(encoding="utf-8"), encoding="utf-8")
         (made / name).chmod(0o755)
-if "--json" in sys.argv:
-    print(json.dumps({{"plan": [], "done": [], "warnings": [], "issues": {{}}}}))
 """
 
 
