@@ -94,8 +94,10 @@ def _flag(runner: Mapping[str, str], name: str) -> bool:
 
 @dataclass(frozen=True)
 class ActionRun:
-    """A run of the action, as its inputs ask: the command and its options, where the records
-    are, where artbot's scripts are published (the issues link them), whether it is a dry run."""
+    """A run of the action, as its inputs ask, a value (:func:`run_action` carries it out):
+    the command and its options, where the records are (``copy_from``: the action's own, to
+    copy there first; ``status``: a recorded check to copy over theirs), where artbot's scripts
+    are published (the issues link them), whether it is a dry run."""
 
     command: str
     args: tuple[str, ...]
@@ -103,6 +105,8 @@ class ActionRun:
     tool: str | None = None
     dry_run: bool = False
     record: bool = False
+    copy_from: Path | None = None
+    status: Path | None = None
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -123,37 +127,26 @@ def action_args(settings: Settings) -> ActionRun:
     action_path = Path(env.get("GITHUB_ACTION_PATH") or ".")
     findings = env.get("INPUT_FINDINGS_PATH", "")
     root = inside_workspace(workspace, findings, "findings-path") if findings else action_path
-    tool = None
+    tool, copy_from = None, None
     if not findings and action_path.resolve() != workspace.resolve():
         # Another repository's workflow: the action's own records, copied where this job
         # writes (verify's record, the status handed over), never into the action's folder.
-        root = Path(env.get("RUNNER_TEMP") or ".") / "artbot-records"
-        shutil.rmtree(root, ignore_errors=True)
-        for part in ("findings", "templates", "repros"):
-            shutil.copytree(action_path / part, root / part)
+        root, copy_from = Path(env.get("RUNNER_TEMP") or ".") / "artbot-records", action_path
         if published := env.get("GITHUB_ACTION_REPOSITORY"):  # the issues link its scripts
             tool = check_repository(published, "GITHUB_ACTION_REPOSITORY")
-    if status := env.get("INPUT_STATUS", ""):
-        folder = inside_workspace(workspace, status, "status")
-        if folder.is_dir():  # the recorded check replaces the records' own; validated when read
-            (root / "findings" / "status").mkdir(parents=True, exist_ok=True)
-            for path in folder.glob("*.json"):
-                shutil.copy(path, root / "findings" / "status" / path.name)
-        else:
-            click.echo(
-                f"::notice::status: no folder {status} (the check did not run); the "
-                "records' own status is used."
-            )
+    status = env.get("INPUT_STATUS", "")
+    found = inside_workspace(workspace, status, "status") if status else None
+    where = ActionRun(command, (), root, tool, copy_from=copy_from, status=found)
     release = env.get("INPUT_RELEASE", "")
     if command == "verify":
         if release == "off":
             raise BadInput("release: verify needs a release: latest or a version number")
         record = _flag(env, "record")
         check = ("--release", release or "latest", *(("--record",) * record))
-        return ActionRun(command, check, root, tool, record=record)
+        return replace(where, args=check, record=record)
     if command == "test":
         event = env.get("GITHUB_EVENT_PATH", "")
-        return ActionRun(command, ("--event", event) if event else (), root, tool)
+        return replace(where, args=("--event", event) if event else ())
     args: list[str] = []
     if command == "open":
         wanted = re.split(r"[\s,]+", f"{env.get('INPUT_ITEMS', '')} {env.get('INPUT_ITEM', '')}")
@@ -175,7 +168,7 @@ def action_args(settings: Settings) -> ActionRun:
         args += [f"--author={login}" for login in logins]
     dry_run = _flag(env, "dry-run")
     args += ["--cache", str(workspace / ".artbot" / "cache.json"), *(["--dry-run"] * dry_run)]
-    return ActionRun(command, tuple(args), root, tool, dry_run=dry_run)
+    return replace(where, args=tuple(args), dry_run=dry_run)
 
 
 def _write(path: str | None, text: str, settings: Settings) -> None:
@@ -184,10 +177,29 @@ def _write(path: str | None, text: str, settings: Settings) -> None:
             fh.write(redact(text, settings.secrets))
 
 
+def _records(run: ActionRun) -> None:
+    """The records where the run reads them: the action's own copied, the status handed over
+    copied over theirs (data, validated when read)."""
+    if run.copy_from is not None:
+        shutil.rmtree(run.root, ignore_errors=True)
+        for part in ("findings", "templates", "repros"):
+            shutil.copytree(run.copy_from / part, run.root / part)
+    if run.status is not None and run.status.is_dir():
+        (run.root / "findings" / "status").mkdir(parents=True, exist_ok=True)
+        for path in run.status.glob("*.json"):
+            shutil.copy(path, run.root / "findings" / "status" / path.name)
+    elif run.status is not None:
+        click.echo(
+            f"::notice::status: no folder {run.status} (the check did not run); the "
+            "records' own status is used."
+        )
+
+
 def run_action(settings: Settings) -> int:
     """Run the command the action's inputs ask for; write the step's outputs and summary."""
     env = settings.runner
     run = action_args(settings)
+    _records(run)
     report: Report | None = None
     if run.command == "verify":
         # verify writes nothing to GitHub: it runs without any token in its environment.

@@ -178,3 +178,27 @@ def test_verify_runs_in_a_process_that_holds_no_token(
     assert read_outputs(out) == {"filed": "", "changed": "[]"}
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert summary == "### artbot verify\n\n```text\nchecked\n```\n"
+
+
+def test_used_by_another_repository_the_action_reads_a_copy_of_its_own_records(
+    tmp_path: Path,
+) -> None:
+    """A value: what is copied where, decided before anything is copied or run."""
+    action, workspace, temp = tmp_path / "action", tmp_path / "workspace", tmp_path / "temp"
+    (workspace / "artbot-status").mkdir(parents=True)
+    env = {
+        "INPUT_COMMAND": "sync",
+        "INPUT_STATUS": "artbot-status",
+        "GITHUB_WORKSPACE": str(workspace),
+        "GITHUB_ACTION_PATH": str(action),
+        "GITHUB_ACTION_REPOSITORY": "example/artbot",
+        "RUNNER_TEMP": str(temp),
+    }
+    run = action_args(Settings.from_env(env))
+    assert (run.root, run.copy_from, run.tool) == (
+        temp / "artbot-records",
+        action,
+        "example/artbot",
+    )
+    assert run.status == (workspace / "artbot-status").resolve()
+    assert not (temp / "artbot-records").exists()  # nothing copied yet
