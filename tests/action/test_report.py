@@ -95,9 +95,6 @@ def argv(tmp_path: Path, **inputs: str) -> tuple[str, ...]:
     return run.argv[2:]
 
 
-CACHE = "--cache"
-
-
 @pytest.mark.parametrize(
     ("inputs", "expected"),
     [
@@ -122,8 +119,8 @@ def test_the_inputs_come_to_one_command_line(
     tmp_path: Path, inputs: dict[str, str], expected: tuple[str, ...]
 ) -> None:
     got = argv(tmp_path, **inputs)
-    if CACHE in got:  # open and sync keep their ETag cache in the workspace
-        at = got.index(CACHE)
+    if "--cache" in got:  # open and sync keep their ETag cache in the workspace
+        at = got.index("--cache")
         assert got[at + 1] == str(tmp_path / ".artbot" / "cache.json")
         got = got[:at] + got[at + 2 :]
     assert got == expected

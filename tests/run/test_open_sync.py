@@ -214,23 +214,6 @@ def test_sync_without_change_costs_one_304_and_no_writes(art: GitHubSandbox, roo
     assert "label it" not in result.output
 
 
-def test_sync_after_three_state_changes(art: TestSandbox, root: Path) -> None:
-    assert artbot(art, root, "open", "--all").exit_code == 0
-    assert artbot(art, root, "sync").exit_code == 0
-    n = {i: issues_for(art, i)[0]["number"] for i in (4, 6, 9)}
-    art.set_issue_state(OWNER, NAME, n[4], "closed", "completed")
-    art.set_issue_state(OWNER, NAME, n[6], "closed", "not_planned")
-    art.set_issue_state(OWNER, NAME, n[9], "closed", "duplicate")
-    art.requests.clear()
-    result = artbot(art, root, "sync")
-    assert result.exit_code == 0, result.output
-    assert len(art.requests.snapshot()) <= 4
-    block = checklist(art)
-    assert re.search(rf"^- \[x\] 4\. .* — #{n[4]}$", block, re.M)
-    assert re.search(rf"^- \[x\] 6\. .* — #{n[6]} \(not planned\)$", block, re.M)
-    assert all(i["state"] == "closed" for i in (art.get_issue(OWNER, NAME, x) for x in n.values()))
-
-
 def test_sync_updates_only_the_owned_region(art: GitHubSandbox, root: Path) -> None:
     assert artbot(art, root, "open", "--item", "7").exit_code == 0
     [issue] = issues_for(art, 7)
