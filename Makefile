@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo sandbox test check lint bench golden clean
+.PHONY: demo sandbox test test-all check lint bench golden clean
 
 # Each long step says what it starts, then how long it took: $(call step,what,command)
 # (a comma inside either is written $(,)).
@@ -32,16 +32,22 @@ demo: $(STAMP)
 sandbox: $(STAMP)
 	$(BIN)/artbot sandbox --seed
 
-# What CI runs (.ci/run): lint, then every tier of the suite (fast, repro, network, e2e) on all
-# cores, one test file per worker (--dist loadfile keeps a file's session fixtures in one
-# process), handed out in the order tests/conftest.py sorts them, slowest tiers first
-# (--no-loadscope-reorder: xdist would otherwise order files by their number of tests).
-# Property tests use the derandomized hypothesis profile "ci" unless HYPOTHESIS_PROFILE
-# says otherwise (CI's nightly run: "nightly").
+# Two test targets. `make test`, the one to run before pushing: lint, the fast and end-to-end
+# tiers, and of the slow tiers (repro, network) only their representative slice: one fake and
+# one real fix per item, captured outputs on one kernel, the newest release
+# (tests/helpers/tiers.py, pytest --slice). `make test-all`, what CI runs (.ci/run): every tier,
+# every control, every release. Both run on all cores, one test file per worker (--dist
+# loadfile keeps a file's session fixtures in one process), handed out in the order
+# tests/conftest.py sorts them, slowest tiers first (--no-loadscope-reorder: xdist would
+# otherwise order files by their number of tests). Property tests use the derandomized
+# hypothesis profile "ci" unless HYPOTHESIS_PROFILE says otherwise (CI's nightly: "nightly").
 PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
 
 test: lint
-	$(call step,tests: every tier$(,) one file per worker (pytest prints a dot per test),$(BIN)/pytest $(PYTEST_PARALLEL))
+	$(call step,tests: fast and e2e tiers$(,) the slow tiers' slice (pytest prints a dot per test),$(BIN)/pytest $(PYTEST_PARALLEL) --slice)
+
+test-all: lint
+	$(call step,tests: every tier$(,) every control and release (pytest prints a dot per test),$(BIN)/pytest $(PYTEST_PARALLEL))
 
 # The edit loop: the fast tier only (no torch repros, no wheels, no artbot processes).
 check: $(STAMP)

@@ -1,34 +1,40 @@
-"""The composite action's (action.yml) account of an ``open`` or ``sync`` run.
+"""``artbot action``: the composite action (action.yml) in-process.
 
-action.yml runs ``artbot open|sync --json`` and hands the report here: :func:`log_lines` is
-what artbot prints without ``--json`` (the plan, what was done, warnings with their
-annotations), :func:`outputs` the step's outputs, :func:`open_summary` the step summary of
-``open`` (``sync`` writes its own). A dry run is run without ``--json``, since its preview is
-the point, and then once more with ``--json --dry-run`` (reads only) for the ``plan`` output;
-it files and changes nothing, and its outputs say so. Pure functions and a small
-``main`` (``python -m artbot.action --help``); no GitHub I/O.
+The action's inputs arrive as ``INPUT_*`` variables, read once with the rest of the runner's
+environment (:attr:`artbot.settings.Settings.runner`). :func:`action_args` turns them into the
+command line of the command asked for, checking only what no option checks (the folders stay
+in the workspace, the flags are true or false, ``off``); click and :mod:`artbot.inputs` check
+the rest, as for any run. ``open`` and ``sync`` are then called here, in this process, and
+print as they do at a terminal; the step's outputs (:func:`outputs`) and ``open``'s step
+summary (:func:`open_summary`; ``sync`` writes its own) are made from the outcome the command
+returns. ``verify`` runs a release's code: it runs in a child process whose environment holds
+no token, and its output is the step summary. ``test`` answers the ``/artbot test`` requests
+(``artbot answer-tests``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+import re
+import shutil
+import subprocess
+import sys
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import click
 
-from .jsonlimits import loads_limited
-from .report.output import annotation, command, guarded, redact
-from .run import actions as plan_module
+from .errors import BadInput
+from .inputs import check_repository, inside_workspace
+from .records.models import ACTIONS_BOT
+from .report.output import outcome_json, redact
 from .settings import Settings
 
-Report = Mapping[
-    str, Any
-]  # what `artbot open|sync --json` prints (artbot.report.output.outcome_json)
-ACTIONS = {kind.__name__: kind for kind in get_args(plan_module.Action)}
+Report = Mapping[str, Any]  # what `artbot open|sync --json` prints (outcome_json)
+COMMANDS = ("open", "sync", "verify", "test")
 
 
 def filed(report: Report) -> list[int]:
@@ -39,32 +45,22 @@ def filed(report: Report) -> list[int]:
 
 
 def outputs(report: Report | None, *, dry_run: bool = False) -> dict[str, str]:
-    """The action's outputs; ``report`` is None for ``verify``, and ``dry_run`` marks the
-    report of a dry run (nothing was written).
-
-    ``filed``: issue numbers, space-separated. ``changed``: what was written, a JSON array of
-    lines (``item 7: filed #1112 ...``, ``updated the checklist in #1111``). ``issues``: a JSON
-    object, item number to ``{"number", "url", "state"}``, for every issue artbot filed (found
-    by its marker; issues filed by hand are in the catalog). ``tracking-issue-url``: the
-    tracking issue's web address. ``plan``: the plan as JSON, ``[{"action": ..., ...}]`` (on
-    a dry run, what a real run would do; after ``max-writes`` stopped a run, what is left).
-    """
+    """The action's outputs, as action.yml describes them; ``report`` is None for ``verify``
+    and ``test``, and ``dry_run`` marks the report of a dry run (nothing was written)."""
     if report is None:
         return {"filed": "", "changed": "[]"}
     tracking = report.get("tracking_issue") or {}
-    values = {
+    issues = {
+        item: {"number": i["number"], "url": i["url"], "state": i["state"]}
+        for item, i in report["issues"].items()
+    }
+    return {
         "filed": "" if dry_run else " ".join(map(str, filed(report))),
         "changed": "[]" if dry_run else json.dumps(report["done"], ensure_ascii=False),
-        "issues": json.dumps(
-            {
-                item: {"number": i["number"], "url": i["url"], "state": i["state"]}
-                for item, i in report["issues"].items()
-            }
-        ),
+        "issues": json.dumps(issues),
         "tracking-issue-url": str(tracking.get("url") or ""),
         "plan": json.dumps(report["plan"], ensure_ascii=False),
     }
-    return values
 
 
 def output_file_text(values: Mapping[str, str]) -> str:
@@ -75,48 +71,6 @@ def output_file_text(values: Mapping[str, str]) -> str:
         assert delimiter not in value
         text += f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
     return text
-
-
-def plan_lines(plan: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The plan as artbot prints it: each action's own ``describe()``."""
-    lines = []
-    for data in plan:
-        if isinstance(data.get("text"), str):  # the action's describe(), as artbot printed it
-            lines.append(data["text"])
-            continue
-        fields = {k: v for k, v in data.items() if k != "action"}
-        try:
-            lines.append(ACTIONS[data["action"]](**fields).describe())
-        except (KeyError, TypeError):  # an action this artbot does not know: as it came
-            lines.append(f"{data['action']}: {json.dumps(fields, ensure_ascii=False)}")
-    return lines or ["nothing to do"]
-
-
-class Command(str):
-    """A line that is a workflow command artbot gives (an annotation), not text to escape."""
-
-
-def log_lines(report: Report, *, in_actions: bool) -> list[tuple[str, bool]]:
-    """(line, to stderr) for each line artbot prints without ``--json``: the plan, then each
-    result once (what was done or skipped; a failure is among the warnings), then warnings;
-    annotations are :class:`Command` lines."""
-    lines = [("plan:", False)]
-    lines += [(f"  {line}", False) for line in plan_lines(report["plan"])]
-    if "results" in report:
-        done = [_result_text(r) for r in report["results"] if r["status"] != "failed"]
-    else:
-        done = list(report["done"])
-    lines += [(line, False) for line in done]
-    for w in report["warnings"]:
-        lines.append((f"warning: {w}", True))
-        if in_actions:
-            lines.append((Command(annotation("warning", w)), False))
-    return lines
-
-
-def _result_text(result: Mapping[str, Any]) -> str:
-    line = str(result["line"])
-    return line if result["status"] == "done" else f"{result['status']}: {line}"
 
 
 def open_summary(report: Report | None) -> str:
@@ -131,50 +85,159 @@ def open_summary(report: Report | None) -> str:
     return "\n\n".join(["### artbot open", "\n".join(done), *warnings]) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m artbot.action",
-        description="Print an `artbot open|sync --json` report as artbot would, and write "
-        "the composite action's outputs and (for open) its step summary.",
-    )
-    parser.add_argument("--command", choices=("open", "sync", "verify"), required=True)
-    parser.add_argument("--report", type=Path, help="The --json report (none: a dry run).")
-    parser.add_argument("--outputs", type=Path, required=True, help="$GITHUB_OUTPUT")
-    parser.add_argument("--summary", type=Path, help="$GITHUB_STEP_SUMMARY (used by open)")
-    parser.add_argument(
-        "--dry-run", action="store_true", help="The report is a dry run's (already printed)."
-    )
-    args = parser.parse_args(argv)
-
-    settings = Settings.from_env()
-    with guarded(settings):
-        return _main(args, settings)
+def _flag(runner: Mapping[str, str], name: str) -> bool:
+    value = runner.get(f"INPUT_{name.upper().replace('-', '_')}") or "false"
+    if value not in ("true", "false"):
+        raise BadInput(f"{name}: {value[:40]!r}: give true or false")
+    return value == "true"
 
 
-def _main(args: argparse.Namespace, settings: Settings) -> int:
-    report = None
-    if args.report is not None:
+@dataclass(frozen=True)
+class ActionRun:
+    """A run of the action, as its inputs ask, a value (:func:`run_action` carries it out):
+    the command and its options, where the records are (``copy_from``: the action's own, to
+    copy there first; ``status``: a recorded check to copy over theirs), where artbot's scripts
+    are published (the issues link them), whether it is a dry run."""
+
+    command: str
+    args: tuple[str, ...]
+    root: Path
+    tool: str | None = None
+    dry_run: bool = False
+    record: bool = False
+    copy_from: Path | None = None
+    status: Path | None = None
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        """The same run as an ``artbot`` command line."""
+        tool = ("--tool-repository", self.tool) if self.tool else ()
+        name = "answer-tests" if self.command == "test" else self.command
+        return ("--root", str(self.root), *tool, name, *self.args)
+
+
+def action_args(settings: Settings) -> ActionRun:
+    """The run the action's inputs ask for (``settings.runner``): BadInput (exit 2) for an
+    input no option of the command checks."""
+    env = settings.runner
+    command = env.get("INPUT_COMMAND", "")
+    if command not in COMMANDS:
+        raise BadInput(f"command: {command[:40]!r}: give open, sync, verify or test")
+    workspace = Path(env.get("GITHUB_WORKSPACE") or ".")
+    action_path = Path(env.get("GITHUB_ACTION_PATH") or ".")
+    findings = env.get("INPUT_FINDINGS_PATH", "")
+    root = inside_workspace(workspace, findings, "findings-path") if findings else action_path
+    tool, copy_from = None, None
+    if not findings and action_path.resolve() != workspace.resolve():
+        # Another repository's workflow: the action's own records, copied where this job
+        # writes (verify's record, the status handed over), never into the action's folder.
+        root, copy_from = Path(env.get("RUNNER_TEMP") or ".") / "artbot-records", action_path
+        if published := env.get("GITHUB_ACTION_REPOSITORY"):  # the issues link its scripts
+            tool = check_repository(published, "GITHUB_ACTION_REPOSITORY")
+    status = env.get("INPUT_STATUS", "")
+    found = inside_workspace(workspace, status, "status") if status else None
+    where = ActionRun(command, (), root, tool, copy_from=copy_from, status=found)
+    release = env.get("INPUT_RELEASE", "")
+    if command == "verify":
+        if release == "off":
+            raise BadInput("release: verify needs a release: latest or a version number")
+        record = _flag(env, "record")
+        check = ("--release", release or "latest", *(("--record",) * record))
+        return replace(where, args=check, record=record)
+    if command == "test":
+        event = env.get("GITHUB_EVENT_PATH", "")
+        return replace(where, args=("--event", event) if event else ())
+    args: list[str] = []
+    if command == "open":
+        wanted = re.split(r"[\s,]+", f"{env.get('INPUT_ITEMS', '')} {env.get('INPUT_ITEM', '')}")
+        items = [w for w in wanted if w]
+        if not items:
+            raise BadInput('items: give item numbers (separated by spaces or commas) or "all"')
+        args += ["--all"] if items == ["all"] else [f"--item={n}" for n in items]
+    elif release and release != "off":  # the check verify recorded: sync runs no ART code
+        args += ["--verify", release]
+    event = env.get("GITHUB_EVENT_PATH", "")
+    if command == "sync" and env.get("GITHUB_EVENT_NAME") == "issues" and Path(event).is_file():
+        args += ["--event", event]  # its ticks count only when its sender has write access
+    if max_writes := env.get("INPUT_MAX_WRITES", ""):
+        args.append(f"--max-writes={max_writes}")
+    if tracking := env.get("INPUT_TRACKING_ISSUE", ""):
+        args.append(f"--tracking-issue={tracking}")
+    if env.get("RUNS_AS_ACTIONS_BOT") == "true":  # its issues are artbot's only when it runs as it
+        logins = [*env.get("ARTBOT_AUTHORS", "").split(), ACTIONS_BOT]
+        args += [f"--author={login}" for login in logins]
+    dry_run = _flag(env, "dry-run")
+    args += ["--cache", str(workspace / ".artbot" / "cache.json"), *(["--dry-run"] * dry_run)]
+    return replace(where, args=tuple(args), dry_run=dry_run)
+
+
+def _write(path: str | None, text: str, settings: Settings) -> None:
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(redact(text, settings.secrets))
+
+
+def _records(run: ActionRun) -> None:
+    """The records where the run reads them: the action's own copied, the status handed over
+    copied over theirs (data, validated when read)."""
+    if run.copy_from is not None:
+        shutil.rmtree(run.root, ignore_errors=True)
+        for part in ("findings", "templates", "repros"):
+            shutil.copytree(run.copy_from / part, run.root / part)
+    if run.status is not None and run.status.is_dir():
+        (run.root / "findings" / "status").mkdir(parents=True, exist_ok=True)
+        for path in run.status.glob("*.json"):
+            shutil.copy(path, run.root / "findings" / "status" / path.name)
+    elif run.status is not None:
+        click.echo(
+            f"::notice::status: no folder {run.status} (the check did not run); the "
+            "records' own status is used."
+        )
+
+
+def run_action(settings: Settings) -> int:
+    """Run the command the action's inputs ask for; write the step's outputs and summary."""
+    env = settings.runner
+    run = action_args(settings)
+    _records(run)
+    report: Report | None = None
+    if run.command == "verify":
+        # verify writes nothing to GitHub: it runs without any token in its environment.
+        argv = [sys.executable, "-m", "artbot", *run.argv]
+        proc = subprocess.run(argv, env=dict(settings.child_env), capture_output=True, text=True)
+        click.echo(proc.stdout, nl=False)
+        click.echo(proc.stderr, nl=False, err=True)
+        summary = f"### artbot verify\n\n```text\n{proc.stdout}```\n"
+        _write(env.get("GITHUB_STEP_SUMMARY"), summary, settings)
+        code = proc.returncode
+    else:
+        from .cli.context import Context
+        from .cli.github import open_, sync
+        from .cli.patchtest import answer_tests
+
+        command = {"open": open_, "sync": sync, "test": answer_tests}[run.command]
+        obj = Context(replace(settings, root=run.root, tool_repository=run.tool))
         try:
-            report = loads_limited(args.report.read_bytes())
-        except (OSError, ValueError) as exc:
-            click.echo(f"error: --report {args.report}: not a report ({exc})", err=True)
-            return 2
-        if not args.dry_run:  # a dry run's report was already printed
-            for line, err in log_lines(report, in_actions=settings.in_actions):
-                if isinstance(line, Command):
-                    command(line)
-                else:
-                    click.echo(line, err=err)  # redacted and escaped by the guard
-    values = {
-        k: redact(v, settings.secrets) for k, v in outputs(report, dry_run=args.dry_run).items()
-    }
-    with args.outputs.open("a", encoding="utf-8") as fh:
-        fh.write(output_file_text(values))
-    if args.command == "open" and args.summary is not None:
-        with args.summary.open("a", encoding="utf-8") as fh:
-            fh.write(redact(open_summary(None if args.dry_run else report), settings.secrets))
-    return 0
+            outcome = command.main(list(run.args), "artbot", standalone_mode=False, obj=obj)
+        except click.ClickException as exc:  # an option's own check: one line, annotated
+            raise BadInput(exc.format_message()) from None
+        if run.command != "test":
+            report = outcome_json(outcome)
+        code = 0
+    values = outputs(report, dry_run=run.dry_run)
+    if run.command == "verify" and run.record:
+        values["status-path"] = str((run.root / "findings" / "status").resolve())
+    values = {k: redact(v, settings.secrets) for k, v in values.items()}
+    _write(env.get("GITHUB_OUTPUT"), output_file_text(values), settings)
+    if run.command == "open":
+        summary = open_summary(None if run.dry_run else report)
+        _write(env.get("GITHUB_STEP_SUMMARY"), summary, settings)
+    return code
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+@click.command("action")
+@click.pass_obj
+def action(obj: Any) -> None:
+    """Run as the composite action (action.yml): the command and its options from the
+    INPUT_* variables, the step's outputs and summary written from what the command returns."""
+    raise SystemExit(run_action(obj.settings))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .errors import BadInput, Problem
 from .jsonlimits import loads_limited
+from .records.models import LOGIN
 from .settings import TOKEN_VARIABLES
 
 # PEP 440's own pattern (its appendix), matched in full: nothing before or after, no newline.
@@ -26,9 +27,6 @@ MAX_VERSION = 64
 _OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
 _NAME = r"[A-Za-z0-9._-]{1,100}"
 _REPO = re.compile(rf"{_OWNER}/{_NAME}")
-# A GitHub login: up to 39 letters, digits and hyphens, not starting with a hyphen; an App's
-# bot account is its slug followed by "[bot]".
-_LOGIN = re.compile(rf"{_OWNER}(?:\[bot\])?")
 # A repository's URL: https://host/O/N, ssh://[user@]host[:port]/O/N, user@host:O/N (scp-like
 # SSH), or github.com/O/N without a scheme; "path" is O/N with any .git and trailing slash.
 _REPOSITORY_URL = re.compile(
@@ -50,7 +48,7 @@ def check_logins(logins: tuple[str, ...], option: str = "--author") -> tuple[str
     """``logins`` when each is a GitHub login (``name`` or ``name[bot]``), else BadInput
     naming ``option`` and the first bad one (an empty item included)."""
     for login in logins:
-        if not _LOGIN.fullmatch(login):
+        if not re.fullmatch(LOGIN, login):
             shown = login[:60] + ("..." if len(login) > 60 else "")
             raise BadInput(
                 f"{option} {shown!r}: not a GitHub login (up to 39 letters, digits and "
@@ -74,6 +72,16 @@ def check_repository(name: str, option: str = "--repo") -> str:
         f"{option} {shown!r}: not a repository; give OWNER/NAME (e.g. OpenPipe/ART) or its "
         "https or SSH URL"
     )
+
+
+def inside_workspace(workspace: Path, given: str, name: str) -> Path:
+    """``given``, a folder relative to the workspace, as a path inside it: not absolute, no way
+    out by ``..`` or by a symbolic link; else BadInput naming the input."""
+    top = workspace.resolve()
+    full = (top / given).resolve()
+    if Path(given).is_absolute() or not (full == top or full.is_relative_to(top)):
+        raise BadInput(f"{name}: {given[:100]!r}: give a folder inside the workspace")
+    return full
 
 
 def repository_to_use(flag: str | None, environment: str | None, default: str) -> str:

@@ -32,6 +32,19 @@ XDG_CACHE_VARIABLE = "XDG_CACHE_HOME"
 # `artbot sandbox` appends every response it sends here (the tests check them against GitHub's
 # published schema: artbot.sandbox.transcript).
 TRANSCRIPT_VARIABLE = "ARTBOT_SANDBOX_TRANSCRIPT"
+# What `artbot action` reads of a runner's environment besides the action's INPUT_* variables.
+RUNNER_VARIABLES = (
+    "GITHUB_WORKSPACE",
+    "GITHUB_ACTION_PATH",
+    "GITHUB_ACTION_REPOSITORY",
+    "GITHUB_EVENT_NAME",
+    "GITHUB_EVENT_PATH",
+    "GITHUB_OUTPUT",
+    "GITHUB_STEP_SUMMARY",
+    "RUNNER_TEMP",
+    "RUNS_AS_ACTIONS_BOT",
+    "ARTBOT_AUTHORS",
+)
 
 
 @dataclass(frozen=True)
@@ -56,6 +69,8 @@ class Settings:
     search_path: str | None = None  # $PATH, where `gh` is looked for
     token_source: str | None = None  # where the token came from, when not the environment
     token_variable: str | None = None  # which of TOKEN_VARIABLES held it, for an error about it
+    # The composite action's inputs (INPUT_*, none holding a credential) and RUNNER_VARIABLES.
+    runner: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
     # The environment a subprocess running repro or downloaded code gets: no token in it.
     child_env: Mapping[str, str] = field(
         default_factory=lambda: without_tokens(os.environ), compare=False, hash=False
@@ -102,6 +117,11 @@ class Settings:
             sandbox_transcript=Path(t) if (t := env.get(TRANSCRIPT_VARIABLE)) else None,
             search_path=env.get("PATH"),
             child_env=without_tokens(env),
+            runner={
+                k: v
+                for k, v in without_tokens(env).items()
+                if k.startswith("INPUT_") or k in RUNNER_VARIABLES
+            },
         )
 
     def with_gh_token(self, api_url: str | None, run: Callable[..., Any] | None = None) -> Settings:

@@ -31,6 +31,7 @@ from tests.helpers.artrepo import NAME, OWNER, REPO, checkout_catalog, seed_audi
 from tests.helpers.forkrun import ForkServer, RunScript
 from tests.helpers.github_schema import SchemaCheck
 from tests.helpers.testsandbox import TestSandbox
+from tests.helpers.tiers import SLOW, in_slice
 from tests.helpers.wheels import RELEASES, ArtWheels, default_wheels
 
 # glibc hands every freed block over its mmap threshold (at most 32 MiB by default) back to the
@@ -139,17 +140,38 @@ def wheel_cache(art_wheels: ArtWheels) -> Path:
     return art_wheels.cache
 
 
+def kept(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    full = item.get_closest_marker("full") is not None
+    return not full and in_slice(dict(callspec.params) if callspec else {})
+
+
 # The tiers in the order their files are handed to the xdist workers (make test runs with
 # --no-loadscope-reorder): the slowest files first, so the last ones to finish are short.
 _SCHEDULE = ("repro", "network", "e2e")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--slice",
+        action="store_true",
+        help="Of the slow tiers, run only the representative slice (tests/helpers/tiers.py): "
+        "make test. Without it, every test runs (make test-all, CI).",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test that asks for the release wheels is in the ``network`` tier (it may download
-    them). Files are then ordered by their slowest tier (:data:`_SCHEDULE`), else as found."""
+    them). With ``--slice``, a slow test's cases outside the slice are deselected. Files are
+    then ordered by their slowest tier (:data:`_SCHEDULE`), else as found."""
     for item in items:
         if {"art_wheels", "wheel_cache"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.network)
+    if config.getoption("slice"):
+        out = [i for i in items if any(i.get_closest_marker(t) for t in SLOW) and not kept(i)]
+        if out:
+            config.hook.pytest_deselected(items=out)
+            items[:] = [i for i in items if i not in set(out)]
     rank: dict[str, int] = {}
     for item in items:
         tiers = [i for i, name in enumerate(_SCHEDULE) if item.get_closest_marker(name)]

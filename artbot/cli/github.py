@@ -159,7 +159,7 @@ def connect(
 @item_options("Item to file (repeatable).", "Every item without an issue.")
 @github_options
 @click.pass_obj
-def open_(obj: Context, items: tuple[int, ...] | None, gh: GitHubArgs) -> None:
+def open_(obj: Context, items: tuple[int, ...] | None, gh: GitHubArgs) -> Any:
     """File the dedicated issue for an item (once) and link it from the tracking checklist.
 
     What it writes to GitHub: the issue, with artbot's labels (created if missing); an item
@@ -204,6 +204,7 @@ def open_(obj: Context, items: tuple[int, ...] | None, gh: GitHubArgs) -> None:
                 click.echo(f"item {n}: {filed.html_url}")
     keep_cache(repo.cache, obj.settings)
     obj.note_unlinked(catalog)
+    return outcome  # for `artbot action`, which makes the step's outputs of it
 
 
 def keep_cache(cache: Any, settings: Any) -> None:
@@ -266,7 +267,7 @@ def sync(
     replace_parent: bool,
     event_path: Path | None,
     summary: Path | None,
-) -> None:
+) -> Any:
     """Keep generated issues' bodies and the tracking checklist in step; carry out ticked requests.
 
     What it writes to GitHub: each generated issue's artbot region (its status table
@@ -316,3 +317,4 @@ def sync(
             fh.write(redact(text, obj.settings.secrets))
     keep_cache(repo.cache, obj.settings)
     obj.note_unlinked(catalog)
+    return outcome

@@ -17,6 +17,9 @@ class Lazy(NamedTuple):
 
 
 LAZY: dict[str, Lazy] = {
+    "action": Lazy(
+        "artbot.action", "action", "Run as the composite action (action.yml), inputs from INPUT_*."
+    ),
     "verify": Lazy(
         "artbot.verify.cli", "verify", "Check the findings against ART's code, claim by claim."
     ),

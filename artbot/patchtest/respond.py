@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from ..errors import BadInput, RemoteError
 from ..records.catalog import Catalog
-from ..records.models import ObservedIssue
+from ..records.models import ACTIONS_BOT, ObservedIssue
 from .answer import TITLE, render_refusal, render_trial
 from .command import MAX_FILES, MAX_PATCH_BYTES, Refusal, checked_diff
 from .diff import SOURCE_ROOT
@@ -33,7 +33,6 @@ from .plan import MAX_RUNS, Comment, Task, candidates, plan
 from .trial import TimedOut, newest_checked, run_trial
 
 # Who artbot writes as where GET /user does not say (an Actions run's GITHUB_TOKEN).
-ACTIONS_LOGIN = "github-actions[bot]"
 
 
 class Repo(Protocol):
@@ -48,7 +47,7 @@ class Repo(Protocol):
 
 
 def artbot_logins(login: str | None) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(x for x in (login, ACTIONS_LOGIN) if x))
+    return tuple(dict.fromkeys(x for x in (login, ACTIONS_BOT) if x))
 
 
 def read_requests(

@@ -27,6 +27,13 @@ from pydantic import (
 
 from .marker import MARKER_PREFIX, IssueMarker
 
+# A GitHub login: up to 39 letters, digits and hyphens, not starting with a hyphen; an App's bot
+# account is its slug followed by "[bot]". The one grammar (inputs, the record, the requests).
+LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?"
+# The login of issues filed with an Actions run's GITHUB_TOKEN: the login artbot is configured
+# with unless the audit or --author says otherwise (artbot.tracking.ownership).
+ACTIONS_BOT = "github-actions[bot]"
+
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 RepoPath = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[^/].*")
@@ -394,10 +401,8 @@ class Audit(_Strict):
         description="Colour and description of every label the audit or a finding uses.",
     )
     web_url: NonEmpty = "https://github.com"
-    login: Annotated[
-        str, StringConstraints(pattern=r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
-    ] = Field(
-        default="github-actions[bot]",
+    login: Annotated[str, StringConstraints(pattern=rf"^{LOGIN}$")] = Field(
+        default=ACTIONS_BOT,
         description="The login artbot writes as (its token's): an issue carrying artbot's marker "
         "is artbot's only when this login wrote it. --author / $ARTBOT_AUTHORS overrides it; "
         "the default is the login of an Actions workflow's own GITHUB_TOKEN.",

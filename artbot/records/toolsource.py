@@ -25,11 +25,6 @@ from urllib.parse import urlsplit
 from ..errors import BadInput
 from .root import is_shipped_records
 
-REPOSITORY_RE = re.compile(r"[A-Za-z0-9][\w.-]{0,99}/[\w.-]{1,100}")
-# https://host/owner/name(.git), ssh://git@host/owner/name(.git), git@host:owner/name(.git)
-_REMOTE_RE = re.compile(
-    r"^(?:[a-z+]+://(?:[^@/]+@)?[^/]+/|[^@:/]+@[^:/]+:)([^/]+/[^/]+?)(?:\.git)?/?$"
-)
 PLACEHOLDER = "OWNER/"
 
 
@@ -57,19 +52,25 @@ class ToolSource:
 
 
 def check_repository(value: str, where: str) -> str:
-    """``value`` as an ``owner/name``, or :class:`BadInput` naming ``where``."""
-    if not REPOSITORY_RE.fullmatch(value) or value.startswith(PLACEHOLDER):
-        raise BadInput(f"{where}: {value!r} is not a repository (owner/name)")
-    return value
+    """``value`` (``owner/name`` or its URL) as an ``owner/name``, or :class:`BadInput` naming
+    ``where``: the one repository parser (:func:`artbot.inputs.check_repository`), and not the
+    placeholder ``OWNER/...`` of an example."""
+    from ..inputs import check_repository as parsed
+
+    name = parsed(value, where)
+    if name.startswith(PLACEHOLDER):
+        raise BadInput(f"{where} {value[:100]!r}: a placeholder, not a repository")
+    return name
 
 
 def parse_remote(url: str) -> str | None:
     """``owner/name`` from a git remote URL, or None for one that is not of that shape."""
-    match = _REMOTE_RE.match(url.strip())
-    if match is None:
+    if "://" not in url and "@" not in url:
+        return None  # a local path, not a URL
+    try:
+        return check_repository(url, "git remote origin")
+    except BadInput:
         return None
-    name = match.group(1)
-    return name if REPOSITORY_RE.fullmatch(name) and not name.startswith(PLACEHOLDER) else None
 
 
 def _git(root: Path, *args: str) -> str | None:

@@ -20,12 +20,10 @@ from dataclasses import dataclass
 from ..tracking.block import TrackingBlock, compose
 from ..tracking.checklist import apply_block, read_block
 from ..tracking.record import Memory, read_record
-from ..tracking.requests import Request
+from ..tracking.requests import DECLINED_RE, MARKER_RE, TASK, Request
 from ..tracking.subissues import REF, SubIssueDone, SubIssueStart, settle
 
-_TICK_RE = re.compile(r"^([ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+\[)([ xX])(\].*)$")
-_REQUEST_RE = re.compile(r"<!-- artbot:request ((?:file|decline)=[1-9][0-9]{0,5}|recheck) -->")
-_DECLINED_RE = re.compile(r"<!-- artbot:declined ([1-9][0-9]{0,5}) -->")
+_TICK_RE = re.compile(rf"^({TASK})([ xX])(\].*)$")
 
 
 def ref(item: int) -> int:
@@ -90,12 +88,12 @@ def _tail(text: str) -> int:
 
 def _retick(text: str, fresh: TrackingBlock, cleared: frozenset[Request]) -> str:
     keep = set(fresh.ticked) - cleared
-    shown = {int(n) for n in _DECLINED_RE.findall(fresh.text or "")}
+    shown = {int(n) for n in DECLINED_RE.findall(fresh.text or "")}
     out = []
     for line in text.split("\n"):
         m = _TICK_RE.match(line)
-        request = _REQUEST_RE.search(line)
-        declined = _DECLINED_RE.search(line)
+        request = MARKER_RE.search(line)
+        declined = DECLINED_RE.search(line)
         if m and request:
             box = "x" if Request.from_key(request[1]) in keep else " "
             line = m[1] + box + m[3]

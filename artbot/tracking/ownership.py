@@ -11,9 +11,10 @@ own ``GITHUB_TOKEN``). Anything else carrying a marker is *foreign*: reported, n
 written to.
 
 artbot's login is configured, never inferred: ``--author`` / ``$ARTBOT_AUTHORS``, else
-``login`` in ``findings/audit.yaml`` (default :data:`ACTIONS_BOT`, the workflow token's).
-The tracking issue's record (:mod:`artbot.tracking.record`) keeps the logins configured on
-earlier runs, so the issues each wrote stay artbot's when the configuration changes.
+``login`` in ``findings/audit.yaml`` (default :data:`artbot.records.models.ACTIONS_BOT`, the
+workflow token's). The tracking issue's record (:mod:`artbot.tracking.record`) keeps the logins
+configured on earlier runs, so the issues each wrote stay artbot's when the configuration
+changes.
 """
 
 from __future__ import annotations
@@ -25,10 +26,6 @@ from pathlib import Path
 from ..errors import BadInput
 from ..records.marker import IssueMarker
 from ..records.models import Audit, ObservedIssue
-
-# The login of issues filed with an Actions run's GITHUB_TOKEN: the login artbot is configured
-# to write as unless findings/audit.yaml or --author / $ARTBOT_AUTHORS says otherwise.
-ACTIONS_BOT = "github-actions[bot]"
 
 
 @dataclass(frozen=True)

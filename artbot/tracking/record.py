@@ -29,11 +29,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from ..records.models import LOGIN
 from .requests import REASONS, Note, Request
 from .subissues import SubIssueRecord
 
 MAX_LOGINS = 5
-LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?"
 _RECORD_RE = re.compile(r"<!-- artbot:record (\{.*\}) -->")
 
 Login = Annotated[str, StringConstraints(pattern=rf"^{LOGIN}$")]

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import ChecklistError
+from ..records.models import LOGIN
 from .checklist import read_block
 
 RequestKind = Literal["file", "recheck", "decline"]
@@ -57,18 +58,17 @@ RequestKind = Literal["file", "recheck", "decline"]
 Reason = Literal["no-write", "unchecked", "unattributed"]
 REASONS: tuple[Reason, ...] = ("no-write", "unchecked", "unattributed")
 
-_MARKER_RE = re.compile(r"<!-- artbot:request ((?:file|decline)=([1-9][0-9]{0,5})|recheck) -->")
-# A task-list line as GitHub renders one ticked: any indent, in blockquotes, -, *, + or 1. 1)
-_TICKED_RE = re.compile(
-    r"(?:[ \t]*>)*[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+\[[xX]\](?:[ \t]+[^\n]*?)?"
-    r"[ \t]*(<!-- artbot:request (?:(?:file|decline)=[1-9][0-9]{0,5}|recheck) -->)[ \t]*"
-)
+MARKER_RE = re.compile(r"<!-- artbot:request ((?:file|decline)=([1-9][0-9]{0,5})|recheck) -->")
+DECLINED_RE = re.compile(r"<!-- artbot:declined ([1-9][0-9]{0,5}) -->")
+# The one tick grammar: a task-list line as GitHub renders one, up to its box's "[": any indent,
+# in blockquotes, -, *, + or 1. 1); "[x]" or "[X]" is ticked. The requests are read with it here,
+# and the ticks are kept with it when the block is written again (artbot.run.blockwrite).
+TASK = r"(?:[ \t]*>)*[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+\["
+_TICKED = TASK + r"[xX]\](?:[ \t]+[^\n]*?)?[ \t]*"
+_TICKED_RE = re.compile(_TICKED + f"({MARKER_RE.pattern})" + r"[ \t]*")
 # An honoured decline, as artbot renders it (ticked, in any form GitHub renders as ticked).
-_HONOURED_RE = re.compile(
-    r"(?:[ \t]*>)*[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+\[[xX]\](?:[ \t]+[^\n]*?)?"
-    r"[ \t]*<!-- artbot:declined ([1-9][0-9]{0,5}) -->[ \t]*"
-)
-_LOGIN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
+_HONOURED_RE = re.compile(_TICKED + DECLINED_RE.pattern + r"[ \t]*")
+_LOGIN_RE = re.compile(LOGIN)
 WRITE_PERMISSIONS = ("admin", "write")  # GitHub's `permission`; maintain reads as write
 
 
@@ -167,7 +167,7 @@ def ticked(block: str | None) -> frozenset[Request]:
     for line in (block or "").replace("\r\n", "\n").split("\n"):
         m = _TICKED_RE.fullmatch(line)
         if m:
-            key = _MARKER_RE.fullmatch(m[1])
+            key = MARKER_RE.fullmatch(m[1])
             assert key is not None
             found.add(Request.from_key(key[1]))
     return frozenset(found)

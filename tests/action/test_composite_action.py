@@ -26,6 +26,7 @@ from tests.helpers.action_harness import (
     open_context,
     recorder,
     records,
+    refused,
     run_uses,
     schedule_context,
     titles,
@@ -124,37 +125,12 @@ def test_sync_dry_run_input_writes_nothing(
     assert run.outputs["tracking-issue-url"].endswith(f"/{OWNER}/{NAME}/issues/{tracking}")
 
 
-@pytest.mark.parametrize("value", ["1 --dry-run", "1; touch pwned", "$(touch pwned)", "#1", "0"])
-def test_sync_refuses_a_tracking_variable_that_is_not_a_number(
-    sandbox: GitHubSandbox, checkout: Path, value: str
-) -> None:
-    run = run_uses("sync.yml", "sync", checkout, sandbox, schedule_context(value))
-
-    assert run.returncode == 2
-    assert "::error::tracking-issue must be an issue number." in run.stdout
-    assert len(sandbox.requests) == 0
-    assert not (checkout / "pwned").exists()
-
-
-@pytest.mark.parametrize("value", ["latest --dry-run", "1; touch pwned", "$(touch pwned)", "-1"])
-def test_sync_refuses_a_verify_variable_that_is_not_a_version(
-    sandbox: GitHubSandbox, checkout: Path, tracking: int, value: str
-) -> None:
-    sandbox.requests.clear()
-    context = schedule_context(str(tracking), verify=value)
-    run = run_uses("sync.yml", "sync", checkout, sandbox, context)
-
-    assert run.returncode == 2
-    assert "::error::release must be latest, a version number or off." in run.stdout
-    assert len(sandbox.requests) == 0
-    assert not (checkout / "pwned").exists()
-
-
 def test_a_scheduled_sync_verifies_the_newest_release(
     sandbox: GitHubSandbox, checkout: Path, tmp_path: Path
 ) -> None:
     # ARTBOT_VERIFY unset: the check job ran (no token) and recorded the newest release;
-    # `release` is 'latest', and artbot runs `sync --verify latest`, which reads that record.
+    # `release` is 'latest', and `artbot action` runs `sync --verify latest`, which reads that
+    # record.
     # The artbot here records its arguments: verifying a real release is in
     # tests/verify/test_anchors_and_repros.py.
     fake = tmp_path / "fake-venv"
@@ -167,43 +143,14 @@ def test_a_scheduled_sync_verifies_the_newest_release(
 
     assert run.returncode == 0, run.stdout + run.stderr
     [artbot] = [c for c in calls(record) if c["exe"] == "artbot"]
-    args = artbot["args"]
-    assert args[:3] == ["--root", str(checkout), "sync"]
-    assert args[args.index("--verify") + 1] == "latest"
-    assert args[args.index("--tracking-issue") + 1] == "7"
-    assert args[args.index("--cache") + 1] == str(checkout / ".artbot" / "cache.json")
-    assert args[-1] == "--json"
+    assert artbot["args"] == ["action"]  # the inputs' command line: tests/action/test_report.py
+    assert artbot["inputs"]["INPUT_COMMAND"] == "sync"
+    assert artbot["inputs"]["INPUT_RELEASE"] == "latest"
+    assert artbot["inputs"]["INPUT_TRACKING_ISSUE"] == "7"
     assert artbot["token"]
 
 
 # -- open.yml's `uses: ./` with command: open --------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "item", ["7; touch pwned", "$(touch pwned)", "7 --all", "-1", "", "ALL", "7\ntouch pwned"]
-)
-def test_open_refuses_an_item_that_is_not_a_number_or_all(
-    sandbox: GitHubSandbox, checkout: Path, item: str
-) -> None:
-    run = run_uses("open.yml", "open", checkout, sandbox, open_context(item, "false"))
-
-    assert run.returncode == 2
-    assert '::error::items must be item numbers (separated by spaces or commas) or "all".' in (
-        run.stdout
-    )
-    assert len(sandbox.requests) == 0
-    assert not (checkout / "pwned").exists()
-
-
-@pytest.mark.parametrize("dry_run", ["yes", "True ", "1; touch pwned"])
-def test_open_refuses_a_dry_run_that_is_not_true_or_false(
-    sandbox: GitHubSandbox, checkout: Path, dry_run: str
-) -> None:
-    run = run_uses("open.yml", "open", checkout, sandbox, open_context("7", dry_run))
-
-    assert run.returncode == 2
-    assert "::error::dry-run must be true or false." in run.stdout
-    assert len(sandbox.requests) == 0
 
 
 @pytest.mark.parametrize("item", ["7", "all"])
@@ -273,18 +220,6 @@ def test_findings_path_points_at_a_catalog_elsewhere_in_the_workspace(
     assert any((workspace / ".artbot").iterdir()), "the ETag cache is not in the workspace"
 
 
-@pytest.mark.parametrize("command", ["close", "OPEN", "open; touch pwned"])
-def test_an_unknown_command_is_refused(
-    sandbox: GitHubSandbox, checkout: Path, command: str
-) -> None:
-    run = direct({"command": command}, checkout, sandbox)
-
-    assert run.returncode == 2
-    assert "::error::command must be open, sync or verify." in run.stdout
-    assert len(sandbox.requests) == 0
-    assert not (checkout / "pwned").exists()
-
-
 def test_verify_checks_a_release_and_puts_its_tables_in_the_summary(
     sandbox: GitHubSandbox,
     checkout: Path,
@@ -321,17 +256,26 @@ def test_verify_checks_a_release_and_puts_its_tables_in_the_summary(
     assert "recorded 0.5.21" in run.stderr and "ran confined" in run.stderr
 
 
-def test_verify_refuses_a_record_that_is_not_true_or_false(
-    sandbox: GitHubSandbox, checkout: Path
+REFUSED = [
+    *[({"command": "sync", "tracking-issue": v}, "--tracking-issue") for v in ("1 --dry-run", "0")],
+    *[({"command": "sync", "release": v}, "--verify") for v in ("$(touch pwned)", "-1")],
+    *[({"command": "open", "items": v}, "item") for v in ("7; touch pwned", "7 --all", "", "ALL")],
+    ({"command": "open", "items": "7", "dry-run": "True "}, "dry-run"),
+    *[({"command": c}, "command") for c in ("OPEN", "open; touch pwned")],
+    ({"command": "verify", "record": "yes; touch pwned"}, "record"),
+    ({"command": "verify", "release": "off"}, "verify needs a release"),
+    *[({"command": "sync", "max-writes": v}, "--max-writes") for v in ("0", "1\n2", "ten")],
+]
+
+
+@pytest.mark.parametrize(("inputs", "name"), REFUSED, ids=lambda v: repr(v)[:40])
+def test_a_bad_input_is_refused_by_name_before_any_request(
+    sandbox: GitHubSandbox, checkout: Path, tracking: int, inputs: dict[str, str], name: str
 ) -> None:
-    run = direct({"command": "verify", "record": "yes; touch pwned"}, checkout, sandbox)
-    assert run.returncode == 2
-    assert "::error::record must be true or false." in run.stdout
+    """Whichever check refuses it (the input's own, or the option of the command it comes
+    to), one annotated line names it, exit 2, nothing sent, nothing run by a shell."""
+    sandbox.requests.clear()
+    run = direct({"tracking-issue": str(tracking), **inputs}, checkout, sandbox)
+    refused(run, name)
+    assert len(sandbox.requests) == 0
     assert not (checkout / "pwned").exists()
-
-
-def test_verify_refuses_release_off(sandbox: GitHubSandbox, checkout: Path) -> None:
-    run = direct({"command": "verify", "release": "off"}, checkout, sandbox)
-
-    assert run.returncode == 2
-    assert "::error::verify needs a release: latest or a version number." in run.stdout

@@ -111,7 +111,7 @@ def test_the_install_step_refuses_an_unknown_command_before_installing(tmp_path:
     code, log, recorded = install({"command": "deploy"}, tmp_path)
 
     assert code == 2
-    assert "::error::command must be open, sync or verify." in log
+    assert "::error::command must be open, sync, verify or test." in log
     assert recorded == []
 
 

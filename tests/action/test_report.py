@@ -1,8 +1,10 @@
-"""artbot.action: the composite action's account of an `open`/`sync --json` report."""
+"""artbot.action: the command line the action's inputs come to (a table of values), and the
+step's outputs and summary made from a run's report."""
 
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -11,84 +13,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from artbot.action import (
-    ACTIONS,
-    filed,
-    log_lines,
-    main,
-    open_summary,
-    output_file_text,
-    outputs,
-    plan_lines,
-)
-from artbot.run.actions import (
-    ChecklistUpToDate,
-    CloseCopies,
-    CloseDuplicate,
-    CloseFixed,
-    CloseWhenFixed,
-    Comment,
-    Create,
-    CreateLabel,
-    Duplicate,
-    EditBody,
-    Exists,
-    LabelTracking,
-    LinkPreset,
-    Plan,
-    Preset,
-    ReadTracking,
-    StatusChange,
-    UpdateChecklist,
-)
-from artbot.run.blockwrite import BlockWrite
-from artbot.tracking.ownership import Foreign
-from artbot.tracking.requests import CarryOutRequest, DropRequest, RevertTick
-from artbot.tracking.subissues import (
-    AddSubIssue,
-    MoveSubIssue,
-    NoSubIssues,
-    RemoveSubIssue,
-    SubIssueHasParent,
-    SubIssueRemovedByHand,
-    SubIssuesFull,
-    SubIssuesUpToDate,
-)
+from artbot.action import action_args, filed, open_summary, output_file_text, outputs
+from artbot.errors import BadInput
+from artbot.run.actions import Create, Exists, Plan
+from artbot.settings import Settings
 from tests.helpers.action_harness import read_outputs
 
-EVERY_KIND = Plan(
+PLAN = Plan(
     (
         Create(7, "TIS falls back to the policy ratio", ("numerics", "audit")),
         Create(8, "Fixed one", ("audit",), fixed_in="0.5.21"),
-        Create(9, "Part fixed", ("audit",), partly_fixed_in="0.5.21"),
-        CreateLabel("audit", "c5def5", "filed by artbot"),
-        CloseCopies((7, 8, 9)),
-        CloseFixed(8, 1113, "0.5.21"),
-        StatusChange(9, 1114, None, "partial,fixed=masks"),
         Exists(4, 1112, "open"),
-        Preset(1, 1108),
-        LinkPreset(2, 1109, ("numerics", "audit")),
-        LabelTracking(1111, ("numerics", "audit", "audit:tracking")),
-        EditBody(4, 1112),
-        CloseDuplicate(4, 1115, 1112),
-        Duplicate(4, 1116, 1112),
-        ReadTracking(1111, answered=True),
-        UpdateChecklist(1111, BlockWrite("- [ ] 4. BF16 logits — #1112\n", None)),
-        ChecklistUpToDate(1111),
-        Comment(9, 1114, "<!-- hidden -->\nartbot checked openpipe-art 0.5.24"),
-        Foreign(7, 1117, "alice", "was written by @alice"),
-        AddSubIssue(4, 1112, 1111),
-        MoveSubIssue(4, 1112, 1111, after=1110),
-        RemoveSubIssue(1112, 1111),
-        SubIssueRemovedByHand(5, 1113, 1111),
-        SubIssueHasParent(6, 1114, 1111, "#900"),
-        SubIssuesFull(1111, (1115,)),
-        SubIssuesUpToDate(1111),
-        NoSubIssues(1111),
-        CloseWhenFixed(9, 1114, "0.5.24"),
-        CarryOutRequest(1111, "file=5", "File the issue for item 5"),
-        RevertTick(1111, "file=6", "File the issue for item 6", "mallory"),
-        DropRequest(1111, "file=4", "File the issue for item 4"),
     )
 )
 
@@ -105,25 +40,12 @@ def report(plan: Plan, **extra: Any) -> dict[str, Any]:
     return json.loads(json.dumps({**data, **extra}))
 
 
-def test_every_kind_of_action_is_printed_as_artbot_prints_it() -> None:
-    assert {type(a) for a in EVERY_KIND.actions} == set(ACTIONS.values())
-    assert plan_lines(report(EVERY_KIND)["plan"]) == EVERY_KIND.text().splitlines()
-    assert plan_lines([]) == ["nothing to do"] == Plan().text().splitlines()
-
-
-def test_an_action_this_artbot_does_not_know_is_named_as_it_came() -> None:
-    lines = plan_lines([{"action": "Reopen", "item": 7, "issue": 1112}])
-    assert lines == ['Reopen: {"item": 7, "issue": 1112}']
-    changed_shape = plan_lines([{"action": "EditBody", "item": 7}])  # a field missing
-    assert changed_shape == ['EditBody: {"item": 7}']
-
-
 def test_filed_is_the_creates_that_have_an_issue_now() -> None:
     issues = {"7": {"number": 1117, "state": "open", "url": "u"}}
     issues |= {"4": {"number": 1112, "state": "open", "url": "u"}}  # there before: Exists
-    done = report(EVERY_KIND, issues=issues)
+    done = report(PLAN, issues=issues)
     assert filed(done) == [1117]
-    assert filed(report(EVERY_KIND)) == []  # a create that did not happen files nothing
+    assert filed(report(PLAN)) == []  # a create that did not happen files nothing
 
     values = outputs(done)
     assert values["filed"] == "1117"
@@ -147,26 +69,9 @@ def test_outputs_read_back_as_written_whatever_they_hold(values: dict[str, str])
         assert read_outputs(path) == values
 
 
-def test_the_log_is_the_plan_then_the_results_then_warnings_annotated_in_actions() -> None:
-    data = report(
-        Plan((Exists(4, 1112, "open"), ChecklistUpToDate(1111))),
-        done=["labelled #1108 (numerics, audit)"],
-        warnings=["item 4: #1112 was edited by hand, 50% of it"],
-    )
-    assert log_lines(data, in_actions=True) == [
-        ("plan:", False),
-        ("  item 4: already filed as #1112 (open)", False),
-        ("  tracking issue #1111: checklist up to date", False),
-        ("labelled #1108 (numerics, audit)", False),
-        ("warning: item 4: #1112 was edited by hand, 50% of it", True),
-        ("::warning::item 4: #1112 was edited by hand, 50%25 of it", False),
-    ]
-    assert all("::warning::" not in line for line, _ in log_lines(data, in_actions=False))
-
-
 def test_open_summary_lists_what_was_done_and_the_warnings() -> None:
     data = report(
-        EVERY_KIND,
+        PLAN,
         done=["item 7: filed #1117 https://example.test/7", "updated the checklist in #1111"],
         warnings=["a warning"],
     )
@@ -180,39 +85,117 @@ def test_open_summary_lists_what_was_done_and_the_warnings() -> None:
     assert open_summary(None).startswith("### artbot open (dry run)\n\nNothing was written")
 
 
-def test_main_prints_redacted_lines_and_writes_outputs_and_summary(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def argv(tmp_path: Path, **inputs: str) -> tuple[str, ...]:
+    """The command line ``artbot action`` runs for these inputs (`uses: ./`: the workspace is
+    the action's folder)."""
+    env = {f"INPUT_{k.upper()}": v for k, v in inputs.items()}
+    env |= {"GITHUB_WORKSPACE": str(tmp_path), "GITHUB_ACTION_PATH": str(tmp_path)}
+    run = action_args(Settings.from_env(env))
+    assert run.argv[:2] == ("--root", str(tmp_path))
+    return run.argv[2:]
+
+
+@pytest.mark.parametrize(
+    ("inputs", "expected"),
+    [
+        ({"command": "open", "items": "4, 5 6"}, ("open", "--item=4", "--item=5", "--item=6")),
+        ({"command": "open", "item": "7"}, ("open", "--item=7")),
+        ({"command": "open", "items": "all"}, ("open", "--all")),
+        ({"command": "open", "items": "x;y"}, ("open", "--item=x;y")),  # click refuses it
+        ({"command": "sync", "max_writes": "3"}, ("sync", "--max-writes=3")),
+        ({"command": "sync", "tracking_issue": "12"}, ("sync", "--tracking-issue=12")),
+        ({"command": "sync", "release": "latest"}, ("sync", "--verify", "latest")),
+        ({"command": "sync", "release": "off"}, ("sync",)),
+        ({"command": "sync", "dry_run": "true"}, ("sync", "--dry-run")),
+        ({"command": "verify"}, ("verify", "--release", "latest")),
+        (
+            {"command": "verify", "release": "0.5.21", "record": "true"},
+            ("verify", "--release", "0.5.21", "--record"),
+        ),
+        ({"command": "test"}, ("answer-tests",)),
+    ],
+)
+def test_the_inputs_come_to_one_command_line(
+    tmp_path: Path, inputs: dict[str, str], expected: tuple[str, ...]
 ) -> None:
-    monkeypatch.setenv("GH_TOKEN", "ghp_secretvalue")
-    monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    path = tmp_path / "report.json"
-    path.write_text(
-        json.dumps(report(Plan(), done=["did one"], warnings=["echoed ghp_secretvalue back"])),
-        encoding="utf-8",
-    )
-    out, summary = tmp_path / "output", tmp_path / "summary.md"
+    got = argv(tmp_path, **inputs)
+    if "--cache" in got:  # open and sync keep their ETag cache in the workspace
+        at = got.index("--cache")
+        assert got[at + 1] == str(tmp_path / ".artbot" / "cache.json")
+        got = got[:at] + got[at + 2 :]
+    assert got == expected
 
-    args = ["--command", "open", "--report", str(path), "--outputs", str(out)]
-    assert main([*args, "--summary", str(summary)]) == 0
 
-    printed = capsys.readouterr()
-    assert "ghp_secretvalue" not in printed.out + printed.err
-    assert "::warning::echoed *** back" in printed.out
-    assert "warning: echoed *** back" in printed.err
-    assert read_outputs(out) == {
-        "filed": "",
-        "changed": '["did one"]',
-        "issues": "{}",
-        "plan": "[]",
-        "tracking-issue-url": "",
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"command": "deploy"}, "command: 'deploy': give open, sync, verify or test"),
+        ({"command": "open"}, 'items: give item numbers (separated by spaces or commas) or "all"'),
+        ({"command": "sync", "dry_run": "yes"}, "dry-run: 'yes': give true or false"),
+        ({"command": "verify", "record": "1"}, "record: '1': give true or false"),
+        ({"command": "verify", "release": "off"}, "verify needs a release"),
+        ({"command": "sync", "findings_path": "../elsewhere"}, "findings-path: '../elsewhere'"),
+        ({"command": "sync", "status": "/etc"}, "status: '/etc': give a folder inside"),
+    ],
+)
+def test_an_input_no_option_checks_is_refused_by_name(
+    tmp_path: Path, inputs: dict[str, str], message: str
+) -> None:
+    with pytest.raises(BadInput, match=re.escape(message)):
+        argv(tmp_path, **inputs)
+
+
+def test_verify_runs_in_a_process_that_holds_no_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    from artbot import action
+
+    seen: list[dict[str, str]] = []
+
+    def fake_run(argv: list[str], *, env: dict[str, str], **_: Any) -> Any:
+        seen.append(env)
+        return subprocess.CompletedProcess(argv, 0, "checked\n", "")
+
+    monkeypatch.setattr(action.subprocess, "run", fake_run)
+    out = tmp_path / "output"
+    env = {
+        "INPUT_COMMAND": "verify",
+        "GH_TOKEN": "ghp_workflowtoken0123456789",
+        "GITHUB_TOKEN": "ghs_jobtoken0123456789",
+        "GITHUB_WORKSPACE": str(tmp_path),
+        "GITHUB_ACTION_PATH": str(tmp_path),
+        "GITHUB_OUTPUT": str(out),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
     }
-    assert summary.read_text(encoding="utf-8").startswith("### artbot open\n\n- did one\n")
-
-
-def test_main_for_sync_and_verify_leaves_the_summary_to_them(tmp_path: Path) -> None:
-    out, summary = tmp_path / "output", tmp_path / "summary.md"
-    for command in ("sync", "verify"):
-        args = ["--command", command, "--outputs", str(out), "--summary", str(summary)]
-        assert main(args) == 0
-    assert not summary.exists()
+    assert action.run_action(Settings.from_env(env)) == 0
+    [child] = seen
+    assert not {"GH_TOKEN", "GITHUB_TOKEN"} & set(child)
     assert read_outputs(out) == {"filed": "", "changed": "[]"}
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert summary == "### artbot verify\n\n```text\nchecked\n```\n"
+
+
+def test_used_by_another_repository_the_action_reads_a_copy_of_its_own_records(
+    tmp_path: Path,
+) -> None:
+    """A value: what is copied where, decided before anything is copied or run."""
+    action, workspace, temp = tmp_path / "action", tmp_path / "workspace", tmp_path / "temp"
+    (workspace / "artbot-status").mkdir(parents=True)
+    env = {
+        "INPUT_COMMAND": "sync",
+        "INPUT_STATUS": "artbot-status",
+        "GITHUB_WORKSPACE": str(workspace),
+        "GITHUB_ACTION_PATH": str(action),
+        "GITHUB_ACTION_REPOSITORY": "example/artbot",
+        "RUNNER_TEMP": str(temp),
+    }
+    run = action_args(Settings.from_env(env))
+    assert (run.root, run.copy_from, run.tool) == (
+        temp / "artbot-records",
+        action,
+        "example/artbot",
+    )
+    assert run.status == (workspace / "artbot-status").resolve()
+    assert not (temp / "artbot-records").exists()  # nothing copied yet

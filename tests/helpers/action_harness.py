@@ -291,6 +291,14 @@ def direct(
     return ActionRun(proc.returncode, proc.stdout, proc.stderr, text, outputs)
 
 
+def refused(run: ActionRun, name: str) -> None:
+    """The action refused an input (exit 2) with one annotated line naming it (the option of
+    the command it comes to, or the input itself where no option checks it)."""
+    assert run.returncode == 2, run.stdout + run.stderr
+    [line] = [ln for ln in run.stdout.splitlines() if ln.startswith("::error::")]
+    assert name in line, line
+
+
 def seed_as(sandbox: TestSandbox, number: int, title: str, body: str) -> int:
     """Seed an issue numbered ``number``: the issues before it are seeded and deleted."""
     while (seeded := sandbox.seed_issue(OWNER, NAME, title, body)) < number:
@@ -344,7 +352,7 @@ def open_context(item: str, dry_run: str) -> dict[str, str]:
 
 RECORDER = """#!{python}
 # Records how it was called (one JSON line per call); `-m venv DIR` makes DIR/bin/python and
-# DIR/bin/artbot, recorders too. `--json` runs print an empty report.
+# DIR/bin/artbot, recorders too.
 import json, os, sys
 from pathlib import Path
 
@@ -355,6 +363,7 @@ with open(os.environ["ARTBOT_TEST_CALLS"], "a", encoding="utf-8") as fh:
         "args": sys.argv[1:],
         "index": os.environ.get("PIP_EXTRA_INDEX_URL"),
         "token": bool(os.environ.get("GH_TOKEN") or os.environ.get("GITHUB_TOKEN")),
+        "inputs": {{k: v for k, v in os.environ.items() if k.startswith("INPUT_")}},
     }}) + "\\n")
 if sys.argv[1:3] == ["-m", "venv"]:
     made = Path(sys.argv[3]) / "bin"
@@ -362,8 +371,6 @@ if sys.argv[1:3] == ["-m", "venv"]:
     for name in ("python", "artbot"):
         (made / name).write_text(exe.read_text(encoding="utf-8"), encoding="utf-8")
         (made / name).chmod(0o755)
-if "--json" in sys.argv:
-    print(json.dumps({{"plan": [], "done": [], "warnings": [], "issues": {{}}}}))
 """
 
 

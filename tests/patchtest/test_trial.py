@@ -77,6 +77,7 @@ def test_the_suggested_fixes_of_the_open_follow_ups_are_fixed(item: int, tmp_pat
     assert direct.status is got.after.status and verdicts(direct) == verdicts(got.after)
 
 
+@pytest.mark.full  # a half fix: make test's slice has item 6's real fix and the fakes
 def test_a_partial_fix_of_item_6_is_reproduced_with_what_it_measured() -> None:
     """An eps on AdamParams that never reaches the optimizer: the check sees eps 1e-08."""
     got = trial(6, (FIXTURES / "item06_partial.diff").read_text(encoding="utf-8"))

@@ -1,15 +1,20 @@
-"""Rules the suite keeps about itself: one set of hypothesis settings; item numbers read from
-the catalog; a tree that mirrors the stages (each folder of tests/ names a stage of artbot/,
-or is repros/, project/ or one of the shared folders); and no test module imports another: what
-tests share is a fixture in a conftest.py or a helper in tests/helpers/."""
+"""Rules the suite keeps about itself: one set of hypothesis settings (a lint rule: ruff's
+banned-api, configured in pyproject.toml); item numbers read from the catalog; a tree that
+mirrors the stages (each folder of tests/ names a stage of artbot/, or is repros/, project/ or
+one of the shared folders); no test module imports another: what tests share is a fixture in a
+conftest.py or a helper in tests/helpers/; and the tiers: ``make test`` runs a slice of the
+slow ones that keeps every checked item (tests/helpers/tiers.py), ``make test-all`` and CI all
+of it."""
 
 from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
-import pytest
+from tests.helpers.tiers import KERNEL, NEWEST, adversarial_slice, in_slice
 
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
@@ -32,22 +37,21 @@ def stages() -> set[str]:
     return found | {p.stem for p in package.glob("*.py") if not p.stem.startswith("_")}
 
 
-@pytest.mark.parametrize("path", MODULES, ids=rel)
-def test_property_tests_use_the_profile_settings_only(path: Path) -> None:
-    """Hypothesis settings live in conftest.py's profiles, so every property test has the same
-    (no deadline); a per-test ``@settings(...)`` would override them for one test."""
-    if path.name == "conftest.py":
-        return
-    text = path.read_text(encoding="utf-8")
-    assert not re.search(r"^\s*@(hypothesis\.)?settings\(", text, re.MULTILINE), rel(path)
-    assert not re.search(r"^\w+ = (hypothesis\.)?settings\(", text, re.MULTILINE), rel(path)
+def test_per_test_hypothesis_settings_fail_the_lint(tmp_path: Path) -> None:
+    """Hypothesis settings live in conftest.py's profiles (no deadline for any property test):
+    ruff refuses ``@settings(...)`` anywhere else (banned-api, pyproject.toml)."""
+    module = tmp_path / "test_probe.py"
+    module.write_text("from hypothesis import settings\n\nS = settings(deadline=1)\n", "utf-8")
+    config = str(REPO / "pyproject.toml")
+    ruff = [sys.executable, "-m", "ruff", "check", "--no-cache", "--config", config, str(module)]
+    proc = subprocess.run(ruff, cwd=REPO, capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and "TID251 `hypothesis.settings` is banned" in proc.stdout
 
 
-@pytest.mark.parametrize("path", MODULES, ids=rel)
-def test_item_numbers_come_from_the_catalog(path: Path) -> None:
+def test_item_numbers_come_from_the_catalog() -> None:
     """No hard-coded run of item numbers (``range(1, 12)``): tests read tests/helpers/shipped.py."""
-    text = path.read_text(encoding="utf-8")
-    assert not re.search(r"range\((1|4), 1[12]\)", text), rel(path)
+    found = [rel(p) for p in MODULES if re.search(r"range\((1|4), 1[12]\)", p.read_text("utf-8"))]
+    assert found == []
 
 
 def imported(path: Path) -> list[str]:
@@ -78,12 +82,11 @@ def offending(path: Path) -> list[str]:
     return bad
 
 
-@pytest.mark.parametrize("path", MODULES, ids=rel)
-def test_no_test_module_imports_another(path: Path) -> None:
+def test_no_test_module_imports_another() -> None:
     """Shared fixtures are in a conftest.py, shared helpers in tests/helpers/: an import from
     the tests package names tests.helpers (or one of its modules), never a test module."""
-    bad = offending(path)
-    assert bad == [], f"{rel(path)} imports {bad}: share through tests/helpers/ or a conftest.py"
+    bad = {rel(p): found for p in MODULES if (found := offending(p))}
+    assert bad == {}, "share through tests/helpers/ or a conftest.py"
 
 
 def test_the_import_rule_catches_each_way_of_importing_a_test_module(tmp_path: Path) -> None:
@@ -132,3 +135,48 @@ def test_test_modules_live_in_a_stage_folder_that_is_a_package() -> None:
     assert holders, "no test module found"
     missing = sorted(rel(d) for d in holders if not (d / "__init__.py").exists())
     assert missing == []
+
+
+def test_make_test_keeps_every_checked_item_in_the_slice() -> None:
+    """The slice of the slow tiers keeps, for every item the controls check, one fake and one
+    real fix (each on the newest release it names), the newest release and the default
+    kernel; it drops the older releases and the other kernel."""
+    from artbot.records.catalog import load_catalog
+    from artbot.verify.code import checkable
+
+    items = {f.item for f in checkable(load_catalog(REPO))}
+    chosen = adversarial_slice()
+    assert {item for item, kind in chosen if kind == "fake"} >= items
+    assert {item for item, kind in chosen if kind == "real"} >= items
+    for stem, version in chosen.values():
+        path = REPO / "repros" / "controls" / "adversarial" / f"{stem}.toml"
+        assert in_slice({"path": path, "version": version})
+        assert not in_slice({"path": path, "version": "0.5.19"})
+    assert in_slice({"version": NEWEST, "kernel": KERNEL, "item": 4})
+    assert not in_slice({"version": "0.5.20"}) and not in_slice({"kernel": "avx512"})
+
+
+def test_ci_runs_every_tier_and_make_test_its_slice() -> None:
+    """CI calls the test command the README names as the one that runs every tier; the
+    README's first command is the slice, run before pushing."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    recipe = {
+        name: body.split("\n\n")[0]
+        for name, body in re.findall(
+            r"^(test|test-all): lint\n(.*?)(?=^\S|\Z)", makefile, re.M | re.S
+        )
+    }
+    assert "--slice" in recipe["test"] and "--slice" not in recipe["test-all"]
+    assert (REPO / ".ci" / "run").read_text(encoding="utf-8").rstrip().endswith("make test-all")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "`make test-all` runs every tier" in readme and "what CI runs (`.ci/run`)" in readme
+
+
+def test_only_a_slow_tiers_test_is_left_to_make_test_all() -> None:
+    """``full`` (leave it to make test-all) marks a test of a slow tier only: the fast and
+    end-to-end tiers run whole in make test."""
+    marked = [p for p in MODULES if "mark.full" in p.read_text(encoding="utf-8")]
+    assert marked, "no test is marked full: update tests/helpers/tiers.py"
+    for path in marked:
+        text = path.read_text(encoding="utf-8")
+        assert re.search(r"pytestmark = pytest\.mark\.(repro|network)", text), rel(path)

@@ -123,33 +123,6 @@ def test_guarded_stream_escapes_in_actions_and_redacts_always() -> None:
     assert quiet.getvalue() == "::error::***\n"
 
 
-def test_the_action_report_starts_no_command_from_its_text(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Why 4: the action's sync step printed 8 command lines from a hostile 404 body."""
-    from artbot.action import main
-
-    monkeypatch.setenv("GH_TOKEN", CANARY + "\n")
-    monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    report: dict[str, object] = {
-        "plan": [],
-        "done": [f"::add-mask::{CANARY}"],
-        "warnings": [f"could not label #5: {HOSTILE}"],
-        "issues": {},
-        "checklist": None,
-    }
-    path = tmp_path / "report.json"
-    path.write_text(json.dumps(report), encoding="utf-8")
-    out, summary = tmp_path / "out", tmp_path / "summary.md"
-    args = ["--command", "open", "--report", str(path), "--outputs", str(out)]
-    assert main([*args, "--summary", str(summary)]) == 0
-    printed = capsys.readouterr()
-    assert_no_hijack(printed.out + printed.err)
-    assert CANARY not in printed.out + printed.err
-    assert CANARY not in out.read_text(encoding="utf-8")
-    assert CANARY not in summary.read_text(encoding="utf-8")
-
-
 @pytest.mark.e2e
 def test_the_actions_sync_step_starts_no_command_from_a_hostile_body(
     sandbox: TestSandbox, tracking: int, checkout: Path

@@ -175,6 +175,7 @@ def test_captured_output_matches_a_fresh_run(path: Path, kernel: str) -> None:
 
 
 @pytest.mark.skipif(len(KERNELS) < 2, reason="this CPU has only torch's default kernels")
+@pytest.mark.full  # every kernel: make test-all
 @pytest.mark.parametrize("path", CAPTURED, ids=lambda p: p.stem)
 def test_both_kernels_print_the_same_text(path: Path) -> None:
     first, second = (fresh_run(path, kernel) for kernel in KERNELS)

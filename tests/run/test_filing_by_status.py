@@ -98,16 +98,6 @@ def test_open_files_a_partial_item_open_about_what_remains(art: GitHubSandbox, r
     assert writes(art) == []
 
 
-def test_dry_run_shows_the_filing_decisions(art: GitHubSandbox, root: Path) -> None:
-    setup_status(root, 7, fixed_item)
-    setup_status(root, 9, partial_item)
-    result = artbot(art, root, "open", "--item", "7", "--item", "9", "--dry-run", token="")
-    assert result.exit_code == 0, result.output + result.stderr
-    assert "filed closed (fixed in 0.5.21)" in result.output
-    assert "open, scoped to what remains (partly fixed in 0.5.21)" in result.output
-    assert writes(art) == []
-
-
 def test_killed_between_create_and_close_then_rerun_converges(art: TestSandbox, root: Path) -> None:
     setup_status(root, 7, fixed_item)
     # The identity is recorded before a tracking issue's first create (#31): file one first.

@@ -11,10 +11,10 @@ import pytest
 
 from artbot.github.client import GitHubRepo
 from artbot.records.catalog import load_catalog
+from artbot.records.models import ACTIONS_BOT
 from artbot.run.commands import Identity, open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.checklist import read_block
-from artbot.tracking.ownership import ACTIONS_BOT
 from tests.helpers.artrepo import (
     CANARY,
     NAME,
@@ -67,13 +67,6 @@ def test_dry_run_needs_no_token_and_writes_nothing(art: GitHubSandbox, root: Pat
     assert "Dry run -- nothing has been written." in result.output
     assert "**Expected:**" in result.output and "### Repro and test" in result.output
     assert writes(art) == []
-
-
-def test_preset_items_are_never_filed(art: GitHubSandbox, root: Path) -> None:
-    result = artbot(art, root, "open", "--item", "1")
-    assert result.exit_code == 0, result.output
-    assert "has its own issue #1108" in result.output
-    assert all(not issues_for(art, i, None) for i in (1, 2, 3))
 
 
 def test_killed_between_create_and_checklist_then_rerun_converges(
@@ -221,23 +214,6 @@ def test_sync_without_change_costs_one_304_and_no_writes(art: GitHubSandbox, roo
     assert "label it" not in result.output
 
 
-def test_sync_after_three_state_changes(art: TestSandbox, root: Path) -> None:
-    assert artbot(art, root, "open", "--all").exit_code == 0
-    assert artbot(art, root, "sync").exit_code == 0
-    n = {i: issues_for(art, i)[0]["number"] for i in (4, 6, 9)}
-    art.set_issue_state(OWNER, NAME, n[4], "closed", "completed")
-    art.set_issue_state(OWNER, NAME, n[6], "closed", "not_planned")
-    art.set_issue_state(OWNER, NAME, n[9], "closed", "duplicate")
-    art.requests.clear()
-    result = artbot(art, root, "sync")
-    assert result.exit_code == 0, result.output
-    assert len(art.requests.snapshot()) <= 4
-    block = checklist(art)
-    assert re.search(rf"^- \[x\] 4\. .* — #{n[4]}$", block, re.M)
-    assert re.search(rf"^- \[x\] 6\. .* — #{n[6]} \(not planned\)$", block, re.M)
-    assert all(i["state"] == "closed" for i in (art.get_issue(OWNER, NAME, x) for x in n.values()))
-
-
 def test_sync_updates_only_the_owned_region(art: GitHubSandbox, root: Path) -> None:
     assert artbot(art, root, "open", "--item", "7").exit_code == 0
     [issue] = issues_for(art, 7)
@@ -295,23 +271,3 @@ def test_sync_verify_notes_and_comments_once_per_status_change(
     regressed = [CodeResult(7, CodeStatus.reproduced, "openpipe-art 0.5.22", "back")]
     third = sync(catalog, repo_client(art), TRACKING, verified=("0.5.22", regressed))
     assert [d for d in third.done if "commented" in d] == [f"item 7: commented on #{n7}"]
-
-
-def test_open_creates_only_the_labels_of_the_issue_it_files(art: GitHubSandbox, root: Path) -> None:
-    """#10: item 7 needs the audit's labels and its backends', with the catalog's colours."""
-    result = artbot(art, root, "open", "--item", "7")
-    assert result.exit_code == 0, result.output
-    catalog = load_catalog(root)
-    wanted = [*catalog.audit.labels, *catalog.get(7).labels]
-    posts = [
-        r for r in art.requests.snapshot() if r.method == "POST" and r.path.endswith("/labels")
-    ]
-    assert len(posts) == len(wanted)
-    from github import Auth, Github
-
-    repo = Github(base_url=art.api_url, auth=Auth.Token(CANARY)).get_repo(f"{OWNER}/{NAME}")
-    labels = {lbl.name: lbl for lbl in repo.get_labels()}
-    assert sorted(labels) == sorted(wanted)
-    for name in wanted:
-        style = catalog.audit.label_definitions[name]
-        assert (labels[name].color, labels[name].description) == (style.color, style.description)

@@ -308,3 +308,16 @@ def test_the_block_write_looks_up_the_filed_issue_and_keeps_a_persons_ticks_made
     assert "- [x] Re-check against the newest release" in text  # their tick, pending
     assert "- [ ] Declined: artbot's follow-up 101" in text  # the answer taken back
     assert "#1112" in text and new.endswith("A note.\n") and new.startswith("Human text.\n")
+
+
+def test_open_creates_only_the_labels_of_the_issue_it_files(catalog: Catalog) -> None:
+    """#10: item 7 needs the audit's labels and its backends', with the catalog's colours."""
+    from artbot.run.actions import CreateLabel
+
+    findings = [catalog.get(7)]
+    plan = plan_open(findings, render_all(catalog, findings, TRACKING), [], catalog.audit, TRACKING)
+    styles = catalog.audit.label_definitions
+    wanted = dict.fromkeys([*catalog.audit.labels, *catalog.get(7).labels])
+    assert plan.of(CreateLabel) == [
+        CreateLabel(n, styles[n].color, styles[n].description) for n in wanted
+    ]

@@ -82,21 +82,6 @@ def test_on_the_edit_path_a_tick_without_write_access_files_nothing_and_is_rever
     assert writes(art) == []  # the note stays; nothing to do
 
 
-def test_on_the_edit_path_a_tick_with_write_access_is_carried_out(
-    art: GitHubSandbox, root: Path, tmp_path: Path
-) -> None:
-    prepared(art, root)
-    before = art.get_issue(OWNER, NAME, TRACKING)["body"]
-    tick_request(art, load_catalog(root), TRACKING, "file=6")
-    after = art.get_issue(OWNER, NAME, TRACKING)["body"]
-    art.set_permission(OWNER, NAME, "maintainer", "maintain")
-    event = event_file(tmp_path, "maintainer", before, after)
-    result = artbot(art, root, "sync", "--event", str(event))
-    assert result.exit_code == 0, result.output + result.stderr
-    [issue] = issues_for(art, 6)
-    assert f"— #{issue['number']}" in item_line(checklist(art), 6)
-
-
 def test_on_the_edit_path_an_earlier_tick_is_reverted_too(
     art: GitHubSandbox, root: Path, tmp_path: Path
 ) -> None:
@@ -226,20 +211,6 @@ def test_without_close_when_fixed_sync_never_closes(art: GitHubSandbox, root: Pa
     assert artbot(art, root, "sync").exit_code == 0
     [issue] = issues_for(art, 9)
     assert issue["state"] == "open"
-
-
-def test_max_writes_stops_the_run_and_says_what_is_left(art: GitHubSandbox, root: Path) -> None:
-    result = artbot(art, root, "open", "--item", "4", "--max-writes", "1", "--json")
-    assert result.exit_code == 0, result.output + result.stderr
-    report = json.loads(result.stdout)
-    assert len(report["done"]) == 1  # the one write made, as its result says
-    assert any("--max-writes 1" in w for w in report["warnings"])
-    left = [a["action"] for a in report["plan"]]
-    assert "Create" in left  # the issue is not filed yet: that is what is left
-    assert len(writes(art)) == 1
-    rest = artbot(art, root, "open", "--item", "4")
-    assert rest.exit_code == 0, rest.output + rest.stderr
-    assert len(issues_for(art, 4)) == 1
 
 
 def test_a_sync_stopped_by_max_writes_summarises_what_is_left(

@@ -2,8 +2,8 @@
 
 The planner is called once per run and nothing is written before its plan is complete; the
 tracking issue's body is parsed once per run; a ticked request's issue is a Create of the
-sync's own plan, not a second run inside it. The decisions (what is filed, linked, written
-once) through the adapter, over HTTP against the sandbox, as every run test does."""
+sync's own plan, not a second run inside it. What each decision is (filed, linked, left) is
+tested as a value in test_plan.py; here, over HTTP against the sandbox, that it is made once."""
 
 from __future__ import annotations
 
@@ -21,8 +21,6 @@ from artbot.run.commands import open_issues, sync
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.block import TrackingBlock
 from artbot.tracking.checklist import read_block
-from artbot.tracking.record import read_record
-from artbot.tracking.subissues import SubIssueRecord
 from tests.helpers.artrepo import CANARY, NAME, OWNER, TRACKING, writes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -131,75 +129,3 @@ def test_the_demo_prints_each_plan_once_and_files_the_request_in_its_plan(
     assert "  item 5: create issue 'TrainerRank accumulates LoRA gradients in BF16'" in asked
     urls = [ln for run in runs for ln in run if "/issues/" in ln]
     assert len(urls) == len(set(urls))  # each filed issue's URL once
-
-
-def test_open_files_once_and_links_the_checklist(
-    catalog: Catalog, repo: GitHubRepo, art: GitHubSandbox
-) -> None:
-    first = open_issues(catalog, repo, [7], TRACKING)
-    assert len(creates(art)) == 1
-    assert "] 7. " in block_of(art) and f"— #{first.issues[7].number}" in block_of(art)
-    art.requests.clear()
-    second = open_issues(catalog, repo, [7], TRACKING)
-    assert second.issues[7].number == first.issues[7].number and creates(art) == []
-
-
-def test_preset_items_are_linked_and_never_filed(
-    catalog: Catalog, repo: GitHubRepo, art: GitHubSandbox
-) -> None:
-    outcome = open_issues(catalog, repo, [1, 2, 3], TRACKING)
-    assert creates(art) == []
-    assert "has its own issue #1108" in outcome.plan.text()
-    assert "— #1108" in block_of(art) and "— #1110" in block_of(art)
-
-
-def test_a_dry_run_writes_nothing(catalog: Catalog, repo: GitHubRepo, art: GitHubSandbox) -> None:
-    open_issues(catalog, repo, [7, 8], TRACKING, dry_run=True)
-    sync(catalog, repo, TRACKING, dry_run=True)
-    assert writes(art) == []
-
-
-def test_sync_keeps_a_maintainer_note_outside_the_owned_region(
-    catalog: Catalog, repo: GitHubRepo, art: GitHubSandbox
-) -> None:
-    number = open_issues(catalog, repo, [7], TRACKING).issues[7].number
-    noted = art.get_issue(OWNER, NAME, number)["body"] + "\nReviewer: agreed.\n"
-    art.edit_issue(OWNER, NAME, number, body=noted)
-    art.requests.clear()
-    sync(catalog, repo, TRACKING)
-    assert not [w for w in writes(art) if w.endswith(f"/issues/{number}")]
-    assert art.get_issue(OWNER, NAME, number)["body"] == noted
-
-
-def test_open_and_sync_make_the_items_issues_sub_issues_in_item_order(
-    catalog: Catalog, repo: GitHubRepo, art: GitHubSandbox
-) -> None:
-    eight = open_issues(catalog, repo, [8], TRACKING).issues[8].number
-    seven = open_issues(catalog, repo, [7], TRACKING).issues[7].number
-    assert art.sub_issues(OWNER, NAME, TRACKING) == [eight, seven]  # appended as filed
-    sync(catalog, repo, TRACKING)
-    assert art.sub_issues(OWNER, NAME, TRACKING) == [1108, 1109, 1110, seven, eight]
-    record = read_record(block_of(art)).sub_issues
-    assert record == SubIssueRecord(added=(1108, 1109, 1110, seven, eight))
-    art.requests.clear()
-    again = sync(catalog, repo, TRACKING)
-    assert writes(art) == [] and not again.warnings
-
-
-def test_an_issue_with_another_parent_is_reported_once_and_not_moved(
-    catalog: Catalog, repo: GitHubRepo, art: GitHubSandbox
-) -> None:
-    epic = art.seed_issue(OWNER, NAME, "Another epic", "by hand")
-    art.add_sub_issue(OWNER, NAME, epic, 1109)
-    first = sync(catalog, repo, TRACKING)
-    assert art.sub_issues(OWNER, NAME, epic) == [1109]
-    assert art.sub_issues(OWNER, NAME, TRACKING) == [1108, 1110]
-    assert any(f"#1109 already has the parent #{epic}" in w for w in first.warnings)
-    assert f"#1109 (item 2) already has the parent issue #{epic}" in block_of(art)
-    art.requests.clear()
-    second = sync(catalog, repo, TRACKING)  # remembered: no second try
-    assert writes(art) == [] and not second.warnings
-    moved = sync(catalog, repo, TRACKING, replace_parent=True)
-    assert art.sub_issues(OWNER, NAME, TRACKING) == [1108, 1109, 1110]
-    assert art.sub_issues(OWNER, NAME, epic) == []
-    assert "already has the parent" not in block_of(art) and not moved.warnings

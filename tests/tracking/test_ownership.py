@@ -13,10 +13,10 @@ import pytest
 
 from artbot.records.catalog import load_catalog
 from artbot.records.marker import BODY_END, IssueMarker
-from artbot.records.models import ObservedIssue
+from artbot.records.models import ACTIONS_BOT, ObservedIssue
 from artbot.run.identity import Identity
 from artbot.sandbox import GitHubSandbox
-from artbot.tracking.ownership import ACTIONS_BOT, claim
+from artbot.tracking.ownership import claim
 from tests.helpers.artrepo import (
     CANARY,
     NAME,
