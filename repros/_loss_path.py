@@ -17,8 +17,8 @@ Each caller's ``inputs`` is one packed row, ``create_train_inputs(packed_tensors
 (``preprocessing/inputs.py``) of what ART's packer made (``preprocessing/pack.py``
 ``packed_tensors_from_tokenized_results``). The callers' own modules import fastapi, Unsloth,
 TRL or Megatron, which a CPU machine does not have, so the outermost part of the path that runs
-here is ART's packer: :func:`run_step` packs tokenized results (a GRPO group: one prompt,
-``branches`` completions) into one row of ``row tokens`` tokens with ART's packer, takes the
+here is ART's packer: :func:`run_step` runs a GRPO group (one prompt, 1-8 completions) packed
+into one row of 16 to 8,192 tokens by ART's packer (``branches``, ``row tokens``), takes the
 row with ART's ``create_train_inputs``, wraps it in ART's ``LossInputs`` and calls ART's
 ``loss_fn`` with a reduction of each caller. A fix or a fake anywhere on that path (the packer,
 ``create_train_inputs``, ``LossInputs.align_inputs``, ``loss_fn`` and any helper of its file)
@@ -30,11 +30,11 @@ never ``loss_fn`` or what feeds it, so the steps run eagerly, as in ART.
 The new logprobs are a model's: a table of logits per previous token (``VOCAB`` x ``VOCAB``),
 so each token's new logprob depends on its context as the packer laid it out; the sampler's
 (old) logprobs are the same values in FP32 plus a small drift, as a sampler one step behind
-gives them. The domain (:data:`CONFIG_VALUES`, :data:`PATH_VALUES`) is every value of each
-``dev.TrainConfig`` key that ``loss_fn`` reads (found by running it: :func:`config_keys_read`),
-both reductions, new logprobs in FP32 (what Unsloth's ``_calculate_logprobs`` gives) and in
-BF16 and FP16 (a head's dtype; old logprobs are always FP32: the packer's ``logprobs`` tensor),
-and rows up to 8,192 tokens, every call one packed row ([1, tokens]) as every caller passes
+gives them. The domain (:data:`CONFIG_VALUES`, :data:`PATH_VALUES`) is every dev.TrainConfig
+value loss_fn reads (each key found by running it: :func:`config_keys_read`), both reductions,
+new logprobs FP32/BF16/FP16 (FP32: what Unsloth's ``_calculate_logprobs`` gives; BF16 and FP16:
+a head's dtype; old logprobs are always FP32: the packer's ``logprobs`` tensor), grad on and
+off, and rows up to 8,192 tokens, every call one packed row ([1, tokens]) as every caller passes
 it. The inputs are a covering array (every pair of values in some input:
 :func:`_domain.pairwise_cases`) plus random draws; every dimension reaches its maximum in some
 input.

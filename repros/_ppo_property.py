@@ -7,13 +7,13 @@ dimensions, plus random draws. Each claim names the dimensions it narrows and ad
 
 - item 7: ``truncated_importance_sampling`` set (U) against the same step without it; the
   packer writes no ``original_logprobs``, so every step is the "without original logprobs"
-  case. Holds: every row's loss and the logits' gradient equal those of the step without TIS
-  (4 ulps of the loss dtype, relative), or the step raises an error naming the logprobs.
-- item 8: one old logprob of the bad branch ``-inf``, ``+inf``, NaN, or finite beyond ART's
-  log-ratio bound (a log-ratio of 21 to 1e5). Holds: every row's loss and the
+  case. Holds: every row's loss and the logits' gradient equal those of the same step without
+  TIS (4 ulps of the loss dtype, relative), or the step raises an error naming the logprobs.
+- item 8: one old logprob of the bad branch -inf, +inf, NaN, or finite up to 1e5 below the new
+  one (beyond ART's log-ratio bound: a log-ratio of 21 to 1e5). Holds: every row's loss and the
   gradient finite, or an error naming the logprobs (while the ordinary step runs).
-- item 801: PPO, A < 0 on the bad branch, one old logprob a sentinel: vLLM's floor -9999 or
-  anything below it, to FP32's largest negative value (ART's old logprobs are FP32: the
+- item 801: PPO, A < 0 on the bad branch, one old logprob a sentinel: vLLM's -9999 floor, or
+  any value below it, to FP32's largest negative value (ART's old logprobs are FP32: the
   packer's tensor). Holds: every row's loss finite and within twice what one token can add at
   the clip edge (:func:`token_bound`, plus 8 ulps) of the same step with that old logprob
   equal to the new one, finite gradients; or an error naming the logprobs (while the ordinary

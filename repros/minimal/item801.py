@@ -15,4 +15,5 @@ def ppo_loss(old_logprob: float) -> float:
 
 sentinel, ordinary = ppo_loss(-9999.0), ppo_loss(-0.7)
 print(f"PPO, A = -1, old logprob -9999 on 1 of 3 tokens: loss {sentinel} (all finite: {ordinary})")
-print("verdict: " + ("reproduced" if abs(sentinel) > 2 * abs(ordinary) else "fixed"))
+bound = 2 * 1.2 / 3  # the Expected's bound
+print("verdict: " + ("fixed" if abs(sentinel - ordinary) <= bound else "reproduced"))

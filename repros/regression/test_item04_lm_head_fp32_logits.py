@@ -3,7 +3,10 @@ Megatron's output layer the BF16 hidden rows and weight, so the GEMM returns the
 to BF16 before the FP32 log-softmax. An FP32-output GEMM for the head chunk gives logits that
 carry FP32 precision, with the rows requiring grad (training) or not, for a BF16 or an FP16
 model, with the weight passed or the layer's own, for chunks over a small and over Qwen3's
-151,936-id vocabulary: this test asserts that.
+151,936-id vocabulary: this test asserts that. Domain: dtype bfloat16/float16; weight passed or
+the layer's own; vocab 512 and 151,936. Oracle: float64 (the same operands' product). Tolerance:
+the FP32 bound of an FP32-accumulated dot product, 4 sqrt(hidden) eps(fp32) (|H| @ |W|), on every
+logit, as artbot's check holds it.
 
 The audit does not decide this fix: it asks for a GPU A/B of an FP32-output head (the trainer /
 vLLM logprob gap, and the memory its admission must price), not for FP32 logits. So the test is
@@ -136,7 +139,9 @@ def check(
     )[0]
     exact = hidden.detach().double() @ weight.double().T
     got = logits.detach().double().reshape(exact.shape)
-    error = float((got - exact).norm() / exact.norm())
+    eps32 = torch.finfo(torch.float32).eps
+    magnitude = hidden.detach().double().abs() @ weight.double().abs().T
+    worst = float(((got - exact).abs() / (4 * hidden_size**0.5 * eps32 * magnitude)).max())
     where = f"{dtype}, {rows} x {vocab}, rows requiring grad: {grad}"
-    assert error <= 1e-5, f"{where}: {logits.dtype} logits, relative error {error:.1e}"
+    assert worst <= 1, f"{where}: {logits.dtype} logits, {worst:.3g} x the FP32 bound"
     assert logits.requires_grad == grad, f"{where}: the logits do not carry the rows' gradient"

@@ -4,8 +4,8 @@ missing logprobs.
 
 The step runs as ART runs it: a GRPO group (one prompt, 1-8 completions) packed into one row of
 16 to 8,192 tokens by ART's packer (which writes no original_logprobs), taken by
-create_train_inputs, wrapped in LossInputs, and loss_fn called with reduction "mean" (Unsloth,
-Tinker) or "sum" (Megatron), over every dev.TrainConfig value loss_fn reads (PPO or CISPO,
+create_train_inputs, wrapped in LossInputs, and loss_fn called with reduction mean (Unsloth,
+Tinker) or sum (Megatron), over every dev.TrainConfig value loss_fn reads (PPO or CISPO,
 importance-sampling level, epsilons, the negative advantage cap, ratio mask, Kimi tau, KL
 penalty and its source), U float or int, advantages of either sign, log-ratios up to 3, new
 logprobs FP32/BF16/FP16, grad on and off. Oracle: the same step without TIS, 4 ulps."""

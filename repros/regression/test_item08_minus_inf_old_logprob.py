@@ -4,11 +4,11 @@ finite, or the step fails with a clear error (one that names the old logprobs) b
 
 The step runs as ART runs it: a GRPO group (one prompt, 1-8 completions) packed into one row of
 16 to 8,192 tokens by ART's packer, taken by create_train_inputs, wrapped in LossInputs, and
-loss_fn called with reduction "mean" (Unsloth, Tinker) or "sum" (Megatron), over every
+loss_fn called with reduction mean (Unsloth, Tinker) or sum (Megatron), over every
 dev.TrainConfig value loss_fn reads (PPO or CISPO, importance-sampling level, epsilons, TIS, the
 negative advantage cap, ratio mask, Kimi tau, KL penalty and its source), advantages of either
-sign, new logprobs FP32/BF16/FP16, grad on and off. The same step with ordinary old logprobs
-must run and be finite."""
+sign, new logprobs FP32/BF16/FP16, grad on and off. Oracle: finite loss and gradients, or a
+clear error. The same step with ordinary old logprobs must run and be finite."""
 
 import math
 import random

@@ -1,14 +1,16 @@
 """artbot follow-up 1001 (after audit item 10's fix): rewards equal up to float noise must get no
 advantage from tinker_native's compute_advantages, whatever their scale, while rewards that
-really differ keep theirs. Strict xfail while they do not ([0.22, 0.22, 0.22 + 2e-12] gets
-[1.0, 1.0, 1.0] on 0.5.21 and 0.5.23); it fails as an unexpected pass once fixed.
+really differ keep theirs (the packed path's two claims, artbot's check of tokenize.py's
+advantages and ART's packer, are not tested here). Strict xfail while they do not ([0.22, 0.22,
+0.22 + 2e-12] gets [1.0, 1.0, 1.0] on 0.5.21 and 0.5.23); it fails as an unexpected pass once
+fixed.
 
-The property runs over seeded draws: group sizes 2-128, a common reward from 1e-3 to 1e8 of either
+The property runs over seeded draws: groups of 2-128, a common reward from 1e-3 to 1e8 of either
 sign, made noisy the ways float noise arises (the same per-step rewards summed in other orders;
 float64 neighbours up to 8 ulps apart; a relative spread up to 1e-11, the size of the finding's own
 example; the same spread on both sides of a rounding boundary: the midpoint between two adjacent
-FP32 values, or between two decimals of 6-12 significant digits). Each member's |advantage| must be
-at most 1e-6. Groups whose members differ by 1e-6 to 1 of max(|reward|, 1) must keep a full-scale
+FP32 values, or between two decimals of 6-12 significant digits). Each member's |advantage| <= 1e-6
+is required. Groups whose members differ by 1e-6 to 1 of max(|reward|, 1) must keep a full-scale
 signal (max |advantage| >= 0.5), so a function that zeroes every group does not pass."""
 
 import math

@@ -1,10 +1,11 @@
 """Audit item 10: tinker_native must normalize GRPO advantages with the population standard
 deviation, as ART's other backends do, and give an equal-reward group no advantage.
 
-The first test is a property over group sizes 2-128 and reward scales 1e-3 to 1e8 (seeded draws
-of 0/1, two-point and uniform rewards, FP32 values): every advantage is the float64
-(r - mean) / population std of the same rewards, within 4 n FP32 ulps scaled by the group's
-conditioning (1 + max|r| / std); with ``normalize_advantages=False``, r - mean within 4 n ulps of
+The first test is a property over compute_advantages called itself, one group at a time:
+group sizes 2-128 and reward scales 1e-3 to 1e8 (seeded draws of 0/1, two-point and uniform
+rewards, FP32 values). Oracle: the float64 population-std advantage, (r - mean) / population std
+of the same rewards. Tolerance: 4 n eps(fp32) (1 + max|r|/std), 4 n FP32 ulps scaled by the
+group's conditioning; with ``normalize_advantages=False``, r - mean within 4 n ulps of
 max|r|. artbot's check holds ART to the same contract through ``trajectory_groups_to_datums``,
 the caller that builds the datums; this test calls ``compute_advantages`` itself, so a change
 made in the caller is not covered here."""

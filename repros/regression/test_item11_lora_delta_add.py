@@ -9,6 +9,11 @@ openpipe-art 0.5.20, 0.5.21 and 0.5.23 (76% of a delta 1.1e-3 of the base is los
 an unexpected pass (XPASS) if the add is made in FP32, without failing ART's suite.
 CPU only: ART's attention output projection wrapper (``SelfAttentionLinearProjLoRA``) around a
 frozen BF16 stand-in for Transformer Engine's layer.
+
+Domain: the attention output projection's wrapper; model dtype bfloat16; 32 tokens; a delta about
+1e-3 of the base. Oracle: an FP32 add (the LoRA's own output). Tolerance: the share of the delta
+lost at most 8 eps32 |base| / |delta|, what an FP32 add loses, as artbot's check holds it (which
+also runs the shared experts' gated FC1 wrapper, FP16, 1-32 tokens, deltas 1e-5 to 1e-2).
 """
 
 import ast
@@ -141,6 +146,8 @@ def test_a_small_lora_delta_survives_the_add() -> None:
     kept = out.double() - base.outputs[0].double()
     lost = float((kept - delta).norm() / delta.norm())
     ratio = float(delta.norm() / base.outputs[0].double().norm())
-    assert lost <= 0.01, (
-        f"{lost:.0%} of a delta {ratio:.0e} of the base lost in the {out.dtype} add"
+    bound = 8 * torch.finfo(torch.float32).eps / ratio  # 8 eps32 |base| / |delta|
+    assert lost <= bound, (
+        f"{lost:.0%} of a delta {ratio:.0e} of the base lost in the {out.dtype} add "
+        f"(an FP32 add: {bound:.1e})"
     )

@@ -7,7 +7,12 @@ xfail, as item 4's test is: for this symptom (BF16 LM-head logits) the audit dec
 (item 4 asks for a GPU A/B), and whether ART's GPU path hands this function BF16 hidden states
 is unconfirmed (item 2). On 0.5.21 and 0.5.23 BF16 operands give a p90 error of 0.11 nats; a
 fix is reported as an unexpected pass (XPASS) without failing ART's suite. CPU only: random
-operands whose logits reach about 58."""
+operands whose logits reach about 58.
+
+Domain: hidden dtype bfloat16/float16; vocab 2,048-151,936; hidden states of spread 1, 10 and
+100. Oracle: float64 (the log-softmax of the float64 product of the same operands). Tolerance,
+per token, as artbot's check holds it: |lp - lp64| <= 8 eps32 (sqrt(H) max_j (|h| @ |W|)_j +
+|lse64|), an FP32-accumulated dot product's bound plus the FP32 log-softmax."""
 
 import pytest
 
@@ -63,9 +68,12 @@ def check(
     logprobs, _ = _calculate_logprobs(lm_head_t, hidden, ids, chunk)
     logits = hidden.detach().double() @ lm_head_t.double()
     exact = torch.log_softmax(logits, -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
-    error = float((logprobs.detach().double() - exact).abs().quantile(0.9))
+    eps32 = torch.finfo(torch.float32).eps
+    magnitude = (hidden.detach().double().abs() @ lm_head_t.double().abs()).amax(-1)
+    bound = 8 * eps32 * (hidden_size**0.5 * magnitude + torch.logsumexp(logits, -1).abs())
+    worst = float(((logprobs.detach().double() - exact).abs() / bound).max())
     where = (
         f"{dtype}, grad {grad}, vocabulary {vocab}, hidden |max| {float(hidden.abs().max()):.3g}"
     )
-    assert error <= 1e-3, f"{where}: p90 logprob error {error:.2g} nats"
+    assert worst <= 1, f"{where}: logprob error {worst:.3g} x the FP32 bound"
     assert logprobs.requires_grad == grad, f"{where}: the logprobs carry no gradient"

@@ -5,7 +5,7 @@ fails as an unexpected pass the day it is fixed.
 
 The step runs as ART runs it: a GRPO group (one prompt, 1-8 completions) packed into one row of
 16 to 8,192 tokens by ART's packer, taken by create_train_inputs, wrapped in LossInputs, and
-loss_fn called with reduction "mean" (Unsloth, Tinker) or "sum" (Megatron), over every
+loss_fn called with reduction mean (Unsloth, Tinker) or sum (Megatron), over every
 dev.TrainConfig value loss_fn reads (importance-sampling level, epsilons, TIS, the negative
 advantage cap, ratio mask, Kimi tau, KL penalty and its source), new logprobs FP32/BF16/FP16,
 grad on and off. Each row's loss must differ from the same step with that old logprob equal to

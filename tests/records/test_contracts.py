@@ -33,17 +33,7 @@ CATALOG: Catalog = load_catalog(ROOT)
 # Regression tests whose text does not yet state their claim's contract in the record's words:
 # the item engineers of #51 align them (an entry here is a strict xfail, so it must be removed
 # the day its test states the contract).
-TEST_NOT_YET_ALIGNED = {
-    "4-bf16-logit-rounding-noise",
-    "5-bf16-gradient-accumulation",
-    "7-policy-ratio-applied-twice",
-    "8-inf-loss-nan-gradients",
-    "10-sample-std-advantages",
-    "11-forward-delta-rounds-away",
-    "401-bf16-logits-on-unsloth",
-    "801-sentinel-dominates-loss",
-    "1001-near-equal-group-full-advantage",
-}
+TEST_NOT_YET_ALIGNED: set[str] = set()
 # #51's errors still in the records, each fixed by the item's engineer in the same round.
 STRICT_NOT_YET_DECIDED: dict[int, str] = {}  # item -> why (401's was fixed in this round)
 ARTBOT_CASES_IN_AUDIT_ITEM = {
