@@ -189,7 +189,9 @@ def _records(run: ActionRun) -> None:
         for path in run.status.glob("*.json"):
             shutil.copy(path, run.root / "findings" / "status" / path.name)
     elif run.status is not None:
-        click.echo(
+        from .report.output import command  # artbot's own annotation, past the log's escaping
+
+        command(
             f"::notice::status: no folder {run.status} (the check did not run); the "
             "records' own status is used."
         )

@@ -28,7 +28,7 @@ from .. import __version__
 from ..errors import BadInput, RemoteError, SubIssueRefused, SubIssuesUnavailable
 from ..inputs import check_api_url, check_token, missing_repository, repository_to_use
 from ..jsonlimits import loads_limited
-from ..records.models import ObservedIssue
+from ..records.observed import ObservedIssue
 from ..settings import (
     DEFAULT_GITHUB_TIMEOUT,
     DEFAULT_SECONDARY_RATE_WAIT,

@@ -24,7 +24,8 @@ from typing import Any, Protocol
 
 from ..errors import BadInput, RemoteError
 from ..records.catalog import Catalog
-from ..records.models import ACTIONS_BOT, ObservedIssue
+from ..records.models import ACTIONS_BOT
+from ..records.observed import ObservedIssue
 from .answer import TITLE, render_refusal, render_trial
 from .command import MAX_FILES, MAX_PATCH_BYTES, Refusal, checked_diff
 from .diff import SOURCE_ROOT

@@ -5,14 +5,12 @@ One YAML file in ``findings/`` is one :class:`Finding`; ``findings/audit.yaml`` 
 not a silently ignored field. Cross-file checks (duplicate items, repro paths on disk,
 locations under the source root) live in :mod:`artbot.records.catalog`.
 
-:class:`ObservedIssue` is an issue as GitHub reports it: what the planner compares the
-catalog with. It lives here, not in the GitHub adapter, so the planner loads no GitHub client.
+What GitHub holds (an issue as it reports it) is in :mod:`artbot.records.observed`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -25,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from .marker import MARKER_PREFIX, IssueMarker
+from .marker import MARKER_PREFIX
 
 # A GitHub login: up to 39 letters, digits and hyphens, not starting with a hyphen; an App's bot
 # account is its slug followed by "[bot]". The one grammar (inputs, the record, the requests).
@@ -431,74 +429,3 @@ class Audit(_Strict):
         """The tracking issue a run uses, decided here only: ``--tracking-issue`` (or
         ``$ARTBOT_TRACKING_ISSUE``, which click reads into it), else ``tracking_issue``."""
         return flag if flag is not None else self.tracking_issue
-
-
-# --- what GitHub holds -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SubIssuesSummary:
-    """GitHub's ``sub_issues_summary`` of an issue: how many sub-issues, how many closed."""
-
-    total: int
-    completed: int
-    percent_completed: int
-
-
-@dataclass(frozen=True)
-class ObservedIssue:
-    """An issue as GitHub reports it (pull requests are never turned into these).
-
-    ``id`` is GitHub's issue id (the sub-issue endpoints take it, not the number);
-    ``sub_issues`` is None where the payload has no ``sub_issues_summary`` (a GitHub
-    Enterprise Server without sub-issues).
-    """
-
-    number: int
-    title: str
-    body: str
-    state: str
-    state_reason: str | None
-    html_url: str
-    labels: tuple[str, ...]
-    marker: IssueMarker | None
-    id: int | None = None
-    sub_issues: SubIssuesSummary | None = None
-    # Who wrote the issue (``user.login``): with the marker, what makes an issue artbot's
-    # (see artbot.tracking.ownership). A pull request or a locked issue is never written to.
-    author: str | None = None
-    locked: bool = False
-    pull_request: bool = False
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ObservedIssue:
-        body = data.get("body") or ""
-        return cls(
-            number=int(data["number"]),
-            title=data.get("title") or "",
-            body=body,
-            state=data.get("state") or "open",
-            state_reason=data.get("state_reason"),
-            html_url=data.get("html_url") or "",
-            labels=tuple(
-                lbl["name"] if isinstance(lbl, dict) else str(lbl)
-                for lbl in data.get("labels") or ()
-            ),
-            marker=IssueMarker.find(body),
-            id=int(data["id"]) if isinstance(data.get("id"), int) else None,
-            sub_issues=_summary(data.get("sub_issues_summary")),
-            author=(data.get("user") or {}).get("login"),
-            locked=bool(data.get("locked")),
-            pull_request="pull_request" in data,
-        )
-
-
-def _summary(data: Any) -> SubIssuesSummary | None:
-    if not isinstance(data, dict):
-        return None
-    try:
-        return SubIssuesSummary(
-            int(data["total"]), int(data["completed"]), int(data["percent_completed"])
-        )
-    except (KeyError, TypeError, ValueError):
-        return None

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..records.catalog import Catalog
-from ..records.models import ObservedIssue
+from ..records.observed import ObservedIssue
 from ..render.issue import RenderedIssue, dating_sentence, render_checklist
 from ..render.prepare import render_all
 from ..report.results import Journal, Result

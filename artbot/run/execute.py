@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, assert_never, cast
 
 from ..errors import ArtbotError, RemoteError, SubIssuesUnavailable
 from ..records.marker import replace_owned_region
-from ..records.models import ObservedIssue
+from ..records.observed import ObservedIssue
 from ..report.results import Budget, Journal, Result, WriteBudgetSpent
 from ..tracking.ownership import claim
 from ..tracking.subissues import REF, AddSubIssue, MoveSubIssue, RemoveSubIssue, SubIssueDone

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..records.models import Audit, Finding, ObservedIssue
+from ..records.models import Audit, Finding
+from ..records.observed import ObservedIssue
 from ..render.status_view import FILED_CLOSED, StatusView
 from ..status import version_key
 from ..tracking.checklist import ChecklistEntry

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BadInput, RemoteError
 from ..records.catalog import Catalog
 from ..records.marker import owned_region
-from ..records.models import Finding, ObservedIssue
+from ..records.models import Finding
+from ..records.observed import ObservedIssue
 from ..render.status_view import StatusView, stated_status, status_view
 from ..status import load_status
 from ..tracking.block import TrackingBlock

@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..records.marker import owned_region
-from ..records.models import Audit, Finding, ObservedIssue
+from ..records.models import Audit, Finding
+from ..records.observed import ObservedIssue
 from ..render.issue import RenderedIssue
 from ..render.status_view import StatusView, stated_status
 from ..tracking.block import TrackingBlock

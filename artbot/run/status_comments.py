@@ -18,7 +18,7 @@ from typing import Any
 
 from ..records.catalog import Catalog
 from ..records.marker import owned_region
-from ..records.models import ObservedIssue
+from ..records.observed import ObservedIssue
 from ..render.issue import render_status_comment, render_template
 from ..render.status_view import StatusView, stated_in_comments, stated_status
 from ..status import ItemStatus, load_status

@@ -21,7 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import RemoteError, SubIssueRefused, SubIssuesUnavailable
-from ..records.models import ObservedIssue
+from ..records.observed import ObservedIssue
 from ..report.results import Result
 from ..tracking.checklist import ChecklistEntry
 from ..tracking.subissues import (

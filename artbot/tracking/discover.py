@@ -17,7 +17,8 @@ from collections.abc import Iterable, Sequence
 
 from ..errors import BadInput
 from ..records.marker import IssueMarker
-from ..records.models import Audit, ObservedIssue
+from ..records.models import Audit
+from ..records.observed import ObservedIssue
 from .checklist import START_MARKER
 from .ownership import tracking_by_label
 

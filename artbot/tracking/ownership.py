@@ -25,7 +25,8 @@ from pathlib import Path
 
 from ..errors import BadInput
 from ..records.marker import IssueMarker
-from ..records.models import Audit, ObservedIssue
+from ..records.models import Audit
+from ..records.observed import ObservedIssue
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from ..records.models import SubIssuesSummary
+from ..records.observed import SubIssuesSummary
 
 MAX_SUB_ISSUES = 100  # GitHub's cap per parent issue
 # Beyond any issue number GitHub gives: a plan names an issue it files as REF + its item

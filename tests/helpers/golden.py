@@ -37,7 +37,7 @@ def golden_text(item: int) -> str:
 def golden_checklist() -> str:
     """The tracking issue's block once items 4-11 are filed as #1112-#1119, with the
     recorded status (findings/status/) ticking what is fixed."""
-    from artbot.records.models import ObservedIssue
+    from artbot.records.observed import ObservedIssue
     from artbot.render.issue import dating_sentence, render_checklist
     from artbot.run.commands import status_views
     from artbot.run.plan import checklist_entries

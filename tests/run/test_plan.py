@@ -14,7 +14,7 @@ import pytest
 
 from artbot.records.catalog import Catalog, load_catalog
 from artbot.records.marker import IssueMarker
-from artbot.records.models import ObservedIssue
+from artbot.records.observed import ObservedIssue
 from artbot.render.prepare import render_all
 from artbot.run.actions import (
     ChecklistUpToDate,

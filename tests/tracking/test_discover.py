@@ -13,7 +13,7 @@ import pytest
 from artbot.errors import BadInput
 from artbot.records.catalog import load_catalog
 from artbot.records.marker import BODY_END, BODY_START, IssueMarker
-from artbot.records.models import ObservedIssue
+from artbot.records.observed import ObservedIssue
 from artbot.tracking.checklist import START_MARKER
 from artbot.tracking.discover import find_tracking, holds_checklist
 from artbot.tracking.ownership import seed_title

@@ -13,7 +13,8 @@ import pytest
 
 from artbot.records.catalog import load_catalog
 from artbot.records.marker import BODY_END, IssueMarker
-from artbot.records.models import ACTIONS_BOT, ObservedIssue
+from artbot.records.models import ACTIONS_BOT
+from artbot.records.observed import ObservedIssue
 from artbot.run.identity import Identity
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.ownership import claim

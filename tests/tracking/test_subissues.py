@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from artbot.records.models import SubIssuesSummary
+from artbot.records.observed import SubIssuesSummary
 from artbot.tracking.record import Memory, read_record
 from artbot.tracking.subissues import (
     MAX_SUB_ISSUES,

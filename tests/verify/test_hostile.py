@@ -50,7 +50,9 @@ def test_a_results_file_replaced_by_a_link_is_not_followed(place: Path) -> None:
     confined_here(said)
     # The results come over the pipe the check inherited: the link is never opened.
     assert result.status is CodeStatus.could_not_run, result
-    assert "forged" not in result.detail and "has no attribute" in result.detail
+    # It could not run for want of ART's code (the tree holds only the attack), never forged.
+    assert "forged" not in result.detail
+    assert "has no attribute" in result.detail or "missing module art." in result.detail
 
 
 # The release rewrites the results it hands back (the check runs in its process).
