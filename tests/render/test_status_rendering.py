@@ -346,7 +346,8 @@ def test_the_minimal_repro_is_folded_with_its_command_in_view(catalog, item: int
     command = f"`python item{item:02d}.py` (torch only"
     if command not in body:  # the block calls ART's own code
         assert body.index("```python") < body.index("<details>")
-        assert f"`python item{item:02d}.py`, alone in an empty folder, printed on" in body
+        assert f"`python item{item:02d}.py` printed on openpipe-art" in body
+        assert "(artbot's run of the unpacked wheel" in body  # not a pip install (#52 review)
         return
     assert body.index(command) < body.index("<details><summary>") < body.index("```python")
     assert body.index("```python") < body.index("</details>")
