@@ -96,18 +96,19 @@ def _verdict(result: CodeResult, cid: str) -> str:
     return claim.verdict.value if claim is not None else "not reported"
 
 
+def regression_change(before: Regression | None, after: Regression, arrow: str = "→") -> str:
+    """The regression test's outcome before and after the patch, e.g. "xfail → pass"."""
+    if before is not None and before.outcome == "failed" and after.outcome == "failed":
+        return "still xfail"
+    words = {"passed": "pass", "failed": "xfail", "error": "error"}
+    was = "not run" if before is None else words.get(before.outcome, before.outcome)
+    return f"{was} {arrow} {words.get(after.outcome, after.outcome)}"
+
+
 def _regression_line(before: Regression | None, after: Regression | None) -> str:
     if after is None:
         return "Regression test: this item has none."
-
-    def word(r: Regression | None) -> str:
-        if r is None:
-            return "not run"
-        return {"passed": "pass", "failed": "xfail", "error": "error"}.get(r.outcome, r.outcome)
-
-    change = f"{word(before)} → {word(after)}"
-    if before is not None and before.outcome == "failed" and after.outcome == "failed":
-        change = "still xfail"
+    change = regression_change(before, after)
     detail = quoted(after.detail, 300, in_table=False) if after.detail else ""
     return f"Regression test `{after.test}` (run with `--runxfail`): {change} ({detail})."
 

@@ -16,12 +16,7 @@ Tokens are never stored, logged or echoed: a token only selects a rate-limit buc
 its hash. State lives in memory and, with ``state_file``, in a JSON file rewritten after every
 write, so ``artbot sandbox --state FILE`` keeps its issues across restarts.
 
-Layout: :mod:`.state` (records, request log, errors, persistence), :mod:`.shapes` (the JSON
-GitHub answers with), :mod:`.routes` (endpoints, lookups, mutations), :mod:`.subissues` (the
-sub-issue endpoints; ``sub_issues=False`` for a GitHub Enterprise Server without them),
-:mod:`.collaborators` (a login's permission on a repository, set with ``set_permission``),
-:mod:`.transcript` (the responses sent, as :class:`SentResponse`),
-:mod:`.server` (HTTP server, lifecycle, seeding and rate limits, :func:`serve`).
+Its modules are listed in docs/design.md.
 """
 
 from __future__ import annotations
