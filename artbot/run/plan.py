@@ -4,15 +4,8 @@ rendering, no callback.
 
 A run's :class:`Scope` says what it is for: the items to file (``open``'s; a ticked request's
 are read from the snapshot), and whether to keep the rest in step (``sync``). :func:`plan_run`
-is a few small planners over the snapshot under that scope, each adding its part in the order
-it is carried out: the tracking issue's labels and the preset issues' (:func:`_labelling`),
-filing (:func:`_filing`, each item once: an item's issue is found by marker first; what a
-crashed run filed for a fixed item and left open is closed; ``open`` closes duplicates),
-keeping in step (:func:`_in_step`: status comments, closing what is fixed, the owned region of
-each body), the sub-issues (:func:`_sub_issues`), verification comments, and the block
-(:class:`BlockPlan`: how it reads once the writes before it are done). Once the block is
-rendered, :func:`plan_block` adds its write (or says it is up to date): the re-read of the
-tracking issue, then the write, each a named step.
+runs the small planners in the order their writes are carried out (docs/design.md, "plan");
+once the block is rendered, :func:`plan_block` adds its re-read and write.
 """
 
 from __future__ import annotations

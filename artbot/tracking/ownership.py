@@ -8,13 +8,7 @@ only when its marker sits in the owned region (:meth:`artbot.records.marker.Issu
 and it was written by the identity artbot writes as, or by one of the configured authors
 (``--author``; the action passes ``github-actions[bot]`` only when its token is the run's
 own ``GITHUB_TOKEN``). Anything else carrying a marker is *foreign*: reported, never
-written to.
-
-artbot's login is configured, never inferred: ``--author`` / ``$ARTBOT_AUTHORS``, else
-``login`` in ``findings/audit.yaml`` (default :data:`artbot.records.models.ACTIONS_BOT`, the
-workflow token's). The tracking issue's record (:mod:`artbot.tracking.record`) keeps the logins
-configured on earlier runs, so the issues each wrote stay artbot's when the configuration
-changes.
+written to. Which logins those are is :mod:`artbot.run.identity`'s.
 """
 
 from __future__ import annotations
