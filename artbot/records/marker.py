@@ -13,7 +13,7 @@ a fenced block, a blockquote) or copies can never widen, shift or duplicate the 
 * the finding marker counts only inside that region (see :meth:`IssueMarker.find`).
 
 Whether an issue with a marker is artbot's also depends on who wrote it: see
-:func:`artbot.run.plan.ours`.
+:func:`artbot.tracking.ownership.claim`.
 """
 
 from __future__ import annotations
