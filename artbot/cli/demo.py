@@ -1,14 +1,8 @@
 """The main job, end to end, on the embedded GitHub sandbox: no token, and GitHub is not contacted.
 
-Seeds a sandbox repository like ART's (the three dedicated issues #1108-#1110 and the
-tracking issue with the audit's own text), then runs ``open --item 7 --item 9 --item 801``
-(801: artbot's own follow-up to item 8, listed apart from the audit's items) and ``sync``
-through the same code paths as against GitHub, ticks "File the issue for item 5" in the
-tracking issue's Requests as a maintainer would on the web and syncs on that edit's event, as
-the requests workflow does (which files it), and shows what a maintainer would see: the new
-issues, the tracking issue's checklist and its sub-issues (GitHub's progress bar). With the
-recorded status (``findings/status/NN.json``), item 7 (fixed in a release) is filed closed
-and ticked, and item 9 (partly fixed) is filed open about what remains.
+Seeds a sandbox repository like ART's, then runs ``open`` and ``sync`` through the same code
+paths as against GitHub, ticks a request as a maintainer would and syncs on that edit's event,
+and shows what a maintainer would see (the README's ``make demo``).
 """
 
 from __future__ import annotations
