@@ -111,10 +111,7 @@ class Catalog:
 
 def load_catalog(root: Path, *, tool: ToolSource | None = None) -> Catalog:
     """Load and validate ``root/findings``; raise :class:`CatalogInvalid` listing every problem.
-
-    Everything rendering needs from disk is read here: the records, the repro scripts and their
-    helpers, the minimal repros, the anchor dating. ``tool`` says where artbot is hosted.
-    """
+    Everything rendering needs from disk is read here; ``tool`` says where artbot is hosted."""
     root = Path(root)
     findings_dir = root / "findings"
     problems: list[Problem] = []

@@ -139,11 +139,8 @@ def issue_labels(audit: Audit, finding: Finding) -> tuple[str, ...]:
 
 
 class Renderer:
-    """Renders one catalog's issues: built once per run, then pure.
-
-    Building compiles the templates (``templates_dir``, default the catalog's ``templates/``);
-    :meth:`issue` uses only the catalog in memory and its arguments.
-    """
+    """Renders one catalog's issues: built once per run (the templates compiled, from
+    ``templates_dir``, default the catalog's ``templates/``), then pure."""
 
     def __init__(self, catalog: Catalog, templates_dir: Path | None = None):
         self.catalog = catalog

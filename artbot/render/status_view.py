@@ -399,11 +399,8 @@ def _claim(finding: Finding, row: Row) -> Claim | None:
 
 
 def status_state(view: StatusView) -> str:
-    """A short, stable token for what the issue states: changes exactly when a comment is due.
-
-    The newest release's number is part of it only through ``fixed_in``: a newer release that
-    changes nothing is not a status change.
-    """
+    """A short, stable token for what the issue states: changes exactly when a comment is due
+    (a newer release that changes nothing is not a status change)."""
     fixed = ",".join(sorted(r.claim for r in view.fixed)) or "none"
     token = f"{view.verdict.value.replace(' ', '-')},fixed={fixed}"
     if view.fixed_in:

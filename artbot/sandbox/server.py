@@ -248,11 +248,8 @@ class GitHubSandbox(_CollaboratorRoutes, _SubIssueRoutes):
         user: str | None = None,
         number: int | None = None,
     ) -> int:
-        """Add an issue (or, with ``pull_request``, a pull request) and return its number.
-
-        ``number`` skips ahead to that number (as if earlier issues existed elsewhere); it
-        may not reuse or go below a number already given out.
-        """
+        """Add an issue (or, with ``pull_request``, a pull request) and return its number;
+        ``number`` skips ahead to that number, never to one already given out or below."""
         with self._lock:
             repo = self._repo_or_raise(owner, name)
             if number is not None:

@@ -123,12 +123,9 @@ def read_block(body: str | None) -> str | None:
 
 
 def apply_block(body: str | None, block: str) -> str:
-    """``body`` with its checklist block's content set to ``block``, markers included.
-
-    Replaces an existing block in place, or inserts one as described in the module docstring.
-    ``block`` is the content between the markers; a missing final newline is added. Raises
-    :class:`ChecklistError` on broken markers in ``body`` or any marker inside ``block``.
-    """
+    """``body`` with its checklist block's content set to ``block`` (the content between the
+    markers; a missing final newline is added), by the module's rules. Raises
+    :class:`ChecklistError` on broken markers in ``body`` or any marker inside ``block``."""
     if START_MARKER in block or END_MARKER in block:
         raise ChecklistError("checklist block must not contain the checklist markers")
     content = block.replace("\r\n", "\n").replace("\r", "\n")

@@ -36,11 +36,8 @@ class NotLoadedError(RuntimeError):
 
 
 class Unloaded:
-    """Placeholder for a name defined in a package ``__init__``, which is never executed.
-
-    Harmless where ART only names it (annotations, ``from x import y``); any use raises
-    :class:`NotLoadedError` naming it, so a check that needs it fails loudly.
-    """
+    """Placeholder for a name defined in a package ``__init__``, which is never executed:
+    harmless where ART only names it; any use raises :class:`NotLoadedError` naming it."""
 
     def __init__(self, qualname: str, why: str):
         object.__setattr__(self, "_qualname", qualname)
