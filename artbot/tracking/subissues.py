@@ -54,13 +54,10 @@ class Wanted:
 
 @dataclass(frozen=True)
 class SubIssueRecord:
-    """What artbot remembers about the tracking issue's sub-issues (in the block's record).
-
-    ``added``: artbot's sub-issues, in the order GitHub lists them. ``removed``: issues a
-    person removed from the sub-issues, left out from then on. ``elsewhere``: (issue, its
-    other parent as ``#N`` or ``owner/name#N``). ``others``: how many other sub-issues the
-    tracking issue had when the list was last read.
-    """
+    """What artbot remembers about the tracking issue's sub-issues (in the block's record):
+    ``added``, artbot's, in GitHub's order; ``removed``, those a person removed (left out from
+    then on); ``elsewhere``, (issue, its other parent); ``others``, how many other sub-issues
+    the tracking issue had when the list was last read."""
 
     added: tuple[int, ...] = ()
     removed: tuple[int, ...] = ()

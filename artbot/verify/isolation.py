@@ -103,13 +103,10 @@ class _StandInModule(ModuleType):
 
 
 class ArtModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """ART's modules from one ``art/`` folder, in ``sys.modules`` only while the context is open.
-
-    Inside the context ``import art.x.y`` resolves to the single file ``art/x/y.py`` (loaded
-    with ``spec_from_file_location``); every ART package is an empty synthetic module, so no
-    ``__init__.py`` runs. On exit every ``art`` module (and stand-in) is removed and whatever
-    was there before is put back, so two releases never mix.
-    """
+    """ART's modules from one ``art/`` folder, in ``sys.modules`` only while the context is open:
+    ``import art.x.y`` loads the single file ``art/x/y.py``; every ART package is an empty
+    synthetic module (no ``__init__.py`` runs). On exit what was there before is put back, so
+    two releases never mix."""
 
     def __init__(
         self,
