@@ -158,12 +158,9 @@ class Renderer:
         issues: Mapping[int, int] | None = None,
     ) -> RenderedIssue:
         """Title and body of the dedicated issue for ``finding``; ``commit`` overrides the
-        tool commit the links point at (tests). ``follows``: for a follow-up, the issue number
-        of the audit item it follows, when known (its first line links it); ``issues`` (item
-        -> issue number) links an audit item's follow-ups that are filed.
-
-        Raises :class:`BadInput` when the body would exceed GitHub's limit, so nothing is sent.
-        """
+        tool commit the links point at (tests); ``follows``, the issue a follow-up follows;
+        ``issues`` (item -> number) links an item's filed follow-ups. Raises
+        :class:`BadInput` when the body would exceed GitHub's limit, so nothing is sent."""
         catalog, audit = self.catalog, self.catalog.audit
         marker = IssueMarker(audit.commit, finding.item)
         history = history_link(audit.web_url, audit.repository, audit.source_root)

@@ -235,14 +235,10 @@ def sync(
 ) -> Outcome:
     """Bring generated issues' bodies and the checklist in step with the catalog and GitHub.
 
-    ``verified`` is (version, results of :func:`artbot.verify.code.verify_code`): each result
-    becomes a checklist note, and a comment on the generated issue when its status changed.
-    The items' issues become the tracking issue's sub-issues (:mod:`artbot.tracking.subissues`);
-    ``replace_parent`` moves those that have another parent. Ticked requests in the tracking
-    issue are part of the plan (:mod:`artbot.tracking.requests`): a filing request is a
-    :class:`~artbot.run.actions.Create`; ``verifier`` runs a re-check when ``verified`` is
-    None; ``event`` is the ``issues: edited`` event whose sender is checked. Otherwise never
-    creates, closes or reopens an issue.
+    ``verified`` is (version, results of :func:`artbot.verify.code.verify_code`), else
+    ``verifier`` runs a re-check when one is ticked; ``replace_parent`` moves sub-issues that
+    have another parent; ``event`` is the ``issues: edited`` event whose sender is checked.
+    Beyond a ticked request and ``close_when_fixed``, never creates, closes or reopens an issue.
     """
     ask = Ask(Scope(in_step=True), tracking_issue, event=event, replace_parent=replace_parent)
     return run(

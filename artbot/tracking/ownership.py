@@ -87,14 +87,9 @@ def _why_not_ours(
 def check_tracking(
     issue: ObservedIssue, audit: Audit, seed: tuple[str, str] | None, *, has_block: bool
 ) -> None:
-    """``issue`` is the audit's tracking issue, or :class:`BadInput` (exit 2) before any
-    write: a typo in ``--tracking-issue`` must not write the checklist into a finding's issue.
-
-    It is the tracking issue when it holds the checklist block or carries the tracking label
-    (artbot wrote to it before), or has the seed's title or its first line of text (its first
-    sync). Otherwise an issue carrying a finding's marker is that finding's issue, and
-    anything else is refused too.
-    """
+    """``issue`` is the audit's tracking issue, or :class:`BadInput` (exit 2) before any write
+    (a typo in ``--tracking-issue`` must not write into a finding's issue): it holds the block
+    or carries the tracking label, or has the seed's title or first line (its first sync)."""
     number = issue.number
     label = audit.tracking_label
     if has_block or (label and label in issue.labels):

@@ -146,13 +146,9 @@ def verify_code_apart(
     say: Callable[[str], None] | None = None,
     items: Iterable[int] | None = None,
 ) -> list[CodeResult]:
-    """:func:`verify_code` run in a token-free child process, confined where Linux allows it
-    (:mod:`.confine`) and capped (:mod:`.limits`); ``say`` hears which protections it had.
-    Results validated and their text sanitized on return (:mod:`.sanitize`).
-
-    Raises :class:`CannotConfine` (nothing run) when a protection is missing and a token is
-    in the environment (or this is a GitHub Actions job). ``items`` limits the run to those
-    findings' checks."""
+    """:func:`verify_code` run apart, as the module says; ``say`` hears which protections it
+    had, ``items`` limits the run to those findings' checks. Raises :class:`CannotConfine`
+    (nothing run) when a protection is missing and a token is in the environment."""
     only = None if items is None else set(items)
     wanted = {
         f.item: {c.id for c in f.claims}
