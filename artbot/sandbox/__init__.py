@@ -4,10 +4,8 @@
 comments, labels, sub-issues, collaborator permissions, rate limits) over real HTTP on
 127.0.0.1, so PyGithub runs unmodified against it: ``Github(base_url=sandbox.api_url,
 auth=Auth.Token("any"))``. It imitates GitHub's JSON shapes, pagination ``Link`` headers, ETags
-and 304s, rate-limit headers and error bodies. The test suite extends it
-(tests/helpers/testsandbox.py) with what only tests need: injected failures (5xx before or
-after a write took effect, secondary rate limits, 429s, dropped connections, redirects),
-ART's commits and pull requests, and issues deleted or closed behind the client's back.
+and 304s, rate-limit headers and error bodies. The test suite extends it with injected
+faults (tests/helpers/testsandbox.py).
 
 Every request is recorded in :attr:`GitHubSandbox.requests` as method, path, query and status;
 every response goes to :attr:`GitHubSandbox.observers` (and, with ``transcript``, to a file)
