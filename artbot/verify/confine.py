@@ -24,9 +24,7 @@ install, root or not):
 - then every capability is dropped (bounding set, ambient, inheritable, permitted, effective;
   ``no_new_privs``; the root securebits locked), so nothing can be mounted, unmounted or
   remounted, and a new session is started (no controlling terminal);
-- last, a seccomp filter (:mod:`.seccomp`) denies making namespaces (else a user namespace of
-  its own would give every capability back), mounting, ``setns``, ``bpf``, ``keyctl``,
-  ``ptrace``, ``io_uring`` and ``memfd_create``.
+- last, a seccomp filter (:mod:`.seccomp`, which lists what it denies).
 
 When any step fails (or no cap on processes took, with ``require_process_cap``), COMMAND is not
 run: the step and the reason are written to the descriptor ``report_fd`` (inherited from the
