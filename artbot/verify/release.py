@@ -30,7 +30,7 @@ from pathlib import Path
 from ..errors import ReleaseUnavailable
 from ..inputs import check_version
 from ..records.models import Audit
-from ..settings import CACHE_VARIABLE, default_wheel_cache
+from ..settings import default_wheel_cache
 from .tree import DISTRIBUTION, WHEEL_PREFIX, ArtTree, open_tree
 
 # ART needs Python 3.12; the wheel is pure Python, so the tag only has to satisfy pip.
@@ -40,7 +40,6 @@ WHEEL_PYTHON = "3.12"
 # check Requires-Python against the running Python. pyproject.toml declares it.
 PIP_NEEDED = "24.2"
 _OLD_PIP = ("unless installing via '--target'", "requires a different Python")
-CACHE_ENV = CACHE_VARIABLE
 
 
 def cache_dir() -> Path:
