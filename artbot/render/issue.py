@@ -355,14 +355,6 @@ class BodyTooLong(BadInput):
     """A rendered body over GitHub's limit (exit 2; ``sync`` reports and skips that item)."""
 
 
-def render_issue(
-    catalog: Catalog, finding: Finding, *, templates_dir: Path | None = None, **keywords: Any
-) -> RenderedIssue:
-    """:meth:`Renderer.issue` (the same keywords) with a renderer for ``catalog`` (templates
-    compiled once per process): for one-off callers and tests."""
-    return Renderer(catalog, templates_dir).issue(finding, **keywords)
-
-
 def check_markers(body: str, marker: IssueMarker, where: str) -> None:
     """A rendered body holds exactly one owned region with its finding marker, and no copy
     of a region, finding or checklist marker (a repro script or its output could carry one).
