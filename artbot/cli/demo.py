@@ -71,11 +71,6 @@ def seeded_already(sandbox: GitHubSandbox, catalog: Catalog) -> int | None:
     return last + 1
 
 
-def seed_once(sandbox: GitHubSandbox, catalog: Catalog) -> int:
-    """:func:`seed`, unless a persisted sandbox (``--state``) holds the tracking issue already."""
-    return seeded_already(sandbox, catalog) or seed(sandbox, catalog)
-
-
 def paste_lines(api_url: str, tracking: int, program: str = "artbot", seeded: bool = True) -> str:
     """What ``artbot sandbox --seed`` prints: the three lines to paste into another shell, and
     what to try there, with ``program`` the command that runs artbot (``.venv/bin/artbot``);
