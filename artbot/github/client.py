@@ -419,9 +419,7 @@ def connect(
     dry_run: bool = False,
 ) -> GitHubRepo:
     """The adapter for one run: flags first, then the environment (``settings``), then defaults.
-
-    Without a token only a dry run may proceed (reads are anonymous).
-    """
+    Without a token only a dry run may proceed (reads are anonymous)."""
     if not settings.token and not dry_run:
         names = " or ".join(TOKEN_VARIABLES)
         raise BadInput(f"no token: set {names}, or sign in to the gh CLI (or use --dry-run)")

@@ -189,13 +189,10 @@ def _filing(want: Want, snap: Snapshot, parts: _Parts) -> list[Create]:
 def _keep_in_step(
     want: Want, snap: Snapshot, parts: _Parts, after: list[ObservedIssue], filing: set[int]
 ) -> list[ObservedIssue]:
-    """Each item's status change (one comment, then the edit), close when fixed, and the
-    owned region; the duplicates (reported); what the ticked requests come to. Returns the
-    issues as they will read once the closes are done.
-
-    Sync never reopens, and closes only with ``audit.close_when_fixed``: a status change to
-    "every claim fixed" then closes the open issue artbot filed, right after the change's
-    one comment (:class:`CloseWhenFixed`)."""
+    """Each item's status change (one comment, then the edit), close when fixed (only with
+    ``audit.close_when_fixed``, right after that comment; never a reopen), and the owned
+    region; the duplicates (reported); what the ticked requests come to. Returns the issues
+    as they will read once the closes are done."""
     found = canonical(snap.issues, want.audit)
     actions: list[Action] = []
     closing: dict[int, ObservedIssue] = {}
