@@ -1,11 +1,8 @@
 """Render findings into issue titles and bodies, and the tracking checklist, from Jinja templates.
 
-Pure once built: a :class:`Renderer` reads and compiles every template when it is built, and
-everything else it shows (the repro scripts, the minimal repros, the anchor dating, artbot's
-repository and commit) was read when the catalog loaded
-(:func:`artbot.records.catalog.load_catalog`, :mod:`artbot.records.toolsource`). Rendering then
-opens no file and starts no process. The templates in ``templates/`` decide what the output looks
-like; this module only builds their context.
+Pure once built: a :class:`Renderer` compiles every template when it is built, everything else
+it shows was read when the catalog loaded, so rendering opens no file and starts no process.
+The templates decide what the output looks like; this module only builds their context.
 """
 
 from __future__ import annotations
