@@ -153,24 +153,17 @@ def _open_follow_ups(entries: Iterable[Any]) -> list[Any]:
 def declined(block: str | None) -> frozenset[int]:
     """The follow-ups whose decline artbot honoured: their "Declined" line is ticked in
     ``block`` (the request's own tick is not enough: see the module docstring)."""
-    found = set()
-    for line in (block or "").replace("\r\n", "\n").split("\n"):
-        m = _HONOURED_RE.fullmatch(line)
-        if m:
-            found.add(int(m[1]))
-    return frozenset(found)
+    return frozenset(int(m[1]) for m in _lines_matching(_HONOURED_RE, block))
 
 
 def ticked(block: str | None) -> frozenset[Request]:
     """The requests ticked in ``block`` (the checklist block's content)."""
-    found = set()
-    for line in (block or "").replace("\r\n", "\n").split("\n"):
-        m = _TICKED_RE.fullmatch(line)
-        if m:
-            key = MARKER_RE.fullmatch(m[1])
-            assert key is not None
-            found.add(Request.from_key(key[1]))
-    return frozenset(found)
+    return frozenset(Request.from_key(m[2]) for m in _lines_matching(_TICKED_RE, block))
+
+
+def _lines_matching(pattern: re.Pattern[str], block: str | None) -> list[re.Match[str]]:
+    lines = (block or "").replace("\r\n", "\n").split("\n")
+    return [m for line in lines if (m := pattern.fullmatch(line))]
 
 
 @dataclass(frozen=True)
