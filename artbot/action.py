@@ -1,15 +1,9 @@
-"""``artbot action``: the composite action (action.yml) in-process.
+"""``artbot action``: the composite action (action.yml) in-process (docs/design.md).
 
-The action's inputs arrive as ``INPUT_*`` variables, read once with the rest of the runner's
-environment (:attr:`artbot.settings.Settings.runner`). :func:`action_args` turns them into the
-command line of the command asked for, checking only what no option checks (the folders stay
-in the workspace, the flags are true or false, ``off``); click and :mod:`artbot.inputs` check
-the rest, as for any run. ``open`` and ``sync`` are then called here, in this process, and
-print as they do at a terminal; the step's outputs (:func:`outputs`) and ``open``'s step
-summary (:func:`open_summary`; ``sync`` writes its own) are made from the outcome the command
-returns. ``verify`` runs a release's code: it runs in a child process whose environment holds
-no token, and its output is the step summary. ``test`` answers the ``/artbot test`` requests
-(``artbot answer-tests``).
+:func:`action_args` turns the ``INPUT_*`` variables (:attr:`artbot.settings.Settings.runner`)
+into the command line of the command asked for, checking only what no option checks (the
+folders stay in the workspace, the flags are true or false, ``off``); click and
+:mod:`artbot.inputs` check the rest, as for any run.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """The main job, end to end, on the embedded GitHub sandbox: no token, and GitHub is not contacted.
 
-Seeds a sandbox repository like ART's (the three dedicated issues #1108-#1110 and the
-tracking issue with the audit's own text), then runs ``open --item 7 --item 9 --item 801``
-(801: artbot's own follow-up to item 8, listed apart from the audit's items) and ``sync``
-through the same code paths as against GitHub, ticks "File the issue for item 5" in the
-tracking issue's Requests as a maintainer would on the web and syncs on that edit's event, as
-the requests workflow does (which files it), and shows what a maintainer would see: the new
-issues, the tracking issue's checklist and its sub-issues (GitHub's progress bar). With the
-recorded status (``findings/status/NN.json``), item 7 (fixed in a release) is filed closed
-and ticked, and item 9 (partly fixed) is filed open about what remains.
+Seeds a sandbox repository like ART's, then runs ``open`` and ``sync`` through the same code
+paths as against GitHub, ticks a request as a maintainer would and syncs on that edit's event,
+and shows what a maintainer would see (the README's ``make demo``).
 """
 
 from __future__ import annotations
@@ -75,11 +69,6 @@ def seeded_already(sandbox: GitHubSandbox, catalog: Catalog) -> int | None:
     except (ApiError, KeyError):  # no such issue (404), or no repository yet: not seeded
         return None
     return last + 1
-
-
-def seed_once(sandbox: GitHubSandbox, catalog: Catalog) -> int:
-    """:func:`seed`, unless a persisted sandbox (``--state``) holds the tracking issue already."""
-    return seeded_already(sandbox, catalog) or seed(sandbox, catalog)
 
 
 def paste_lines(api_url: str, tracking: int, program: str = "artbot", seeded: bool = True) -> str:

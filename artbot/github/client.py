@@ -62,11 +62,8 @@ def _is_loopback(api_url: str) -> bool:
 
 
 class GitHubRepo:
-    """One repository on GitHub (or the sandbox), with the few operations artbot needs.
-
-    The run (:mod:`artbot.run`) is written against this class and no other: the tests drive
-    it over HTTP against the loopback sandbox, never a fake.
-    """
+    """One repository on GitHub (or the sandbox), with the few operations artbot needs: the
+    run is written against this class and no other (docs/design.md, "the adapter")."""
 
     def __init__(
         self,
@@ -118,11 +115,8 @@ class GitHubRepo:
     def _get(
         self, url: str, params: dict[str, Any] | None = None, *, fresh: bool = False
     ) -> tuple[Any, dict[str, Any]]:
-        """A conditional GET; returns (json, headers). A 304 returns the cached JSON.
-
-        ``fresh`` asks unconditionally: what is about to be written is decided by GitHub's
-        answer, never by a cached copy.
-        """
+        """A conditional GET; returns (json, headers). A 304 returns the cached JSON; ``fresh``
+        asks unconditionally (what is about to be written is decided by GitHub's answer)."""
         # Keyed by API root too: a cache written against the sandbox (or another GitHub
         # Enterprise host) is never trusted against github.com.
         query = "?" + urllib.parse.urlencode(sorted(params.items())) if params else ""
@@ -398,12 +392,8 @@ def _sub_issues() -> Iterator[None]:
 
 
 def relative_path(api_url: str, path: str) -> str:
-    """``path`` (from a ``Link`` URL) relative to the API root, which PyGithub prepends again.
-
-    On GitHub Enterprise the root is ``http://host/api/v3``; its ``Link`` URLs hold
-    ``/api/v3/repos/...``, which must be requested as ``/repos/...`` or page 2 would be
-    ``/api/v3/api/v3/repos/...``.
-    """
+    """``path`` (from a ``Link`` URL) relative to the API root, which PyGithub prepends again
+    (on GitHub Enterprise, page 2 would otherwise be ``/api/v3/api/v3/repos/...``)."""
     base = urllib.parse.urlparse(api_url).path.rstrip("/")
     if base and (path == base or path.startswith(base + "/")):
         return path[len(base) :] or "/"
@@ -429,9 +419,7 @@ def connect(
     dry_run: bool = False,
 ) -> GitHubRepo:
     """The adapter for one run: flags first, then the environment (``settings``), then defaults.
-
-    Without a token only a dry run may proceed (reads are anonymous).
-    """
+    Without a token only a dry run may proceed (reads are anonymous)."""
     if not settings.token and not dry_run:
         names = " or ".join(TOKEN_VARIABLES)
         raise BadInput(f"no token: set {names}, or sign in to the gh CLI (or use --dry-run)")

@@ -3,12 +3,9 @@ patch, the domain it was checked over and the counterexample, the regression tes
 what ran and how long it took. A refusal is one line.
 
 Given the finding, a patch that fixes part of the contract is answered with what remains (issue
-#51): "partial: fixes X; the contract also requires Y", Y in the record's words (the claim's
-``contract``), whose contract it is, and the counterexample. That is said both when some claims
-are fixed and others not, and when the regression test passes (the issue's own example fixed)
-while the check still finds a counterexample; then the reply also says why the two differ: the
-test covers less of the domain (``test_covers``), or, where it covers all of it, that the two
-disagree, which is artbot's bug.
+#51, :func:`what_remains`): "partial: fixes X; the contract also requires Y", Y in the claim's
+``contract`` words, with the counterexample; also when the regression test passes while the
+check still finds one, saying why the two differ (``test_covers``, or artbot's bug).
 
 Everything that came from the check's child (details, counterexamples, errors) or from the
 comment (a refusal's reason) is quoted in a code span (:func:`quoted`): a patch's code writes
@@ -96,18 +93,19 @@ def _verdict(result: CodeResult, cid: str) -> str:
     return claim.verdict.value if claim is not None else "not reported"
 
 
+def regression_change(before: Regression | None, after: Regression, arrow: str = "→") -> str:
+    """The regression test's outcome before and after the patch, e.g. "xfail → pass"."""
+    if before is not None and before.outcome == "failed" and after.outcome == "failed":
+        return "still xfail"
+    words = {"passed": "pass", "failed": "xfail", "error": "error"}
+    was = "not run" if before is None else words.get(before.outcome, before.outcome)
+    return f"{was} {arrow} {words.get(after.outcome, after.outcome)}"
+
+
 def _regression_line(before: Regression | None, after: Regression | None) -> str:
     if after is None:
         return "Regression test: this item has none."
-
-    def word(r: Regression | None) -> str:
-        if r is None:
-            return "not run"
-        return {"passed": "pass", "failed": "xfail", "error": "error"}.get(r.outcome, r.outcome)
-
-    change = f"{word(before)} → {word(after)}"
-    if before is not None and before.outcome == "failed" and after.outcome == "failed":
-        change = "still xfail"
+    change = regression_change(before, after)
     detail = quoted(after.detail, 300, in_table=False) if after.detail else ""
     return f"Regression test `{after.test}` (run with `--runxfail`): {change} ({detail})."
 

@@ -1,13 +1,8 @@
-"""Which ``/artbot test`` comments to answer, and how (pure: comments in, tasks out).
-
-A comment counts only when it starts with the command, is not artbot's own (its logins) nor
-any bot's, and its author has write access (``admin`` or ``write``; a login whose permission
-is unknown counts as none: it fails closed). Each comment is answered once per edit: artbot's
-answer carries a hidden marker naming the comment's id and ``updated_at``, so an edited comment
-is a new request, and the record of what was answered lives in GitHub, in artbot's own comments
-(a marker in anyone else's comment is not believed). A request identical to one answered
-before on the same issue is answered by a link to that answer, not run again. At most
-``max_runs`` tests run per pass; a request over that is answered so (the cap is the answer).
+"""Which ``/artbot test`` comments to answer, and how (pure: comments in, tasks out), by the
+README's rules ("Patch testing"): only a writer's comment (an unknown permission is none), never
+a bot's or artbot's own, once per comment id and ``updated_at``, at most ``max_runs`` a pass.
+What was answered is a hidden marker in artbot's own answers (a marker in anyone else's comment
+is not believed).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import re
 from ..records.models import Finding
 from ..status import ClaimResult
 from ..verify.code import CodeStatus
-from .answer import _verdict, headline, inputs_phrase, what_remains
+from .answer import _verdict, headline, inputs_phrase, regression_change, what_remains
 from .regress import Regression
 from .trial import Trial
 
@@ -54,15 +54,7 @@ def regression_line(before: Regression | None, after: Regression | None) -> str:
     """The regression test in one line: its change, and a failure's first line."""
     if after is None:
         return "Regression test: this item has none."
-
-    def word(r: Regression | None) -> str:
-        if r is None:
-            return "not run"
-        return {"passed": "pass", "failed": "xfail", "error": "error"}.get(r.outcome, r.outcome)
-
-    change = f"{word(before)} -> {word(after)}"
-    if before is not None and before.outcome == "failed" and after.outcome == "failed":
-        change = "still xfail"
+    change = regression_change(before, after, "->")
     first = after.detail.strip().splitlines()[0] if after.detail.strip() else ""
     said = f": {plain(first, 160)}" if first else ""
     return f"Regression test {after.test} (with --runxfail): {change}{said}"

@@ -111,10 +111,7 @@ class Catalog:
 
 def load_catalog(root: Path, *, tool: ToolSource | None = None) -> Catalog:
     """Load and validate ``root/findings``; raise :class:`CatalogInvalid` listing every problem.
-
-    Everything rendering needs from disk is read here: the records, the repro scripts and their
-    helpers, the minimal repros, the anchor dating. ``tool`` says where artbot is hosted.
-    """
+    Everything rendering needs from disk is read here; ``tool`` says where artbot is hosted."""
     root = Path(root)
     findings_dir = root / "findings"
     problems: list[Problem] = []
@@ -252,11 +249,8 @@ def _first_line(text: str) -> str:
 
 
 def _nesting_too_deep(text: str, loader: Any = _FAST_LOADER) -> int | None:
-    """The line where ``text`` first nests deeper than :data:`MAX_DEPTH`, or None.
-
-    Read from the token stream, which PyYAML produces without recursion, so this runs before
-    the (recursive) composer could exhaust the stack. Syntax errors are left to the composer.
-    """
+    """The line where ``text`` first nests deeper than :data:`MAX_DEPTH`, or None; read from
+    the token stream (no recursion), before the recursive composer could exhaust the stack."""
     depth = 0
     opens = (
         yaml.BlockMappingStartToken,
@@ -281,11 +275,8 @@ def _nesting_too_deep(text: str, loader: Any = _FAST_LOADER) -> int | None:
 
 
 def _expanded_size(root: yaml.Node | None) -> int:
-    """How many values ``root`` stands for with every alias expanded, without expanding.
-
-    Aliases share node objects, so sizes are memoised per node; cycles (which SafeLoader
-    cannot build into data) count as too large.
-    """
+    """How many values ``root`` stands for with every alias expanded, without expanding (sizes
+    memoised per node; cycles, which SafeLoader cannot build into data, count as too large)."""
     if root is None:
         return 0
     sizes: dict[int, int] = {}

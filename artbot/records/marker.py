@@ -13,7 +13,7 @@ a fenced block, a blockquote) or copies can never widen, shift or duplicate the 
 * the finding marker counts only inside that region (see :meth:`IssueMarker.find`).
 
 Whether an issue with a marker is artbot's also depends on who wrote it: see
-:func:`artbot.run.plan.ours`.
+:func:`artbot.tracking.ownership.claim`.
 """
 
 from __future__ import annotations
@@ -89,12 +89,9 @@ def owned_region(body: str) -> str | None:
 
 
 def replace_owned_region(body: str, rendered: str) -> str:
-    """Put the owned region of ``rendered`` in place of the one in ``body``.
-
-    Text outside the region stays byte for byte (the region is replaced by position, so a
-    copy of it quoted elsewhere is left alone). A body whose region is missing or broken (a
-    human deleted a marker) gets the new region appended, so nothing is lost.
-    """
+    """Put the owned region of ``rendered`` in place of the one in ``body``, by position: text
+    outside it stays byte for byte. A body whose region is missing or broken (a human deleted
+    a marker) gets the new region appended, so nothing is lost."""
     new_region = owned_region(rendered)
     if new_region is None:
         raise ValueError("rendered body has no owned region")

@@ -101,18 +101,7 @@ class Confidence(_Strict):
     @classmethod
     def _note_says_more(cls, note: str) -> str:
         words = re.sub(r"[^a-z ]", " ", note.lower()).split()
-        filler = {
-            "plausible",
-            "confirmed",
-            "speculative",
-            "by",
-            "measurement",
-            "repro",
-            "logic",
-            "reading",
-            "and",
-            "from",
-        }
+        filler = {*ConfidenceLevel, *Basis, "by", "and", "from"}
         if not words or set(words) <= filler:
             raise ValueError(
                 f"confidence note {note!r} only restates level and basis; say what was checked"

@@ -21,12 +21,8 @@ class SubIssuesSummary:
 
 @dataclass(frozen=True)
 class ObservedIssue:
-    """An issue as GitHub reports it (pull requests are never turned into these).
-
-    ``id`` is GitHub's issue id (the sub-issue endpoints take it, not the number);
-    ``sub_issues`` is None where the payload has no ``sub_issues_summary`` (a GitHub
-    Enterprise Server without sub-issues).
-    """
+    """An issue as GitHub reports it (never a pull request). ``id`` is GitHub's issue id (the
+    sub-issue endpoints take it); ``sub_issues`` is None where the payload has none."""
 
     number: int
     title: str

@@ -1,16 +1,8 @@
-"""Where the audit's records are when ``--root`` is not given, and where artbot writes.
-
-Read from: the folder artbot runs in, when it holds ``findings/``; else artbot's own checkout
-(a source or editable install); else the records that ship inside the installed package
-(``artbot/_audit``, built from this repository's findings/, templates/ and repros/:
-pyproject.toml's package data), or the user's copy of them once a command has written one.
-So an installed artbot lists, renders and exports the tests from an ART checkout, or any folder.
-
-Written to: never the installed package, and never the folder artbot runs in unless it holds
-``findings/`` (the user's own records, then). A command that records (``verify --record``,
-``repro``) on the shipped records writes a copy of them in the user's cache directory
-(:func:`records_copy`), and reads that copy from then on; the ETag cache of ``open`` and
-``sync`` goes there too (:func:`default_cache_path`). Each such write says where.
+"""Where the audit's records are when ``--root`` is not given, and where artbot writes: the
+rules are docs/design.md's (``records/root.py``). A command that records on the shipped records
+writes a copy of them in the user's cache directory (:func:`records_copy`) and reads that copy
+from then on; the ETag cache goes there too (:func:`default_cache_path`). Each such write says
+where.
 """
 
 from __future__ import annotations

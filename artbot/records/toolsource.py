@@ -1,17 +1,9 @@
 """Where artbot's own files are hosted, for the links to full repro scripts: found once per run.
 
-The issues link ``repros/itemNN_*.py`` at the commit artbot renders from. The repository comes
-from, in order:
-
-1. ``--tool-repository OWNER/NAME`` (or ``tool_repository`` in ``findings/audit.yaml``);
-2. ``$GITHUB_REPOSITORY`` in GitHub Actions, when ``--root`` lies inside ``$GITHUB_WORKSPACE``
-   (the job's checkout of that repository; the action's own folder is not);
-3. the git remote ``origin`` of ``--root``, parsed to ``owner/name``.
-
-When none is known the issues name the script's path without a link; the CLI says so once,
-where an issue is rendered, with what it found instead (:meth:`ToolSource.note`).
-The commit is ``git rev-parse HEAD`` of ``--root``. Both are read here, before rendering, so
-:mod:`artbot.render.issue` starts no process.
+The order in which the repository is looked for is the README's ("Links to artbot's own
+scripts"). Both it and the commit (``git rev-parse HEAD`` of ``--root``) are read here, before
+rendering, so :mod:`artbot.render.issue` starts no process; when none is known the CLI says
+so once, with what it found instead (:meth:`ToolSource.note`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Render findings into issue titles and bodies, and the tracking checklist, from Jinja templates.
 
-Pure once built: a :class:`Renderer` reads and compiles every template when it is built, and
-everything else it shows (the repro scripts, the minimal repros, the anchor dating, artbot's
-repository and commit) was read when the catalog loaded
-(:func:`artbot.records.catalog.load_catalog`, :mod:`artbot.records.toolsource`). Rendering then
-opens no file and starts no process. The templates in ``templates/`` decide what the output looks
-like; this module only builds their context.
+Pure once built: a :class:`Renderer` compiles every template when it is built, everything else
+it shows was read when the catalog loaded, so rendering opens no file and starts no process.
+The templates decide what the output looks like; this module only builds their context.
 """
 
 from __future__ import annotations
@@ -139,11 +136,8 @@ def issue_labels(audit: Audit, finding: Finding) -> tuple[str, ...]:
 
 
 class Renderer:
-    """Renders one catalog's issues: built once per run, then pure.
-
-    Building compiles the templates (``templates_dir``, default the catalog's ``templates/``);
-    :meth:`issue` uses only the catalog in memory and its arguments.
-    """
+    """Renders one catalog's issues: built once per run (the templates compiled, from
+    ``templates_dir``, default the catalog's ``templates/``), then pure."""
 
     def __init__(self, catalog: Catalog, templates_dir: Path | None = None):
         self.catalog = catalog
@@ -161,12 +155,9 @@ class Renderer:
         issues: Mapping[int, int] | None = None,
     ) -> RenderedIssue:
         """Title and body of the dedicated issue for ``finding``; ``commit`` overrides the
-        tool commit the links point at (tests). ``follows``: for a follow-up, the issue number
-        of the audit item it follows, when known (its first line links it); ``issues`` (item
-        -> issue number) links an audit item's follow-ups that are filed.
-
-        Raises :class:`BadInput` when the body would exceed GitHub's limit, so nothing is sent.
-        """
+        tool commit the links point at (tests); ``follows``, the issue a follow-up follows;
+        ``issues`` (item -> number) links an item's filed follow-ups. Raises
+        :class:`BadInput` when the body would exceed GitHub's limit, so nothing is sent."""
         catalog, audit = self.catalog, self.catalog.audit
         marker = IssueMarker(audit.commit, finding.item)
         history = history_link(audit.web_url, audit.repository, audit.source_root)
@@ -359,14 +350,6 @@ def versions_line(
 
 class BodyTooLong(BadInput):
     """A rendered body over GitHub's limit (exit 2; ``sync`` reports and skips that item)."""
-
-
-def render_issue(
-    catalog: Catalog, finding: Finding, *, templates_dir: Path | None = None, **keywords: Any
-) -> RenderedIssue:
-    """:meth:`Renderer.issue` (the same keywords) with a renderer for ``catalog`` (templates
-    compiled once per process): for one-off callers and tests."""
-    return Renderer(catalog, templates_dir).issue(finding, **keywords)
 
 
 def check_markers(body: str, marker: IssueMarker, where: str) -> None:

@@ -25,12 +25,10 @@ def render_all(
     issues: Mapping[int, int] | None = None,
     too_long: Callable[[str], None] | None = None,
 ) -> dict[int, RenderedIssue]:
-    """Each finding's issue, in order; ``no_capture`` hears of each item whose body gives no
-    full-script verdict because no usable capture is on file. ``issues`` (item -> issue number, as
-    GitHub holds them) lets a follow-up's first line link the issue of the item it follows;
-    the item's preset ``issue:`` is used when it has one. ``too_long``: a body over GitHub's
-    limit is said to it and left out (``sync``: one item's recorded status must not stop the
-    rest), instead of stopping the run."""
+    """Each finding's issue, in order; ``no_capture`` hears of each item with no usable capture
+    on file. ``issues`` (item -> issue number) lets a follow-up link the issue it follows.
+    ``too_long``: a body over GitHub's limit is said to it and left out instead of stopping
+    the run (``sync``: one item's recorded status must not stop the rest)."""
     preset = {f.item: f.issue for f in catalog.findings if f.issue}
     known = {**preset, **(issues or {})}
     renderer = Renderer(catalog)

@@ -2,17 +2,11 @@
 
 :func:`status_view` turns a finding and its recorded :class:`~artbot.status.ItemStatus` into
 the line and rows ``templates/partials/status_line.md.j2`` and ``status_table.md.j2`` render,
-and the decision ``open`` acts on:
-
-* **closed** (filed as a closed issue, ``state_reason: completed``) only when *every* claim of
-  the finding was checked at the newest release and is fixed there and stays fixed from
-  :meth:`~artbot.status.ItemStatus.fixed_in` on. A claim that was not checked keeps the issue
-  open: artbot never reports "fixed" for more than it checked.
-* **open** otherwise. When some claims are fixed, the issue is scoped to what remains: its
-  title is the remaining claim's ``symptom`` (the finding's title when several remain).
-
-Every string that ends up in a table cell is made one line without ``|``, so a detail copied
-from a repro's output cannot break the table or inject markdown structure.
+and the decision ``open`` acts on (the README's "Filing decisions": closed only when *every*
+claim was checked at the newest release and is fixed from
+:meth:`~artbot.status.ItemStatus.fixed_in` on; artbot never reports "fixed" for more than it
+checked). Every string that ends up in a table cell is made one line without ``|``, so a
+detail copied from a repro's output cannot break the table or inject markdown structure.
 """
 
 from __future__ import annotations
@@ -399,11 +393,8 @@ def _claim(finding: Finding, row: Row) -> Claim | None:
 
 
 def status_state(view: StatusView) -> str:
-    """A short, stable token for what the issue states: changes exactly when a comment is due.
-
-    The newest release's number is part of it only through ``fixed_in``: a newer release that
-    changes nothing is not a status change.
-    """
+    """A short, stable token for what the issue states: changes exactly when a comment is due
+    (a newer release that changes nothing is not a status change)."""
     fixed = ",".join(sorted(r.claim for r in view.fixed)) or "none"
     token = f"{view.verdict.value.replace(' ', '-')},fixed={fixed}"
     if view.fixed_in:

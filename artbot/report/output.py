@@ -231,11 +231,8 @@ def outcome_json(outcome: Any) -> dict[str, Any]:
 
 def report(outcome: Any, settings: Settings, *, as_json: bool, dry_run: bool) -> None:
     """Print an ``open``/``sync`` outcome: a dry run's plan, then warnings (annotated in
-    Actions). A run that writes has logged its plan and each result already, as it went
-    (:class:`artbot.report.results.Journal`), so neither is printed twice.
-
-    Every line is redacted: plan lines and warnings carry text that came back from GitHub.
-    """
+    Actions), every line redacted. A run that writes has logged its plan and results already
+    (:class:`artbot.report.results.Journal`)."""
 
     def say(text: str, err: bool = False) -> None:
         click.echo(redact(text, settings.secrets), err=err)

@@ -1,11 +1,9 @@
 """What carrying out a plan did: one :class:`Result` per write or decision, one log path, and
 the count of writes against ``--max-writes`` (:class:`Budget`).
 
-Each action :mod:`artbot.run.commands` carries out returns its results: *done* (what was written),
-*skipped* (nothing to write, and why) or *failed* (what GitHub answered; the run goes on). The
-plan is logged first, then each result once, as it happens (:class:`Journal`); ``--json``, the
-Actions step summary and the action's outputs are built from the results, so they report what
-was done, not what was planned.
+A result is *done* (what was written), *skipped* (nothing to write, and why) or *failed* (what
+GitHub answered). ``--json``, the Actions step summary and the action's outputs are built from
+the results, so they report what was done, not what was planned.
 """
 
 from __future__ import annotations

@@ -65,11 +65,8 @@ class ReproResult:
 
 
 def torch_version(python: str = sys.executable) -> str | None:
-    """The torch version the scripts will see, without importing torch here.
-
-    For artbot's own interpreter that is the installed distribution's version (read from its
-    metadata, which is what ``torch.__version__`` reports); another interpreter is asked.
-    """
+    """The torch version the scripts will see, without importing torch here: the installed
+    distribution's metadata for artbot's own interpreter; another interpreter is asked."""
     if python == sys.executable:
         from importlib.metadata import PackageNotFoundError, version
 

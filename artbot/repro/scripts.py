@@ -19,12 +19,8 @@ _PARSE_LOCK = threading.Lock()
 
 
 def helper_imports(source: str) -> list[str]:
-    """The sibling helper modules (``_name``) that ``source`` imports, in source order, once each.
-
-    Counts ``import _x`` and ``from _x import y`` anywhere in the module (also inside functions);
-    relative imports and ``_x.sub`` submodules of other packages do not count. A script that
-    does not parse imports nothing that can be found.
-    """
+    """The sibling helper modules (``_name``) that ``source`` imports anywhere, in source order,
+    once each (not relative imports nor ``_x.sub``; a script that does not parse: none)."""
     try:
         # CPython 3.11's ast.parse is not thread-safe ("AST constructor recursion depth
         # mismatch", python/cpython#106905); open and sync may render from several threads.
@@ -53,13 +49,9 @@ def _is_helper(name: str) -> bool:
 
 
 def import_script(path: Path, name: str | None = None) -> ModuleType:
-    """Import the script at ``path`` as module ``name`` (default: the file's stem).
-
-    The script's folder is on ``sys.path`` while it runs, so its sibling ``_*.py`` helpers
-    resolve by bare name. The module is registered in ``sys.modules`` under ``name`` (a
-    dataclass looks its module up while the class is built) and stays there; each call
-    executes the script afresh.
-    """
+    """Import the script at ``path`` as module ``name`` (default: the file's stem), afresh, its
+    folder on ``sys.path`` while it runs (its ``_*.py`` helpers resolve by bare name); it stays
+    in ``sys.modules`` (a dataclass looks its module up while the class is built)."""
     path = Path(path)
     name = name or path.stem
     spec = importlib.util.spec_from_file_location(name, path)

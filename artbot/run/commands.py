@@ -1,14 +1,9 @@
-"""``open`` and ``sync``: one straight line, each step once.
+"""``open`` and ``sync``: one straight line, each step once (docs/design.md, step 4).
 
     observe (read GitHub) -> render -> plan (pure) -> render the block -> send (in order, once)
 
-:func:`artbot.run.observe.observe` reads everything into one snapshot; the issues and the
-comments are rendered from the catalog; :func:`artbot.run.plan.plan_run` makes the complete
-list of writes, including the issues a ticked request files; the tracking issue's block is
-rendered once from the plan (:func:`render_block`) and :func:`artbot.run.plan.plan_block` adds
-its write at the end (or says it is up to date); :func:`artbot.run.execute.execute` sends it
-(the crash-safety rules are in its docstring). ``open`` and ``sync`` are the same line under
-another :class:`~artbot.run.observe.Scope`. A dry run stops after the plan.
+``open`` and ``sync`` are the same line under another :class:`~artbot.run.observe.Scope`. A
+dry run stops after the plan.
 """
 
 from __future__ import annotations
@@ -240,14 +235,10 @@ def sync(
 ) -> Outcome:
     """Bring generated issues' bodies and the checklist in step with the catalog and GitHub.
 
-    ``verified`` is (version, results of :func:`artbot.verify.verify_code`): each result
-    becomes a checklist note, and a comment on the generated issue when its status changed.
-    The items' issues become the tracking issue's sub-issues (:mod:`artbot.tracking.subissues`);
-    ``replace_parent`` moves those that have another parent. Ticked requests in the tracking
-    issue are part of the plan (:mod:`artbot.tracking.requests`): a filing request is a
-    :class:`~artbot.run.actions.Create`; ``verifier`` runs a re-check when ``verified`` is
-    None; ``event`` is the ``issues: edited`` event whose sender is checked. Otherwise never
-    creates, closes or reopens an issue.
+    ``verified`` is (version, results of :func:`artbot.verify.code.verify_code`), else
+    ``verifier`` runs a re-check when one is ticked; ``replace_parent`` moves sub-issues that
+    have another parent; ``event`` is the ``issues: edited`` event whose sender is checked.
+    Beyond a ticked request and ``close_when_fixed``, never creates, closes or reopens an issue.
     """
     ask = Ask(Scope(in_step=True), tracking_issue, event=event, replace_parent=replace_parent)
     return run(

@@ -1,22 +1,10 @@
-"""The one executor: send a complete plan, in order, each write once.
+"""The one executor: send a complete plan, in order, each write once (docs/design.md, "send").
 
-Nothing is written before the plan is complete (:mod:`artbot.run.commands` observes, plans,
-renders the block, then calls :func:`execute`). Every write and what it says is in the plan;
-the executor decides nothing a test of the plan could not see. It holds the repository, the
-write budget, the journal and the :class:`References`: what the plan names but cannot know
-yet (the number of an issue filed earlier in the run, the issues as listed again, the
-tracking issue's body as read again, the sub-issue writes as they turned out), each looked up
-where the plan says. The dispatch is a ``match`` over :data:`artbot.run.actions.Write` ending
-in ``assert_never``: a write added to the union without a case here fails mypy. Facts in the
-plan (an issue that exists, a foreign copy) are not dispatched. Every write is counted here
-against ``--max-writes`` before it is sent; every result goes through the run's
-:class:`~artbot.report.results.Journal`, the one log path.
-
-The run stops at the first write that fails (the error leaves as exit 1), except where a
-failure is by design a warning: labelling a preset issue or the tracking issue, and the
-sub-issue writes, which sit beside the checklist and never in its way. Stopping anywhere,
-by a failure, ``--max-writes`` or a crash, is safe, because every write path survives it and
-the next run's observe and plan pick up what is left:
+The dispatch is a ``match`` over :data:`artbot.run.actions.Write` ending in ``assert_never``.
+The run stops at the first write that fails (exit 1), except labelling and the sub-issue
+writes, which only warn. Stopping anywhere, by a failure, ``--max-writes`` or a crash, is
+safe, because every write path survives it and the next run's observe and plan pick up what
+is left:
 
 - artbot's login is configured, never learnt while writing: a create whose author is not one
   of artbot's logins stops the run (exit 1) before anything else, so a misconfigured run

@@ -1,19 +1,6 @@
 """The one read step of a run: everything ``open`` or ``sync`` needs from GitHub, into one
-immutable :class:`Snapshot`, before anything is planned or written.
-
-In order, and each only when the run needs it: the issues carrying the audit's labels (one
-list call: artbot never searches, the index lags writes); the tracking issue (from that list,
-else read; when none is configured, found by its label or its text, else exit 2:
-:mod:`artbot.tracking.discover`) checked before anything else, so a wrong
-``--tracking-issue`` is exit 2 before any question of identity; its block, parsed once
-(:class:`artbot.tracking.block.TrackingBlock`);
-artbot's logins (:mod:`artbot.run.identity`: as configured, and those the block's record
-keeps); which labels exist (those the listed issues carry, and the cache's: never a request);
-the ticked requests, with the edit's sender's permission when a tick
-applies and a re-check's verification when one is asked for; the tracking issue's
-sub-issues, when their summary disagrees with the block's record; and the comments on the
-issues whose status comment or verification comment may be due (only artbot's own count: a
-comment carrying artbot's marker by anyone else is not artbot's word).
+immutable :class:`Snapshot`, before anything is planned or written. What is read, in which
+order and when, is docs/design.md's "observe".
 """
 
 from __future__ import annotations

@@ -4,15 +4,8 @@ rendering, no callback.
 
 A run's :class:`Scope` says what it is for: the items to file (``open``'s; a ticked request's
 are read from the snapshot), and whether to keep the rest in step (``sync``). :func:`plan_run`
-is a few small planners over the snapshot under that scope, each adding its part in the order
-it is carried out: the tracking issue's labels and the preset issues' (:func:`_labelling`),
-filing (:func:`_filing`, each item once: an item's issue is found by marker first; what a
-crashed run filed for a fixed item and left open is closed; ``open`` closes duplicates),
-keeping in step (:func:`_in_step`: status comments, closing what is fixed, the owned region of
-each body), the sub-issues (:func:`_sub_issues`), verification comments, and the block
-(:class:`BlockPlan`: how it reads once the writes before it are done). Once the block is
-rendered, :func:`plan_block` adds its write (or says it is up to date): the re-read of the
-tracking issue, then the write, each a named step.
+runs the small planners in the order their writes are carried out (docs/design.md, "plan");
+once the block is rendered, :func:`plan_block` adds its re-read and write.
 """
 
 from __future__ import annotations
@@ -197,13 +190,10 @@ def _filing(want: Want, snap: Snapshot, parts: _Parts) -> list[Create]:
 def _keep_in_step(
     want: Want, snap: Snapshot, parts: _Parts, after: list[ObservedIssue], filing: set[int]
 ) -> list[ObservedIssue]:
-    """Each item's status change (one comment, then the edit), close when fixed, and the
-    owned region; the duplicates (reported); what the ticked requests come to. Returns the
-    issues as they will read once the closes are done.
-
-    Sync never reopens, and closes only with ``audit.close_when_fixed``: a status change to
-    "every claim fixed" then closes the open issue artbot filed, right after the change's
-    one comment (:class:`CloseWhenFixed`)."""
+    """Each item's status change (one comment, then the edit), close when fixed (only with
+    ``audit.close_when_fixed``, right after that comment; never a reopen), and the owned
+    region; the duplicates (reported); what the ticked requests come to. Returns the issues
+    as they will read once the closes are done."""
     found = canonical(snap.issues, want.audit)
     actions: list[Action] = []
     closing: dict[int, ObservedIssue] = {}

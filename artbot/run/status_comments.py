@@ -1,13 +1,7 @@
 """The comments of a sync, rendered before planning and decided from what observe read: one
-per status change, and, by choice, closing what is fixed; one per verification result.
-
-A status change is commented on once (the comment carries the status it states, so a re-run
-after a crash posts no second one). With ``close_when_fixed: true`` in ``findings/audit.yaml``
-a change to "every claim fixed" closes the issue as completed, right after that one comment
-(which names the release and the fixing lines) and before the body's status table is
-updated: a crash after the comment leaves the old status in the body, so the re-run plans the
-change again, finds the comment and closes. Only an issue artbot filed is ever closed, and
-only on a status change: an issue a person reopens stays open.
+per status change, and, by choice, closing what is fixed; one per verification result. The
+order that makes a crash between them safe is :mod:`artbot.run.execute`'s. Only an issue
+artbot filed is ever closed, and only on a status change: an issue a person reopens stays open.
 """
 
 from __future__ import annotations

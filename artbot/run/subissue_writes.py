@@ -2,15 +2,10 @@
 each write as the executor carries it out.
 
 The decisions are :mod:`artbot.tracking.subissues`'s (pure); this module reads what they need
-and carries them out. Sub-issues sit beside the checklist, never in its way: a failed sub-issue
-write is a warning, the run goes on, and the record written to the checklist block holds
-only what is known to have happened (:func:`artbot.tracking.subissues.settle`, from what each
-write came to), so the next sync reads the list and settles the rest. Each write is sent as
-planned: a planned move that names an issue whose add GitHub refused is not sent (the executor
-looks it up and finds it missing), and the next sync, finding the record out of item order,
-plans the moves again. Where GitHub has no sub-issues (no ``sub_issues_summary`` on the
-tracking issue, or a 404 from the endpoints: a GitHub Enterprise Server without them) artbot
-says so once a run and keeps the checklist only.
+and carries them out. A failed sub-issue write is a warning and the run goes on; the record
+holds only what is known to have happened (docs/design.md, "send"). Where GitHub has no
+sub-issues (no ``sub_issues_summary``, or a 404 from the endpoints) artbot says so once a run
+and keeps the checklist only.
 """
 
 from __future__ import annotations

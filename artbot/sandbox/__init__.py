@@ -4,10 +4,8 @@
 comments, labels, sub-issues, collaborator permissions, rate limits) over real HTTP on
 127.0.0.1, so PyGithub runs unmodified against it: ``Github(base_url=sandbox.api_url,
 auth=Auth.Token("any"))``. It imitates GitHub's JSON shapes, pagination ``Link`` headers, ETags
-and 304s, rate-limit headers and error bodies. The test suite extends it
-(tests/helpers/testsandbox.py) with what only tests need: injected failures (5xx before or
-after a write took effect, secondary rate limits, 429s, dropped connections, redirects),
-ART's commits and pull requests, and issues deleted or closed behind the client's back.
+and 304s, rate-limit headers and error bodies. The test suite extends it with injected
+faults (tests/helpers/testsandbox.py).
 
 Every request is recorded in :attr:`GitHubSandbox.requests` as method, path, query and status;
 every response goes to :attr:`GitHubSandbox.observers` (and, with ``transcript``, to a file)
@@ -16,12 +14,7 @@ Tokens are never stored, logged or echoed: a token only selects a rate-limit buc
 its hash. State lives in memory and, with ``state_file``, in a JSON file rewritten after every
 write, so ``artbot sandbox --state FILE`` keeps its issues across restarts.
 
-Layout: :mod:`.state` (records, request log, errors, persistence), :mod:`.shapes` (the JSON
-GitHub answers with), :mod:`.routes` (endpoints, lookups, mutations), :mod:`.subissues` (the
-sub-issue endpoints; ``sub_issues=False`` for a GitHub Enterprise Server without them),
-:mod:`.collaborators` (a login's permission on a repository, set with ``set_permission``),
-:mod:`.transcript` (the responses sent, as :class:`SentResponse`),
-:mod:`.server` (HTTP server, lifecycle, seeding and rate limits, :func:`serve`).
+Its modules are listed in docs/design.md.
 """
 
 from __future__ import annotations

@@ -124,12 +124,9 @@ class GitHubSandbox(_CollaboratorRoutes, _SubIssueRoutes):
 
     The socket is bound at construction, so :attr:`api_url` is known before :meth:`start`.
     Any token is accepted unless ``tokens`` lists the valid ones; ``login`` is the user every
-    token authenticates as: by default ``github-actions[bot]``, as for the scheduled Action's
-    ``GITHUB_TOKEN`` (pass a person's login to model a maintainer's token). ``clock``
-    (returning an aware datetime) makes timestamps deterministic in tests.
-    ``sub_issues=False`` imitates a GitHub Enterprise Server without sub-issues (see
-    :mod:`.subissues`). Every response goes to :attr:`observers` and, with ``transcript``,
-    to that file (see :mod:`.transcript`).
+    token authenticates as (the scheduled Action's by default). ``clock`` (an aware datetime)
+    makes timestamps deterministic; ``sub_issues=False`` imitates a GitHub Enterprise Server
+    without sub-issues; every response goes to :attr:`observers` and to ``transcript``.
     """
 
     _server: _Server
@@ -185,12 +182,9 @@ class GitHubSandbox(_CollaboratorRoutes, _SubIssueRoutes):
         self._request_count = 0
 
     def reset(self) -> None:
-        """Back to a new, empty sandbox on the same port, configured as it was made (for a
-        server shared across tests).
-
-        Open client connections are closed, so no keep-alive socket carries a test's requests
-        into the next. A sandbox with a state file is not reset (its state is the file's).
-        """
+        """Back to a new, empty sandbox on the same port, configured as it was made, its open
+        connections closed (no keep-alive socket carries a test's requests into the next).
+        A sandbox with a state file is not reset (its state is the file's)."""
         if self._state_file is not None:
             raise RuntimeError("a sandbox with a state file cannot be reset")
         with self._lock:
@@ -248,11 +242,8 @@ class GitHubSandbox(_CollaboratorRoutes, _SubIssueRoutes):
         user: str | None = None,
         number: int | None = None,
     ) -> int:
-        """Add an issue (or, with ``pull_request``, a pull request) and return its number.
-
-        ``number`` skips ahead to that number (as if earlier issues existed elsewhere); it
-        may not reuse or go below a number already given out.
-        """
+        """Add an issue (or, with ``pull_request``, a pull request) and return its number;
+        ``number`` skips ahead to that number, never to one already given out or below."""
         with self._lock:
             repo = self._repo_or_raise(owner, name)
             if number is not None:

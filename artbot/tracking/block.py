@@ -1,19 +1,10 @@
 """The block artbot owns in the tracking issue, as one value: parsed once, rendered once.
 
-Between :data:`~artbot.tracking.checklist.START_MARKER` and ``END_MARKER`` artbot keeps what a
-person sees and ticks, and one hidden record of what it remembers:
-
-* the checklist lines, one per audit item (written from GitHub and the catalog, never read
-  back: what they say is derived, so a line a person edits is simply rewritten);
-* the Requests list (:mod:`artbot.tracking.requests`): one tick box per request, and a ticked
-  "Declined" line for each follow-up whose decline was honoured (a standing answer);
-* the record (:mod:`artbot.tracking.record`): the logins artbot was configured to write as,
-  the sub-issue record and the note on cleared ticks, in one validated, versioned line.
-
-:meth:`TrackingBlock.parse` reads all of them from a body in one pass, and a run reads the
-body once, in its observe step; every decision after that reads this value. The text goes
-back through :func:`artbot.tracking.checklist.apply_block`, which replaces the block and keeps
-every byte outside it (the rules are that module's). Pure: no I/O.
+What the block holds is docs/design.md's "the tracking issue's block". :meth:`TrackingBlock.parse`
+reads all of it from a body in one pass, and a run reads the body once, in its observe step;
+every decision after that reads this value. The text goes back through
+:func:`artbot.tracking.checklist.apply_block`, which replaces the block and keeps every byte
+outside it (the rules are that module's). Pure: no I/O.
 """
 
 from __future__ import annotations

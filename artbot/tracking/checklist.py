@@ -48,15 +48,10 @@ _CONTINUATION_RE = re.compile(r"(?: {2,}|\t)\S")
 
 @dataclass(frozen=True)
 class ChecklistEntry:
-    """One audit item as a line of the checklist.
-
-    ``state`` and ``state_reason`` are GitHub's issue fields (``state_reason`` is e.g.
-    ``completed``, ``not_planned`` or ``duplicate``); both are None while ``issue`` is None.
-    ``note`` is an optional short status, e.g. "no longer reproduces in openpipe-art 0.5.21".
-    ``fixed_in`` is the release from which every claim of the item is fixed, ``partly_fixed_in``
-    the release that fixed some of them. The line is ticked when, and only when, the item has
-    an issue and it is closed: a tick always points at a closed issue a reader can open.
-    """
+    """One audit item as a line of the checklist: ``state`` and ``state_reason`` are GitHub's
+    (None while ``issue`` is), ``note`` an optional short status, ``fixed_in`` the release from
+    which every claim is fixed, ``partly_fixed_in`` the one that fixed some. The line is ticked
+    when, and only when, the item has an issue and it is closed."""
 
     item: int
     title: str
@@ -103,12 +98,9 @@ def _has_newline(text: str) -> bool:
 
 
 def read_block(body: str | None) -> str | None:
-    """The content between the markers with LF line endings, or None when there is no block.
-
-    Equal to the rendered block after :func:`apply_block` when that block uses LF and ends in
-    a newline (as the template renders it), so ``read_block(body) == rendered`` means no edit
-    is needed. Raises :class:`ChecklistError` on broken markers.
-    """
+    """The content between the markers with LF line endings, or None when there is no block:
+    ``read_block(body) == rendered`` means no edit is needed. Raises :class:`ChecklistError`
+    on broken markers."""
     body = body or ""
     span = _find_block(body)
     if span is None:
@@ -123,12 +115,9 @@ def read_block(body: str | None) -> str | None:
 
 
 def apply_block(body: str | None, block: str) -> str:
-    """``body`` with its checklist block's content set to ``block``, markers included.
-
-    Replaces an existing block in place, or inserts one as described in the module docstring.
-    ``block`` is the content between the markers; a missing final newline is added. Raises
-    :class:`ChecklistError` on broken markers in ``body`` or any marker inside ``block``.
-    """
+    """``body`` with its checklist block's content set to ``block`` (the content between the
+    markers; a missing final newline is added), by the module's rules. Raises
+    :class:`ChecklistError` on broken markers in ``body`` or any marker inside ``block``."""
     if START_MARKER in block or END_MARKER in block:
         raise ChecklistError("checklist block must not contain the checklist markers")
     content = block.replace("\r\n", "\n").replace("\r", "\n")

@@ -8,13 +8,7 @@ only when its marker sits in the owned region (:meth:`artbot.records.marker.Issu
 and it was written by the identity artbot writes as, or by one of the configured authors
 (``--author``; the action passes ``github-actions[bot]`` only when its token is the run's
 own ``GITHUB_TOKEN``). Anything else carrying a marker is *foreign*: reported, never
-written to.
-
-artbot's login is configured, never inferred: ``--author`` / ``$ARTBOT_AUTHORS``, else
-``login`` in ``findings/audit.yaml`` (default :data:`artbot.records.models.ACTIONS_BOT`, the
-workflow token's). The tracking issue's record (:mod:`artbot.tracking.record`) keeps the logins
-configured on earlier runs, so the issues each wrote stay artbot's when the configuration
-changes.
+written to. Which logins those are is :mod:`artbot.run.identity`'s.
 """
 
 from __future__ import annotations
@@ -94,14 +88,9 @@ def _why_not_ours(
 def check_tracking(
     issue: ObservedIssue, audit: Audit, seed: tuple[str, str] | None, *, has_block: bool
 ) -> None:
-    """``issue`` is the audit's tracking issue, or :class:`BadInput` (exit 2) before any
-    write: a typo in ``--tracking-issue`` must not write the checklist into a finding's issue.
-
-    It is the tracking issue when it holds the checklist block or carries the tracking label
-    (artbot wrote to it before), or has the seed's title or its first line of text (its first
-    sync). Otherwise an issue carrying a finding's marker is that finding's issue, and
-    anything else is refused too.
-    """
+    """``issue`` is the audit's tracking issue, or :class:`BadInput` (exit 2) before any write
+    (a typo in ``--tracking-issue`` must not write into a finding's issue): it holds the block
+    or carries the tracking label, or has the seed's title or first line (its first sync)."""
     number = issue.number
     label = audit.tracking_label
     if has_block or (label and label in issue.labels):

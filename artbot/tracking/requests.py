@@ -6,40 +6,12 @@ maintainer may ask for, each ending in a hidden marker that names the request:
     - [ ] File the issue for item 5 <!-- artbot:request file=5 -->
     - [ ] Re-check against the newest release <!-- artbot:request recheck -->
 
-Rules, so a reviewer can predict every edit:
-
-* A request is ticked when its line inside the block is a ticked task that ends in its
-  marker, in any form GitHub renders as a ticked checkbox: ``-``, ``*``, ``+`` or a number,
-  any indent (tabs too), inside a blockquote, ``[x]`` or ``[X]`` (one parser, :func:`ticked`).
-  The marker, not the words, names the request: editing the words changes nothing, and a line
-  without a marker is not a request.
-* "File the issue for item N" is offered for every item without an issue; "Re-check against
-  the newest release" always; "Decline artbot's follow-up N" for each of artbot's own
-  follow-ups without an issue. A ticked request that no longer applies (item N has an issue
-  now) is dropped from the list, not carried out.
-* A decline is a standing answer, not a one-off request. Its tick counts by the same rule as
-  any other (below): only from a writer's edit that ticked it. Carried out, it is rendered as
-  a ticked "Declined" line with its own marker (``<!-- artbot:declined N -->``, the record
-  that the answer was honoured), and from then on every run keeps it ticked, scheduled syncs
-  included: it is never cleared, while it stands the follow-up is not offered for filing and
-  ``open`` never files it. Unticking it takes the answer back. A decline tick no writer's
-  edit made is cleared like any other. An honoured line an edit writes itself counts as that
-  edit's tick, not as the record; and a tick by someone without write access reverts the
-  honoured declines too (an edit of theirs could have written the record).
-* A tick counts only when the ``issues: edited`` event of the edit that made it says so: the
-  requests that edit ticked (its ``changes.body.from`` against the new body) are carried out,
-  and only when its sender has write access (GitHub's ``admin``, ``maintain`` or ``write``).
-  Every other tick is cleared, with one note in the block saying why and to tick again, so
-  nothing is lost and nothing is done on a guess: a tick by someone without write access
-  (every live tick is reverted, not only this edit's: a run GitHub dropped from the queue
-  would otherwise let an earlier tick pass as someone else's), a tick no edit of a writer made
-  (a scheduled sync, with no event, never carries one out), and every tick when GitHub does
-  not answer whether the sender may write (the lookup fails closed). The note, the newest, is
-  kept until a request is next carried out.
-* A request carried out is rendered unticked (or dropped); a re-check this run cannot do (no
-  verification available) stays ticked until a run can or clears it.
-* Every string from the body is treated as hostile: only markers of the exact form above are
-  read, item numbers are bounded, and a login is accepted only in GitHub's own login syntax.
+The rules (which ticks count, who may tick, a decline as a standing answer, the note on a
+cleared tick) are the README's "Requests by checkbox", decided here by :func:`sort_ticks` and
+:meth:`Asked.panel_for`. The marker, not the words, names the request: editing the words
+changes nothing, and a line without a marker is not a request. Every string from the body is
+treated as hostile: only markers of the exact form above are read, item numbers are bounded,
+and a login is accepted only in GitHub's own login syntax.
 """
 
 from __future__ import annotations
@@ -152,25 +124,18 @@ def _open_follow_ups(entries: Iterable[Any]) -> list[Any]:
 
 def declined(block: str | None) -> frozenset[int]:
     """The follow-ups whose decline artbot honoured: their "Declined" line is ticked in
-    ``block`` (the request's own tick is not enough: see the module docstring)."""
-    found = set()
-    for line in (block or "").replace("\r\n", "\n").split("\n"):
-        m = _HONOURED_RE.fullmatch(line)
-        if m:
-            found.add(int(m[1]))
-    return frozenset(found)
+    ``block`` (the record that the answer was honoured; the request's own tick is not)."""
+    return frozenset(int(m[1]) for m in _lines_matching(_HONOURED_RE, block))
 
 
 def ticked(block: str | None) -> frozenset[Request]:
     """The requests ticked in ``block`` (the checklist block's content)."""
-    found = set()
-    for line in (block or "").replace("\r\n", "\n").split("\n"):
-        m = _TICKED_RE.fullmatch(line)
-        if m:
-            key = MARKER_RE.fullmatch(m[1])
-            assert key is not None
-            found.add(Request.from_key(key[1]))
-    return frozenset(found)
+    return frozenset(Request.from_key(m[2]) for m in _lines_matching(_TICKED_RE, block))
+
+
+def _lines_matching(pattern: re.Pattern[str], block: str | None) -> list[re.Match[str]]:
+    lines = (block or "").replace("\r\n", "\n").split("\n")
+    return [m for line in lines if (m := pattern.fullmatch(line))]
 
 
 @dataclass(frozen=True)
@@ -189,7 +154,7 @@ class Note:
 
 
 def revert_note(login: str | None, requests: Sequence[Request], why: Reason = "no-write") -> str:
-    """The note on ticks cleared instead of carried out, and why (see the module docstring)."""
+    """The note on ticks cleared instead of carried out, and why."""
     names = " and ".join(f'"{r.text}"' for r in sorted(requests))
     if why == "unattributed" or login is None:
         return (
@@ -347,7 +312,7 @@ class Asked:
     drop: tuple[Request, ...] = ()
     sender: str | None = None
     why: Reason = "no-write"  # why the ``revert`` ticks are cleared
-    standing: tuple[int, ...] = ()  # honoured declines that stay (see the module docstring)
+    standing: tuple[int, ...] = ()  # honoured declines that stay (a standing answer)
 
     def actions(self) -> list[PanelAction]:
         out: list[PanelAction] = [CarryOutRequest(self.tracking, r.key, r.text) for r in self.carry]
@@ -403,7 +368,7 @@ def sort_ticks(
     why: Reason = "no-write",
     declined: Iterable[int] = (),
 ) -> Asked:
-    """Sort ``ticks`` (:func:`ticked` of the block) by the rules in the module docstring.
+    """Sort ``ticks`` (:func:`ticked` of the block) by the README's rules ("Requests by checkbox").
     ``sender`` is the edit's (None: no edit, a scheduled run), ``added`` the requests that
     edit ticked, ``may_write`` whether the sender has write access (``why`` not: the reason),
     ``declined`` the follow-ups whose decline the block records as honoured."""

@@ -1,30 +1,13 @@
 """The tracking issue's native sub-issues: what should be there against what is -> actions.
 
-Pure: no I/O. GitHub shows a parent issue's progress from its sub-issues (one parent per
-issue, at most 100 sub-issues per parent). artbot makes the audit's issues (#1108-#1110 and
-every issue it filed) the tracking issue's sub-issues, in item order, each once; the
-Markdown checklist stays beside them.
-
-Rules, so a reviewer can predict every write:
-
-* artbot remembers, in the block's hidden record (:class:`SubIssueRecord`, in
-  :mod:`artbot.tracking.record`),
-  which issues are its sub-issues (in the order GitHub lists them), which a person removed,
-  which have another parent, and how many other sub-issues people added. GitHub holds the
-  truth; the line is memory, so that a person's decision is not undone in a loop.
-* Reading is cheap: the list of sub-issues is read only when the tracking issue's
-  ``sub_issues_summary`` disagrees with the record, or the record does not account for
-  every wanted issue (:func:`needs_list`). A sync that changes nothing reads no list.
-* A wanted issue that is in the list is recorded as artbot's, whoever put it there.
-* A wanted issue missing from the list and not recorded is added, then moved into item order
-  with the fewest moves there can be (:func:`moves`; other sub-issues stay where they are).
-* An issue recorded as artbot's that is missing from the list was removed by a person: that
-  is recorded and shown in the checklist, and it is never added again (a person adding it
-  back undoes this).
-* An issue that already has another parent (GitHub answers a second parent with 422) is
-  recorded and reported, never moved, unless ``replace_parent`` is asked for.
-* An issue artbot recorded that is no longer an item's issue (a duplicate) is removed.
-* Adds that would pass GitHub's cap of 100 are left out and reported.
+Pure: no I/O. artbot makes the audit's issues (#1108-#1110 and every issue it filed) the
+tracking issue's sub-issues, in item order, each once; the Markdown checklist stays beside
+them. The rules are the README's "Sub-issues" (a person's removal or another parent is
+recorded and respected, GitHub's cap of 100 reported), decided here: the list is read only
+when :func:`needs_list` says the record does not account for it; a wanted issue in the list
+is recorded as artbot's, whoever put it there; order is restored with the fewest moves
+(:func:`moves`; other sub-issues stay where they are). What artbot remembers is a
+:class:`SubIssueRecord`, in the block's hidden record (:mod:`artbot.tracking.record`).
 """
 
 from __future__ import annotations
@@ -54,13 +37,10 @@ class Wanted:
 
 @dataclass(frozen=True)
 class SubIssueRecord:
-    """What artbot remembers about the tracking issue's sub-issues (in the block's record).
-
-    ``added``: artbot's sub-issues, in the order GitHub lists them. ``removed``: issues a
-    person removed from the sub-issues, left out from then on. ``elsewhere``: (issue, its
-    other parent as ``#N`` or ``owner/name#N``). ``others``: how many other sub-issues the
-    tracking issue had when the list was last read.
-    """
+    """What artbot remembers about the tracking issue's sub-issues (in the block's record):
+    ``added``, artbot's, in GitHub's order; ``removed``, those a person removed (left out from
+    then on); ``elsewhere``, (issue, its other parent); ``others``, how many other sub-issues
+    the tracking issue had when the list was last read."""
 
     added: tuple[int, ...] = ()
     removed: tuple[int, ...] = ()

@@ -51,12 +51,9 @@ class AnchorResult:
 def check_location(
     location: Location, text: str | None
 ) -> tuple[AnchorStatus, tuple[int, int] | None, str]:
-    """Status of one location against a file's text (None: the file is absent).
-
-    An anchor matches a line when both are equal once stripped. When it sits outside the range,
-    the new range keeps the range's length and is the smallest shift that brings the nearest
-    occurrence back in: the audit does not record where in its range the anchor was.
-    """
+    """Status of one location against a file's text (None: the file is absent). An anchor
+    matches a line equal once stripped; outside the range, the new range keeps its length and
+    is the smallest shift that brings the nearest occurrence back in."""
     if text is None:
         return AnchorStatus.missing, None, "file not found"
     lines = text.splitlines()

@@ -8,17 +8,12 @@ whose name looks like a secret, nothing whose value holds a token), in a scratch
 directory, and reads back one JSON document over a pipe the child inherits (never a file
 artbot's process opens by name; at most the cap + 1 bytes: :class:`.limits.ResultPipe`).
 
-A clean environment is not enough: any process can read the environment of every other process
-of its user, the shell that holds the token included, and write wherever that user may. So the
-child runs confined (:mod:`.confine`: its own user, PID, mount and network namespaces, a root
-holding only the tree's packages, the records, artbot's package and Python, read-only, and its
-scratch folder; no capabilities), capped (:mod:`.limits`: memory, file size, CPU time,
-processes, besides the wall clock), and artbot's own process is made non-dumpable first.
-Where a protection is missing (not Linux, user namespaces not allowed, no process cap as root
-on an older kernel, not non-dumpable), the check runs only while no token is in the
-environment (and not in a GitHub Actions job), unconfined but capped; with one, it refuses
-(:class:`CannotConfine`, exit 2) before anything runs and says how to fix it. Either way
-``verify`` says which protections it had.
+A clean environment is not enough (another process of the user can read the token), so the
+child runs confined (:mod:`.confine`) and capped (:mod:`.limits`), and artbot's own process is
+made non-dumpable first. Where a protection is missing, the check runs only while no token is
+in the environment (and not in a GitHub Actions job), unconfined but capped; with one, it
+refuses (:class:`CannotConfine`, exit 2) before anything runs and says how to fix it. Either
+way ``verify`` says which protections it had.
 
 What comes back is untrusted too: the wheel's code runs in the child, so it can write that file
 and rewrite any text of the check's. It is parsed with size and depth limits and validated field
@@ -151,13 +146,9 @@ def verify_code_apart(
     say: Callable[[str], None] | None = None,
     items: Iterable[int] | None = None,
 ) -> list[CodeResult]:
-    """:func:`verify_code` run in a token-free child process, confined where Linux allows it
-    (:mod:`.confine`) and capped (:mod:`.limits`); ``say`` hears which protections it had.
-    Results validated and their text sanitized on return (:mod:`.sanitize`).
-
-    Raises :class:`CannotConfine` (nothing run) when a protection is missing and a token is
-    in the environment (or this is a GitHub Actions job). ``items`` limits the run to those
-    findings' checks."""
+    """:func:`verify_code` run apart, as the module says; ``say`` hears which protections it
+    had, ``items`` limits the run to those findings' checks. Raises :class:`CannotConfine`
+    (nothing run) when a protection is missing and a token is in the environment."""
     only = None if items is None else set(items)
     wanted = {
         f.item: {c.id for c in f.claims}

@@ -1,12 +1,10 @@
 """ART's code confined: the process that imports it sees no other process and writes nowhere
-but its scratch folder.
+but its scratch folder (why a clean environment is not enough: the README's "ART's code never
+runs where a token is").
 
-A wheel's module runs as its author wrote it. Scrubbing the child's environment is not enough:
-a process can read ``/proc/<pid>/environ`` of every process of its user (the shell that holds
-``GH_TOKEN`` included) and write wherever that user may. So on Linux the child is started by
-this module (``python -m artbot.verify.confine SPEC -- COMMAND...``), which, before it runs
-COMMAND, puts it in new namespaces, set up with the kernel's own calls (ctypes; nothing to
-install, root or not):
+On Linux the child is started by this module (``python -m artbot.verify.confine SPEC --
+COMMAND...``), which, before it runs COMMAND, puts it in new namespaces, set up with the
+kernel's own calls (ctypes; nothing to install, root or not):
 
 - a user namespace (the caller's uid mapped to 0, nothing else), a PID namespace with its own,
   read-only ``/proc`` (no other process can be seen, let alone read), a network namespace (no
@@ -24,9 +22,7 @@ install, root or not):
 - then every capability is dropped (bounding set, ambient, inheritable, permitted, effective;
   ``no_new_privs``; the root securebits locked), so nothing can be mounted, unmounted or
   remounted, and a new session is started (no controlling terminal);
-- last, a seccomp filter (:mod:`.seccomp`) denies making namespaces (else a user namespace of
-  its own would give every capability back), mounting, ``setns``, ``bpf``, ``keyctl``,
-  ``ptrace``, ``io_uring`` and ``memfd_create``.
+- last, a seccomp filter (:mod:`.seccomp`, which lists what it denies).
 
 When any step fails (or no cap on processes took, with ``require_process_cap``), COMMAND is not
 run: the step and the reason are written to the descriptor ``report_fd`` (inherited from the

@@ -36,11 +36,8 @@ class NotLoadedError(RuntimeError):
 
 
 class Unloaded:
-    """Placeholder for a name defined in a package ``__init__``, which is never executed.
-
-    Harmless where ART only names it (annotations, ``from x import y``); any use raises
-    :class:`NotLoadedError` naming it, so a check that needs it fails loudly.
-    """
+    """Placeholder for a name defined in a package ``__init__``, which is never executed:
+    harmless where ART only names it; any use raises :class:`NotLoadedError` naming it."""
 
     def __init__(self, qualname: str, why: str):
         object.__setattr__(self, "_qualname", qualname)
@@ -106,13 +103,10 @@ class _StandInModule(ModuleType):
 
 
 class ArtModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """ART's modules from one ``art/`` folder, in ``sys.modules`` only while the context is open.
-
-    Inside the context ``import art.x.y`` resolves to the single file ``art/x/y.py`` (loaded
-    with ``spec_from_file_location``); every ART package is an empty synthetic module, so no
-    ``__init__.py`` runs. On exit every ``art`` module (and stand-in) is removed and whatever
-    was there before is put back, so two releases never mix.
-    """
+    """ART's modules from one ``art/`` folder, in ``sys.modules`` only while the context is open:
+    ``import art.x.y`` loads the single file ``art/x/y.py``; every ART package is an empty
+    synthetic module (no ``__init__.py`` runs). On exit what was there before is put back, so
+    two releases never mix."""
 
     def __init__(
         self,

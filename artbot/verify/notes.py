@@ -53,13 +53,9 @@ def verification_comment(item: int, version: str, status: CodeStatus | str) -> s
 def comments_to_post(
     existing_comment_bodies: Sequence[str], item: int, version: str, status: CodeStatus | str
 ) -> list[str]:
-    """The comment to add for this result, or none.
-
-    None when a comment already states this (item, version, status), when the latest
-    verification comment for the item already states this status (nothing changed), or when
-    the check could not run (that is about our environment, not the issue).
-    ``existing_comment_bodies`` are in posting order, oldest first.
-    """
+    """The comment to add for this result; none when a comment states this item, version and
+    status, when the latest one states this status, or when the check could not run (our
+    environment, not the issue). ``existing_comment_bodies`` are oldest first."""
     status = CodeStatus(status)
     if status in (CodeStatus.could_not_run, CodeStatus.not_checked):
         return []

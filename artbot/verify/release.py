@@ -1,11 +1,5 @@
 """openpipe-art releases: which one is the newest, a wheel cache filled by pip, and each wheel
-pinned from outside that cache.
-
-The cache is only a download cache: anyone who can write it could change a wheel there. So a
-wheel is checked, every time, against a digest that does not come from the cache (the one
-recorded in ``findings/status/`` by ``verify --record``, else the sha256 the index publishes,
-which pip verifies downloads against; a wheel the index gives none for is refused), and its
-code is unpacked afresh from the checked bytes for each run, never read from an unpacked copy.
+pinned from outside that cache (the README's "A pin from outside the cache").
 
 ``sync --verify latest`` (the scheduled workflow) resolves the version here (:func:`resolve`),
 then checks the findings against that release's own code. Newer releases need Python >= 3.12,
@@ -30,7 +24,7 @@ from pathlib import Path
 from ..errors import ReleaseUnavailable
 from ..inputs import check_version
 from ..records.models import Audit
-from ..settings import CACHE_VARIABLE, default_wheel_cache
+from ..settings import default_wheel_cache
 from .tree import DISTRIBUTION, WHEEL_PREFIX, ArtTree, open_tree
 
 # ART needs Python 3.12; the wheel is pure Python, so the tag only has to satisfy pip.
@@ -40,7 +34,6 @@ WHEEL_PYTHON = "3.12"
 # check Requires-Python against the running Python. pyproject.toml declares it.
 PIP_NEEDED = "24.2"
 _OLD_PIP = ("unless installing via '--target'", "requires a different Python")
-CACHE_ENV = CACHE_VARIABLE
 
 
 def cache_dir() -> Path:

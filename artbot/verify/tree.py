@@ -15,14 +15,10 @@ WHEEL_PREFIX = "openpipe_art"
 
 @dataclass(frozen=True)
 class ArtTree:
-    """Where ART's source is, and how to read the audited paths from it.
-
-    ``package_dir`` is the ``art/`` folder on disk (what code checks import); ``packages`` are
-    the top-level packages of the same distribution beside it (0.5.21 ships ``art_inference``
-    next to ``art``). Anchors are read from the checkout's objects at ``commit`` (its full
-    hash; :mod:`.gitread`, git never run in the checkout) when it is set, else from
-    ``package_dir``.
-    """
+    """Where ART's source is: ``package_dir``, the ``art/`` folder code checks import;
+    ``packages``, the distribution's other top-level packages (0.5.21's ``art_inference``).
+    Anchors are read from the checkout's objects at ``commit`` when set (:mod:`.gitread`),
+    else from ``package_dir``."""
 
     label: str
     package_dir: Path

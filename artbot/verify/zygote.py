@@ -1,20 +1,13 @@
 """A warm interpreter for the confined checks: torch and pytest imported once, and each check
-forked from it and confined before anything of the tree is imported.
+forked from it and confined before anything of the tree is imported (docs/design.md).
 
-``python -m artbot.verify.apart`` (a code check) and ``python -m pytest`` (a regression test)
-spend about 1.5 s starting the interpreter and importing torch before the check begins. The
-zygote is that interpreter, started once per artbot process and environment, with the
-child's environment (the allowlist of :func:`.apart.child_env`: no token ever reaches it),
-importing only what artbot trusts: torch, numpy, pytest and artbot's own modules, never a
-tree's. For each request it forks; the fork does what ``python -m artbot.verify.confine``
-does (:func:`.confine.confined`: namespaces, the read-only view, the caps, every capability
-dropped, the report) and then, instead of exec, runs the module in that process as
-``python -m MODULE ARGS`` would (:mod:`runpy`). So what a check inherits from the zygote is
-modules every check may see and the descriptors it is given (stdin, stdout, stderr, the
-report); the zygote is not in its PID namespace and cannot be seen from it.
-
-Only ``[sys.executable, "-m", MODULE, ...]`` run confined goes this way (:func:`run`); when
-the zygote cannot be started or has gone, the caller runs the command as before.
+Started once per artbot process and environment with the child's environment
+(:func:`.apart.child_env`), it imports only what artbot trusts, never a tree's module. The
+fork runs :func:`.confine.confined`, then the module as ``python -m MODULE ARGS`` would
+(:mod:`runpy`): a check inherits only modules every check may see and the descriptors it is
+given, and cannot see the zygote (it is outside its PID namespace). Only
+``[sys.executable, "-m", MODULE, ...]`` run confined goes this way (:func:`run`); when the
+zygote cannot be started or has gone, the caller runs the command as before.
 
 The protocol, over a ``SOCK_SEQPACKET`` pair: the caller sends one JSON request (the confine
 :class:`.confine.Spec`, the argv, the environment, the working folder) with four descriptors

@@ -25,7 +25,7 @@ import yaml
 from artbot.cli.demo import tick_request
 from artbot.records.catalog import load_catalog
 from artbot.sandbox import GitHubSandbox
-from artbot.verify.release import CACHE_ENV
+from artbot.settings import CACHE_VARIABLE
 from tests.helpers.action_harness import (
     NAME,
     OWNER,
@@ -285,7 +285,7 @@ def test_art_opens_checks_and_syncs_with_the_action_by_tag(
     assert evaluate(sync["jobs"]["check"]["if"], context) == "true"
     checked = Job(tmp_path / "check", "check", action, sandbox)
     [check] = checked.run(
-        sync["jobs"]["check"], dict(context), artifacts, {CACHE_ENV: str(wheel_cache)}
+        sync["jobs"]["check"], dict(context), artifacts, {CACHE_VARIABLE: str(wheel_cache)}
     )
     if "cannot be confined here" in check.stderr:
         pytest.skip("no user namespaces on this machine: verify refuses to run a release here")

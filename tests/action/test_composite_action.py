@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from artbot.sandbox import GitHubSandbox
-from artbot.verify.release import CACHE_ENV
+from artbot.settings import CACHE_VARIABLE
 from tests.helpers.action_harness import (
     NAME,
     OWNER,
@@ -231,7 +231,7 @@ def test_verify_checks_a_release_and_puts_its_tables_in_the_summary(
         if record.name != "audit.yaml" and not record.name.startswith("07-"):
             record.unlink()  # the follow-ups too: each follows an item removed here
     inputs = {"command": "verify", "release": "0.5.21", "record": "true"}
-    run = direct(inputs, checkout, sandbox, extra_env={CACHE_ENV: str(wheel_cache)})
+    run = direct(inputs, checkout, sandbox, extra_env={CACHE_VARIABLE: str(wheel_cache)})
 
     if "cannot be confined here" in run.stderr:
         # No user namespaces on this machine: in an Actions job verify refuses, runs nothing.

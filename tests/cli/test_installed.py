@@ -171,14 +171,14 @@ def test_a_record_from_an_installed_artbot_goes_to_the_users_copy_and_says_so(
     site-packages/artbot/_audit and did not say where. Now the package is never written: the
     record goes into the user's copy of the records (made once), the run says where, and
     later runs read that copy."""
-    from artbot.verify.release import CACHE_ENV
+    from artbot.settings import CACHE_VARIABLE
 
     art = tmp_path / "ART"
     (art / "src" / "art").mkdir(parents=True)
     shipped = installed / "artbot" / "_audit"
     before = {p: p.stat().st_mtime_ns for p in shipped.rglob("*") if p.is_file()}
     xdg = tmp_path / "xdg"
-    env = {CACHE_ENV: str(wheel_cache), "XDG_CACHE_HOME": str(xdg)}
+    env = {CACHE_VARIABLE: str(wheel_cache), "XDG_CACHE_HOME": str(xdg)}
     recorded = artbot_in(
         art, installed, "verify", "anchors", "--release", "0.5.21", "--record", env_extra=env
     )
@@ -227,7 +227,7 @@ def test_an_installed_artbot_verifies_from_another_folder(
 ) -> None:
     """verify's anchors against a cached release: the records and repros that ship with the
     package, read from a folder that has none."""
-    from artbot.verify.release import CACHE_ENV
+    from artbot.settings import CACHE_VARIABLE
 
     checked = artbot_in(
         tmp_path,
@@ -236,7 +236,7 @@ def test_an_installed_artbot_verifies_from_another_folder(
         "anchors",
         "--release",
         "0.5.21",
-        env_extra={CACHE_ENV: str(wheel_cache)},
+        env_extra={CACHE_VARIABLE: str(wheel_cache)},
     )
     # Exit 1: some cited ranges moved at 0.5.21 (as from the checkout: the same records).
     here = artbot_in(
@@ -246,7 +246,7 @@ def test_an_installed_artbot_verifies_from_another_folder(
         "anchors",
         "--release",
         "0.5.21",
-        env_extra={CACHE_ENV: str(wheel_cache)},
+        env_extra={CACHE_VARIABLE: str(wheel_cache)},
     )
     assert (checked.returncode, checked.stdout) == (here.returncode, here.stdout), checked.stderr
     assert re.match(r"\d+ locations: \d+ ok", checked.stdout.rstrip().splitlines()[-1])

@@ -14,9 +14,9 @@ from artbot.cli import cli
 from artbot.github.client import EtagCache, GitHubRepo
 from artbot.records.catalog import load_catalog
 from artbot.records.marker import IssueMarker
-from artbot.render.issue import render_issue
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.checklist import read_block
+from tests.helpers.golden import render_issue
 
 REPO = Path(__file__).resolve().parents[2]
 OWNER, NAME = "OpenPipe", "ART"

@@ -5,16 +5,25 @@ from the shipped catalog and the recorded status. tests/render/test_issue.py com
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from artbot.records.catalog import load_catalog
+from artbot.records.catalog import Catalog, load_catalog
 from artbot.records.marker import IssueMarker
-from artbot.render.issue import render_issue
+from artbot.records.models import Finding
+from artbot.render.issue import RenderedIssue, Renderer
 from tests.helpers.shipped import ISSUE_ITEMS
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN_DIR = REPO / "tests" / "golden"
 GOLDEN_ITEMS = ISSUE_ITEMS
 TRACKING = 1111
+
+
+def render_issue(
+    catalog: Catalog, finding: Finding, *, templates_dir: Path | None = None, **keywords: Any
+) -> RenderedIssue:
+    """:meth:`Renderer.issue` (the same keywords) with a renderer for ``catalog``."""
+    return Renderer(catalog, templates_dir).issue(finding, **keywords)
 
 
 def golden_text(item: int) -> str:

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from artbot.errors import CatalogInvalid
 from artbot.records.catalog import load_catalog
 from artbot.records.models import Finding, follow_up_of
-from artbot.render.issue import render_checklist, render_issue
+from artbot.render.issue import render_checklist
 from artbot.sandbox import GitHubSandbox
 from artbot.tracking.checklist import END_MARKER, START_MARKER, ChecklistEntry, read_block
 from artbot.tracking.requests import (
@@ -27,6 +27,7 @@ from artbot.tracking.requests import (
     ticks_in,
 )
 from tests.helpers.artrepo import NAME, OWNER, TRACKING, artbot, event_file, issues_for
+from tests.helpers.golden import render_issue
 from tests.helpers.shipped import AUDIT_ITEMS, FOLLOW_UPS
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from artbot.cli import cli
 from artbot.errors import BadInput
 from artbot.records.catalog import load_catalog
 from artbot.records.marker import IssueMarker, owned_region
-from artbot.render.issue import GITHUB_BODY_LIMIT, permalink, render_issue, render_template
+from artbot.render.issue import GITHUB_BODY_LIMIT, permalink, render_template
 from tests.helpers.golden import (
     GOLDEN_DIR,
     GOLDEN_ITEMS,
@@ -21,6 +21,7 @@ from tests.helpers.golden import (
     TRACKING,
     golden_checklist,
     golden_text,
+    render_issue,
 )
 from tests.helpers.shipped import ALL_ITEMS, ISSUE_ITEMS
 

@@ -18,7 +18,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from artbot.records.catalog import load_catalog
-from artbot.render.issue import render_issue
 from artbot.render.status_view import one_line, status_view
 from artbot.status import (
     Change,
@@ -32,6 +31,7 @@ from artbot.status import (
     load_status,
 )
 from artbot.status.dating import DATING_FILE, AnchorDating
+from tests.helpers.golden import render_issue
 from tests.helpers.shipped import AUDIT_ITEMS
 
 REPO = Path(__file__).resolve().parents[2]

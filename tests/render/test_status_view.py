@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from artbot.records.catalog import load_catalog
-from artbot.render.issue import render_issue
 from artbot.render.status_view import cell_text, stated_in_comments, stated_status, status_view
 from artbot.status import ItemStatus
+from tests.helpers.golden import render_issue
 from tests.helpers.statusdata import (
     F,
     N,

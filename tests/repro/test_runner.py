@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from artbot.cli import cli
 from artbot.records.catalog import load_catalog
-from artbot.render.issue import render_issue
 from artbot.repro.run import load_result, run_repro, save_result
+from tests.helpers.golden import render_issue
 
 REPO = Path(__file__).resolve().parents[2]
 MINI = Path(__file__).resolve().parents[1] / "fixtures" / "mini"

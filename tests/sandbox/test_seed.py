@@ -12,16 +12,17 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_persisted_sandbox_is_seeded_once(tmp_path: Path) -> None:
-    from artbot.cli.demo import paste_lines, seed_once
+    from artbot.cli.demo import paste_lines, seed, seeded_already
     from artbot.records.catalog import load_catalog
     from artbot.sandbox import GitHubSandbox
 
     catalog = load_catalog(REPO)
     state = tmp_path / "sandbox.json"
     with GitHubSandbox(state_file=state) as first:
-        number = seed_once(first, catalog)
-    with GitHubSandbox(state_file=state) as again:
-        assert seed_once(again, catalog) == number
+        assert seeded_already(first, catalog) is None
+        number = seed(first, catalog)
+    with GitHubSandbox(state_file=state) as again:  # as `artbot sandbox --seed` restarted
+        assert seeded_already(again, catalog) == number
         owner, name = catalog.audit.repository.split("/")
         assert again.get_issue(owner, name, number)["title"].startswith("Tracking:")
         lines = paste_lines(again.api_url, number, seeded=False).splitlines()

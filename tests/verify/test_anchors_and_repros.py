@@ -24,11 +24,12 @@ from artbot.cli import cli
 from artbot.records.catalog import Catalog, load_catalog
 from artbot.records.marker import VerifyMarker
 from artbot.records.models import Location
+from artbot.settings import CACHE_VARIABLE
 from artbot.verify.anchors import AnchorStatus, check_location, verify_anchors
 from artbot.verify.code import CodeResult, CodeStatus, verify_code
 from artbot.verify.isolation import ArtModules, NotLoadedError
 from artbot.verify.notes import comments_to_post, verification_comment, verification_notes
-from artbot.verify.release import CACHE_ENV, fetch_release, release_tree
+from artbot.verify.release import fetch_release, release_tree
 from artbot.verify.tree import open_tree
 from tests.helpers.wheels import pin
 
@@ -369,7 +370,7 @@ def test_release_cli_prints_both_tables(
     result = CliRunner().invoke(
         cli,
         ["--root", str(code_catalog.root), "verify", "--release", "0.5.21", "--json"],
-        env={CACHE_ENV: str(wheel_cache)},
+        env={CACHE_VARIABLE: str(wheel_cache)},
     )
     data = json.loads(result.output)
     assert data["anchors"]["source"] == data["code"]["source"] == "openpipe-art 0.5.21"
@@ -387,7 +388,7 @@ def test_release_cli_prints_both_tables(
     strict = CliRunner().invoke(
         cli,
         ["--root", str(item7), "verify", "--release", "0.5.21", "--fail-on", "moved"],
-        env={CACHE_ENV: str(wheel_cache)},
+        env={CACHE_VARIABLE: str(wheel_cache)},
     )
     assert strict.exit_code == 1 and "--fail-on moved" in strict.output, strict.output
     assert "item 7:" in strict.output and "item 8" not in strict.output
