@@ -319,4 +319,6 @@ def test_artbot_test_judges_a_fix_through_a_same_file_helper_fixed(tmp_path: Pat
         cli, ["--root", str(REPO), "test", "--item", "401", "--patch", str(diff)], env=NO_TOKEN
     )
     assert result.exit_code == 0 and ": fixed" in result.output, result.output
-    assert "NameError" not in result.output
+    # The check says fixed either way; the regression test is what ran under the harness.
+    line = next(s for s in result.output.splitlines() if s.startswith("Regression test "))
+    assert line.endswith("xfail -> pass: 1 passed"), result.output
