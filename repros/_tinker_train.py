@@ -174,9 +174,8 @@ def loaded(art: Any) -> Iterator[Loaded]:
             stood_in = {key.split(".")[0] for key in sys.modules} & set(
                 _art_whole.BOUNDARY_PACKAGES
             )
-            said = ["tinker (stand-in client)"] + [
-                f"{top} (stand-in, not importable here)" for top in sorted(stood_in - whole.real)
-            ]
+            absent = ", ".join(sorted(stood_in - whole.real))
+            said = ["tinker (the client)", *([f"{absent} (not importable here)"] if absent else [])]
             yield Loaded(art, module, service, Path(tmp), loop, client, said)
     finally:
         loop.close()
