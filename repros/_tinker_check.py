@@ -8,10 +8,8 @@ the script's own measurement.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-import _art_extract
 import _evidence
 import _source
 import _tinker_property
@@ -19,16 +17,22 @@ import _tinker_train
 
 
 def check(art: Any) -> dict[str, Any]:
-    """``check_art``'s result for ``art``, claim by claim (what is run: its docstring)."""
+    """``check_art``'s result for ``art``, claim by claim (what is run: its docstring), with
+    ``tinker/service.py`` imported whole (``_tinker_train.loaded``)."""
+    with _tinker_train.loaded(art) as svc:
+        return _check(art, svc)
+
+
+def _check(art: Any, svc: Any) -> dict[str, Any]:
     pack = art.load("preprocessing/pack.py")
     shared = int(pack.DEFAULT_MIN_PREFIX_TREE_SHARED_SEGMENT_LENGTH)
     prompt_len = shared + 16
     group = _tinker_train.two_branch_group(prompt_len)
     seq_len = 4 * prompt_len
-    packed_run = _tinker_train.run_train(art, group, seq_len, pack_results=True)
+    packed_run = _tinker_train.run_train(svc, group, seq_len, pack_results=True)
     wrong, trainable = _tinker_train.wrong_context(packed_run)
     tinker_packs, why = _tinker_train.tinker_pack_results(art)
-    path_run = _tinker_train.run_train(art, group, seq_len, pack_results=bool(tinker_packs))
+    path_run = _tinker_train.run_train(svc, group, seq_len, pack_results=bool(tinker_packs))
     path_wrong, path_trainable = _tinker_train.wrong_context(path_run)
     roots = [sum(1 for g in set(r["group_ids"].tolist()) if g >= 0) for r in path_run["rows"]]
     reach = (
@@ -43,9 +47,10 @@ def check(art: Any) -> dict[str, Any]:
     )
     service = art.source("tinker/service.py")
     line = next(iter(_source_lines(service, "def resolve_global_grad_accumulation_sequences(")))
-    resolve, _ = _art_extract.method(art, "tinker/service.py", line)
     types = art.load("types.py")
-    accumulation = asyncio.run(resolve(None, types.TrainConfig()))
+    accumulation = svc.run(
+        svc.service.resolve_global_grad_accumulation_sequences(types.TrainConfig())
+    )
     steps, rows = path_run["optim_steps"], path_run["packed_rows"]
     step_detail = (
         f"{steps} optim_step calls for {rows} packed rows in one train call (run); ART's "
@@ -78,7 +83,7 @@ def check(art: Any) -> dict[str, Any]:
         ),
     ]
 
-    found = {cid: _tinker_property.search(art, cid, shared) for cid in _tinker_property.COVERS}
+    found = {cid: _tinker_property.search(svc, cid, shared) for cid in _tinker_property.COVERS}
     masks_found, steps_found = (
         found["wrong-per-datum-masks"],
         found["one-optimizer-step-per-packed-row"],
@@ -106,12 +111,14 @@ def check(art: Any) -> dict[str, Any]:
         "detail": f"{masks_detail}; {step_detail}",
         "ran": [
             f"{art.name}/preprocessing/pack.py:packed_tensors_from_tokenized_results",
-            f"{packed_run['where']} TinkerService.train (from the source, stand-in client)",
+            f"{packed_run['where']} TinkerService.train (service.py imported whole, entered "
+            "as LocalBackend calls it; stand-in Tinker client)",
             f"{art.name}/tinker/service.py:TinkerService.resolve_global_grad_accumulation_sequences",
             f"{art.name}/tinker/backend.py, local/backend.py: pack_results (source read, ast)",
         ],
-        "scope": "ART's packer and TinkerService.train run; Tinker's client is a stand-in that "
-        "records the datums and counts optimizer steps",
+        "scope": "ART's packer and TinkerService (tinker/service.py imported whole) run; "
+        "stand-ins at the boundary only: " + "; ".join(svc.said) + ". The Tinker client "
+        "records the datums and counts the optimizer steps ART takes",
         "method": "ran",
     }
 

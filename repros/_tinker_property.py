@@ -1,12 +1,16 @@
 """Item 9's claims as properties of ART's Tinker path (issue #37), run through
-``_tinker_train.run_train`` (ART's packer and ``TinkerService.train`` with a stand-in client).
+``_tinker_train.run_train`` (ART's packer and ``TinkerService.train``, ``tinker/service.py``
+imported whole, with a stand-in Tinker client).
 
-- ``one-optimizer-step-per-packed-row``: one ART step (one ``train`` call) over a group of
-  ``branches`` trajectories packed one per row (``pack_results=False``, the Tinker path's
-  layout) takes one optimizer step: the audit's fix, "accumulate forward_backward over rows and
-  step once". Groups of 1-128 (GRPO's realistic sizes, issue #50: a fake stepping every eighth
-  row gave two steps for 9 trajectories, past the old 1-8). A counterexample is a row count
-  whose step count is not 1 (stepping every second row fails at three rows).
+- ``one-optimizer-step-per-packed-row``: one ART step (one ``train`` call on ART's service) over
+  ``n`` trajectories takes one optimizer step: the audit's fix, "accumulate forward_backward over
+  rows and step once". The domain is drawn from ART's configuration (issue #50): 1-512
+  trajectories a step (one GRPO group of up to 128, or several groups: a fake stepping every
+  128th row gave two steps for 129), packed one per row (``pack_results=False``, the Tinker
+  path's layout) or shared (``pack_results=True``, as a caller that packs would); ART's
+  ``TrainConfig`` learning rates 1e-6 to 1e-4 (5e-6, its default) and ``kl_penalty_coef`` 0
+  (default) or 0.01-0.1 (a fake gated on it stepped once only without a KL penalty); ``verbose``
+  either way. A counterexample is an input whose step count is not 1.
 - ``wrong-per-datum-masks``: with ``pack_results=True``, a group of ``branches`` (2-6)
   completions of 1-6 tokens after a prompt ART's packer shares (its minimum shared segment plus
   ``extra`` 1-32 tokens): every trainable token is scored in its own context (the record's
@@ -22,11 +26,19 @@ import _domain
 import _tinker_train
 
 COVERS = {
-    "one-optimizer-step-per-packed-row": "one train call over 1-128 trajectories (9, 64 and "
-    "128 among the edges), one per packed row (pack_results=False) -> one optimizer step",
+    "one-optimizer-step-per-packed-row": "one train call over 1-512 trajectories (9, 128 and "
+    "129 among the edges), one per packed row or shared rows; TrainConfig learning_rate "
+    "1e-6-1e-4, kl_penalty_coef 0-0.1; verbose on or off -> one optimizer step",
     "wrong-per-datum-masks": "pack_results=True, 2-6 branches of 1-6 tokens after a shared "
     "prompt of the packer's minimum + 1-32 tokens -> every trainable token in its own context",
 }
+LEARNING_RATES = (1e-6, 5e-6, 1e-5, 1e-4)  # 5e-6: ART's TrainConfig default
+KL_PENALTY_COEFS = (0.0, 0.01, 0.1)  # 0.0: ART's default
+DEFAULT_CONFIG = {"learning_rate": 5e-6, "kl_penalty_coef": 0.0, "verbose": False}
+
+
+def _step_case(n: int, **config: Any) -> dict[str, Any]:
+    return {"completion lengths": [3] * n, "pack_results": False, **DEFAULT_CONFIG, **config}
 
 
 def branch_group(prompt_len: int, lengths: list[int]) -> list[_tinker_train.Record]:
@@ -51,13 +63,21 @@ def branch_group(prompt_len: int, lengths: list[int]) -> list[_tinker_train.Reco
     return out
 
 
-def search(art: Any, claim: str, shared: int) -> Any:
-    """``claim``'s property over its domain on ``art``: ``_domain.Found``."""
+def search(svc: Any, claim: str, shared: int) -> Any:
+    """``claim``'s property over its domain on ART's service (``_tinker_train.loaded``):
+    ``_domain.Found``."""
 
     def steps(case: dict[str, Any]) -> Any:
         group = branch_group(8, case["completion lengths"])
         seq_len = 8 + max(case["completion lengths"]) + 8
-        run = _tinker_train.run_train(art, group, seq_len, pack_results=False)
+        run = _tinker_train.run_train(
+            svc,
+            group,
+            seq_len,
+            pack_results=case["pack_results"],
+            config={k: case[k] for k in ("learning_rate", "kl_penalty_coef")},
+            verbose=case["verbose"],
+        )
         if run["optim_steps"] == 1:
             return None
         return _domain.Failure(
@@ -69,15 +89,21 @@ def search(art: Any, claim: str, shared: int) -> Any:
         lengths = case["completion lengths"]
         seq_len = prompt_len + sum(lengths) + 8
         run = _tinker_train.run_train(
-            art, branch_group(prompt_len, lengths), seq_len, pack_results=True
+            svc, branch_group(prompt_len, lengths), seq_len, pack_results=True
         )
         wrong, total = _tinker_train.wrong_context(run)
         return _domain.Failure(f"{wrong} of {total} tokens", 0) if wrong else None
 
     def draw(rng: Any) -> dict[str, Any]:
         if claim == "one-optimizer-step-per-packed-row":
-            count = rng.choice((rng.randint(1, 8), rng.randint(9, 128)))
-            return {"completion lengths": [rng.randint(1, 6) for _ in range(count)]}
+            count = rng.choice((rng.randint(1, 8), rng.randint(9, 128), rng.randint(129, 512)))
+            return {
+                "completion lengths": [rng.randint(1, 6) for _ in range(count)],
+                "pack_results": rng.random() < 0.25,
+                "learning_rate": rng.choice(LEARNING_RATES),
+                "kl_penalty_coef": rng.choice(KL_PENALTY_COEFS),
+                "verbose": rng.random() < 0.5,
+            }
         return {
             "extra": rng.randint(1, 32),
             "completion lengths": [rng.randint(1, 6) for _ in range(rng.randint(2, 6))],
@@ -95,11 +121,19 @@ def search(art: Any, claim: str, shared: int) -> Any:
             )
         if "extra" in case:
             out += [_domain.replace(case, "extra", e) for e in _domain.toward_int(case["extra"], 1)]
+        out += [  # toward ART's defaults
+            _domain.replace(case, key, value)
+            for key, value in DEFAULT_CONFIG.items()
+            if key in case and case[key] != value
+        ]
         return out
 
     edges: list[dict[str, Any]]
     if claim == "one-optimizer-step-per-packed-row":
-        edges = [{"completion lengths": [3] * n} for n in (2, 3, 9, 64, 128)]
+        edges = [_step_case(n) for n in (2, 3, 9, 64, 128)] + [
+            _step_case(9, kl_penalty_coef=0.1, learning_rate=1e-5, verbose=True),
+            _step_case(129, pack_results=True),
+        ]
         holds = steps
     else:
         edges = [{"extra": 16, "completion lengths": [3, 3]}]
@@ -110,6 +144,6 @@ def search(art: Any, claim: str, shared: int) -> Any:
         sample=draw,
         holds=holds,
         shrink=shrink,
-        # A step over up to 128 rows costs more than a masks input: fewer, larger inputs.
-        max_inputs=20 if claim == "one-optimizer-step-per-packed-row" else 40,
+        # A step over up to 512 rows costs more than a masks input: fewer, larger inputs.
+        max_inputs=14 if claim == "one-optimizer-step-per-packed-row" else 40,
     )

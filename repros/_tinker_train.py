@@ -1,13 +1,19 @@
-"""Item 9 on ART's own Tinker path: its packer, its ``TinkerService.train``, a stand-in client.
+"""Item 9 on ART's own Tinker path: its packer, its ``TinkerService``, a stand-in Tinker client.
 
-``art/tinker/service.py`` cannot be imported on CPU (it imports the Tinker server, fastapi,
-mp_actors). So ``TinkerService.train`` is taken from the release's source (``_source``) and
-compiled alone under ART's file name and lines, with its names from ART's own imports
-(``loss_fn``, ``create_train_inputs``, ``packed_tensors_from_dir``, ``parse_prefix_tree_row``
-...), except ``tinker``: a stand-in module whose ``Datum``/``ModelInput``/``TensorData``/
-``AdamParams`` only hold what ART gives them. The training client is a stand-in too: it records
-each ``forward_backward_custom_async`` (the datums and the ``masks`` ART passes to its loss),
-runs ART's ``custom_loss_fn`` on zero logprobs, and counts ``optim_step_async`` calls.
+``art/tinker/service.py`` is imported whole (:func:`loaded`, ``_art_whole``): every statement of
+it and of what it imports (the Tinker server, ``mp_actors``) runs, with stand-ins only at the
+boundary: the third-party packages its import needs and no checked path runs (fastapi, uvicorn,
+nest_asyncio, setproctitle, tblib, the Tinker cookbook's renderers: ``_art_whole``) and Tinker's
+client library, ``tinker`` (:func:`_stand_in_tinker`): ``Datum``/``ModelInput``/``TensorData``/
+``AdamParams`` only hold what ART gives them, and ``ServiceClient`` hands ART the stand-in
+training client. Nothing of ART's own code is replaced.
+
+A train call is entered as LocalBackend enters it (``service.train(disk, config, dev_config,
+verbose)``) on a ``TinkerService`` ART builds: its ``_state_task`` runs ART's ``_get_state``,
+which creates the training client and saves checkpoint ``0000`` (ART's ``_save_checkpoint``, in
+a temporary ``output_dir``). The training client records each ``forward_backward_custom_async``
+(the datums and the ``masks`` ART passes to its loss), runs ART's ``custom_loss_fn`` on zero
+logprobs, and counts the ``optim_step_async`` calls ART makes: the optimizer steps.
 
 The rows are ART's: ``packed_tensors_from_tokenized_results`` (pack.py) with ``pack_results``
 as ART's Tinker path sets it (read by :func:`tinker_pack_results`), written to disk with
@@ -18,15 +24,19 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
+import inspect
+import io
 import math
+import sys
 import tempfile
-import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-import _art_extract
+import _art_whole
 import _source
 import torch
 from _tinker_masks import scored_contexts
@@ -34,11 +44,18 @@ from _tinker_masks import scored_contexts
 
 @dataclass
 class StandInClient:
-    """Tinker's training client, as far as ``TinkerService.train`` uses it."""
+    """Tinker's training client, as far as ``TinkerService`` uses it."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     optim_steps: int = 0
     calls: list[str] = field(default_factory=list)
+    model_id: str = "artbot-stand-in"
+
+    def reset(self) -> None:
+        """Forget the previous train call (ART keeps one client for the service's life)."""
+        self.rows.clear()
+        self.calls.clear()
+        self.optim_steps = 0
 
     async def forward_backward_custom_async(self, *, data: list[Any], loss_fn: Any) -> Any:
         masks = loss_fn.keywords["masks"]
@@ -53,6 +70,12 @@ class StandInClient:
         self.calls.append("optim_step")
         return _done(SimpleNamespace(metrics={}))
 
+    async def save_state_async(self, name: str) -> Any:
+        return _done(SimpleNamespace(path=f"stand-in://{name}/state"))
+
+    async def save_weights_for_sampler_async(self, name: str) -> Any:
+        return _done(SimpleNamespace(path=f"stand-in://{name}/sampler"))
+
 
 def _done(value: Any) -> asyncio.Future[Any]:
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -60,38 +83,106 @@ def _done(value: Any) -> asyncio.Future[Any]:
     return future
 
 
-def _stand_in_tinker() -> ModuleType:
-    module = ModuleType("tinker")
+class _Tinker(ModuleType):
+    """Tinker's client library: the names ART calls, and a placeholder class for any other
+    name ART's modules take at import (annotations, ``tinker.SamplingClient``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        made = type(name, (), {"__module__": "tinker"})
+        setattr(self, name, made)
+        return made
+
+
+class _ServiceClient:
+    """``tinker.ServiceClient``: hands ART the client of :attr:`client`."""
+
+    client: StandInClient
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def create_rest_client(self) -> Any:
+        return SimpleNamespace()
+
+    async def create_lora_training_client_async(self, **kwargs: Any) -> StandInClient:
+        return self.client
+
+    async def create_training_client_from_state_with_optimizer_async(
+        self, **kwargs: Any
+    ) -> StandInClient:
+        return self.client
+
+
+def _stand_in_tinker(client: StandInClient) -> ModuleType:
+    module = _Tinker("tinker")
+    module.__path__ = []  # a package: ``tinker.lib....`` is artbot's isolation stand-in
     module.Datum = lambda **kw: SimpleNamespace(**kw)  # type: ignore[attr-defined]
     module.TensorData = SimpleNamespace(from_torch=lambda t: t)  # type: ignore[attr-defined]
     module.ModelInput = SimpleNamespace(from_ints=list)  # type: ignore[attr-defined]
     module.AdamParams = lambda **kw: SimpleNamespace(**kw)  # type: ignore[attr-defined]
+    module.ServiceClient = type("ServiceClient", (_ServiceClient,), {"client": client})  # type: ignore[attr-defined]
     return module
 
 
-# One compiled ``train`` per tree: a domain search runs it on dozens of inputs, and compiling it
-# again for each was half of item 9's check.
-_TRAIN: weakref.WeakKeyDictionary[Any, tuple[Any, str]] = weakref.WeakKeyDictionary()
+@dataclass
+class Loaded:
+    """``tinker/service.py`` imported whole, one ``TinkerService`` as ART builds it (the Tinker
+    path's ``tinker_args`` config, ``output_dir`` a temporary folder), the event loop its train
+    calls run on (ART keeps one service per model and calls ``train`` once per step), the
+    training client ART's ``_get_state`` gets, and the stand-ins the import used."""
+
+    art: Any
+    module: Any
+    service: Any
+    folder: Path
+    loop: asyncio.AbstractEventLoop
+    client: StandInClient
+    said: list[str]
+
+    @property
+    def where(self) -> str:
+        """Where ``TinkerService.train`` is: ``art/tinker/service.py:<first line>``."""
+        line = inspect.getsourcelines(self.module.TinkerService.train)[1]
+        return f"{self.art.name}/tinker/service.py:{line}"
+
+    def run(self, awaitable: Any) -> Any:
+        with contextlib.redirect_stdout(io.StringIO()):  # ART's log_timing lines
+            return self.loop.run_until_complete(awaitable)
 
 
-def train_method(art: Any) -> tuple[Any, str]:
-    """``TinkerService.train`` from the release's source, compiled alone; and where it is."""
-    if art not in _TRAIN:
-        _TRAIN[art] = _train_method(art)
-    return _TRAIN[art]
-
-
-def _train_method(art: Any) -> tuple[Any, str]:
-    relpath = "tinker/service.py"
-    text = art.source(relpath)
-    service = _source.class_named(text, "TinkerService")
-    assert isinstance(service.node, ast.ClassDef)
-    node = next(
-        n for n in service.node.body if isinstance(n, ast.AsyncFunctionDef) and n.name == "train"
-    )
-    line = service.line + node.lineno - 1
-    fn, first = _art_extract.method(art, relpath, line, overrides={"tinker": _stand_in_tinker()})
-    return fn, f"{art.name}/{relpath}:{first}"
+@contextlib.contextmanager
+def loaded(art: Any) -> Iterator[Loaded]:
+    """``art/tinker/service.py`` imported whole inside ``art``'s context, ``tinker`` stood in."""
+    client = StandInClient()
+    saved = sys.modules.get("tinker")
+    sys.modules["tinker"] = _stand_in_tinker(client)
+    loop = asyncio.new_event_loop()
+    try:
+        with (
+            _art_whole.whole(art) as whole,
+            tempfile.TemporaryDirectory(prefix="artbot-tinker-") as tmp,
+        ):
+            module = whole.load("tinker/service.py")
+            service = module.TinkerService(
+                model_name="artbot-stand-in",
+                base_model="artbot/stand-in-base",
+                config={"tinker_args": {}},
+                output_dir=str(Path(tmp) / "model"),
+            )
+            stood_in = {key.split(".")[0] for key in sys.modules} & set(
+                _art_whole.BOUNDARY_PACKAGES
+            )
+            absent = ", ".join(sorted(stood_in - whole.real))
+            said = ["tinker (the client)", *([f"{absent} (not importable here)"] if absent else [])]
+            yield Loaded(art, module, service, Path(tmp), loop, client, said)
+    finally:
+        loop.close()
+        if saved is None:
+            sys.modules.pop("tinker", None)
+        else:
+            sys.modules["tinker"] = saved
 
 
 def tinker_pack_results(art: Any) -> tuple[bool | None, str]:
@@ -180,11 +271,22 @@ def two_branch_group(prompt_len: int) -> list[Record]:
     return out
 
 
-def run_train(art: Any, records: list[Record], seq_len: int, *, pack_results: bool) -> dict:
-    """Pack ``records`` with ART's packer, run ART's ``TinkerService.train`` on them with the
-    stand-in client; per row the group/parent ids, assistant mask and ART's datum masks."""
-    pack = art.load("preprocessing/pack.py")
-    types = art.load("types.py")
+def run_train(
+    svc: Loaded,
+    records: list[Record],
+    seq_len: int,
+    *,
+    pack_results: bool,
+    config: dict[str, Any] | None = None,
+    verbose: bool = False,
+) -> dict:
+    """Pack ``records`` with ART's packer and make one train call on ART's service as
+    LocalBackend makes it (the packed tensors written to the model's ``tensors`` folder, then
+    ``service.train(disk, config, dev_config, verbose)``, ``config`` ART's ``TrainConfig`` with
+    the fields given); per row the group/parent ids, assistant mask and ART's datum masks, and
+    the optimizer steps the call took."""
+    pack = svc.art.load("preprocessing/pack.py")
+    types = svc.art.load("types.py")
     packed = pack.packed_tensors_from_tokenized_results(
         records,
         seq_len,
@@ -193,49 +295,35 @@ def run_train(art: Any, records: list[Record], seq_len: int, *, pack_results: bo
         pack_results=pack_results,
         verbosity=0,
     )
-    train, where = train_method(art)
-    client = StandInClient()
-    state = SimpleNamespace(training_client=client, models={})
+    client = svc.client
+    client.reset()
+    disk = pack.packed_tensors_to_dir(packed, str(svc.folder / "tensors"))
 
-    async def _state() -> Any:
-        return state
+    async def consume() -> int:
+        n = 0
+        train_config = types.TrainConfig(**(config or {}))
+        async for _ in svc.service.train(disk, train_config, {}, verbose):
+            n += 1
+        return n
 
-    async def _save(path: Any, training_client: Any) -> str:
-        return str(path)
-
-    with tempfile.TemporaryDirectory(prefix="artbot-tinker-") as tmp:
-        disk = pack.packed_tensors_to_dir(packed, tmp)
-        service = SimpleNamespace(
-            _state_task=_state(),
-            model_name="artbot-stand-in",
-            _get_last_checkpoint_dir=lambda: Path(tmp) / "0000",
-            _save_checkpoint=_save,
+    yields = svc.run(consume())
+    rows = []
+    for i, recorded in enumerate(client.rows):
+        rows.append(
+            {
+                "group_ids": packed["group_ids"][i].clone(),
+                "parent_ids": packed["parent_ids"][i].clone(),
+                "assistant_mask": packed["assistant_mask"][i].clone().to(torch.bool),
+                "masks": recorded["masks"],
+            }
         )
-
-        async def consume() -> int:
-            n = 0
-            async for _ in train(service, disk, types.TrainConfig(), {}):
-                n += 1
-            return n
-
-        yields = asyncio.run(consume())
-        rows = []
-        for i, recorded in enumerate(client.rows):
-            rows.append(
-                {
-                    "group_ids": packed["group_ids"][i].clone(),
-                    "parent_ids": packed["parent_ids"][i].clone(),
-                    "assistant_mask": packed["assistant_mask"][i].clone().to(torch.bool),
-                    "masks": recorded["masks"],
-                }
-            )
     return {
         "rows": rows,
         "packed_rows": int(packed["tokens"].shape[0]),
         "optim_steps": client.optim_steps,
         "yields": yields,
-        "calls": client.calls,
-        "where": where,
+        "calls": list(client.calls),
+        "where": svc.where,
     }
 
 

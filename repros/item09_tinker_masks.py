@@ -60,8 +60,8 @@ Swappable pieces, for checking this model against ART itself:
 as is (same signature, a result with ``tokens``/``group_ids``/``parent_ids`` of shape
 ``[1, L]``); ``measure(mask_impl=...)`` takes any ``(group_ids, parent_ids) -> list[mask]``
 for one row. ``check_art`` does not use this model: it runs ART's packer and ART's own
-``TinkerService.train`` (taken from the release's source, ``_tinker_train``) with a stand-in
-Tinker client, on every release; the check itself is in ``_tinker_check``.
+``TinkerService.train`` (``tinker/service.py`` imported whole, ``_tinker_train``) with a
+stand-in Tinker client, on every release; the check itself is in ``_tinker_check``.
 """
 
 from __future__ import annotations
@@ -382,12 +382,13 @@ def check_art(art: Any) -> dict[str, Any]:
     """Claim by claim on ART's own Tinker path (see ``_tinker_train``): ART's packer makes the
     rows of a two-branch group whose prompt is long enough to share (ART's
     ``DEFAULT_MIN_PREFIX_TREE_SHARED_SEGMENT_LENGTH`` + 16 tokens), and ART's
-    ``TinkerService.train``, taken from the release's source and run with a stand-in Tinker
-    client, builds the datums' masks and steps the optimizer. The masks are checked on the
-    layout they are written for (``pack_results=True``, one row holding the shared prompt and
-    both branches); whether ART's Tinker path reaches that layout is read from its backends
-    (``pack_results`` as LocalBackend passes it for TinkerBackend) and run as well. The check
-    itself is ``_tinker_check.check``, kept beside this script."""
+    ``TinkerService.train`` (``tinker/service.py`` imported whole, entered as LocalBackend calls
+    it on a ``TinkerService`` ART builds, with a stand-in Tinker client) builds the datums'
+    masks and steps the optimizer, over ART's ``TrainConfig`` values and 1-512 trajectories.
+    The masks are checked on the layout they are written for (``pack_results=True``, one row
+    holding the shared prompt and both branches); whether ART's Tinker path reaches that layout
+    is read from its backends (``pack_results`` as LocalBackend passes it for TinkerBackend) and
+    run as well. The check itself is ``_tinker_check.check``, kept beside this script."""
     return _tinker_check.check(art)
 
 

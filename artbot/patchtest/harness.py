@@ -10,9 +10,11 @@ older interpreter cannot compile. There, ``art.trainer_rank._impl`` holds only t
 :data:`CUT` (item 6 builds its optimizer from ``AdamParams``: in 0.5.20 with the one
 ``TrainerRank`` method that does it, cut alone into a class of that name), each cut verbatim
 from the release's file with its decorators and compiled at its own line numbers.
-``art.unsloth.train`` imports Unsloth's training stack (peft, trl, datasets, nest_asyncio, which
-it calls at import), not installed here, so it always holds only the functions in
-:data:`CUT_ALWAYS` (follow-up 401 calls ``_calculate_logprobs``), cut the same way.
+Every other ART module is imported whole (:mod:`artbot.verify.whole`, as the checks import
+them): ``art.unsloth.train`` runs every statement of ``unsloth/train.py``, with Unsloth's
+training stack (peft, trl, datasets, nest_asyncio, which it calls at import) stood in for where
+not installed, so a fix through a same-file helper resolves as in ART's checkout (follow-up 401:
+``_calculate_logprobs`` calling a helper of its file).
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ CUT: dict[str, tuple[str, ...]] = {
         "TrainerRank._new_dynamic_optimizer",
     )
 }
-CUT_ALWAYS: dict[str, tuple[str, ...]] = {"unsloth/train.py": ("_calculate_logprobs",)}
 
 
 def top_level_source(text: str, name: str) -> str:
@@ -116,6 +117,7 @@ def install() -> None:
     """Make ``import art....`` load the tree in ``$ARTBOT_ART_PACKAGE`` (for this process)."""
     from ..verify.isolation import ArtModules
     from ..verify.tree import distribution_packages
+    from ..verify.whole import Whole
 
     package = Path(os.environ[PACKAGE_VARIABLE])
     # The packages shipped beside art/ (0.5.21's art_inference, which preprocessing/ imports),
@@ -129,6 +131,6 @@ def install() -> None:
     )
     modules = ArtModules(package, siblings=siblings)
     modules.__enter__()
-    _cut_modules(package, CUT_ALWAYS)
+    sys.meta_path.insert(0, Whole(modules))  # ART's files whole, boundary packages stood in for
     if sys.version_info < (3, 12):
         _cut_modules(package, CUT)

@@ -297,3 +297,28 @@ def test_a_half_fix_is_answered_partial_with_what_the_contract_still_requires(
     assert f"the contract also requires eps-not-configurable: {contract.must}" in text
     assert "; counterexample: " in text and "xfail -> pass" in text
     assert "The regression test passes because it covers less" in text
+
+
+SAME_FILE_HELPER = ADVERSARIAL / "item401_real_fp32_matmul_in_a_same_file_helper.toml"
+
+
+@pytest.mark.network
+def test_artbot_test_judges_a_fix_through_a_same_file_helper_fixed(tmp_path: Path) -> None:
+    """#50: the regression test runs under the import harness, which imports
+    ``unsloth/train.py`` whole: a fix of 401 whose ``_calculate_logprobs`` calls a helper defined
+    in the same file resolves it, as in ART's checkout, and ``artbot test`` says fixed (a harness
+    that compiled the function alone gave a NameError)."""
+    control = load_adversarial(SAME_FILE_HELPER)
+    assert control.kind == "real" and RELEASE in control.releases
+    release_root = default_wheels().tree(RELEASE)
+    patched = controlled_copy(release_root, tmp_path / "patched", control.edits)
+    diff = tmp_path / "helper.diff"
+    diff.write_text(as_diff(release_root, patched), encoding="utf-8")
+    assert "+def _fp32_logits(" in diff.read_text(encoding="utf-8")
+    result = CliRunner().invoke(
+        cli, ["--root", str(REPO), "test", "--item", "401", "--patch", str(diff)], env=NO_TOKEN
+    )
+    assert result.exit_code == 0 and ": fixed" in result.output, result.output
+    # The check says fixed either way; the regression test is what ran under the harness.
+    line = next(s for s in result.output.splitlines() if s.startswith("Regression test "))
+    assert line.endswith("xfail -> pass: 1 passed"), result.output
