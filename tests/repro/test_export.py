@@ -433,11 +433,13 @@ def test_each_open_audit_items_strict_xfail_flips_with_its_suggested_fix(
 # Item 5's exported test holds the record's domain, not only ART's default LoRA: under a fake
 # gated on a LoRA configuration value (FP32 leaves below rank 16, or at ART's alpha only) it stays
 # xfailed, and a real fix written another way (a post-accumulate-grad hook into an FP32
-# main_grad) makes its strict xfail fail, as the check judges them (issue #50).
+# main_grad; FP32 leaves from the caller by torch.promote_types) makes its strict xfail fail, as
+# the check judges them (issue #50).
 ITEM05_CONTROLS = [
     ("item05_fake_fp32_leaves_below_rank_16.toml", "xfailed"),
     ("item05_fake_fp32_leaves_at_arts_alpha_only.toml", "xfailed"),
     ("item05_real_post_accumulate_hook_into_fp32.toml", "failed"),
+    ("item05_real_fp32_leaves_from_the_caller_by_promote_types.toml", "failed"),
 ]
 
 
