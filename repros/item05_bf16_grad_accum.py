@@ -323,22 +323,34 @@ def build_report() -> _common.Report:
 
 
 # The check's run of ART's LoRA. The claim depends on the number of backward calls summed
-# before a step (up to the audit's 256 micro-batches) and the model dtype, not on the layer's
-# width, which is shrunk (64 in and out, rank 8 as ART's dense default).
+# before a step (up to the audit's 256 micro-batches), the model dtype, and the LoRA
+# configuration the leaves are built from (a fix may be written per rank or per alpha), not on
+# the layer's width, which is shrunk to 64 in and out. The rank and alpha come from ART's
+# configuration: TrainerRuntimeSpec.lora_rank is any int >= 1 (megatron/runtime/specs.py), its
+# defaults MOE_LORA_RANK 1 and DENSE_LORA_RANK 8 (megatron/lora_config.py), here up to 256;
+# alpha is LORA_ALPHA 32 for a new adapter, and a checkpoint slot takes its adapter_config's
+# lora_alpha (trainer_rank/_slots.py), 16 for an adapter made by ART's Unsloth path
+# (unsloth/service.py's default).
 CHECK_FEATURES = 64
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256)
+LORA_ALPHAS = (16.0, 32.0)
 ACCUM_FACTORS: dict[str, tuple[Any, ...]] = {
     "dtype": ("float16", "bfloat16"),
-    "calls": (2, 16, 64, 256),
+    "rank": LORA_RANKS,
+    "alpha": LORA_ALPHAS,
+    "calls": (2, 16, 256),
     "tokens": (8, 64),
     "scale": (1e-3, 1.0),
     "scale_grads": (0.125, 1.0),
 }
 ACCUM_COVERS = (
-    "every pair of: model dtype float16/bfloat16; 2-256 backward calls before a step (the "
-    "audit's 256 micro-batches); 8 or 64 tokens a call; upstream gradients of scale 1e-3 or 1; "
-    "the step's scale_grads 1/8 or 1; plus 2 seeded draws; 64 features, rank 8 (the claim "
-    "does not depend on width or tokens). Compared: what TrainerRank._reduce_dynamic_grads "
-    "hands the optimizer against the float64 sum of each call's own gradient, times scale_grads"
+    "every pair of: model dtype float16/bfloat16; LoRA rank 1-256 (ART's MoE and dense "
+    "defaults 1 and 8, then 16, 32, 64, 128, 256); LoRA alpha 16 or 32; 2-256 backward calls "
+    "before a step (the audit's 256 micro-batches); 8 or 64 tokens a call; upstream gradients "
+    "of scale 1e-3 or 1; the step's scale_grads 1/8 or 1; plus 2 seeded draws; 64 features "
+    "(the claim does not depend on width or tokens). Compared: what "
+    "TrainerRank._reduce_dynamic_grads hands the optimizer against the float64 sum of each "
+    "call's own gradient, times scale_grads"
 )
 PATH = (
     "SelfAttentionLinearProjLoRA.forward -> loss.backward() per micro-batch -> "
@@ -371,8 +383,8 @@ def accumulate_in_art(whole: _art_whole.Whole, seed: int = 0) -> dict[str, Any]:
             whole,
             in_features=CHECK_FEATURES,
             out_features=CHECK_FEATURES,
-            rank=RANK,
-            alpha=ALPHA,
+            rank=inp["rank"],
+            alpha=inp["alpha"],
             dtype=dtype,
             seed=seed,
         )
@@ -395,19 +407,30 @@ def accumulate_in_art(whole: _art_whole.Whole, seed: int = 0) -> dict[str, Any]:
             list(leaves.values()), scale_grads=inp["scale_grads"]
         )
         bound = inp["calls"] * torch.finfo(torch.float32).eps
-        for (name, param), summed in zip(leaves.items(), reduced, strict=True):
-            seen["leaves"][name] = {
+        dtypes = {
+            name: {
                 "leaf_dtype": str(param.dtype).removeprefix("torch."),
                 "sum_dtype": str(summed.dtype).removeprefix("torch."),
             }
+            for (name, param), summed in zip(leaves.items(), reduced, strict=True)
+        }
+        # The leaves shown are the counterexample's (the last input that failed), or, where
+        # none failed, the first input's: a fix gated on a config value has other dtypes elsewhere.
+        if not seen["leaves"]:
+            seen["leaves"] = dtypes
+        for (name, _param), summed in zip(leaves.items(), reduced, strict=True):
             exact = truth[name] * inp["scale_grads"]
             error = float((summed.double() - exact).norm() / exact.norm())
             if error > bound:
+                seen["leaves"] = dtypes
                 return _domain.Failure(f"{name}: {error:.3g}", f"{bound:.2g} (relative L2)")
         return None
 
     simplest = {
         "dtype": ("bfloat16",),
+        # ART's default first, then the smallest rank (or the other alpha) that still fails.
+        "rank": (RANK, *(r for r in LORA_RANKS if r > RANK)),
+        "alpha": (ALPHA, *(a for a in LORA_ALPHAS if a != ALPHA)),
         "calls": (2, 16),
         "tokens": (8, 64),
         "scale": (1.0,),
@@ -460,7 +483,7 @@ def check_art(art: Any) -> dict[str, Any]:
             f"{PATH}"
         ],
         "scope": "ART's LoRA wrapper and TrainerRank's gradient reduction run on CPU over a "
-        f"covering array of dtypes, calls, tokens and scales; stand-ins: "
+        f"covering array of dtypes, LoRA ranks and alphas, calls, tokens and scales; stand-ins: "
         f"{', '.join(measured.get('stand_ins', []))}; the error's size at a real model's shapes "
         "is this script's measurement",
     }

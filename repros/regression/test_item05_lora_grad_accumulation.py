@@ -14,11 +14,16 @@ from the base layer's weight) around a frozen BF16 stand-in for Transformer Engi
 ``trainer_rank/_impl.py`` are imported whole; the GPU packages they import are stood in for where
 they are not installed (Megatron-Core's ``parallel_state`` as one process, any other name an empty
 class), and on a Python older than 3.12 a file's ``type X = ...`` statements run as ``X = ...``.
-Domain: model dtype float16/bfloat16; 16 backward calls before a step; the step's scale_grads
-1/8 or 1. Oracle: the float64 sum of each call's own gradient, times scale_grads. Tolerance:
-calls * eps32, relative L2 (the error an FP32 sum of that many calls can leave). artbot's check
-covers more (2-256 backward calls before a step, 8 or 64 tokens a call, upstream gradients of
-scale 1e-3 or 1); this test is its 16-call case.
+Domain: model dtype float16/bfloat16; LoRA rank 1-256 at alpha 32, and ranks 8 and 256 at alpha
+16; 16 backward calls before a step; the step's scale_grads 1/8 or 1. The ranks and alphas are
+ART's: TrainerRuntimeSpec takes any lora_rank >= 1 (1 and 8 are its MoE and dense defaults), alpha
+32 is LORA_ALPHA and a checkpoint slot takes its adapter_config's lora_alpha (16 from ART's
+Unsloth path); a fix made for some ranks or alphas only is no fix. Oracle: the float64 sum of
+each call's own gradient, times scale_grads. Tolerance: calls * eps32, relative L2 (the error an
+FP32 sum of that many calls can leave). artbot's check covers more (every pair of LoRA rank 1-256
+(ART's MoE and dense defaults 1 and 8, then 16, 32, 64, 128, 256) and alpha 16 or 32, 2-256
+backward calls before a step, 8 or 64 tokens a call, upstream gradients of scale 1e-3 or 1);
+this test is its 16-call case.
 """
 
 import ast
@@ -162,7 +167,9 @@ class BF16RowLinear(torch.nn.Module):
         return (x.double() @ self.weight.double().T).to(x.dtype), None
 
 
-CALLS, TOKENS, FEATURES, RANK = 16, 32, 256, 8
+CALLS, TOKENS, FEATURES = 16, 32, 256
+# (rank, alpha): every rank at ART's alpha, and the other alpha at the default and largest rank.
+LORA_CONFIGS = [(rank, 32.0) for rank in (1, 8, 16, 32, 64, 128, 256)] + [(8, 16.0), (256, 16.0)]
 EPS32 = torch.finfo(torch.float32).eps
 
 
@@ -178,21 +185,22 @@ def own_gradients(wrapper: torch.nn.Module, x: torch.Tensor, upstream: torch.Ten
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason="audit item 5 is open")
 def test_lora_gradients_accumulate_to_fp32_precision() -> None:
-    # One test over the whole domain: a fix for one dtype or one scale only is no fix.
+    # One test over the whole domain: a fix for one dtype, scale, rank or alpha only is no fix.
     with art_whole():
-        for dtype in (torch.bfloat16, torch.float16):
-            for scale_grads in (1.0, 0.125):
-                accumulate_and_compare(dtype, scale_grads)
+        for rank, alpha in LORA_CONFIGS:
+            for dtype in (torch.bfloat16, torch.float16):
+                for scale_grads in (1.0, 0.125):
+                    accumulate_and_compare(dtype, scale_grads, rank, alpha)
 
 
-def accumulate_and_compare(dtype: torch.dtype, scale_grads: float) -> None:
+def accumulate_and_compare(dtype: torch.dtype, scale_grads: float, rank: int, alpha: float) -> None:
     lora = importlib.import_module("art.megatron.lora")
     impl = importlib.import_module("art.trainer_rank._impl")
     gen = torch.Generator().manual_seed(0)
     provider = SimpleNamespace(tensor_model_parallel_size=1, sequence_parallel=False)
     base = BF16RowLinear(FEATURES, gen, dtype)
     wrapper = lora.SelfAttentionLinearProjLoRA(
-        "model.layers.0.self_attn.o_proj", base, RANK, 32.0, provider
+        "model.layers.0.self_attn.o_proj", base, rank, alpha, provider
     )
     leaves = {"A_T": wrapper.lora.A_T, "B_T": wrapper.lora.B_T}
     with torch.no_grad():  # drawn here, not by torch's global RNG; B as after the first steps
@@ -211,6 +219,7 @@ def accumulate_and_compare(dtype: torch.dtype, scale_grads: float) -> None:
     for (name, param), summed in zip(leaves.items(), reduced, strict=True):
         error = float((summed.double() - exact[name]).norm() / exact[name].norm())
         assert error <= CALLS * EPS32, (
-            f"{name} ({param.dtype} leaf, scale_grads {scale_grads}): relative error "
+            f"{name} ({param.dtype} leaf, rank {rank}, alpha {alpha:g}, scale_grads "
+            f"{scale_grads}): relative error "
             f"{error:.1e} after {CALLS} calls"
         )
