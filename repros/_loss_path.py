@@ -52,6 +52,7 @@ from typing import Any
 import _domain
 import _evidence
 import torch
+from _grpo_pack import TokenizedRecord
 
 VOCAB = 16
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -100,23 +101,6 @@ PATH_VALUES: dict[str, tuple[Any, ...]] = {
     "row tokens": (16, 1024, ROW_MAX),
     "branches": (1, 2, 8),
 }
-
-
-@dataclass
-class Record:
-    """The fields of ART's ``TokenizedResult`` that its packer reads."""
-
-    token_ids: list[int]
-    input_pos: list[int]
-    assistant_mask: list[int]
-    logprobs: list[float]
-    advantage: float
-    weight: float
-    prompt_id: int
-    prompt_length: int
-    pixel_values: None = None
-    image_grid_thw: None = None
-    moe_routed_experts: None = None
 
 
 class _Reads(dict):  # type: ignore[type-arg]
@@ -193,7 +177,7 @@ def _table(seed: int, grad: bool) -> torch.Tensor:
     return (2.0 * torch.randn(VOCAB, VOCAB, generator=gen)).requires_grad_(grad)
 
 
-def _records(case: dict[str, Any], table: torch.Tensor, bad: float | None) -> list[Record]:
+def _records(case: dict[str, Any], table: torch.Tensor, bad: float | None) -> list[TokenizedRecord]:
     """One GRPO group: a prompt and ``branches`` completions; old logprobs the model's in FP32
     plus a drift; completion token ``at`` of branch 0 gets ``bad`` (None: its own value)."""
     prompt_len, completion_len, branches = _layout(case)
@@ -211,7 +195,7 @@ def _records(case: dict[str, Any], table: torch.Tensor, bad: float | None) -> li
             old[at] = exact[at] if bad is None else bad
         sign = case["advantage"] if k % 2 == 0 else -case["advantage"]
         out.append(
-            Record(
+            TokenizedRecord(
                 token_ids=ids.tolist(),
                 input_pos=list(range(len(ids))),
                 assistant_mask=[0] * prompt_len + [1] * completion_len,

@@ -24,6 +24,7 @@ from typing import Any
 
 import _domain
 import _tinker_train
+from _grpo_pack import TokenizedRecord
 
 COVERS = {
     "one-optimizer-step-per-packed-row": "one train call over 1-512 trajectories (9, 128 and "
@@ -41,7 +42,7 @@ def _step_case(n: int, **config: Any) -> dict[str, Any]:
     return {"completion lengths": [3] * n, "pack_results": False, **DEFAULT_CONFIG, **config}
 
 
-def branch_group(prompt_len: int, lengths: list[int]) -> list[_tinker_train.Record]:
+def branch_group(prompt_len: int, lengths: list[int]) -> list[TokenizedRecord]:
     """One prompt of ``prompt_len`` tokens and one completion per entry of ``lengths``."""
     prompt = list(range(1000, 1000 + prompt_len))
     out = []
@@ -49,7 +50,7 @@ def branch_group(prompt_len: int, lengths: list[int]) -> list[_tinker_train.Reco
         completion = [10_000 + 100 * k + i for i in range(n_completion)]
         n = prompt_len + n_completion
         out.append(
-            _tinker_train.Record(
+            TokenizedRecord(
                 token_ids=prompt + completion,
                 input_pos=list(range(n)),
                 assistant_mask=[0] * prompt_len + [1] * n_completion,

@@ -39,6 +39,7 @@ from typing import Any
 import _art_whole
 import _source
 import torch
+from _grpo_pack import TokenizedRecord
 from _tinker_masks import scored_contexts
 
 
@@ -232,24 +233,7 @@ def _assigns(cls: ast.ClassDef, attr: str) -> bool:
     )
 
 
-@dataclass
-class Record:
-    """The fields of ART's ``TokenizedResult`` that its packer reads."""
-
-    token_ids: list[int]
-    input_pos: list[int]
-    assistant_mask: list[int]
-    logprobs: list[float]
-    advantage: float
-    weight: float
-    prompt_id: int
-    prompt_length: int
-    pixel_values: None = None
-    image_grid_thw: None = None
-    moe_routed_experts: None = None
-
-
-def two_branch_group(prompt_len: int) -> list[Record]:
+def two_branch_group(prompt_len: int) -> list[TokenizedRecord]:
     """One prompt of ``prompt_len`` tokens, two 3-token completions; ``prompt_length`` one
     short of the prompt, as tokenize.py sets it (the shareable part)."""
     prompt = list(range(1000, 1000 + prompt_len))
@@ -257,7 +241,7 @@ def two_branch_group(prompt_len: int) -> list[Record]:
     for k, completion in enumerate(([21, 22, 23], [31, 32, 33])):
         n = prompt_len + len(completion)
         out.append(
-            Record(
+            TokenizedRecord(
                 token_ids=prompt + completion,
                 input_pos=list(range(n)),
                 assistant_mask=[0] * prompt_len + [1] * len(completion),
@@ -273,7 +257,7 @@ def two_branch_group(prompt_len: int) -> list[Record]:
 
 def run_train(
     svc: Loaded,
-    records: list[Record],
+    records: list[TokenizedRecord],
     seq_len: int,
     *,
     pack_results: bool,
