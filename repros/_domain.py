@@ -23,6 +23,20 @@ The API (generic; nothing here knows an item):
 - Shrinking helpers for ``shrink`` functions: :func:`replace` (the case with one key changed),
   :func:`toward_int`, :func:`shorter`.
 
+The split (issue #53): a claim's verdict is never decided in the process that imports the code
+under test. A split property is two halves: ``measure(case) -> raw`` runs ART (in the check's
+process) and returns JSON values only; ``judge(case, raw) -> Failure | None`` decides, and
+artbot re-runs it in its own process on what came back. A repro declares, ART-free, each
+claim's :class:`Oracle` (its judge, and how artbot draws the claim's inputs: ``edges()`` and
+``draws`` calls of ``sample(rng)`` with a seed the check's process never sees) in a module-level
+``ORACLES = {claim_id: Oracle(...)}``; ``search(claim=..., channel=art, measure=..., judge=...)``
+then measures exactly the inputs artbot drew (``channel.plan[claim]``, when artbot sent a plan)
+and tapes every ``(case, raw)`` it measured (``channel.tape[claim]``), the shrinking's too.
+artbot's side (``artbot/verify/rejudge.py``) judges the tape again: a failure anywhere is the
+verdict "reproduced" (the last failing entry is the counterexample, as shrinking leaves it);
+"fixed" needs every drawn input measured and every entry passing. Cases and raw outputs cross
+as JSON, so a case's values are JSON values (tuples arrive as lists).
+
 Every declared input runs, however slow the machine: the number of inputs is fixed by
 ``max_inputs`` and the seed, so no clock decides a verdict. Only the shrinking of a
 counterexample is bounded by time (``budget_s``): it changes what the counterexample shows,
@@ -35,6 +49,7 @@ by draws 9 to 25, past where a slow machine would have stopped.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import random
 import sys
@@ -42,7 +57,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 Case = dict[str, Any]
 MAX_SHOWN = 16  # keys of a counterexample (artbot.status.Counterexample's limit)
@@ -54,6 +69,42 @@ class Failure:
 
     measured: float | str
     bound: float | str
+
+
+Measure = Callable[[Case], Any]
+Judge = Callable[[Case, Any], "Failure | None"]
+
+
+@dataclass(frozen=True)
+class Oracle:
+    """How artbot judges one claim outside the check's process: ``judge(case, raw)`` (pure: no
+    ART, nothing of the check's process), the inputs it draws for it (``edges()``, deterministic
+    and ART-free, then ``draws`` calls of ``sample(rng)`` with artbot's secret seed)."""
+
+    judge: Judge
+    edges: Callable[[], list[Case]] | None = None
+    sample: Callable[[random.Random], Case] | None = None
+    draws: int = 0
+
+    def plan(self, rng: random.Random) -> list[Case]:
+        """The inputs artbot asks the check's process to measure, as JSON values."""
+        cases = list(self.edges()) if self.edges is not None else []
+        if self.sample is not None:
+            cases += [self.sample(rng) for _ in range(self.draws)]
+        return [as_json(c) for c in cases]
+
+
+class Channel(Protocol):
+    """What a check's ``art`` carries between artbot and ``search``: the inputs artbot drew per
+    claim (``plan``; empty when a repro runs on its own) and the tape of what was measured."""
+
+    plan: dict[str, list[Case]]
+    tape: dict[str, list[dict[str, Any]]]
+
+
+def as_json(value: Any) -> Any:
+    """``value`` as it arrives after a JSON round trip (tuples become lists, keys text)."""
+    return json.loads(json.dumps(value, allow_nan=True))
 
 
 @dataclass
@@ -104,17 +155,54 @@ def search(
     covers: str,
     edges: Iterable[Case],
     sample: Callable[[random.Random], Case],
-    holds: Callable[[Case], Failure | None],
+    holds: Callable[[Case], Failure | None] | None = None,
     shrink: Callable[[Case], Iterable[Case]] | None = None,
     seed: int = 0,
     max_inputs: int = 300,
     budget_s: float = 2.0,
+    claim: str | None = None,
+    channel: Channel | None = None,
+    measure: Measure | None = None,
+    judge: Judge | None = None,
 ) -> Found:
-    """Edge cases, then seeded draws, until a failure or ``max_inputs``."""
+    """Edge cases, then seeded draws, until a failure or ``max_inputs``. A split property
+    (``measure`` and ``judge`` instead of ``holds``) names its ``claim`` and tapes what it
+    measured on ``channel``; when artbot drew the claim's inputs (``channel.plan``), those are
+    the inputs, in artbot's order, and the edges and draws given here are not used."""
     found = Found(covers=covers, budget_s=budget_s, seed=seed)
+    if measure is not None:
+        if judge is None or holds is not None or claim is None:
+            raise TypeError("a split property gives claim, measure and judge, and no holds")
+        holds = _taped(claim, channel, measure, judge)
+        planned = channel.plan.get(claim) if channel is not None else None
+        if planned is not None:
+            edges, sample, max_inputs = list(planned), _none_left, len(planned)
+            found.seed = None  # artbot's, said by artbot once the run is over
+    if holds is None:
+        raise TypeError("search needs holds, or measure and judge")
     with _one_thread():
         _run(found, edges, sample, holds, shrink, seed, max_inputs, budget_s)
     return found
+
+
+def _none_left(rng: random.Random) -> Case:
+    raise AssertionError("artbot's plan is measured whole: no draws past it")
+
+
+def _taped(
+    claim: str, channel: Channel | None, measure: Measure, judge: Judge
+) -> Callable[[Case], Failure | None]:
+    """``holds`` of a split property: measure, tape ``(case, raw)`` as JSON, judge what was
+    taped (so this process decides on the values artbot will judge again)."""
+    tape = channel.tape.setdefault(claim, []) if channel is not None else []
+
+    def holds(case: Case) -> Failure | None:
+        case = as_json(case)
+        raw = as_json(measure(case))
+        tape.append({"case": case, "raw": raw})
+        return judge(case, raw)
+
+    return holds
 
 
 def _run(

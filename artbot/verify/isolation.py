@@ -126,6 +126,10 @@ class ArtModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self._saved: dict[str, ModuleType] = {}
         self._exports: dict[str, tuple[dict[str, tuple[str, str]], set[str]] | str] = {}
         self._dont_write_bytecode = sys.dont_write_bytecode
+        # The split (issue #53, repros/_domain.py): the inputs artbot drew per claim, and what
+        # the check measured on them, which artbot judges again outside this process.
+        self.plan: dict[str, list[Any]] = {}
+        self.tape: dict[str, list[dict[str, Any]]] = {}
 
     # context ------------------------------------------------------------------------
     def __enter__(self) -> ArtModules:
