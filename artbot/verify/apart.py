@@ -48,6 +48,7 @@ from .confine import UNAVAILABLE, Spec, supported
 from .confine import command as confine_command
 from .limits import Finished, Limits, ResultPipe, apply, hit, run_bounded
 from .limits import named as limits_named
+from .rejudge import Plan, draw
 from .results import parse_results
 from .tree import ArtTree
 
@@ -145,18 +146,36 @@ def verify_code_apart(
     limits: Limits | None = None,
     say: Callable[[str], None] | None = None,
     items: Iterable[int] | None = None,
+    seed: int | None = None,
 ) -> list[CodeResult]:
     """:func:`verify_code` run apart, as the module says; ``say`` hears which protections it
-    had, ``items`` limits the run to those findings' checks. Raises :class:`CannotConfine`
-    (nothing run) when a protection is missing and a token is in the environment."""
+    had, ``items`` limits the run to those findings' checks, ``seed`` draws the inputs (else
+    a secret one). Raises :class:`CannotConfine` (nothing run) when a protection is missing
+    and a token is in the environment."""
     only = None if items is None else set(items)
-    wanted = {
-        f.item: {c.id for c in f.claims}
-        for f in checkable(catalog)
-        if only is None or f.item in only
-    }
+    findings = [f for f in checkable(catalog) if only is None or f.item in only]
+    wanted = {f.item: {c.id for c in f.claims} for f in findings}
     if not wanted:
         return []
+    # artbot draws the inputs here, with a seed the child never sees, and judges what it
+    # measured on them here too (.rejudge): the child's verdicts decide nothing.
+    plan = draw(catalog, findings, seed)
+    results = _apart(catalog, tree, wanted, plan, env, secrets, timeout_s, limits, say)
+    return [plan.judge(r) for r in results]
+
+
+def _apart(
+    catalog: Catalog,
+    tree: ArtTree,
+    wanted: dict[int, set[str]],
+    plan: Plan,
+    env: Mapping[str, str] | None,
+    secrets: Sequence[str],
+    timeout_s: float,
+    limits: Limits | None,
+    say: Callable[[str], None] | None,
+) -> list[CodeResult]:
+    """The checks run in the child, on ``plan``'s inputs: their results, as the child says."""
     say = say or (lambda _: None)
     limits = limits or Limits()
     base = environment() if env is None else dict(env)
@@ -171,7 +190,7 @@ def verify_code_apart(
     results = ResultPipe(MAX_RESULT_BYTES)
     with tempfile.TemporaryDirectory(prefix="artbot-verify-") as scratch, _closing(results):
         spec: dict[str, Any] = {"root": str(Path(catalog.root).resolve())}
-        spec |= {"tree": _tree_json(tree), "items": sorted(wanted)}
+        spec |= {"tree": _tree_json(tree), "items": sorted(wanted), "plan": plan.wire()}
         spec["out_fd"] = results.fd
         child = [sys.executable, "-m", "artbot.verify.apart"]
         cenv = child_env(base, secrets)
@@ -394,14 +413,19 @@ def _child() -> int:
     # ART's code may print; its output is counted by the parent, never kept or shown.
     catalog = load_catalog(Path(spec["root"]))
     items = set(spec.get("items") or ())
+    plan = spec.get("plan") or {}
     try:
-        results = [run_check(catalog, tree, f) for f in checkable(catalog) if f.item in items]
+        results = [
+            run_check(catalog, tree, f, plan.get(str(f.item)))
+            for f in checkable(catalog)
+            if f.item in items
+        ]
     except (MemoryError, OSError, RuntimeError) as exc:
         code = hit(exc)
         if code is None:
             raise
         os._exit(code)  # the cap, named by the parent from this exit code
-    data = json.dumps(code_json(results, tree), ensure_ascii=True).encode()
+    data = json.dumps(code_json(results, tree, tapes=True), ensure_ascii=True).encode()
     with os.fdopen(out, "wb") as pipe:  # the parent reads it as it comes
         pipe.write(data)
     return 0

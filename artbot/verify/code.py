@@ -54,7 +54,7 @@ from ..status import (
     derive,
 )
 from .isolation import NotLoadedError
-from .limits import hit
+from .limits import capped_tapes, hit
 from .tree import ArtTree
 
 CHECK_FUNCTION = "check_art"
@@ -81,8 +81,23 @@ class CodeResult:
     scope: str | None = None  # what part of the finding was run, modelled or read
     stand_ins: tuple[str, ...] = ()
     not_loaded: tuple[str, ...] = ()
+    # The split (issue #53, :mod:`.rejudge`): what the check measured, per claim (``{"case",
+    # "raw"}`` entries, JSON), which artbot judges again; who judged each claim; artbot's seed.
+    tapes: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
+    judged: Mapping[str, str] = field(default_factory=dict)
+    seed: int | None = None
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, *, tapes: bool = False) -> dict[str, Any]:
+        """The result as JSON; with ``tapes`` (the check process's, to artbot) its tapes too."""
+        out = self._json()
+        if tapes:
+            out["tapes"] = {k: list(v) for k, v in self.tapes.items()}
+        elif self.judged:
+            out["judged"] = dict(self.judged)
+            out["seed"] = self.seed
+        return out
+
+    def _json(self) -> dict[str, Any]:
         return {
             "item": self.item,
             "status": self.status.value,
@@ -126,16 +141,24 @@ def checkable(catalog: Catalog) -> list[Finding]:
 
 
 def verify_code(
-    catalog: Catalog, tree: ArtTree, progress: Callable[[str], None] | None = None
+    catalog: Catalog,
+    tree: ArtTree,
+    progress: Callable[[str], None] | None = None,
+    seed: int | None = None,
 ) -> list[CodeResult]:
-    """Run each checkable finding's ``check_art`` against ART's own code from ``tree``;
+    """Run each checkable finding's ``check_art`` against ART's own code from ``tree``, on the
+    inputs artbot drew (``seed``, else a secret one), each verdict artbot's (:mod:`.rejudge`);
     ``progress`` hears one line as each check starts."""
+    from .rejudge import draw
+
     findings = checkable(catalog)
+    plan = draw(catalog, findings, seed)
     out = []
     for n, finding in enumerate(findings, 1):
         if progress is not None:
             progress(f"verify: [{n}/{len(findings)}] item {finding.item} on {tree.label} ...")
-        out.append(run_check(catalog, tree, finding))
+        result = run_check(catalog, tree, finding, plan.inputs.get(finding.item))
+        out.append(plan.judge(result))
     return out
 
 
@@ -224,9 +247,17 @@ _STATUS = {
 }
 
 
-def run_check(catalog: Catalog, tree: ArtTree, finding: Finding) -> CodeResult:
+def run_check(
+    catalog: Catalog,
+    tree: ArtTree,
+    finding: Finding,
+    plan: Mapping[str, list[Any]] | None = None,
+) -> CodeResult:
+    """The finding's check on ``tree``, measuring the inputs artbot drew (``plan``: claim ->
+    cases) where given; its tape comes back with the result, for artbot to judge."""
     script = catalog.root / finding.repro
     art = tree.modules()
+    art.plan = {str(k): list(v) for k, v in (plan or {}).items()}
 
     def failed(why: str) -> CodeResult:
         return CodeResult(
@@ -285,6 +316,7 @@ def run_check(catalog: Catalog, tree: ArtTree, finding: Finding) -> CodeResult:
         scope=outcome.get("scope"),
         stand_ins=tuple(sorted(art.stand_ins_used)),
         not_loaded=tuple(art.not_loaded),
+        tapes=capped_tapes(art.tape),
     )
 
 
@@ -360,9 +392,11 @@ def domain_line(domain: Domain) -> str:
     return line
 
 
-def code_json(results: Sequence[CodeResult], tree: ArtTree) -> dict[str, Any]:
+def code_json(
+    results: Sequence[CodeResult], tree: ArtTree, *, tapes: bool = False
+) -> dict[str, Any]:
     return {
         "source": tree.label,
         "ran": not any(r.status is CodeStatus.could_not_run for r in results),
-        "results": [r.as_json() for r in results],
+        "results": [r.as_json(tapes=tapes) for r in results],
     }

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import resource
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 GB = 1024**3
 MB = 1024**2
@@ -29,6 +31,10 @@ EXIT_MEMORY = 90
 EXIT_FILE_SIZE = 91
 EXIT_PROCESSES = 92
 EXIT_CPU = 93
+
+# What a check hands back of its measurements for artbot to judge (issue #53, .rejudge).
+MAX_TAPE_ENTRIES = 2000  # per claim: a search's inputs (300 at most) and its shrinking's
+MAX_TAPE_BYTES = 1024 * 1024  # per item, as JSON: a few floats per entry
 
 
 @dataclass(frozen=True)
@@ -216,3 +222,30 @@ def run_bounded(
     for reader in readers:
         reader.join(timeout=10)
     return Finished(proc.returncode, out, err, timed_out)
+
+
+def capped_tapes(tapes: Any) -> dict[str, list[dict[str, Any]]]:
+    """``tapes`` (claim -> list of ``{"case", "raw"}``) as JSON values, at most
+    :data:`MAX_TAPE_ENTRIES` entries a claim and :data:`MAX_TAPE_BYTES` in all; what is over is
+    dropped (the dropped inputs then count as not measured). Anything not of that shape is
+    dropped too: the child's to get right, never a pass."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    if not isinstance(tapes, Mapping):
+        return out
+    size = 0
+    for cid, entries in tapes.items():
+        if not isinstance(cid, str) or not isinstance(entries, list):
+            continue
+        kept: list[dict[str, Any]] = out.setdefault(cid, [])
+        for entry in entries[:MAX_TAPE_ENTRIES]:
+            if not isinstance(entry, Mapping) or set(entry) != {"case", "raw"}:
+                continue
+            try:
+                text = json.dumps(entry, allow_nan=True)
+            except (TypeError, ValueError):
+                continue
+            size += len(text)
+            if size > MAX_TAPE_BYTES:
+                return out
+            kept.append(json.loads(text))
+    return out

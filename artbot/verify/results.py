@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .code import CodeResult, CodeStatus, SourceReader, line_problem, tree_reader
+from .limits import capped_tapes
 from .sanitize import shown
 from .tree import ArtTree
 
@@ -92,6 +93,8 @@ def result_from_json(
         scope=_text(entry.get("scope"), "scope", secrets, optional=True),
         stand_ins=_texts(entry.get("stand_ins", []), "stand_ins", secrets),
         not_loaded=_texts(entry.get("not_loaded", []), "not_loaded", secrets),
+        # What the check measured, judged again by artbot (.rejudge), capped; never a verdict.
+        tapes={k: v for k, v in capped_tapes(entry.get("tapes")).items() if k in declared},
     )
 
 
