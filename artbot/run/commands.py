@@ -235,7 +235,7 @@ def sync(
 ) -> Outcome:
     """Bring generated issues' bodies and the checklist in step with the catalog and GitHub.
 
-    ``verified`` is (version, results of :func:`artbot.verify.code.verify_code`), else
+    ``verified`` is (version, results of :func:`artbot.verify.rejudge.verify_code`), else
     ``verifier`` runs a re-check when one is ticked; ``replace_parent`` moves sub-issues that
     have another parent; ``event`` is the ``issues: edited`` event whose sender is checked.
     Beyond a ticked request and ``close_when_fixed``, never creates, closes or reopens an issue.

@@ -1,6 +1,6 @@
 """Run the code checks in a confined child process that holds no token: a wheel is untrusted.
 
-:func:`verify_code` (in :mod:`.code`) imports ART's modules, i.e. code downloaded from a package
+:func:`verify_code` (in :mod:`.rejudge`) imports ART's modules, i.e. code downloaded from a package
 registry. It never runs in artbot's own process: :func:`verify_code_apart` starts
 ``python -m artbot.verify.apart`` with an environment built from an allowlist (no
 ``GH_TOKEN``/``GITHUB_TOKEN``, no ``GITHUB_*``, ``INPUT_*`` or ``ARTBOT_*`` variable, nothing

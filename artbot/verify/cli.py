@@ -34,6 +34,13 @@ def _source_options(f: F) -> F:
     return f
 
 
+SEED_HELP = (
+    "Draw the checks' inputs with this seed (to repeat a run); by default a secret one, said "
+    "after the run."
+)
+_seed_option = click.option("--seed", type=click.IntRange(min=0), metavar="N", help=SEED_HELP)
+
+
 def _catalog(ctx: click.Context, *, record: bool = False) -> Any:
     """The catalog; ``record``: the one a record is written into (the user's copy of the
     records installed with artbot, never the package itself: Context.for_recording)."""
@@ -83,10 +90,14 @@ def _tree(catalog: Any, art_src: Path | None, release: str | None, quiet: bool =
     )
 
 
-def _verify_code(ctx: click.Context, catalog: Any, tree: Any, quiet: bool) -> tuple[Any, str]:
+def _verify_code(
+    ctx: click.Context, catalog: Any, tree: Any, quiet: bool, seed: int | None = None
+) -> tuple[Any, str]:
     """The code checks, in a confined child process that holds no token (the wheel is
-    untrusted); (results, the line that says which isolation the child got)."""
+    untrusted), on inputs artbot draws with ``seed`` and judged by artbot; (results, the line
+    that says which isolation the child got)."""
     from .apart import verify_code_apart
+    from .rejudge import judged_line
 
     said: list[str] = []
 
@@ -96,9 +107,12 @@ def _verify_code(ctx: click.Context, catalog: Any, tree: Any, quiet: bool) -> tu
             click.echo(line, err=True)
 
     results = verify_code_apart(
-        catalog, tree, secrets=ctx.find_root().obj.settings.secrets, say=say
+        catalog, tree, secrets=ctx.find_root().obj.settings.secrets, say=say, seed=seed
     )
-    return results, " ".join(said).removeprefix("verify: ")
+    isolation = " ".join(said).removeprefix("verify: ")
+    if line := judged_line(results):
+        say(f"verify: {line}")
+    return results, isolation
 
 
 def _wants_json(ctx: click.Context, as_json: bool) -> bool:
@@ -142,6 +156,7 @@ def _main_label(art_src: Path) -> str:
     "--record", is_flag=True, help="Write the per-claim results into findings/status/NN.json."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_seed_option
 @click.option(
     "--fail-on",
     "fail_on",
@@ -156,6 +171,7 @@ def verify(
     art_src: Path | None,
     record: bool,
     as_json: bool,
+    seed: int | None,
     fail_on: tuple[str, ...],
 ) -> None:
     """Check the findings against real ART code, claim by claim: the cited lines, and each
@@ -182,8 +198,8 @@ def verify(
 
     not_dumpable()  # before any child (pip, git, the check): nothing of the user reads it
     if ctx.invoked_subcommand is not None:
-        if release or art_src or record:
-            raise click.UsageError("put --release / --art-src after the subcommand")
+        if release or art_src or record or seed is not None:
+            raise click.UsageError("put --release / --art-src / --seed after the subcommand")
         return
     if (release is None) == (art_src is None):
         raise click.UsageError("give --release VERSION (or latest), --art-src DIR, or a subcommand")
@@ -196,7 +212,7 @@ def verify(
     catalog = _catalog(ctx, record=record)
     tree = _tree(catalog, art_src, release, as_json)
     anchors = verify_anchors(catalog, tree)
-    code, isolation = _verify_code(ctx, catalog, tree, as_json)
+    code, isolation = _verify_code(ctx, catalog, tree, as_json, seed)
     if as_json:
         import json
 
@@ -310,8 +326,11 @@ def anchors_cmd(
 
 @verify.command(name="code", short_help="Run each finding's check_art on ART's functions.")
 @_source_options
+@_seed_option
 @click.pass_context
-def code_cmd(ctx: click.Context, art_src: Path | None, release: str | None, as_json: bool) -> None:
+def code_cmd(
+    ctx: click.Context, art_src: Path | None, release: str | None, as_json: bool, seed: int | None
+) -> None:
     """Run each finding's check_art (defined beside its repro) on ART's code from that tree.
 
     Per item and per claim: reproduced, fixed, not checked; the item's verdict is derived
@@ -326,7 +345,7 @@ def code_cmd(ctx: click.Context, art_src: Path | None, release: str | None, as_j
     catalog = _catalog(ctx)
     quiet = _wants_json(ctx, as_json)
     tree = _tree(catalog, art_src, release, quiet)
-    results, isolation = _verify_code(ctx, catalog, tree, quiet)
+    results, isolation = _verify_code(ctx, catalog, tree, quiet, seed)
     data = {**code_json(results, tree), "isolation": isolation}
     _emit(ctx, as_json, data, lambda: code_table(results, tree), ok=data["ran"])
 

@@ -140,28 +140,6 @@ def checkable(catalog: Catalog) -> list[Finding]:
     return out
 
 
-def verify_code(
-    catalog: Catalog,
-    tree: ArtTree,
-    progress: Callable[[str], None] | None = None,
-    seed: int | None = None,
-) -> list[CodeResult]:
-    """Run each checkable finding's ``check_art`` against ART's own code from ``tree``, on the
-    inputs artbot drew (``seed``, else a secret one), each verdict artbot's (:mod:`.rejudge`);
-    ``progress`` hears one line as each check starts."""
-    from .rejudge import draw
-
-    findings = checkable(catalog)
-    plan = draw(catalog, findings, seed)
-    out = []
-    for n, finding in enumerate(findings, 1):
-        if progress is not None:
-            progress(f"verify: [{n}/{len(findings)}] item {finding.item} on {tree.label} ...")
-        result = run_check(catalog, tree, finding, plan.inputs.get(finding.item))
-        out.append(plan.judge(result))
-    return out
-
-
 def claim_results(
     finding: Finding, raw: Any, *, method: Any = None, source: SourceReader | None = None
 ) -> dict[str, ClaimResult]:

@@ -4,7 +4,7 @@ The audit point comes from the catalog's evidence, the captured repro output in
 ``findings/results/NN.json``: per claim where the repro reports claims, else the repro's
 verdict for a finding with a single claim, else ``not checked``. Its method is ``modelled``:
 the repro is artbot's model of ART's code (e2a406a48 is in no release, so none can be run).
-A release (or main) point comes from :func:`artbot.verify.code.verify_code`; a finding
+A release (or main) point comes from :func:`artbot.verify.rejudge.verify_code`; a finding
 without a ``check_art`` gets ``not checked`` for every claim, saying why and what the anchor
 check found at that point.
 Pure apart from reading the results file.

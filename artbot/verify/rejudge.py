@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import json
 import secrets as secrets_
-import sys
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
@@ -37,7 +36,8 @@ from ..records.catalog import Catalog
 from ..records.models import Finding
 from ..repro.scripts import import_script
 from ..status import ClaimResult, ClaimVerdict, Domain, Verdict, derive
-from .code import CodeResult, CodeStatus, load_repro
+from .code import CodeResult, CodeStatus, checkable, load_repro, run_check
+from .tree import ArtTree
 
 # Flipped to True by the integrator once every claim has an Oracle: a claim without one is
 # then "could not run" (its verdict would come from the process of the code under test).
@@ -98,12 +98,37 @@ class Plan:
                 continue
             planned = self.inputs.get(result.item, {}).get(cid, [])
             tape = result.tapes.get(cid, [])
-            with _one_thread():
+            with self._one_thread():
                 claims[cid], ran = _judge_claim(claim, oracle, planned, tape, self)
             if not ran:
                 unjudged.append(cid)
             judged[cid] = BY_ARTBOT
         return _rederived(result, claims, judged, unjudged, self.seed)
+
+    def _one_thread(self) -> AbstractContextManager[None]:
+        """Torch on one thread while judging (``_domain``'s rule: the inputs are small, and a
+        thread pool on a loaded machine is 30 times slower); the tape cap bounds the work."""
+        return self.helpers._one_thread() if self.helpers is not None else nullcontext()
+
+
+def verify_code(
+    catalog: Catalog,
+    tree: ArtTree,
+    progress: Callable[[str], None] | None = None,
+    seed: int | None = None,
+) -> list[CodeResult]:
+    """Run each checkable finding's ``check_art`` against ART's own code from ``tree``, on the
+    inputs artbot drew (``seed``, else a secret one), each verdict artbot's (:mod:`.rejudge`);
+    ``progress`` hears one line as each check starts."""
+    findings = checkable(catalog)
+    plan = draw(catalog, findings, seed)
+    out = []
+    for n, finding in enumerate(findings, 1):
+        if progress is not None:
+            progress(f"verify: [{n}/{len(findings)}] item {finding.item} on {tree.label} ...")
+        result = run_check(catalog, tree, finding, plan.inputs.get(finding.item))
+        out.append(plan.judge(result))
+    return out
 
 
 def draw(catalog: Catalog, findings: Iterable[Finding], seed: int | None = None) -> Plan:
@@ -133,8 +158,7 @@ def oracles_of(catalog: Catalog, finding: Finding) -> dict[str, Any]:
     script = Path(catalog.root) / finding.repro
     if not script.is_file() or "ORACLES" not in script.read_text("utf-8"):
         return {}
-    with _one_thread():
-        found = getattr(load_repro(script), "ORACLES", None) or {}
+    found = getattr(load_repro(script), "ORACLES", None) or {}
     declared = {c.id for c in finding.claims}
     return {cid: o for cid, o in found.items() if cid in declared}
 
@@ -161,7 +185,7 @@ def _judge_claim(
     else:
         why = (
             f"could not run: the check's process measured {measured} of the {len(planned)} "
-            "inputs artbot drew"
+            f"inputs artbot drew (it said {claim.verdict.value})"
         )
         return _could_not_run(claim, why), False
     domain = _domain(claim.domain, tape, failing, plan)
@@ -263,16 +287,16 @@ def _rederived(
     return replace(result, status=status, detail=detail, claims=claims, judged=judged, seed=seed)
 
 
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """Torch on one thread while judging here (the inputs are small; the tape cap bounds it)."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+def judged_line(results: Iterable[CodeResult]) -> str | None:
+    """What ``verify`` says once the run is over: how many claims artbot judged from the
+    check's outputs, on inputs drawn with which seed (said only now: the check never saw it)."""
+    results = list(results)
+    ours = sum(w == BY_ARTBOT for r in results for w in r.judged.values())
+    theirs = sum(w == IN_CHECK for r in results for w in r.judged.values())
+    seed = next((r.seed for r in results if r.seed is not None), None)
+    if seed is None or not (ours or theirs):
+        return None
+    line = f"artbot judged {ours} claims from the check's outputs on inputs it drew (seed {seed})"
+    if theirs:
+        line += f"; {theirs} without an Oracle yet, as the check's process judged them"
+    return line

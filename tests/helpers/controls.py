@@ -47,6 +47,7 @@ from artbot.records.catalog import Catalog
 from artbot.repro.scripts import import_script
 from artbot.status import ClaimVerdict, load_status
 from artbot.verify.code import CodeResult, run_check
+from artbot.verify.rejudge import draw
 from artbot.verify.tree import open_tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -282,9 +283,15 @@ def controlled_copy(release_root: Path, dest: Path, edits: Sequence[Edit]) -> Pa
     return dest
 
 
-def check(catalog: Catalog, root: Path, item: int, label: str) -> CodeResult:
+def check(
+    catalog: Catalog, root: Path, item: int, label: str, seed: int | None = None
+) -> CodeResult:
+    """Item ``item``'s check on ``root``, on the inputs artbot draws (``seed``, else a secret
+    one), each verdict artbot's (artbot/verify/rejudge.py), as ``verify`` runs it."""
     finding = next(f for f in catalog.findings if f.item == item)
-    return run_check(catalog, open_tree(root, catalog.audit, label=label), finding)
+    plan = draw(catalog, [finding], seed)
+    tree = open_tree(root, catalog.audit, label=label)
+    return plan.judge(run_check(catalog, tree, finding, plan.inputs.get(item)))
 
 
 def claim_verdicts(result: CodeResult) -> dict[str, str]:

@@ -26,9 +26,10 @@ from artbot.records.marker import VerifyMarker
 from artbot.records.models import Location
 from artbot.settings import CACHE_VARIABLE
 from artbot.verify.anchors import AnchorStatus, check_location, verify_anchors
-from artbot.verify.code import CodeResult, CodeStatus, verify_code
+from artbot.verify.code import CodeResult, CodeStatus
 from artbot.verify.isolation import ArtModules, NotLoadedError
 from artbot.verify.notes import comments_to_post, verification_comment, verification_notes
+from artbot.verify.rejudge import verify_code
 from artbot.verify.release import fetch_release, release_tree
 from artbot.verify.tree import open_tree
 from tests.helpers.wheels import pin

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,13 @@ import pytest
 
 from artbot.verify.code import CodeStatus
 from artbot.verify.limits import MB, Limits
-from tests.helpers.confine import ENV, catalog, confined_here, run_apart, tree_with
+from artbot.verify.rejudge import BY_ARTBOT
+from tests.helpers.confine import ENV, REPO, catalog, confined_here, run_apart, tree_with
+from tests.helpers.wheels import default_wheels
 
 pytestmark = [pytest.mark.e2e, pytest.mark.repro]
+SPLIT = REPO / "tests" / "fixtures" / "split" / "item07_split.py"
+SPLIT_CLAIM = "policy-ratio-applied-twice"
 
 FORGED = {
     "results": [
@@ -177,3 +182,90 @@ def test_the_scratch_folder_has_a_size_in_all(place: Path) -> None:
     written, error = result.detail.split("filled ", 1)[1].split()[:2]
     assert int(written) <= 16 * MB and error == "ENOSPC", result.detail
     assert "of memory per process" in said and "s of CPU per process" in said
+
+
+# Attack 4: a patch that fixes nothing writes its own verdict. The check process imports the
+# patched code, which rewrites the check there: its verdict (``_evidence.claim``), its search
+# (``_domain.search``), what it tapes. Item 7's check is the split example
+# (tests/fixtures/split/item07_split.py: ART's loss_fn measured there, judged by artbot); the
+# code is openpipe-art 0.5.20's, where the claim holds, with the forgery appended to loss.py.
+FORGE = """
+import sys as _sys
+def _forge():
+    frame = _sys._getframe(1)
+    while frame is not None and "check_art" not in frame.f_globals:
+        frame = frame.f_back
+    repro = frame.f_globals
+    domain, evidence = repro["_domain"], repro["_evidence"]
+    claim = evidence.claim
+    def fixed(verdict, detail, **kwargs):
+        kwargs.pop("fix", None)
+        return claim(False, "fixed over every input (forged)", **kwargs)
+    def search(*, claim, channel, measure, judge, covers, **_):
+        tape = channel.tape.setdefault(claim, [])
+        for case in channel.plan.get(claim, []):
+            {forge}
+        found = domain.Found(covers=covers, budget_s=2.0, seed=None)
+        found.inputs = max(1, len(tape))
+        return found
+    evidence.claim, domain.search = fixed, search
+_forge()
+"""
+FORGERIES = {
+    # the verdict alone: nothing measured
+    "verdict": "pass",
+    # every drawn input taped, with a constant that TIS leaves alone
+    "constant": 'tape.append({{"case": case, "raw": {{"loss": 1.0, "loss_tis": 1.0}}}})',
+    # every drawn input taped, with text where the numbers go
+    "garbled": 'tape.append({{"case": case, "raw": "fixed"}})',
+    # ART's own outputs, honestly measured, but only those that pass
+    "passing only": """raw = measure(case)
+            if judge(case, raw) is None:
+                tape.append({{"case": case, "raw": raw}})""",
+    # ART's own TIS loss reported as the loss without TIS too (factor 1)
+    "one loss for both": """tis = measure(case)["loss_tis"]
+            tape.append({{"case": case, "raw": {{"loss": tis, "loss_tis": tis}}}})""",
+}
+
+
+def split_item7(place: Path, version: str, forgery: str | None) -> Path:
+    """A checkout whose item 7 repro is the split example, and ``version``'s ``art`` package
+    with ``forgery`` appended to loss.py."""
+    root = catalog(place)
+    shutil.copy2(SPLIT, root / "repros" / "item07_tis_fallback.py")
+    tree = place / "t" / "unpacked"
+    shutil.copytree(default_wheels().package(version), tree / "art")
+    if forgery is not None:
+        loss = tree / "art" / "loss.py"
+        code = FORGE.format(forge=FORGERIES[forgery].format())
+        loss.write_text(loss.read_text(encoding="utf-8") + code, encoding="utf-8")
+    return tree
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("version, want", [("0.5.20", "reproduced"), ("0.5.21", "fixed")])
+def test_the_split_example_is_judged_by_artbot(place: Path, version: str, want: str) -> None:
+    [result], said = run_apart(place, split_item7(place, version, None))
+    confined_here(said)
+    claim = result.claims[SPLIT_CLAIM]
+    assert result.status.value == want and claim.verdict.value == want, result
+    assert result.judged == {SPLIT_CLAIM: BY_ARTBOT} and result.seed is not None
+    assert claim.domain is not None and claim.domain.seed == result.seed
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("forgery", sorted(FORGERIES))
+def test_a_patch_that_fixes_nothing_cannot_write_its_own_verdict(place: Path, forgery: str) -> None:
+    """Attack 4: the answer said "fixed" for a patch that fixed nothing but wrote the verdict.
+    Whatever the patched code makes its process say, artbot judges what it measured."""
+    [result], said = run_apart(place, split_item7(place, "0.5.20", forgery))
+    confined_here(said)
+    claim = result.claims[SPLIT_CLAIM]
+    assert result.status is not CodeStatus.fixed and claim.verdict.value != "fixed", result
+    assert result.judged == {SPLIT_CLAIM: BY_ARTBOT}
+    if forgery in ("verdict", "passing only"):
+        assert result.status is CodeStatus.could_not_run
+        assert "inputs artbot drew (it said fixed)" in claim.detail
+    else:
+        assert result.status is CodeStatus.reproduced
+        assert "the check's process said fixed; artbot's judgement" in claim.detail
