@@ -28,8 +28,15 @@ if TYPE_CHECKING:
     metavar="VERSION",
     help="The openpipe-art release to apply it to [default: the newest in findings/status/].",
 )
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Draw the check's inputs with this seed (to repeat a run) [default: a secret one, "
+    "said after the run].",
+)
 @click.pass_obj
-def test(obj: Context, item: int, patch_file: Path, release: str | None) -> None:
+def test(obj: Context, item: int, patch_file: Path, release: str | None, seed: int | None) -> None:
     """Apply a patch to a release's code (pure Python, only under src/art/), run the item's
     check and its regression test on the release and on the patched copy, confined and without
     a token, and print, as plain text, what artbot would answer to `/artbot test`. Exit 0
@@ -60,6 +67,7 @@ def test(obj: Context, item: int, patch_file: Path, release: str | None) -> None
         cache=obj.settings.wheel_cache,
         secrets=obj.settings.secrets,
         progress=lambda line: click.echo(line, err=True),
+        seed=seed,
     )
     if isinstance(outcome, Refusal):
         click.echo(f"artbot test: not run: {plain(outcome.reason, 600)}")

@@ -19,6 +19,7 @@ from ..records.models import Contract, Finding
 from ..render.status_view import cell_text, code_span
 from ..status import ClaimResult, Domain
 from ..verify.code import CodeResult, CodeStatus
+from ..verify.rejudge import BY_ARTBOT
 from .command import Refusal
 from .regress import Regression
 from .trial import Trial
@@ -29,6 +30,30 @@ OWN_OUTPUTS = (
     "The patched side's outputs, its verdicts and its test's outcome come from the process "
     "that ran the patch's own code: read the diff before trusting them."
 )
+
+
+def judged_by(after: CodeResult) -> str:
+    """Who decided the patched side's verdicts, said once: artbot, from the outputs the
+    patch's own code produced on inputs artbot drew (the seed, said only after the run), or,
+    for a claim without an Oracle yet, that process itself (#53)."""
+    ours = [cid for cid, who in after.judged.items() if who == BY_ARTBOT]
+    theirs = [cid for cid, who in after.judged.items() if who != BY_ARTBOT]
+    if not ours and not theirs:
+        return OWN_OUTPUTS
+    out = []
+    if ours:
+        which = "each verdict" if not theirs else f"the verdict of {', '.join(ours)}"
+        out.append(
+            f"artbot judged {which} itself, from the outputs the patch's own code produced on "
+            f"inputs artbot drew (seed {after.seed}, said only now)"
+        )
+    if theirs:
+        out.append(
+            f"the verdict of {', '.join(theirs)} is the patched process's own (no Oracle yet)"
+        )
+    out.append("the regression test's outcome is that process's own: read the diff")
+    text = "; ".join(out) + "."
+    return text if text.startswith("artbot") else text[0].upper() + text[1:]
 
 
 def quoted(text: str, limit: int, *, in_table: bool = True) -> str:
@@ -202,5 +227,5 @@ def render_trial(trial: Trial, finding: Finding | None = None) -> str:
     shown = quoted(ran, 600, in_table=False) or "nothing of ART's"
     out.append(f"Ran: {shown}. Took {trial.seconds:.1f} s ({took}).")
     out.append(f"{cell_text(trial.isolation, 600)}; no token in its environment.")
-    out.append(OWN_OUTPUTS)
+    out.append(cell_text(judged_by(after), 600))
     return "\n".join(out) + "\n"

@@ -14,13 +14,14 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
 from ..records.catalog import Catalog
 from ..verify.code import CodeResult
+from ..verify.rejudge import BY_ARTBOT, IN_CHECK
 from ..verify.results import result_from_json
 from ..verify.sanitize import shown
 from .command import MAX_FILES
@@ -107,7 +108,7 @@ def trial_from_json(
         entry = data.get(key)
         if not isinstance(entry, dict) or entry.get("item") != item:
             raise ValueError(f"{key}: not a result of item {item}")
-        return result_from_json(entry, declared, label)
+        return _judged(entry, result_from_json(entry, declared, label))
 
     changed = data.get("changed")
     if not isinstance(changed, list) or not 0 < len(changed) <= MAX_FILES:
@@ -134,6 +135,19 @@ def trial_from_json(
         _seconds(data.get("seconds")),
         {k: _seconds(timings[k]) for k in words if k in timings},
     )
+
+
+def _judged(entry: Mapping[str, Any], result: CodeResult) -> CodeResult:
+    """Who judged each claim and artbot's seed, as the check job's artbot said (never the
+    check process's: the check job judged its tape again, .rejudge); only declared claims."""
+    judged, seed = entry.get("judged") or {}, entry.get("seed")
+    if not isinstance(judged, dict) or not set(judged) <= set(result.claims):
+        raise ValueError("judged: not the result's claims")
+    if not all(who in (BY_ARTBOT, IN_CHECK) for who in judged.values()):
+        raise ValueError("judged: not who judged")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValueError("seed: not a seed")
+    return replace(result, judged=dict(judged), seed=seed)
 
 
 def answer_from_json(entry: Any) -> Answer:

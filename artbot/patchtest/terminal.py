@@ -14,7 +14,14 @@ import re
 from ..records.models import Finding
 from ..status import ClaimResult
 from ..verify.code import CodeStatus
-from .answer import _verdict, headline, inputs_phrase, regression_change, what_remains
+from .answer import (
+    _verdict,
+    headline,
+    inputs_phrase,
+    judged_by,
+    regression_change,
+    what_remains,
+)
 from .regress import Regression
 from .trial import Trial
 
@@ -90,4 +97,5 @@ def render_trial_text(trial: Trial, finding: Finding | None = None) -> str:
     out.append(f"Ran: {ran}. Took {trial.seconds:.1f} s ({took}).")
     # Where it ran, folded to its first clause (the caps are the same every run).
     out.append(f"{plain(trial.isolation.split(';')[0], 300)}; no token in its environment.")
+    out.append(plain(judged_by(after), None))
     return "\n".join(out) + "\n"

@@ -81,11 +81,13 @@ def run_trial(
     timeout_s: float = CHECK_TIMEOUT_S,
     progress: Callable[[str], None] | None = None,
     deadline: float | None = None,
+    seed: int | None = None,
 ) -> Trial | Refusal:
     """Apply ``files`` to ``release`` and check item ``item`` before and after; a patch that
     does not apply, or an item without a check, is a :class:`Refusal`. ``deadline`` (on
     ``time.monotonic``'s clock) bounds the whole trial: each process gets what is left of it,
-    and a trial that reaches it raises :class:`TimedOut`."""
+    and a trial that reaches it raises :class:`TimedOut`. ``seed`` draws the check's inputs
+    (else a secret one; artbot judges what the check measured on them, .rejudge)."""
     say = progress or (lambda _: None)
     finding = catalog.get(item)
     if finding not in checkable(catalog):
@@ -128,7 +130,7 @@ def run_trial(
             say(f"patchtest: item {item}: the check on {which} ...")
             [result] = verify_code_apart(
                 catalog, t, items=[item], env=env, secrets=secrets,
-                timeout_s=left(), say=said.append,
+                timeout_s=left(), say=said.append, seed=seed,
             )  # fmt: skip
             timings[f"check {which}"] = time.monotonic() - at
             left()  # a check that ran to the deadline: the trial timed out

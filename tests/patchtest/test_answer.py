@@ -4,17 +4,23 @@ test's change; a refusal in one inert line; and the planner's cap on tests per p
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from artbot.patchtest.answer import headline, render_refusal, render_trial
+import pytest
+
+from artbot.patchtest.answer import OWN_OUTPUTS, headline, render_refusal, render_trial
 from artbot.patchtest.command import Refusal
+from artbot.patchtest.handover import trial_from_json, trial_json
 from artbot.patchtest.plan import Comment, plan
 from artbot.patchtest.regress import Regression, outcome
+from artbot.patchtest.terminal import render_trial_text
 from artbot.patchtest.trial import Trial
 from artbot.records.catalog import load_catalog
 from artbot.records.models import Claim, Contract, Finding
 from artbot.status import ClaimResult, ClaimVerdict, Counterexample, Domain
 from artbot.verify.code import CodeResult, CodeStatus
+from artbot.verify.rejudge import BY_ARTBOT, IN_CHECK
 from tests.helpers.answering import live
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,3 +186,45 @@ def test_no_partial_line_for_a_full_fix_or_a_patch_that_fixes_nothing() -> None:
     assert "partial:" not in render_trial(full, finding)
     same = result("partial", {"c": claim("fixed"), "d": claim("reproduced")})
     assert "partial:" not in render_trial(trial(same, same, ("failed", "failed")), finding)
+
+
+def test_the_answer_says_once_that_artbot_judged_the_patched_codes_outputs() -> None:
+    """#53: the verdict is artbot's, from the outputs the patch's own code produced on inputs
+    artbot drew; the seed is said after the run, and a claim without an Oracle is named."""
+    before = result("reproduced", {"c": claim("reproduced")})
+    after = replace(
+        result("fixed", {"c": claim("fixed", inputs=600)}), judged={"c": BY_ARTBOT}, seed=42
+    )
+    text = render_trial(trial(before, after))
+    said = "artbot judged each verdict itself, from the outputs the patch's own code produced"
+    assert text.count(said) == 1 and "inputs artbot drew (seed 42, said only now)" in text
+    assert "read the diff" in text
+    plain = render_trial_text(trial(before, after))
+    assert plain.count(said) == 1 and "seed 42" in plain
+    mixed = replace(after, claims={**after.claims, "d": claim("fixed")},
+                    judged={"c": BY_ARTBOT, "d": IN_CHECK})  # fmt: skip
+    text = render_trial(trial(before, mixed))
+    assert "the verdict of c itself" in text
+    assert "the verdict of d is the patched process's own (no Oracle yet)" in text
+    # nothing judged (the check could not run): the process's own word, as before
+    assert OWN_OUTPUTS in render_trial(trial(before, result("could not run", {}, "x")))
+
+
+def test_who_judged_and_the_seed_cross_to_the_post_job_validated() -> None:
+    """The post job renders the answer from the check job's fields: who judged and the seed
+    come back as the check job's artbot said, and nothing else is taken."""
+    catalog = load_catalog(ROOT)
+    cid = catalog.get(801).claims[0].id
+    before = CodeResult(801, CodeStatus.reproduced, "openpipe-art 0.5.23", "",
+                        claims={cid: claim("reproduced")})  # fmt: skip
+    after = replace(before, status=CodeStatus.fixed, claims={cid: claim("fixed", inputs=5)},
+                    judged={cid: BY_ARTBOT}, seed=7)  # fmt: skip
+    data = trial_json(trial(before, after))
+    back = trial_from_json(data, catalog, item=801, release="0.5.23", source="x")
+    assert back.after.judged == {cid: BY_ARTBOT} and back.after.seed == 7
+    assert back.before.judged == {} and back.before.seed is None
+    for forged in ({"judged": {cid: "by the patch"}}, {"judged": {"other": BY_ARTBOT}},
+                   {"seed": "7"}, {"seed": True}):  # fmt: skip
+        bad = {**data, "after": {**data["after"], **forged}}
+        with pytest.raises(ValueError):
+            trial_from_json(bad, catalog, item=801, release="0.5.23", source="x")
