@@ -296,7 +296,11 @@ def judged_line(results: Iterable[CodeResult]) -> str | None:
     seed = next((r.seed for r in results if r.seed is not None), None)
     if seed is None or not (ours or theirs):
         return None
-    line = f"artbot judged {ours} claims from the check's outputs on inputs it drew (seed {seed})"
+    line = f"artbot judged {_claims(ours)} from the check's outputs on inputs it drew (seed {seed})"
     if theirs:
-        line += f"; {theirs} without an Oracle yet, as the check's process judged them"
+        line += f"; {_claims(theirs)} without an Oracle yet, as the check's process judged"
     return line
+
+
+def _claims(n: int) -> str:
+    return f"{n} claim{'' if n == 1 else 's'}"

@@ -269,3 +269,49 @@ def test_a_patch_that_fixes_nothing_cannot_write_its_own_verdict(place: Path, fo
     else:
         assert result.status is CodeStatus.reproduced
         assert "the check's process said fixed; artbot's judgement" in claim.detail
+
+
+@pytest.mark.network
+def test_verify_code_says_its_seed_after_the_run_and_seed_repeats_it(place: Path) -> None:
+    """The seed the inputs were drawn with is said once the run is over (never before: the
+    check's process must not know it), and ``--seed N`` repeats the same inputs."""
+    tree = split_item7(place, "0.5.21", None)
+    runs = []
+    for json_ in (["--json"], []):
+        runs.append(
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "artbot",
+                    "--root",
+                    str(place / "checkout"),
+                    "verify",
+                    "code",
+                    "--art-src",
+                    str(tree),
+                    "--seed",
+                    "12345",
+                    *json_,
+                ],
+                env={**ENV, "HOME": str(place)},
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )  # fmt: skip
+        )
+        assert runs[-1].returncode == 0, runs[-1].stderr[-2000:]
+    data = json.loads(runs[0].stdout)
+    if "ran confined" not in data["isolation"]:
+        pytest.skip(f"no confinement here: {data['isolation'][:300]}")
+    [result] = data["results"]
+    claim = result["claims"][SPLIT_CLAIM]
+    assert result["seed"] == 12345 and result["judged"] == {SPLIT_CLAIM: BY_ARTBOT}
+    assert claim["verdict"] == "fixed" and claim["domain"]["seed"] == 12345
+    said = runs[1].stderr.splitlines()
+    assert said[-1] == (
+        "verify: artbot judged 1 claim from the check's outputs on inputs it drew (seed 12345)"
+    )
+    assert not any("12345" in line for line in said[:-1])
+    assert claim["detail"] in runs[1].stdout  # the same inputs, the same verdict

@@ -184,3 +184,15 @@ def test_claims_without_an_oracle_are_listed() -> None:
     assert not (rejudge.REQUIRE_ORACLE and missing), missing
     if missing:
         pytest.xfail(f"{len(missing)} claims judged in the check's process: {', '.join(missing)}")
+
+
+def test_verify_says_who_judged_and_the_seed_once_the_run_is_over() -> None:
+    plan = planned(seed=99)
+    other = ClaimResult(verdict=ClaimVerdict.fixed, detail="x", method=Method.ran)
+    results = [plan.judge(child(ClaimVerdict.fixed, honest(plan), other=other))]
+    assert rejudge.judged_line(results) == (
+        "artbot judged 1 claim from the check's outputs on inputs it drew (seed 99); "
+        "1 claim without an Oracle yet, as the check's process judged"
+    )
+    nothing = CodeResult(1, CodeStatus.could_not_run, "openpipe-art 0.5.20", "broken")
+    assert plan.judge(nothing) == nothing and rejudge.judged_line([nothing]) is None
