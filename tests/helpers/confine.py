@@ -17,6 +17,7 @@ from artbot.verify.apart import verify_code_apart
 from artbot.verify.code import CodeResult
 from artbot.verify.limits import Limits
 from artbot.verify.tree import open_tree
+from tests.helpers.wheels import default_wheels
 
 REPO = Path(__file__).resolve().parents[2]
 CANARY = "ghp_CONFINECANARY0123456789abcdef"
@@ -57,6 +58,23 @@ def tree_with(folder: Path, loss: str) -> Path:
     (tree / "art").mkdir(parents=True, exist_ok=True)
     (tree / "art" / "__init__.py").write_text("")
     (tree / "art" / "loss.py").write_text(loss)
+    return tree
+
+
+# Item 7's claim as a split property (issue #53): the example attack 4's patches attack.
+SPLIT = REPO / "tests" / "fixtures" / "split" / "item07_split.py"
+SPLIT_CLAIM = "policy-ratio-applied-twice"
+
+
+def split_item7(place: Path, version: str, appended: str = "") -> Path:
+    """A checkout in ``place`` whose item 7 repro is the split example, and a tree of
+    ``version``'s ``art`` package with ``appended`` at the end of its loss.py."""
+    root = catalog(place)
+    shutil.copy2(SPLIT, root / "repros" / "item07_tis_fallback.py")
+    tree = place / "t" / "unpacked"
+    shutil.copytree(default_wheels().package(version), tree / "art")
+    loss = tree / "art" / "loss.py"
+    loss.write_text(loss.read_text(encoding="utf-8") + appended, encoding="utf-8")
     return tree
 
 

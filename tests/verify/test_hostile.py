@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,12 +18,17 @@ import pytest
 from artbot.verify.code import CodeStatus
 from artbot.verify.limits import MB, Limits
 from artbot.verify.rejudge import BY_ARTBOT
-from tests.helpers.confine import ENV, REPO, catalog, confined_here, run_apart, tree_with
-from tests.helpers.wheels import default_wheels
+from tests.helpers.confine import (
+    ENV,
+    SPLIT_CLAIM,
+    catalog,
+    confined_here,
+    run_apart,
+    split_item7,
+    tree_with,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.repro]
-SPLIT = REPO / "tests" / "fixtures" / "split" / "item07_split.py"
-SPLIT_CLAIM = "policy-ratio-applied-twice"
 
 FORGED = {
     "results": [
@@ -228,24 +232,15 @@ FORGERIES = {
 }
 
 
-def split_item7(place: Path, version: str, forgery: str | None) -> Path:
-    """A checkout whose item 7 repro is the split example, and ``version``'s ``art`` package
-    with ``forgery`` appended to loss.py."""
-    root = catalog(place)
-    shutil.copy2(SPLIT, root / "repros" / "item07_tis_fallback.py")
-    tree = place / "t" / "unpacked"
-    shutil.copytree(default_wheels().package(version), tree / "art")
-    if forgery is not None:
-        loss = tree / "art" / "loss.py"
-        code = FORGE.format(forge=FORGERIES[forgery].format())
-        loss.write_text(loss.read_text(encoding="utf-8") + code, encoding="utf-8")
-    return tree
+def forged(forgery: str) -> str:
+    """The code appended to loss.py for one of :data:`FORGERIES`."""
+    return FORGE.format(forge=FORGERIES[forgery].format())
 
 
 @pytest.mark.network
 @pytest.mark.parametrize("version, want", [("0.5.20", "reproduced"), ("0.5.21", "fixed")])
 def test_the_split_example_is_judged_by_artbot(place: Path, version: str, want: str) -> None:
-    [result], said = run_apart(place, split_item7(place, version, None))
+    [result], said = run_apart(place, split_item7(place, version))
     confined_here(said)
     claim = result.claims[SPLIT_CLAIM]
     assert result.status.value == want and claim.verdict.value == want, result
@@ -258,7 +253,7 @@ def test_the_split_example_is_judged_by_artbot(place: Path, version: str, want: 
 def test_a_patch_that_fixes_nothing_cannot_write_its_own_verdict(place: Path, forgery: str) -> None:
     """Attack 4: the answer said "fixed" for a patch that fixed nothing but wrote the verdict.
     Whatever the patched code makes its process say, artbot judges what it measured."""
-    [result], said = run_apart(place, split_item7(place, "0.5.20", forgery))
+    [result], said = run_apart(place, split_item7(place, "0.5.20", forged(forgery)))
     confined_here(said)
     claim = result.claims[SPLIT_CLAIM]
     assert result.status is not CodeStatus.fixed and claim.verdict.value != "fixed", result
@@ -275,7 +270,7 @@ def test_a_patch_that_fixes_nothing_cannot_write_its_own_verdict(place: Path, fo
 def test_verify_code_says_its_seed_after_the_run_and_seed_repeats_it(place: Path) -> None:
     """The seed the inputs were drawn with is said once the run is over (never before: the
     check's process must not know it), and ``--seed N`` repeats the same inputs."""
-    tree = split_item7(place, "0.5.21", None)
+    tree = split_item7(place, "0.5.21")
     runs = []
     for json_ in (["--json"], []):
         runs.append(

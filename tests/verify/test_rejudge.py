@@ -19,6 +19,8 @@ from artbot.verify import rejudge
 from artbot.verify.code import CodeResult, CodeStatus, checkable
 from artbot.verify.limits import MAX_TAPE_BYTES, MAX_TAPE_ENTRIES, capped_tapes
 from artbot.verify.results import result_from_json
+from artbot.verify.tree import open_tree
+from tests.helpers.confine import SPLIT_CLAIM, split_item7
 
 REPO = Path(__file__).resolve().parents[2]
 DOMAIN = import_script(REPO / "repros" / "_domain.py", "_test_rejudge_domain")
@@ -196,3 +198,53 @@ def test_verify_says_who_judged_and_the_seed_once_the_run_is_over() -> None:
     )
     nothing = CodeResult(1, CodeStatus.could_not_run, "openpipe-art 0.5.20", "broken")
     assert plan.judge(nothing) == nothing and rejudge.judged_line([nothing]) is None
+
+
+# Rewrites the check's verdict to "fixed" from inside loss.py, as a patch's code could.
+FORGED_VERDICT = """
+import sys
+frame = sys._getframe(1)
+while frame is not None and "check_art" not in frame.f_globals:
+    frame = frame.f_back
+evidence = frame.f_globals["_evidence"]
+claim = evidence.claim
+evidence.claim = lambda verdict, detail, **kw: claim(False, "forged", **{**kw, "fix": None})
+"""
+
+
+@pytest.mark.network
+@pytest.mark.repro
+def test_the_in_process_path_judges_as_the_confined_one(place: Path) -> None:
+    """``verify_code`` (in-process: the tests' and the controls' path) draws and judges as
+    ``verify_code_apart`` does: a patch that rewrites the verdict alone is still reproduced."""
+    for version, appended, want in (
+        ("0.5.21", "", ClaimVerdict.fixed),
+        ("0.5.20", "", ClaimVerdict.reproduced),
+        ("0.5.20", FORGED_VERDICT, ClaimVerdict.reproduced),
+    ):
+        folder = place / version / str(len(appended))
+        folder.mkdir(parents=True)
+        tree = split_item7(folder, version, appended)
+        catalog = load_catalog(folder / "checkout")
+        [result] = rejudge.verify_code(catalog, open_tree(tree, catalog.audit), seed=3)
+        claim = result.claims[SPLIT_CLAIM]
+        assert claim.verdict is want and result.status.value == want.value, result
+        assert result.judged == {SPLIT_CLAIM: rejudge.BY_ARTBOT} and result.seed == 3
+        if appended:
+            assert claim.detail.startswith("the check's process said fixed; artbot's judgement")
+
+
+def test_a_plan_over_its_cap_is_refused_before_anything_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    catalog = load_catalog(REPO)
+    finding = checkable(catalog)[0]
+    cid = finding.claims[0].id
+    huge = DOMAIN.Oracle(judge=judge, sample=lambda rng: {"x": "y" * 4096}, draws=300)
+    monkeypatch.setattr(rejudge, "oracles_of", lambda catalog, f: {cid: huge})
+    with pytest.raises(ValueError, match="plan is over"):
+        rejudge.draw(catalog, [finding], seed=1)
+    monkeypatch.setattr(rejudge, "oracles_of", lambda catalog, f: {cid: ORACLE})
+    assert rejudge.draw(catalog, [finding], seed=1).inputs == {
+        finding.item: {cid: ORACLE.plan(random.Random(1))}
+    }
