@@ -80,12 +80,15 @@ class Plan:
     def judge(self, result: CodeResult) -> CodeResult:
         """``result`` (the check's) with every claim's verdict artbot's, as the module says."""
         oracles = self.oracles.get(result.item, {})
-        if not result.claims:
-            return result
+        if result.status is CodeStatus.could_not_run:
+            return result  # nothing to judge: it says so itself
         claims: dict[str, ClaimResult] = {}
         judged: dict[str, str] = {}
         unjudged: list[str] = []
-        for cid, claim in result.claims.items():
+        # A claim artbot can judge is judged even when the check left it out.
+        unsaid = ClaimResult(verdict=ClaimVerdict.not_checked, detail="")
+        for cid in [*result.claims, *(c for c in oracles if c not in result.claims)]:
+            claim = result.claims.get(cid, unsaid)
             oracle = oracles.get(cid)
             if oracle is None:
                 if REQUIRE_ORACLE:
@@ -280,7 +283,8 @@ def _rederived(
         status, detail = CodeStatus.could_not_run, why[:600]
     else:
         status = _STATUS[derive([c.verdict for c in claims.values()])]
-        changed = [c for c in claims if claims[c].verdict is not result.claims[c].verdict]
+        said = {c: r.verdict for c, r in result.claims.items()}
+        changed = [c for c in claims if claims[c].verdict is not said.get(c)]
         detail = result.detail
         if changed:
             detail = f"artbot's judgement differs from the check's process on {', '.join(changed)}"

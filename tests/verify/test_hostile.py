@@ -310,3 +310,25 @@ def test_verify_code_says_its_seed_after_the_run_and_seed_repeats_it(place: Path
     )
     assert not any("12345" in line for line in said[:-1])
     assert claim["detail"] in runs[1].stdout  # the same inputs, the same verdict
+
+
+# The whole results document rewritten as it leaves the check's process: item 7 "fixed", and
+# no claim (or one without its tape) for artbot to judge.
+DROPPED = [
+    "lambda d: d['results'][0].update(status='fixed', claims={}, tapes={})",
+    "lambda d: [c.update(verdict='fixed') for c in d['results'][0]['claims'].values()]"
+    " and d['results'][0].update(status='fixed', tapes={})",
+]
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("change", DROPPED)
+def test_a_result_rewritten_to_fixed_without_its_outputs_could_not_run(
+    place: Path, change: str
+) -> None:
+    """Attack 4, by the results document: a verdict with nothing measured behind it."""
+    appended = REWRITE.format(change=change)
+    [result], said = run_apart(place, split_item7(place, "0.5.20", appended))
+    confined_here(said)
+    assert result.status is CodeStatus.could_not_run, result
+    assert "measured 0 of the" in result.detail and result.judged == {SPLIT_CLAIM: BY_ARTBOT}

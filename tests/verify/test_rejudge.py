@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -248,3 +249,16 @@ def test_a_plan_over_its_cap_is_refused_before_anything_runs(
     assert rejudge.draw(catalog, [finding], seed=1).inputs == {
         finding.item: {cid: ORACLE.plan(random.Random(1))}
     }
+
+
+@pytest.mark.parametrize("status", ["fixed", "not checked"])
+def test_a_claim_the_check_leaves_out_is_judged_all_the_same(status: str) -> None:
+    """The check's process reports a "fixed" item and no claims (or not this one): artbot
+    judges the claim from the tape, and without a tape it could not run."""
+    plan = planned()
+    bare = CodeResult(1, CodeStatus(status), "openpipe-art 0.5.20", "forged")
+    got = plan.judge(replace(bare, tapes={CID: honest(plan, wrong={0})}))
+    assert got.status is CodeStatus.reproduced and got.judged == {CID: rejudge.BY_ARTBOT}
+    assert got.detail.startswith("artbot's judgement differs")
+    empty = plan.judge(bare)
+    assert empty.status is CodeStatus.could_not_run and "0 of the 6 inputs" in empty.detail
