@@ -387,11 +387,14 @@ def where_at(art: Any) -> tuple[list[Any], list[Any]]:
     """The claims' lines (the group's advantage statements through the zero-advantage drop,
     the guard) and the fixing lines."""
     relpath = "preprocessing/tokenize.py"
+    drop = "if advantage == 0 and drop_zero_advantage_trajectories:"
     block = _evidence.lines(
+        art, relpath, "zero_variance = rewards_have_zero_variance(", drop
+    ) or _evidence.lines(
         art,
         relpath,
         "reward_mean = sum(trajectory.reward for trajectory in group) / len(group)",
-        "if advantage == 0 and drop_zero_advantage_trajectories:",
+        drop,
     )
     guard = _evidence.function(art, "utils/grpo.py", "rewards_have_zero_variance")
     dropped = [
@@ -408,8 +411,11 @@ def first_case(art: Any, claim: str) -> str:
     in the edges) came to, in words."""
     entry = art.tape[claim][0]
     case, raw = entry["case"], entry["raw"]
-    groups = _grpo_property.batch(case)
-    shown = " and ".join(f"{len(g)} x {_domain.short(g[0])}" for g in groups)
+    rewards, size = case["rewards"], case["beside size"]
+    shown = f"{len(rewards)} x {_domain.short(rewards[0])}"
+    shown += {"alone": "", "solved": f" and {size} x 1.0", "0/1": f" and a 0/1 group of {size}"}[
+        case["beside"]
+    ]
     if case["advantage_balance"]:
         shown += f", advantage_balance={case['advantage_balance']}"
     if "raised" in raw:
