@@ -155,7 +155,7 @@ def edges(claim: str) -> list[dict[str, Any]]:
     out = list(own)
     for i, pick in enumerate(_domain.pairwise_cases(dimensions)):
         n = pick.pop("n")
-        rewards = (base * n)[:n] if claim != FOLLOW_UP[0] else list(base)
+        rewards = (base * n)[:n]  # the near-equal group repeated: still one ulp apart
         size = dimensions["n"][(i + 1) % 3] if i else 128
         out.append(dict(own[0], **pick, rewards=rewards, **{"beside size": size}))
     return out
@@ -211,7 +211,10 @@ def judge(claim: str, case: dict[str, Any], raw: dict[str, Any]) -> _domain.Fail
     if "raised" in raw:
         return _domain.Failure(f"raised {raw['raised']}"[:80], "a step")
     if not raw["trained"]:
-        return None  # nothing trained: every group dropped
+        # Nothing trained: every group dropped, which a 0/1 group beside never rightly is.
+        if case["beside"] == "0/1":
+            return _domain.Failure("the 0/1 group lost its advantages", "|advantage| > 0.5")
+        return None
     groups = [g for g in raw["groups"] if g is not None]
     bad = sum(int(g["not finite"]) for g in groups)
     if bad:

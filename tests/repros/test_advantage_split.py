@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from artbot.verify.tree import open_tree
 from tests.helpers.controls import ADVERSARIAL, ROOT, controlled_copy, load_adversarial, repro
 from tests.helpers.wheels import ArtWheels
 
-pytestmark = pytest.mark.repro
+pytestmark = pytest.mark.repro  # each imports a repro script (torch)
 
 CONTROLS = {
     3: ("item03_fake_zero_variance_up_to_64", "item03_real_equal_group_test_in_a_same_file_helper"),
@@ -73,3 +74,40 @@ def test_the_tape_judged_here_gives_the_verdict(
         assert verdict == made.expect[cid], (cid, result["claims"][cid]["detail"])
         assert result["claims"][cid]["verdict"] is (verdict == "reproduced"), cid
         assert result["claims"][cid]["domain"]["seed"] is None  # artbot's, said by artbot
+
+
+@pytest.mark.parametrize("item", sorted(CONTROLS))
+def test_the_plan_is_drawn_without_art_and_covers_arts_configuration(item: int) -> None:
+    """Each claim's plan: the same for the same seed, JSON, another for another seed; ART's
+    configuration values each both ways and groups of 128 among the edges."""
+    before = {name for name in sys.modules if name == "art" or name.startswith("art.")}
+    oracles = repro(item).ORACLES
+    for cid, oracle in oracles.items():
+        one, again = oracle.plan(random.Random(1)), oracle.plan(random.Random(1))
+        assert _json(one) == _json(again) and json.loads(_json(one)) == one, cid
+        assert _json(one) != _json(oracle.plan(random.Random(2))), cid
+        edges = oracle.edges()
+        flags = [k for k in edges[0] if isinstance(edges[0][k], bool)]
+        assert flags, cid
+        for flag in flags:
+            assert {e[flag] for e in edges} == {True, False}, (cid, flag)
+        sizes = [len(e["rewards"]) for e in edges] if "rewards" in edges[0] else []
+        sizes += [len(g) for e in edges for g in e.get("groups", [])]
+        assert max(sizes) == 128, cid
+    assert {n for n in sys.modules if n == "art" or n.startswith("art.")} == before
+
+
+def test_item3s_judge_reads_only_what_was_measured() -> None:
+    """A raw output that says a 0/1 group did not train, or that some advantage is not a
+    number, is a failure; a garbled one raises (artbot counts that as a failure too)."""
+    oracle = repro(3).ORACLES["full-scale-advantage-for-equal-reward-groups"]
+    case = {"rewards": [0.1] * 8, "beside": "0/1", "beside size": 8, "advantage_balance": 0.0}
+    group = {"tokens": 47, "not finite": 0, "first not finite": None, "max |advantage|": 1.0}
+    assert oracle.judge(case, {"trained": True, "groups": [None, group]}) is None
+    assert oracle.judge(case, {"trained": False, "groups": [None, None]}) is not None
+    nan = dict(group, **{"not finite": 3, "first not finite": "nan"})
+    assert oracle.judge(case, {"trained": True, "groups": [None, nan]}) is not None
+    tiny = dict(group, **{"max |advantage|": 1e-11})
+    assert oracle.judge(case, {"trained": True, "groups": [tiny, group]}) is not None
+    with pytest.raises((KeyError, TypeError)):
+        oracle.judge(case, {"trained": True, "groups": [{"tokens": 1}, group]})
