@@ -7,12 +7,17 @@ misses; moved out of item 3 by issue #51).
 The record's Expected: "For a group in which every trajectory has the same reward, whatever the
 common reward value and the group size, every token's advantage after GRPO normalization and
 pack normalization is exactly 0 (or the group is dropped), and no packed advantage is NaN or
-infinite." Each claim is searched over its own part of that domain, one ART step per case (the
-batch goes through ``item03_equal_reward_groups.run_batch``: ART's advantage statements and
-ART's packer when ``check_art`` runs). Every claim's domain has ``scale_rewards`` both ways
-(issue #50: ``scale_rewards=False`` gave +1.0 for every token of an equal-reward group and a
-check fixed to True judged that fixed), groups of up to 128 trajectories, and edge cases in
-which every (scale_rewards, what is beside the group) pair occurs:
+infinite." Each claim is searched over its own part of that domain, one ART step per case (in
+``check_art``, ``_grpo_art.step``: ART's ``tokenize_trajectory_groups`` and ART's packer, run
+whole; standalone, item 3's models). The domain is ART's configuration on this path, each value
+both ways (issue #50: ``scale_rewards=False`` gave +1.0 for every token of an equal-reward group
+and a check fixed to True judged that fixed): ``scale_rewards``,
+``allow_training_without_logprobs``, the backend's ``pack_results`` (LocalBackend False,
+MegatronBackend True) and ``advantage_balance`` (0 and +-0.5; +-1 for the NaN claim), groups
+of up to 128 trajectories beside a group of up to 128, and edge cases in which every pair of
+(scale_rewards, pack_results, allow_training_without_logprobs, balance, what is beside, size)
+occurs
+(``_domain.pairwise_cases``), the largest sizes together in the first:
 
 - ``full-scale-advantage-for-equal-reward-groups``: a group of n (2-128) exactly equal rewards r
   (the residue rewards 0.1, 0.7, 1/3, ..., or |r| from 1e-3 to 1e8, either sign), alone or next
@@ -26,6 +31,11 @@ which every (scale_rewards, what is beside the group) pair occurs:
 A case fails when a token of the equal group gets a packed advantage other than exactly 0, or
 any packed advantage is NaN or infinite, or (a function that zeroes everything tells equal
 groups from others no better) a 0/1 group beside it has no token with |advantage| > 0.5.
+
+The split (issue #53): :func:`measure` runs the step (in the check's process) and returns, per
+group, its trained tokens, their largest finite |advantage| and how many are not finite;
+:func:`judge` decides on those alone, and :func:`oracle` is what artbot judges a claim with
+(its inputs drawn ART-free: :func:`edges` and :func:`sample`).
 """
 
 from __future__ import annotations
@@ -39,32 +49,43 @@ import _reward_noise
 
 SIZES = (2, 3, 5, 6, 7, 8, 16, 64, 128)
 RESIDUE = (0.1, 0.2, 0.3, 0.6, 0.7, 0.9, 1 / 3, 2 / 3)
+_PATH = (
+    "tokenize_trajectory_groups + packer; scale_rewards, pack_results, "
+    "allow_training_without_logprobs both ways"
+)
 COVERS = {
-    "full-scale-advantage-for-equal-reward-groups": "tokenize's advantages + packer, "
-    "scale_rewards both ways; n = 2-128 exactly equal rewards (residue rewards; |r| 1e-3 to "
-    "1e8, either sign), alone, beside a solved group or a 0/1 group of 2-128 -> every token 0 "
-    "or dropped, nothing NaN/inf, the 0/1 group kept",
-    "full-scale-advantage-for-near-equal-reward-groups": "tokenize's advantages + packer, "
-    "scale_rewards both ways; n = 2-128 rewards equal by construction (per-step sums in other "
-    "orders, neighbours up to 8 ulps), |r| 1e-3 to 1e8, alone or beside a solved or 0/1 group "
-    "-> every token 0 or dropped, nothing NaN/inf",
-    "nan-advantages": "tokenize's advantages + packer, scale_rewards both ways; n = 2-128 equal "
-    "finite rewards (1e-3 to 1e8) beside [1.0] x 2-128, advantage_balance +1 and -1 -> no "
-    "packed advantage NaN or inf",
-    "nan-advantages-from-non-finite-rewards": "tokenize's advantages + packer, scale_rewards "
-    "both ways; [-inf] x 2-128 beside a 0/1 group of 2-128 -> no packed advantage NaN or inf, "
-    "the 0/1 group kept",
+    "full-scale-advantage-for-equal-reward-groups": f"{_PATH}, advantage_balance 0/+-0.5; n = "
+    "2-128 exactly equal rewards (residue rewards; |r| 1e-3 to 1e8, either sign), alone, beside "
+    "a solved group or a 0/1 group of 2-128 -> every token 0 or dropped, nothing NaN/inf, the "
+    "0/1 group kept",
+    "full-scale-advantage-for-near-equal-reward-groups": f"{_PATH}, advantage_balance 0/+-0.5; "
+    "n = 2-128 rewards equal by construction (per-step sums in other orders, neighbours up to 8 "
+    "ulps), |r| 1e-3 to 1e8, alone or beside a solved or 0/1 group -> every token 0 or "
+    "dropped, nothing NaN/inf",
+    "nan-advantages": f"{_PATH}; n = 2-128 equal finite rewards (1e-3 to 1e8) beside [1.0] x "
+    "2-128, advantage_balance +1 and -1 -> no packed advantage NaN or inf",
+    "nan-advantages-from-non-finite-rewards": f"{_PATH}, advantage_balance 0/+-0.5; [-inf] x "
+    "2-128 beside a 0/1 group of 2-128 -> no packed advantage NaN or inf, the 0/1 group kept",
 }
 AUDIT = ("full-scale-advantage-for-equal-reward-groups", "nan-advantages")
 FOLLOW_UP = (
     "full-scale-advantage-for-near-equal-reward-groups",
     "nan-advantages-from-non-finite-rewards",
 )
+FULL_SCALE = (AUDIT[0], FOLLOW_UP[0])
+# Rewards equal by construction near 1e4, one ulp (1.8e-12) apart: outside 0.5.21's 1e-12.
+NEAR_EQUAL = _reward_noise.summed_two_ways(_reward_noise.STEPS_AT_1E4)
+DRAWS = 130  # besides the edges: about 150 inputs a claim, as before the split
+
+
+def balances(claim: str) -> tuple[float, ...]:
+    """``advantage_balance`` values of the claim's domain (ART's range is -1 to 1)."""
+    return (1.0, -1.0) if claim == "nan-advantages" else (0.0, 0.5, -0.5)
 
 
 def _value(rng: Any) -> float:
     if rng.random() < 0.3:
-        return rng.choice(RESIDUE)
+        return float(rng.choice(RESIDUE))
     return rng.choice((-1.0, 1.0, 1.0)) * 10 ** rng.uniform(-3, 8)
 
 
@@ -80,7 +101,6 @@ def sample(claim: str) -> Callable[[Any], dict[str, Any]]:
     def draw(rng: Any) -> dict[str, Any]:
         n = rng.choice((rng.randint(2, 128), rng.choice(SIZES)))
         beside = rng.choice(("alone", "solved", "0/1"))
-        balance = 0.0
         if claim == "nan-advantages-from-non-finite-rewards":
             group, beside = [-math.inf] * n, "0/1"
         elif claim == "full-scale-advantage-for-near-equal-reward-groups":
@@ -88,48 +108,56 @@ def sample(claim: str) -> Callable[[Any], dict[str, Any]]:
         else:
             group = [_value(rng)] * n
         if claim == "nan-advantages":
-            beside, balance = "solved", rng.choice((1.0, -1.0))
+            beside = "solved"
         return {
             "rewards": group,
             "beside": beside,
             "beside size": rng.choice((rng.randint(2, 16), rng.randint(2, 128))),
-            "advantage_balance": balance,
+            "advantage_balance": rng.choice(balances(claim)),
             "scale_rewards": rng.random() < 0.5,
+            "pack_results": rng.random() < 0.5,
+            "allow_training_without_logprobs": rng.random() < 0.5,
         }
 
     return draw
 
 
-def edges(claim: str, near_equal: list[float]) -> list[dict[str, Any]]:
-    """The records' own batches first (8 x 0.1 beside 8 x 1.0, and so on); then the same
-    group with every (scale_rewards, beside) pair, group sizes cycling up to 128."""
+def edges(claim: str) -> list[dict[str, Any]]:
+    """The records' own batches first (8 x 0.1 beside 8 x 1.0, and so on); then a covering
+    array over (scale_rewards, pack_results, allow_training_without_logprobs,
+    advantage_balance, beside, group size), the first with every largest value."""
     case: dict[str, Any] = {
         "beside": "solved",
         "beside size": 8,
         "advantage_balance": 0.0,
         "scale_rewards": True,
+        "pack_results": False,
+        "allow_training_without_logprobs": False,
     }
     if claim == "full-scale-advantage-for-equal-reward-groups":
         own = [dict(case, rewards=[0.1] * 8), dict(case, rewards=[0.7] * 3, beside="alone")]
     elif claim == "full-scale-advantage-for-near-equal-reward-groups":
-        own = [dict(case, rewards=list(near_equal), beside="alone")]
+        own = [dict(case, rewards=list(NEAR_EQUAL), beside="alone")]
     elif claim == "nan-advantages":
         own = [dict(case, rewards=[0.7] * 8, advantage_balance=1.0)]
     else:
         own = [dict(case, rewards=[-math.inf] * 4, beside="0/1", **{"beside size": 4})]
-    besides = ("solved",) if claim == "nan-advantages" else ("alone", "solved", "0/1")
-    pairs = [(scale, beside) for scale in (True, False) for beside in besides]
+    besides = {"nan-advantages": ("solved",), FOLLOW_UP[1]: ("0/1",)}
+    dimensions = {
+        "scale_rewards": (False, True),
+        "pack_results": (False, True),
+        "allow_training_without_logprobs": (False, True),
+        "advantage_balance": balances(claim),
+        "beside": besides.get(claim, ("alone", "solved", "0/1")),
+        "n": (16, 64, 128),
+    }
+    base: list[float] = list(own[0]["rewards"])
     out = list(own)
-    for i, (scale, beside) in enumerate(pairs):
-        base: list[float] = list(own[0]["rewards"])
-        n = SIZES[-1 - i % 3]  # 128, 64, 16
-        rewards = (base * n)[:n] if claim != FOLLOW_UP[0] else list(base)
-        size = SIZES[-1 - (i + 1) % 3]
-        out.append(
-            dict(
-                own[0], rewards=rewards, beside=beside, scale_rewards=scale, **{"beside size": size}
-            )
-        )
+    for i, pick in enumerate(_domain.pairwise_cases(dimensions)):
+        n = pick.pop("n")
+        rewards = (base * n)[:n]  # the near-equal group repeated: still one ulp apart
+        size = dimensions["n"][(i + 1) % 3] if i else 128
+        out.append(dict(own[0], **pick, rewards=rewards, **{"beside size": size}))
     return out
 
 
@@ -143,39 +171,63 @@ def batch(case: dict[str, Any]) -> list[list[float]]:
     return [list(case["rewards"])]
 
 
-FULL_SCALE = (
-    "full-scale-advantage-for-equal-reward-groups",
-    "full-scale-advantage-for-near-equal-reward-groups",
-)
+def summary(values: list[float] | None) -> dict[str, Any] | None:
+    """What the judge reads of one group's packed advantages (None: no token trained)."""
+    if values is None:
+        return None
+    bad = [v for v in values if not math.isfinite(v)]
+    finite = [abs(v) for v in values if math.isfinite(v)]
+    return {
+        "tokens": len(values),
+        "not finite": len(bad),
+        "first not finite": repr(bad[0]) if bad else None,
+        "max |advantage|": max(finite, default=0.0),
+    }
 
 
-def holds(claim: str, run_batch: Callable[..., dict[str, Any]], case: dict[str, Any]) -> Any:
-    """The property on one case: a ``_domain.Failure`` or None (the NaN claims are judged on
-    finiteness alone, the full-scale ones on the equal group's advantages too)."""
+def measure(step: Callable[..., dict[str, Any]], case: dict[str, Any]) -> dict[str, Any]:
+    """One step of ``case`` through ``step`` (ART's path, or the models): per group, what
+    :func:`summary` keeps; ``raised`` when the step raised."""
     groups = batch(case)
     try:
-        out = run_batch(
+        out = step(
             groups,
-            advantage_balance=case["advantage_balance"],
-            scale_rewards=case.get("scale_rewards", True),
+            advantage_balance=float(case["advantage_balance"]),
+            scale_rewards=bool(case["scale_rewards"]),
+            pack_results=bool(case["pack_results"]),
+            allow_training_without_logprobs=bool(case["allow_training_without_logprobs"]),
         )
     except Exception as exc:
-        return _domain.Failure(f"raised {type(exc).__name__}: {exc}"[:80], "a step")
-    if not out["trained"]:
-        return None  # nothing trained: every group dropped
-    values = [v for g in out["groups"].values() if g for v in g]
-    bad = [v for v in values if not math.isfinite(v)]
+        return {"raised": f"{type(exc).__name__}: {exc}"[:200]}
+    return {
+        "trained": bool(out["trained"]),
+        "groups": [summary(out["groups"][g]) for g in range(len(groups))],
+    }
+
+
+def judge(claim: str, case: dict[str, Any], raw: dict[str, Any]) -> _domain.Failure | None:
+    """The property on one measured case (pure): the NaN claims on finiteness alone, the
+    full-scale ones on the equal group's advantages too; a 0/1 group beside must keep one."""
+    if "raised" in raw:
+        return _domain.Failure(f"raised {raw['raised']}"[:80], "a step")
+    if not raw["trained"]:
+        # Nothing trained: every group dropped, which a 0/1 group beside never rightly is.
+        if case["beside"] == "0/1":
+            return _domain.Failure("the 0/1 group lost its advantages", "|advantage| > 0.5")
+        return None
+    groups = [g for g in raw["groups"] if g is not None]
+    bad = sum(int(g["not finite"]) for g in groups)
     if bad:
-        return _domain.Failure(
-            f"{len(bad)} of {len(values)} packed advantages {bad[0]!r}", "finite"
-        )
-    equal = out["groups"][0] or []
-    worst = max((abs(v) for v in equal), default=0.0)
+        first = next(g["first not finite"] for g in groups if g["not finite"])
+        total = sum(int(g["tokens"]) for g in groups)
+        return _domain.Failure(f"{bad} of {total} packed advantages {first}", "finite")
+    equal = raw["groups"][0]
+    worst = float(equal["max |advantage|"]) if equal else 0.0
     if claim in FULL_SCALE and worst != 0.0:
         return _domain.Failure(float(f"{worst:.4g}"), "0 (or dropped)")
     if case["beside"] == "0/1":
-        spread = out["groups"][1] or []
-        if max((abs(v) for v in spread), default=0.0) <= 0.5:
+        spread = raw["groups"][1]
+        if (float(spread["max |advantage|"]) if spread else 0.0) <= 0.5:
             return _domain.Failure("the 0/1 group lost its advantages", "|advantage| > 0.5")
     return None
 
@@ -191,12 +243,28 @@ def shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def search(claim: str, run_batch: Callable[..., dict[str, Any]], near_equal: list[float]) -> Any:
+def oracle(claim: str) -> _domain.Oracle:
+    """How artbot judges ``claim`` and draws its inputs (ART-free)."""
+    return _domain.Oracle(
+        judge=lambda case, raw: judge(claim, case, raw),
+        edges=lambda: edges(claim),
+        sample=sample(claim),
+        draws=DRAWS,
+    )
+
+
+def search(claim: str, channel: Any, step: Callable[..., dict[str, Any]]) -> Any:
+    """``claim``'s property over its domain through ``step``, taped on ``channel`` (the
+    check's ``art``; None standalone)."""
+    cases = edges(claim)
     return _domain.search(
         covers=COVERS[claim],
-        edges=edges(claim, near_equal),
+        edges=cases,
         sample=sample(claim),
-        holds=lambda case: holds(claim, run_batch, case),
+        measure=lambda case: measure(step, case),
+        judge=lambda case, raw: judge(claim, case, raw),
+        claim=claim,
+        channel=channel,
         shrink=shrink,
-        max_inputs=150,
+        max_inputs=len(cases) + DRAWS,
     )

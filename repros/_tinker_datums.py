@@ -28,6 +28,7 @@ datum's advantages map back to the reward they came from.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Sequence
 from types import ModuleType, SimpleNamespace
@@ -129,6 +130,20 @@ def advantages(
             per_group = out[g] = out[g] or [[] for _ in groups[g]]
             per_group[i].append(float(value))
     return out
+
+
+def spans(got: list[list[list[float]] | None]) -> list[list[list[float] | None] | None]:
+    """What a judge reads of :func:`advantages` (issue #53: a few floats a trajectory, JSON):
+    per group (None: no datum), per trajectory, the least and greatest advantage of its tokens
+    (None: no token; a value that is not finite, twice, when there is one)."""
+
+    def span(tokens: list[float]) -> list[float] | None:
+        if not tokens:
+            return None
+        bad = [v for v in tokens if not math.isfinite(v)]
+        return [bad[0], bad[0]] if bad else [min(tokens), max(tokens)]
+
+    return [None if g is None else [span(t) for t in g] for g in got]
 
 
 def ran(art: Any) -> list[str]:

@@ -54,13 +54,14 @@ Assumptions:
 Swappable: ``measure(pack_impl=...)`` takes ART's
 ``art.preprocessing.pack.packed_tensors_from_tokenized_results`` as is; it is called as
 ``pack_impl(results, seq_len, advantage_balance=..., pack_results=False, verbosity=0)`` with
-records carrying every field that function reads from a ``TokenizedResult``. The advantage
-block is inline in ``tokenize_trajectory_groups`` (a generator that needs a tokenizer and
-``Trajectory`` objects); ``measure(advantages_impl=...)`` takes any
-``(rewards, scale_rewards) -> list[float | None]`` (None: dropped): this script's model, or
-ART's own statements taken from a release's source and run in the namespace of ``tokenize.py``
-imported whole (``_art_extract.advantage_block``, what ``check_art`` runs: a helper defined in
-the same file resolves as in ART).
+records carrying every field that function reads from a ``TokenizedResult``;
+``measure(advantages_impl=...)`` takes any ``(rewards, scale_rewards) -> list[float | None]``
+(None: dropped). ``check_art`` runs neither model: it enters ART at
+``tokenize_trajectory_groups`` (``tokenize.py`` imported whole, a tokenizer and trajectories
+at its boundary: ``_grpo_art``) and packs with ART's packer, so a fix or a fake anywhere in
+the function or a helper of its file runs as in ART (issue #50). Each claim's property is
+split (issue #53): the check's process measures, artbot judges (``ORACLES``,
+``_grpo_property``).
 
 The models live beside this script and are re-exported by it: ``_grpo_tokenize`` (the
 advantages, the fix, the tokenized records) and ``_grpo_pack`` (the packer); this file builds
@@ -79,9 +80,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _art_extract  # noqa: E402
 import _common  # noqa: E402
+import _domain  # noqa: E402
 import _evidence  # noqa: E402
+import _grpo_art  # noqa: E402
 import _grpo_property  # noqa: E402
 import _reward_noise  # noqa: E402
 from _grpo_pack import (  # noqa: E402, F401 - re-exported: tests use every name
@@ -341,13 +343,22 @@ def _dropped(value: float | None) -> float | str:
     return "dropped" if value is None else value
 
 
-def search_claims(
-    claims: tuple[str, ...], advantages: AdvantagesImpl, pack_impl: Callable[..., Any]
-) -> dict[str, Any]:
-    """Each claim's property over its part of the domain (``_grpo_property``)."""
+def model_step(
+    advantages: AdvantagesImpl = grpo_advantages,
+    pack_impl: Callable[..., Any] = packed_tensors_from_tokenized_results,
+) -> Callable[..., dict[str, Any]]:
+    """One step on this script's models, in ``_grpo_art.step``'s form. The model packer lays
+    out one result per row whatever ``pack_results`` says (the row layout changes no packed
+    advantage: module doc), and its trajectories all carry logprobs, so
+    ``allow_training_without_logprobs`` changes nothing."""
 
     def step(
-        groups: list[list[float]], advantage_balance: float = 0.0, scale_rewards: bool = True
+        groups: list[list[float]],
+        *,
+        advantage_balance: float,
+        scale_rewards: bool,
+        pack_results: bool,
+        allow_training_without_logprobs: bool,
     ) -> dict[str, Any]:
         return run_batch(
             groups,
@@ -357,70 +368,83 @@ def search_claims(
             pack_impl=pack_impl,
         )
 
-    near = list(NEAR_EQUAL[0])
-    return {cid: _grpo_property.search(cid, step, near) for cid in claims}
+    return step
 
 
-def art_path(art: Any) -> tuple[AdvantagesImpl, Callable[..., Any], str, list[str]]:
-    """ART's advantage statements (run in ``tokenize.py``'s own namespace, the module imported
-    whole), its packer, where the statements are, and what ran."""
-    tokenize = art.load("preprocessing/tokenize.py")
-    pack = art.load("preprocessing/pack.py")
-    advantages, where = _art_extract.advantage_block(art, vars(tokenize))
-    ran = [
-        f"{where} (tokenize_trajectory_groups' advantage statements, run in tokenize.py's "
-        "namespace, the module imported whole)",
-        f"{art.name}/preprocessing/pack.py:packed_tensors_from_tokenized_results",
-    ]
-    if "rewards_have_zero_variance" in vars(tokenize):
-        ran.append(f"{art.name}/utils/grpo.py:rewards_have_zero_variance")
-    return advantages, pack.packed_tensors_from_tokenized_results, where, ran
+def search_claims(
+    claims: tuple[str, ...], step: Callable[..., dict[str, Any]], channel: Any = None
+) -> dict[str, Any]:
+    """Each claim's property over its part of the domain (``_grpo_property``), taped on
+    ``channel`` (the check's ``art``)."""
+    return {cid: _grpo_property.search(cid, channel, step) for cid in claims}
 
 
-def where_at(art: Any, where: str) -> tuple[list[Any], list[Any]]:
-    """The claims' lines (the advantage statements, the guard) and the fixing lines."""
-    first, last = (int(n) for n in where.rsplit(":", 1)[1].split("-"))
-    block = _evidence.span(art, "preprocessing/tokenize.py", first, last)
+# How artbot judges each claim, outside the check's process (issue #53).
+ORACLES = {cid: _grpo_property.oracle(cid) for cid in _grpo_property.AUDIT}
+
+
+def where_at(art: Any) -> tuple[list[Any], list[Any]]:
+    """The claims' lines (the group's advantage statements through the zero-advantage drop,
+    the guard) and the fixing lines."""
+    relpath = "preprocessing/tokenize.py"
+    drop = "if advantage == 0 and drop_zero_advantage_trajectories:"
+    block = _evidence.lines(
+        art, relpath, "zero_variance = rewards_have_zero_variance(", drop
+    ) or _evidence.lines(
+        art,
+        relpath,
+        "reward_mean = sum(trajectory.reward for trajectory in group) / len(group)",
+        drop,
+    )
     guard = _evidence.function(art, "utils/grpo.py", "rewards_have_zero_variance")
     dropped = [
         _evidence.lines(
-            art,
-            "preprocessing/tokenize.py",
-            "advantage = 0.0 if zero_variance else trajectory.reward - reward_mean",
+            art, relpath, "advantage = 0.0 if zero_variance else trajectory.reward - reward_mean"
         ),
         guard,
     ]
     return [block, guard], dropped
 
 
-def trained(group: dict[str, Any], batch: str) -> str:
-    if not group["tokens"]:
-        return f"{batch}: the group is dropped"
-    return f"{batch}: the group trains on {group['tokens']} tokens at {_span(group)}"
+def first_case(art: Any, claim: str) -> str:
+    """What the claim's first measured input (the record's own batch, first in the plan and
+    in the edges) came to, in words."""
+    entry = art.tape[claim][0]
+    case, raw = entry["case"], entry["raw"]
+    rewards, size = case["rewards"], case["beside size"]
+    shown = f"{len(rewards)} x {_domain.short(rewards[0])}"
+    shown += {"alone": "", "solved": f" and {size} x 1.0", "0/1": f" and a 0/1 group of {size}"}[
+        case["beside"]
+    ]
+    if case["advantage_balance"]:
+        shown += f", advantage_balance={case['advantage_balance']}"
+    if "raised" in raw:
+        return f"{shown}: raised {raw['raised']}"
+    if not raw["trained"]:
+        return f"{shown}: every group dropped (no step)"
+    equal = raw["groups"][0]
+    if equal is None:
+        return f"{shown}: the group is dropped"
+    bad = f", {equal['not finite']} not finite" if equal["not finite"] else ""
+    return (
+        f"{shown}: the group trains on {equal['tokens']} tokens, max |advantage| "
+        f"{equal['max |advantage|']:.4g}{bad}"
+    )
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """The audit's two claims against ART's code in ``art`` (see artbot's verify), each from its
-    own batch and searched over its domain (``_grpo_property``: ``scale_rewards`` both ways,
-    groups up to 128): the GRPO advantages are ART's own statements of
-    ``tokenize_trajectory_groups`` (taken from the release's source and run in the namespace of
-    ``tokenize.py`` imported whole; with 0.5.21's ``rewards_have_zero_variance``), and pack
-    normalization is ART's ``packed_tensors_from_tokenized_results``, called with
-    ``pack_results=False`` as LocalBackend does for Tinker (one result per row; the row layout
-    changes no packed advantage, see the module's docstring)."""
-    advantages, pack, where, ran = art_path(art)
-    measured = measure(advantages, pack_impl=pack)
-    found = search_claims(_grpo_property.AUDIT, advantages, pack)
-    nan = measured["nan_balance"]
-    details = {
-        "full-scale-advantage-for-equal-reward-groups": trained(
-            measured["full_scale"]["equal_group"], "8 x 1.0 and 8 x 0.1"
-        ),
-        "nan-advantages": f"8 x 1.0 and 8 x 0.7, advantage_balance=1: {nan['nan_tokens']} NaN "
-        f"of {nan['assistant_tokens']} tokens" + ("" if nan["trained"] else " (no step)"),
-    }
-    at, dropped = where_at(art, where)
-    details = {cid: f"{found[cid].summary()}; {text}" for cid, text in details.items()}
+    """The audit's two claims against ART's code in ``art`` (see artbot's verify), each
+    searched over its domain (``_grpo_property``: ART's configuration both ways, groups up to
+    128) through ``_grpo_art.step``: ART's ``tokenize_trajectory_groups`` (``tokenize.py``
+    imported whole, entered as LocalBackend enters it) and ART's packer; artbot judges the
+    taped outputs again (``ORACLES``)."""
+
+    def step(groups: list[list[float]], **config: Any) -> dict[str, Any]:
+        return _grpo_art.step(art, groups, **config)
+
+    found = search_claims(_grpo_property.AUDIT, step, art)
+    details = {cid: f"{found[cid].summary()}; {first_case(art, cid)}" for cid in found}
+    at, dropped = where_at(art)
     return {
         "claims": {
             cid: _evidence.claim(
@@ -434,9 +458,9 @@ def check_art(art: Any) -> dict[str, Any]:
             for cid in details
         },
         "detail": "; ".join(details.values()),
-        "ran": ran,
-        "scope": "ART's advantage statements and pack normalization run; the tokenized records "
-        "(one completion per trajectory) are artbot's",
+        "ran": _grpo_art.ran(art),
+        "scope": "ART's tokenize_trajectory_groups and packer run whole; the trajectories "
+        "(one completion each, vLLM's token ids) and the tokenizer are artbot's stand-ins",
         "method": "ran",
     }
 

@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
 import _domain  # noqa: E402
 import _evidence  # noqa: E402
+import _grpo_art  # noqa: E402
 import _grpo_property  # noqa: E402
 import _reward_noise  # noqa: E402
 import _tinker_datums  # noqa: E402
@@ -293,14 +294,10 @@ def _is_signal(rewards: list[float]) -> bool:
     return max(rewards) - min(rewards) >= 1e-6 * max(top, 1.0)
 
 
-def advantage_property(compute: Callable[..., list[float]], case: dict[str, Any]) -> Any:
-    """``compute`` has ``compute_advantages``' signature: ``_tinker_datums.one_group`` gives
-    the datums' advantages of ART's caller in that form (0 for a group with no datum)."""
+def judge_advantages(case: dict[str, Any], got: list[float]) -> Any:
+    """The property on one group's advantages ``got`` (pure): noise within the tolerance,
+    signal with some member at full scale, nothing that is not a number."""
     rewards, normalize = list(case["rewards"]), case.get("normalize_advantages", True)
-    try:
-        got = compute(rewards, normalize_advantages=normalize)
-    except Exception as exc:
-        return _domain.Failure(f"raised {type(exc).__name__}", "advantages")
     # Unnormalized advantages are rewards minus their mean: held to a bound at their scale.
     scale = 1.0 if normalize else max(max(map(abs, rewards)), 1.0)
     if case["kind"] == "noise":
@@ -315,6 +312,42 @@ def advantage_property(compute: Callable[..., list[float]], case: dict[str, Any]
     return _domain.Failure(float(f"{top:.4g}") if finite else "not finite", f">= {floor:.3g}")
 
 
+def advantage_property(compute: Callable[..., list[float]], case: dict[str, Any]) -> Any:
+    """``compute`` has ``compute_advantages``' signature (this script's models)."""
+    rewards, normalize = list(case["rewards"]), case.get("normalize_advantages", True)
+    try:
+        got = compute(rewards, normalize_advantages=normalize)
+    except Exception as exc:
+        return _domain.Failure(f"raised {type(exc).__name__}", "advantages")
+    return judge_advantages(case, got)
+
+
+def measure_datums(run: Callable[..., Any], case: dict[str, Any]) -> dict[str, Any]:
+    """The split's measuring half (issue #53): the case's group through ART's datums
+    (``run``: ``_tinker_datums.advantages`` on a tree), as ``_tinker_datums.spans``."""
+    try:
+        got = run([list(case["rewards"])], normalize_advantages=case["normalize_advantages"])
+    except Exception as exc:
+        return {"raised": f"{type(exc).__name__}: {exc}"[:200]}
+    return {"groups": _tinker_datums.spans(got)}
+
+
+def judge(case: dict[str, Any], raw: dict[str, Any]) -> Any:
+    """The judging half (pure): each trajectory's least and greatest token advantage, 0 for
+    every trajectory of a group with no datum, NaN for a trajectory with no token."""
+    if "raised" in raw:
+        return _domain.Failure(f"raised {raw['raised'].split(':')[0]}", "advantages")
+    (spans,) = raw["groups"]
+    n = len(case["rewards"])
+    if spans is None:
+        got = [0.0] * n
+    elif len(spans) != n:
+        return _domain.Failure(f"{len(spans)} trajectories measured", n)
+    else:
+        got = [float(v) for span in spans for v in (span or [math.nan])]
+    return judge_advantages(case, got)
+
+
 def _shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for rewards in _domain.shorter(case["rewards"], 2):
@@ -323,35 +356,62 @@ def _shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def search_domain(compute: Callable[..., list[float]], *, seed: int = 0) -> Any:
-    """The property searched over COVERS: ``_domain.Found``."""
-    return _domain.search(
-        covers=COVERS,
-        edges=_edges(),
-        sample=_sample,
-        holds=lambda case: advantage_property(compute, case),
-        shrink=_shrink,
-        seed=seed,
-        max_inputs=600,
-    )
+MAX_INPUTS = 600
+TINKER = "near-equal-group-full-advantage"
+
+
+def search_domain(
+    compute: Callable[..., list[float]] | None = None,
+    *,
+    run: Callable[..., Any] | None = None,
+    channel: Any = None,
+    seed: int = 0,
+) -> Any:
+    """The property searched over COVERS: ``_domain.Found``; on ART's datums (``run``, taped
+    on ``channel``: the split), or on a model with ``compute_advantages``' signature."""
+    common: dict[str, Any] = {
+        "covers": COVERS,
+        "edges": _edges(),
+        "sample": _sample,
+        "shrink": _shrink,
+        "seed": seed,
+        "max_inputs": MAX_INPUTS,
+    }
+    if run is not None:
+        return _domain.search(
+            **common,
+            measure=lambda case: measure_datums(run, case),
+            judge=judge,
+            claim=TINKER,
+            channel=channel,
+        )
+    assert compute is not None
+    return _domain.search(**common, holds=lambda case: advantage_property(compute, case))
+
+
+# How artbot judges each claim, outside the check's process (issue #53).
+ORACLES = {
+    TINKER: _domain.Oracle(
+        judge=judge, edges=_edges, sample=_sample, draws=MAX_INPUTS - len(_edges())
+    ),
+    **{cid: _grpo_property.oracle(cid) for cid in _grpo_property.FOLLOW_UP},
+}
 
 
 def check_art(art: Any) -> dict[str, Any]:
     """The property over COVERS through ART's ``trajectory_groups_to_datums`` (the only caller
     of ``compute_advantages``, entered as TinkerNativeBackend.train calls it; see
-    ``_tinker_datums``): the advantages of the datums ART trains on."""
+    ``_tinker_datums``): the advantages of the datums ART trains on; and the packed path's two
+    claims through ``tokenize_trajectory_groups`` (item 3's path). artbot judges the taped
+    outputs again (``ORACLES``)."""
 
     def run(groups: list[list[float]], *, normalize_advantages: bool) -> Any:
         return _tinker_datums.advantages(art, groups, normalize_advantages=normalize_advantages)
 
-    compute = _tinker_datums.one_group(run)
-    measured = measure(compute)
+    found = search_domain(run=run, channel=art)
     first = str(GROUPS[0])
-    found = search_domain(compute)
-    detail = (
-        f"{found.summary()}; rewards {first} get advantages "
-        f"{[round(a, 4) for a in measured[first]]}"
-    )
+    got = _tinker_datums.one_group(run)(list(GROUPS[0]))
+    detail = f"{found.summary()}; rewards {first} get advantages {[round(a, 4) for a in got]}"
     at = [
         _evidence.lines(
             art,
@@ -361,9 +421,7 @@ def check_art(art: Any) -> dict[str, Any]:
         _evidence.function(art, "tinker_native/data.py", "compute_advantages"),
     ]
     claims = {
-        "near-equal-group-full-advantage": _evidence.claim(
-            not found.holds, detail, method="ran", at=at, domain=found.domain()
-        )
+        TINKER: _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
     }
     packed, ran = packed_claims(art)
     claims.update(packed)
@@ -377,30 +435,24 @@ def check_art(art: Any) -> dict[str, Any]:
 
 def packed_claims(art: Any) -> tuple[dict[str, Any], list[str]]:
     """The packed path's two claims (``_grpo_property``'s domains, through item 3's path:
-    ART's advantage statements in ``tokenize.py``'s namespace, and ART's packer)."""
-    advantages, pack, where, ran = item03.art_path(art)
-    measured = item03.measure(advantages, pack_impl=pack)
-    found = item03.search_claims(_grpo_property.FOLLOW_UP, advantages, pack)
-    inf = measured["neg_inf"]
-    details = {
-        "nan-advantages-from-non-finite-rewards": f"4 x -inf next to [0, 1, 0, 1]: "
-        f"{inf['nan_tokens']} NaN of {inf['assistant_tokens']} tokens",
-        "full-scale-advantage-for-near-equal-reward-groups": item03.trained(
-            measured["near_equal"]["equal_group"], item03.NEAR_EQUAL_SHOWN + " alone"
-        ),
-    }
-    at, dropped = item03.where_at(art, where)
+    ART's ``tokenize_trajectory_groups`` and packer, ``_grpo_art``)."""
+
+    def step(groups: list[list[float]], **config: Any) -> dict[str, Any]:
+        return _grpo_art.step(art, groups, **config)
+
+    found = item03.search_claims(_grpo_property.FOLLOW_UP, step, art)
+    at, dropped = item03.where_at(art)
     return {
         cid: _evidence.claim(
             not found[cid].holds,
-            f"{found[cid].summary()}; {text}",
+            f"{found[cid].summary()}; {item03.first_case(art, cid)}",
             method="ran",
             at=at,
             fix=dropped,
             domain=found[cid].domain(),
         )
-        for cid, text in details.items()
-    }, ran
+        for cid in _grpo_property.FOLLOW_UP
+    }, _grpo_art.ran(art)
 
 
 if __name__ == "__main__":

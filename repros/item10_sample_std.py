@@ -280,29 +280,41 @@ def expected(rewards: list[float], normalize: bool) -> tuple[list[float], float]
     return [r - mean for r in rewards], 4 * len(rewards) * _domain.ulps(torch.float32) * top
 
 
-def group_error(got: list[list[float]] | None, rewards: list[float], normalize: bool) -> Any:
-    """A ``_domain.Failure`` when a group's token advantages leave the oracle's tolerance (a
-    group with no datum has advantage 0 on every trajectory), else None."""
+def group_error(spans: list[Any] | None, rewards: list[float], normalize: bool) -> Any:
+    """A ``_domain.Failure`` when a group's token advantages (per trajectory, the least and
+    greatest of its tokens': ``_tinker_datums.spans``) leave the oracle's tolerance (a group
+    with no datum has advantage 0 on every trajectory), else None."""
     want, bound = expected(rewards, normalize)
     worst = 0.0
     for i, target in enumerate(want):
-        tokens = got[i] if got is not None else [0.0]
-        if not tokens:
+        span = spans[i] if spans is not None else [0.0, 0.0]
+        if span is None:
             return _domain.Failure(f"trajectory {i} got no trained token", "one datum each")
-        for value in tokens:
+        for value in span:
+            value = float(value)
             worst = max(worst, abs(value - target) if math.isfinite(value) else math.inf)
     return _domain.Failure(float(f"{worst:.4g}"), float(f"{bound:.3g}")) if worst > bound else None
 
 
-def step_error(run: Callable[..., Any], case: dict[str, Any]) -> Any:
-    """The property on one step: the first group whose advantages leave the tolerance."""
-    normalize = case["normalize_advantages"]
+def measure_step(run: Callable[..., Any], case: dict[str, Any]) -> dict[str, Any]:
+    """The split's measuring half (issue #53): one step's datums through ``run`` (in the
+    check's process), as ``_tinker_datums.spans``; ``raised`` when it raised."""
     try:
-        got = run(case["groups"], normalize_advantages=normalize)
+        got = run(case["groups"], normalize_advantages=bool(case["normalize_advantages"]))
     except Exception as exc:  # a crash on valid groups is a failure of the property
-        return _domain.Failure(f"raised {type(exc).__name__}", "datums")
-    for rewards, advantages in zip(case["groups"], got, strict=True):
-        failure = group_error(advantages, rewards, normalize)
+        return {"raised": f"{type(exc).__name__}: {exc}"[:200]}
+    return {"groups": _tinker_datums.spans(got)}
+
+
+def judge(case: dict[str, Any], raw: dict[str, Any]) -> Any:
+    """The property on one measured step (pure): the first group whose advantages leave the
+    tolerance."""
+    if "raised" in raw:
+        return _domain.Failure(f"raised {raw['raised'].split(':')[0]}", "datums")
+    if len(raw["groups"]) != len(case["groups"]):
+        return _domain.Failure(f"{len(raw['groups'])} groups measured", len(case["groups"]))
+    for rewards, spans in zip(case["groups"], raw["groups"], strict=True):
+        failure = group_error(spans, rewards, case["normalize_advantages"])
         if failure is not None:
             return failure
     return None
@@ -370,15 +382,26 @@ def _shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
     return [_step(case["normalize_advantages"], [r]) for r in out]
 
 
-def search_domain(run: Callable[..., Any], *, seed: int = 0) -> Any:
+DRAWS = MAX_INPUTS - len(_edges())
+# How artbot judges the claim, outside the check's process (issue #53).
+ORACLES = {
+    "sample-std-advantages": _domain.Oracle(judge=judge, edges=_edges, sample=_sample, draws=DRAWS)
+}
+
+
+def search_domain(run: Callable[..., Any], channel: Any = None, *, seed: int = 0) -> Any:
     """The property searched over COVERS: ``_domain.Found``. ``run(groups,
     normalize_advantages=...)`` gives per group, per trajectory, its tokens' advantages (None:
-    the group got no datum): ``_tinker_datums.advantages`` on a tree."""
+    the group got no datum): ``_tinker_datums.advantages`` on a tree. Taped on ``channel``
+    (the check's ``art``)."""
     return _domain.search(
         covers=COVERS,
         edges=_edges(),
         sample=_sample,
-        holds=lambda case: step_error(run, case),
+        measure=lambda case: measure_step(run, case),
+        judge=judge,
+        claim="sample-std-advantages",
+        channel=channel,
         shrink=_shrink,
         seed=seed,
         max_inputs=MAX_INPUTS,
@@ -388,14 +411,15 @@ def search_domain(run: Callable[..., Any], *, seed: int = 0) -> Any:
 def check_art(art: Any) -> dict[str, Any]:
     """The property over COVERS through ART's ``trajectory_groups_to_datums`` (see artbot's
     verify and ``_tinker_datums``): the advantages ART trains on, not ``compute_advantages``
-    alone, so that a fix or a fake in the caller counts."""
+    alone, so that a fix or a fake in the caller counts; artbot judges the taped outputs again
+    (``ORACLES``)."""
 
     def run(groups: list[list[float]], *, normalize_advantages: bool) -> Any:
         return _tinker_datums.advantages(art, groups, normalize_advantages=normalize_advantages)
 
+    found = search_domain(run, art)
     measured = measure(_tinker_datums.one_group(run))
     ratios = ", ".join(f"n={n}: {m['ratio_median']:.4f}" for n, m in measured.items())
-    found = search_domain(run)
     detail = (
         f"{found.summary()}; advantage ratio to the population-std backends (median, the "
         f"datums' advantages) {ratios}"
