@@ -64,7 +64,7 @@ SAFE_PREFIXES = ("LC_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "ATEN_", "TORCH_", 
 # Never passed, whatever the prefix: names that look like credentials.
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "AUTH", "CREDENTIAL", "COOKIE")
 TIMEOUT_S = 600.0
-MAX_RESULT_BYTES = 4 * 1024 * 1024
+MAX_RESULT_BYTES = 16 * 1024 * 1024
 
 
 def child_env(env: Mapping[str, str], secrets: Sequence[str] = ()) -> dict[str, str]:

@@ -34,7 +34,7 @@ EXIT_CPU = 93
 
 # What a check hands back of its measurements for artbot to judge (issue #53, .rejudge).
 MAX_TAPE_ENTRIES = 2000  # per claim: a search's inputs (300 at most) and its shrinking's
-MAX_TAPE_BYTES = 1024 * 1024  # per item, as JSON: a few floats per entry
+MAX_TAPE_BYTES = 4 * 1024 * 1024  # per item, as JSON: a few floats per entry
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ REQUIRE_ORACLE = False
 BY_ARTBOT = "by artbot"
 IN_CHECK = "in the check's process"
 
-MAX_PLAN_BYTES = 1024 * 1024  # all items' plans, as JSON, sent to the check process
+MAX_PLAN_BYTES = 8 * 1024 * 1024  # all items' plans, as JSON, sent to the check process
 
 Case = dict[str, Any]
 Tape = list[dict[str, Any]]

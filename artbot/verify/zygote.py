@@ -109,10 +109,13 @@ class Zygote:
             for reader in readers:
                 reader.daemon = True
                 reader.start()
-            with os.fdopen(pipes[0][1], "wb") as feed:
-                pipes[0] = (-1, -1)
-                with contextlib.suppress(BrokenPipeError):
-                    feed.write(check.stdin)
+            # Fed from a thread: artbot's plan can be larger than a pipe holds, and a check that
+            # never reads its input must still meet the clock below.
+            feeder = threading.Thread(
+                target=_feed, args=(os.fdopen(pipes[0][1], "wb"), check.stdin), daemon=True
+            )
+            pipes[0] = (-1, -1)
+            feeder.start()
             timed_out, code = False, None
             try:
                 code = self._answer(timeout_s)["exit"]
@@ -149,6 +152,11 @@ class Zygote:
         if "error" in answer:
             raise Gone(str(answer["error"])[:200])
         return dict(answer)
+
+
+def _feed(pipe: Any, data: bytes) -> None:
+    with pipe, contextlib.suppress(OSError):
+        pipe.write(data)
 
 
 def zygote_for(python: str, env: Mapping[str, str]) -> Zygote | None:
