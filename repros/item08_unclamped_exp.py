@@ -57,6 +57,11 @@ import _evidence  # noqa: E402
 import _ppo_property as prop  # noqa: E402
 from _art_loss import AlignedInputs, LossFn, make_loss_fn  # noqa: E402
 
+CLAIM = "inf-loss-nan-gradients"
+# The claim as artbot judges it, outside the check's process (issue #53): the judge of
+# _ppo_property, the covering array and random draws of the claim's domain (ART-free).
+ORACLES = {CLAIM: prop.oracle("8")}
+
 BAD_OLD_LOGPROBS = {"-inf": float("-inf"), "-9999": -9999.0}
 LOG_RATIO_BOUND = 20.0  # ART 0.5.21's bound for FP32 log-ratios (the audit's example too)
 SANE_FACTOR = 2.0  # a sane loss: within this factor of the all-finite step's
@@ -247,7 +252,7 @@ def _records_step(loss: Any) -> str:
 def check_art(art: Any) -> dict[str, Any]:
     """Item 8's property over ART's loss path and configuration (``_ppo_property``), and the
     records' own step (-inf and -9999) for the detail."""
-    found = prop.search(art, "8")
+    found = prop.search(art, "8", CLAIM, ORACLES[CLAIM])
     detail = f"{found.summary()}; {prop.keys_note(found)}; {_records_step(art.load('loss.py'))}"
     fix = [
         _evidence.lines(art, "loss.py", FIX_FALLBACK),
@@ -261,7 +266,7 @@ def check_art(art: Any) -> dict[str, Any]:
         fix=fix,
         domain=found.domain(),
     )
-    return _evidence.one_claim("inf-loss-nan-gradients", claim, f"{art.name}/loss.py:loss_fn")
+    return _evidence.one_claim(CLAIM, claim, f"{art.name}/loss.py:loss_fn")
 
 
 if __name__ == "__main__":
