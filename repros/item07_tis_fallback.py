@@ -37,6 +37,8 @@ lines it covers; this script sets its ``skip_tis_without_original_logprobs`` kno
 ``check_art`` runs ART itself: its loss path from the packer to ``loss_fn`` under both callers'
 reductions, over every configuration value ``loss_fn`` reads (``_loss_path``), with the claim's
 contract (``_ppo_property.CONTRACTS``); the model above is for the records' measurement.
+The claim is split (issue #53): ``ORACLES`` draws its inputs without ART, the check's process
+measures ART's steps on them, and artbot judges what was measured in its own process.
 """
 
 from __future__ import annotations
