@@ -45,7 +45,6 @@ from __future__ import annotations
 import math
 import random
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +55,7 @@ from _grpo_pack import TokenizedRecord
 
 VOCAB = 16
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+Case = dict[str, Any]
 ROW_MAX = 8192  # ART's packed rows: 8,192 tokens (packed_sequence_length's usual value)
 
 CALL_PATH = (
@@ -219,13 +219,26 @@ class Step:
     dtype: Any
     grad: torch.Tensor | None
     # each row's largest |advantage x weight| of a token over its reduction's denominator (the
-    # row's trainable tokens under "mean", 1 under "sum"): one token's term at ratio 1
+    # row's trainable tokens under "mean", 1 under "sum"): one token's term at ratio 1. ART's
+    # packer normalises advantages and weights over the batch and may split a group into rows,
+    # so this is measured from the rows ART made, not computed from the case.
     token_scales: list[float]
 
-    @property
-    def finite(self) -> bool:
-        values_ok = all(math.isfinite(v) for v in self.losses)
-        return values_ok and (self.grad is None or bool(torch.isfinite(self.grad).all()))
+    def raw(self) -> dict[str, Any]:
+        """The step as JSON values for the tape (issue #53): the rows' losses, their dtype's
+        name, the largest |gradient| on the logits table (NaN or inf where any entry is not
+        finite; None without a gradient) and the rows' token scales."""
+        return {
+            "losses": list(self.losses),
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "grad_max": None if self.grad is None else float(self.grad.abs().max()),
+            "token_scales": list(self.token_scales),
+        }
+
+
+def raw(step: Step | str) -> dict[str, Any]:
+    """What :func:`run_step` gave, as the tape holds it: a step's values, or ``{"error": text}``."""
+    return {"error": step} if isinstance(step, str) else step.raw()
 
 
 def run_step(
@@ -278,22 +291,53 @@ def run_step(
     return Step(losses, dtype, table.grad if case["grad"] else None, token_scales)
 
 
-def cases(
-    fixed: dict[str, tuple[Any, ...]],
-    extra: dict[str, tuple[Any, ...]],
-    *,
-    draws: int,
-    seed: int = 0,
-) -> Iterator[dict[str, Any]]:
+def cases(fixed: dict[str, tuple[Any, ...]], extra: dict[str, tuple[Any, ...]]) -> list[Case]:
     """The covering array over the config and path values (``fixed`` narrows a dimension,
-    ``extra`` adds the claim's own), then ``draws`` random inputs; each carries a seed."""
+    ``extra`` adds the claim's own), deterministic and ART-free: a claim's ``edges()``. Each
+    case carries a seed (its model's logits) and the completion token ``at`` that gets the bad
+    old logprob."""
     dims = {**CONFIG_VALUES, **PATH_VALUES, **fixed, **extra}
-    rng = random.Random(seed)
-    for n, row in enumerate(_domain.pairwise_cases(dims)):
-        yield _ordered(dict(base_case(), **row, seed=n, at=rng.randrange(1 << 14)), extra)
-    for n in range(draws):
-        row = {k: rng.choice(v) for k, v in dims.items()}
-        yield _ordered(dict(base_case(), **row, seed=1000 + n, at=rng.randrange(1 << 14)), extra)
+    rng = random.Random(0)
+    return [
+        _ordered(dict(base_case(), **row, seed=n, at=rng.randrange(1 << 14)), extra)
+        for n, row in enumerate(_domain.pairwise_cases(dims))
+    ]
+
+
+def draw(
+    fixed: dict[str, tuple[Any, ...]], extra: dict[str, tuple[Any, ...]], rng: random.Random
+) -> Case:
+    """One random input of the same domain (a claim's ``sample``): each dimension a value drawn
+    between its listed ones (:func:`draw_value`), so draws reach values the covering array
+    does not list (rows of any length from 16 to 8,192 tokens, any epsilon, TIS bound or
+    advantage in range); a fresh model seed and bad-token position."""
+    dims = {**CONFIG_VALUES, **PATH_VALUES, **fixed, **extra}
+    row = {k: draw_value(v, rng) for k, v in dims.items()}
+    return _ordered(
+        dict(base_case(), **row, seed=rng.randrange(1 << 30), at=rng.randrange(1 << 14)), extra
+    )
+
+
+def draw_value(values: tuple[Any, ...], rng: random.Random) -> Any:
+    """A value of a dimension listed as ``values``: one of them, picked at random; a number is
+    then redrawn between the smallest and largest listed values of its type and sign (log-
+    uniformly where they span ten times or more), so an int stays an int (ART's TIS bound 2 is
+    not 2.0) and a negative advantage negative. Non-numbers (None, names, booleans) as picked."""
+    pick = rng.choice(values)
+    if isinstance(pick, bool) or not isinstance(pick, int | float):
+        return pick
+    kin = [abs(v) for v in values if type(v) is type(pick) and (v < 0) == (pick < 0)]
+    low, high = min(kin), max(kin)
+    if low == high:
+        return pick
+    if low > 0 and high >= 10 * low:
+        magnitude = math.exp(rng.uniform(math.log(low), math.log(high)))
+    else:
+        magnitude = rng.uniform(low, high)
+    magnitude = min(max(magnitude, low), high)
+    if isinstance(pick, int):
+        magnitude = round(magnitude)
+    return -magnitude if pick < 0 else magnitude
 
 
 def _ordered(case: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

@@ -21,10 +21,18 @@ dimensions, plus random draws. Each claim names the dimensions it narrows and ad
 
 The contracts (domain, oracle, tolerance) are :data:`CONTRACTS`; the regression tests in
 ``repros/regression/`` state the same ones.
+
+Each claim is split (issue #53): its measure (:data:`MEASURES`) runs ART's path in the check's
+process and returns each step's raw values (every row's loss, the loss dtype's name, the largest
+|gradient| on the logits table, each row's token scale as ART's rows make it; or the error's
+text); its judge (:data:`JUDGES`, pure: no ART) applies the bound above, and artbot runs it again
+in its own process on the tape. :func:`oracle` is what a repro's ``ORACLES`` holds: the judge,
+the covering array as edges and :func:`_loss_path.draw` as the sampler, both ART-free.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -85,50 +93,121 @@ def _bad(case: dict[str, Any], new: float) -> float:
     return max(new - float(value), -FP32_MAX)
 
 
+# The measure halves (issue #53): ART's path run in the check's process, each step's raw values
+# (losses, dtype, largest |gradient|, token scales; or the error's text) for the tape.
+
+
+def measure_tis(path: path_.Path, case: dict[str, Any]) -> dict[str, Any]:
+    """Item 7: the step with the case's TIS bound and the same step without TIS, and the
+    largest difference of their gradients on the logits table."""
+    plain = path_.run_step(path, dict(case, **{"truncated_importance_sampling": None}))
+    with_tis = path_.run_step(path, case)
+    out: dict[str, Any] = {"with": path_.raw(with_tis), "without": path_.raw(plain)}
+    grads = [s.grad if isinstance(s, path_.Step) else None for s in (with_tis, plain)]
+    if grads[0] is not None and grads[1] is not None:
+        out["grad_diff"] = float((grads[0] - grads[1]).abs().max())
+    return out
+
+
+def measure_finite(path: path_.Path, case: dict[str, Any]) -> dict[str, Any]:
+    """Item 8: the step with the bad old logprob; where it raised, the ordinary step too."""
+    bad = path_.run_step(path, case, bad=_bad(case, -1.0))
+    out: dict[str, Any] = {"bad": path_.raw(bad)}
+    if isinstance(bad, str):
+        out["ordinary"] = path_.raw(path_.run_step(path, case))
+    return out
+
+
+def measure_sane(path: path_.Path, case: dict[str, Any]) -> dict[str, Any]:
+    """Item 801: the ordinary step and the step with the sentinel old logprob."""
+    ordinary = path_.raw(path_.run_step(path, case))
+    return {
+        "ordinary": ordinary,
+        "bad": path_.raw(path_.run_step(path, case, bad=_bad(case, -1.0))),
+    }
+
+
+# The judge halves: pure (torch for float facts, no ART), run again by artbot on the tape.
+
+
+def _step(raw: Any) -> dict[str, Any]:
+    """A step's raw values, checked for shape (a malformed one raises: artbot counts it a
+    failure it could not judge)."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"a step's raw values are not a dict: {str(raw)[:60]}")
+    if "error" in raw:
+        return {"error": str(raw["error"])}
+    losses, scales, grad = raw["losses"], raw.get("token_scales", []), raw.get("grad_max")
+    numbers = [*losses, *scales] + ([] if grad is None else [grad])
+    if not losses or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in numbers
+    ):
+        raise ValueError(f"a step's losses, scales or gradient are not numbers: {str(raw)[:60]}")
+    return {**raw, "eps": _eps(raw["dtype"])}
+
+
+def _eps(name: Any) -> float:
+    dtype = getattr(torch, str(name), None)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"not a floating dtype: {str(name)[:40]}")
+    return float(torch.finfo(dtype).eps)
+
+
+def _finite(step: dict[str, Any]) -> bool:
+    grad = step.get("grad_max")
+    return all(math.isfinite(v) for v in step["losses"]) and (grad is None or math.isfinite(grad))
+
+
 def _error(text: str) -> _domain.Failure | None:
     if CLEAR_ERROR.search(text):
         return None
     return _domain.Failure(f"raised {text[:60]}", "a finite step or a clear error")
 
 
-def _ordinary(path: path_.Path, case: dict[str, Any]) -> path_.Step | _domain.Failure:
-    step = path_.run_step(path, case)
-    if isinstance(step, str):
-        return _domain.Failure(f"ordinary step raised {step[:60]}", "a finite step")
-    if not step.finite:
-        return _domain.Failure(f"ordinary step: losses {step.losses}", "finite")
+def _ordinary(raw: Any) -> dict[str, Any] | _domain.Failure:
+    if raw is None:
+        return _domain.Failure("no ordinary step measured", "a finite step")
+    step = _step(raw)
+    if "error" in step:
+        return _domain.Failure(f"ordinary step raised {step['error'][:60]}", "a finite step")
+    if not _finite(step):
+        return _domain.Failure(f"ordinary step: losses {step['losses']}", "finite")
     return step
 
 
-def finite_step(path: path_.Path, case: dict[str, Any]) -> _domain.Failure | None:
-    """Item 8's predicate on one case."""
-    step = path_.run_step(path, case, bad=_bad(case, -1.0))
-    if isinstance(step, str):
-        failed = _error(step)
+def judge_finite(case: dict[str, Any], raw: dict[str, Any]) -> _domain.Failure | None:
+    """Item 8's bound: the step with the bad old logprob finite (losses and gradients), or a
+    clear error while the ordinary step runs."""
+    step = _step(raw["bad"])
+    if "error" in step:
+        failed = _error(step["error"])
         if failed is not None:
             return failed
-        ordinary = _ordinary(path, case)
+        ordinary = _ordinary(raw.get("ordinary"))
         return ordinary if isinstance(ordinary, _domain.Failure) else None
-    if not step.finite:
-        grads = step.grad is None or bool(torch.isfinite(step.grad).all())
-        return _domain.Failure(f"losses {step.losses[:4]}, gradients finite: {grads}", "finite")
+    if not _finite(step):
+        grad = step.get("grad_max")
+        grads = grad is None or math.isfinite(grad)
+        return _domain.Failure(f"losses {step['losses'][:4]}, gradients finite: {grads}", "finite")
     return None
 
 
-def sane_step(path: path_.Path, case: dict[str, Any]) -> _domain.Failure | None:
-    """Item 801's predicate on one case."""
-    ordinary = _ordinary(path, case)
+def judge_sane(case: dict[str, Any], raw: dict[str, Any]) -> _domain.Failure | None:
+    """Item 801's bound: every row's loss with the sentinel within :func:`token_bound` (+8
+    ulps) of the ordinary step's, finite gradients; or a clear error."""
+    ordinary = _ordinary(raw["ordinary"])
     if isinstance(ordinary, _domain.Failure):
         return ordinary
-    step = path_.run_step(path, case, bad=_bad(case, -1.0))
-    if isinstance(step, str):
-        return _error(step)
-    if not step.finite:
-        return _domain.Failure(f"losses {step.losses}", "finite, with finite gradients")
-    ulp = float(torch.finfo(step.dtype).eps)
-    rows = zip(step.losses, ordinary.losses, ordinary.token_scales, strict=True)
-    for got, want, scale in rows:
-        bound = token_bound(case, scale) + 8 * ulp * abs(want)
+    step = _step(raw["bad"])
+    if "error" in step:
+        return _error(step["error"])
+    if not _finite(step):
+        return _domain.Failure(f"losses {step['losses']}", "finite, with finite gradients")
+    rows = (step["losses"], ordinary["losses"], ordinary["token_scales"])
+    if len({len(r) for r in rows}) != 1:
+        return _domain.Failure(f"{len(rows[0])} rows' losses", f"{len(rows[1])} rows, as ordinary")
+    for got, want, scale in zip(*rows, strict=True):
+        bound = token_bound(case, scale) + 8 * step["eps"] * abs(want)
         if abs(got - want) > bound:
             return _domain.Failure(float(f"{got:.6g}"), f"{want:.6g} +- {bound:.3g}")
     return None
@@ -141,39 +220,56 @@ def token_bound(case: dict[str, Any], scale: float) -> float:
     this of the ordinary step."""
     epsilon = case.get("epsilon") or 0.2
     epsilon_high = case.get("epsilon_high") or epsilon
-    return SANE_FACTOR * (1 + epsilon_high) * scale
+    return SANE_FACTOR * (1 + epsilon_high) * abs(scale)
 
 
-def tis_step(path: path_.Path, case: dict[str, Any]) -> _domain.Failure | None:
-    """Item 7's predicate on one case."""
-    plain_case = dict(case, **{"truncated_importance_sampling": None})
-    plain = path_.run_step(path, plain_case)
-    if isinstance(plain, str):
-        return _domain.Failure(f"the step without TIS raised {plain[:60]}", "a step")
-    with_tis = path_.run_step(path, case)
-    if isinstance(with_tis, str):
-        return _error(with_tis)
-    ulp = float(torch.finfo(with_tis.dtype).eps)
-    for a, b in zip(with_tis.losses, plain.losses, strict=True):
-        bound = 4 * ulp * max(abs(a), abs(b), 1e-30)
+def judge_tis(case: dict[str, Any], raw: dict[str, Any]) -> _domain.Failure | None:
+    """Item 7's bound: every row's loss with TIS equal to the step's without it (4 ulps of the
+    loss dtype, relative), the gradients too (4 ulps of the new logprobs' dtype of the largest
+    |gradient|); or a clear error."""
+    plain = _step(raw["without"])
+    if "error" in plain:
+        return _domain.Failure(f"the step without TIS raised {plain['error'][:60]}", "a step")
+    with_tis = _step(raw["with"])
+    if "error" in with_tis:
+        return _error(with_tis["error"])
+    if len(with_tis["losses"]) != len(plain["losses"]):
+        return _domain.Failure(f"{len(with_tis['losses'])} rows", f"{len(plain['losses'])} rows")
+    for a, b in zip(with_tis["losses"], plain["losses"], strict=True):
+        bound = 4 * with_tis["eps"] * max(abs(a), abs(b), 1e-30)
         if not abs(a - b) <= bound:
             return _domain.Failure(f"loss {a:.6g} (without TIS {b:.6g})", f"|diff| <= {bound:.3g}")
-    if with_tis.grad is not None and plain.grad is not None:
-        scale = float(plain.grad.abs().max())
+    if with_tis.get("grad_max") is not None and plain.get("grad_max") is not None:
+        scale, diff = plain["grad_max"], raw.get("grad_diff")
         tol = 4 * float(torch.finfo(path_.DTYPES[case["new dtype"]]).eps) * scale
-        diff = float((with_tis.grad - plain.grad).abs().max())
-        if not diff <= tol:
+        if not isinstance(diff, int | float) or not diff <= tol:
             return _domain.Failure(
-                f"gradient off by {diff:.3g} (max |gradient| {scale:.3g})", f"{tol:.3g}"
+                f"gradient off by {diff if diff is None else f'{diff:.3g}'} "
+                f"(max |gradient| {scale:.3g})",
+                f"{tol:.3g}",
             )
     return None
 
 
-PREDICATES: dict[str, Callable[[path_.Path, dict[str, Any]], _domain.Failure | None]] = {
-    "7": tis_step,
-    "8": finite_step,
-    "801": sane_step,
+MEASURES: dict[str, Callable[[path_.Path, dict[str, Any]], dict[str, Any]]] = {
+    "7": measure_tis,
+    "8": measure_finite,
+    "801": measure_sane,
 }
+JUDGES: dict[str, _domain.Judge] = {"7": judge_tis, "8": judge_finite, "801": judge_sane}
+
+
+def oracle(item: str) -> _domain.Oracle:
+    """Item ``item``'s claim as artbot judges it (the repro's ``ORACLES``): the judge, the
+    covering array as its edges and random draws of the same domain (ART-free)."""
+    contract = CONTRACTS[item]
+    fixed, extra = contract["fixed"], contract["extra"]
+    return _domain.Oracle(
+        judge=JUDGES[item],
+        edges=lambda: path_.cases(fixed, extra),
+        sample=lambda rng: path_.draw(fixed, extra, rng),
+        draws=DRAWS[item],
+    )
 
 
 def shrink(item: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
@@ -187,22 +283,26 @@ def shrink(item: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
     return simpler
 
 
-def search(art: Any, item: str) -> _domain.Found:
-    """Item ``item``'s property over its contract's domain, with ART's modules from ``art``. An
-    ordinary step runs first, outside the search: if it raises, the code is broken, and its
+def search(art: Any, item: str, claim: str, oracle: _domain.Oracle) -> _domain.Found:
+    """Item ``item``'s property over its contract's domain, with ART's modules from ``art``: the
+    inputs artbot drew (``art.plan[claim]``), else the oracle's edges and draws (seed 0), each
+    measured here and judged by ``oracle.judge``, on ``art``'s tape for artbot to judge again.
+    An ordinary step runs first, outside the search: if it raises, the code is broken, and its
     error (with ART's file and line) is the result, not a counterexample."""
     path = path_.Path.load(art)
     path_.run_step(path, path_.base_case(), strict=True)
-    contract = CONTRACTS[item]
-    edges = list(path_.cases(contract["fixed"], contract["extra"], draws=DRAWS[item]))
-    predicate = PREDICATES[item]
+    edges = oracle.edges() if oracle.edges is not None else []
+    measure = MEASURES[item]
     found = _domain.search(
         covers=covers(item),
         edges=edges,
-        sample=lambda rng: edges[0],
-        holds=lambda case: predicate(path, case),
+        sample=oracle.sample or (lambda rng: edges[0]),
+        claim=claim,
+        channel=art if hasattr(art, "tape") else None,
+        measure=lambda case: measure(path, case),
+        judge=oracle.judge,
         shrink=shrink(item),
-        max_inputs=len(edges),
+        max_inputs=len(edges) + oracle.draws,
     )
     read = path_.config_keys_read(path)
     unvaried = [k for k in read if k not in path_.CONFIG_VALUES]

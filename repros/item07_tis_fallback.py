@@ -37,6 +37,8 @@ lines it covers; this script sets its ``skip_tis_without_original_logprobs`` kno
 ``check_art`` runs ART itself: its loss path from the packer to ``loss_fn`` under both callers'
 reductions, over every configuration value ``loss_fn`` reads (``_loss_path``), with the claim's
 contract (``_ppo_property.CONTRACTS``); the model above is for the records' measurement.
+The claim is split (issue #53): ``ORACLES`` draws its inputs without ART, the check's process
+measures ART's steps on them, and artbot judges what was measured in its own process.
 """
 
 from __future__ import annotations
@@ -54,6 +56,11 @@ import _common  # noqa: E402
 import _evidence  # noqa: E402
 import _ppo_property as prop  # noqa: E402
 from _art_loss import AlignedInputs, LossFn, make_loss_fn  # noqa: E402
+
+CLAIM = "policy-ratio-applied-twice"
+# The claim as artbot judges it, outside the check's process (issue #53): the judge of
+# _ppo_property, the covering array and random draws of the claim's domain (ART-free).
+ORACLES = {CLAIM: prop.oracle("7")}
 
 TIS_UPPER_BOUND = 2.0
 RATIOS = (0.25, 0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 8.0)
@@ -196,7 +203,7 @@ def check_art(art: Any) -> dict[str, Any]:
     """Item 7's property over ART's loss path and configuration (``_ppo_property``), and the
     records' one-token measurement for the detail."""
     loss = art.load("loss.py")
-    found = prop.search(art, "7")
+    found = prop.search(art, "7", CLAIM, ORACLES[CLAIM])
     hit = not found.holds
     source = art.source("loss.py")
     defaults, first, last = _art_loss.epsilon_defaults_in(source)
@@ -222,7 +229,7 @@ def check_art(art: Any) -> dict[str, Any]:
     ]
     fix = [_evidence.lines(art, "loss.py", FIX_FIRST, FIX_LOOK_FOR)]
     claim = _evidence.claim(hit, detail, method="ran", at=at, fix=fix, domain=found.domain())
-    return _evidence.one_claim("policy-ratio-applied-twice", claim, f"{art.name}/loss.py:loss_fn")
+    return _evidence.one_claim(CLAIM, claim, f"{art.name}/loss.py:loss_fn")
 
 
 if __name__ == "__main__":

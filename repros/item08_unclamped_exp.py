@@ -40,6 +40,8 @@ lines it covers; this script sets its ``log_ratio_bound`` and
 ``check_art`` runs ART itself: its loss path from the packer to ``loss_fn`` under both callers'
 reductions, over every configuration value ``loss_fn`` reads (``_loss_path``), with the claim's
 contract (``_ppo_property.CONTRACTS``); the model above is for the records' measurement.
+The claim is split (issue #53): ``ORACLES`` draws its inputs without ART, the check's process
+measures ART's steps on them, and artbot judges what was measured in its own process.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ import _common  # noqa: E402
 import _evidence  # noqa: E402
 import _ppo_property as prop  # noqa: E402
 from _art_loss import AlignedInputs, LossFn, make_loss_fn  # noqa: E402
+
+CLAIM = "inf-loss-nan-gradients"
+# The claim as artbot judges it, outside the check's process (issue #53): the judge of
+# _ppo_property, the covering array and random draws of the claim's domain (ART-free).
+ORACLES = {CLAIM: prop.oracle("8")}
 
 BAD_OLD_LOGPROBS = {"-inf": float("-inf"), "-9999": -9999.0}
 LOG_RATIO_BOUND = 20.0  # ART 0.5.21's bound for FP32 log-ratios (the audit's example too)
@@ -247,7 +254,7 @@ def _records_step(loss: Any) -> str:
 def check_art(art: Any) -> dict[str, Any]:
     """Item 8's property over ART's loss path and configuration (``_ppo_property``), and the
     records' own step (-inf and -9999) for the detail."""
-    found = prop.search(art, "8")
+    found = prop.search(art, "8", CLAIM, ORACLES[CLAIM])
     detail = f"{found.summary()}; {prop.keys_note(found)}; {_records_step(art.load('loss.py'))}"
     fix = [
         _evidence.lines(art, "loss.py", FIX_FALLBACK),
@@ -261,7 +268,7 @@ def check_art(art: Any) -> dict[str, Any]:
         fix=fix,
         domain=found.domain(),
     )
-    return _evidence.one_claim("inf-loss-nan-gradients", claim, f"{art.name}/loss.py:loss_fn")
+    return _evidence.one_claim(CLAIM, claim, f"{art.name}/loss.py:loss_fn")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ Assumptions: token-level importance sampling, no TIS, KL or Kimi tau; ART's PPO 
 ``check_art`` runs ART itself: its loss path from the packer to ``loss_fn`` under both callers'
 reductions, over every configuration value ``loss_fn`` reads (``_loss_path``), with the claim's
 contract (``_ppo_property.CONTRACTS``); the model above is for the records' measurement.
+The claim is split (issue #53): ``ORACLES`` draws its inputs without ART, the check's process
+measures ART's steps on them, and artbot judges what was measured in its own process.
 """
 
 from __future__ import annotations
@@ -42,6 +44,11 @@ import _art_loss  # noqa: E402
 import _common  # noqa: E402
 import _evidence  # noqa: E402
 import _ppo_property as prop  # noqa: E402
+
+CLAIM = "sentinel-dominates-loss"
+# The claim as artbot judges it, outside the check's process (issue #53): the judge of
+# _ppo_property, the covering array and random draws of the claim's domain (ART-free).
+ORACLES = {CLAIM: prop.oracle("801")}
 
 NEW = (-1.2, -0.7, -2.1)
 SENTINELS = {"-9999": -9999.0, "-inf": float("-inf")}
@@ -139,7 +146,7 @@ def check_art(art: Any) -> dict[str, Any]:
     """Follow-up 801's property over ART's loss path and configuration (``_ppo_property``),
     and the record's own step for the detail."""
     loss = art.load("loss.py")
-    found = prop.search(art, "801")
+    found = prop.search(art, "801", CLAIM, ORACLES[CLAIM])
     try:
         measured = measure(loss.loss_fn, loss.AlignedLossInputs)
     except Exception as exc:  # a fix may raise a clear error: the property judged it
@@ -158,7 +165,7 @@ def check_art(art: Any) -> dict[str, Any]:
         *prop.path_.call_sites(art),
     ]
     claim = _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
-    return _evidence.one_claim("sentinel-dominates-loss", claim, f"{art.name}/loss.py:loss_fn")
+    return _evidence.one_claim(CLAIM, claim, f"{art.name}/loss.py:loss_fn")
 
 
 if __name__ == "__main__":
