@@ -67,16 +67,6 @@ class BuiltLora:
     where: str  # art/megatron/lora.py:<line> of the wrapper class
     stand_ins: list[str]
 
-    @property
-    def lora(self) -> Any:
-        return self.wrapper.lora
-
-    @property
-    def loras(self) -> list[Any]:
-        """The wrapper's LoRAs, in the order their outputs are joined (gate, then up)."""
-        found = [getattr(self.wrapper, n, None) for n in ("lora", "gate_lora", "up_lora")]
-        return [f for f in found if f is not None]
-
     def leaves(self) -> dict[str, torch.nn.Parameter]:
         return {"A_T": self.wrapper.lora.A_T, "B_T": self.wrapper.lora.B_T}
 
@@ -117,63 +107,6 @@ def build(
 @functools.cache
 def _line_of(cls: type) -> int:
     return inspect.getsourcelines(cls)[1]
-
-
-def builder(
-    whole: _art_whole.Whole,
-    *,
-    features: int,
-    rank: int,
-    alpha: float,
-    seed: int = 0,
-    b_std: float = 0.0,
-) -> Callable[[str], BuiltLora]:
-    """:func:`build` square (``features`` in and out), once per dtype name (``"bfloat16"``), for
-    a property run over a domain of dtypes. ``b_std``: B drawn with this std (generator seeded
-    ``seed + 1``), as after the first steps (ART initialises it to zero)."""
-
-    @functools.cache
-    def built(dtype: str) -> BuiltLora:
-        lora = build(
-            whole,
-            in_features=features,
-            out_features=features,
-            rank=rank,
-            alpha=alpha,
-            dtype=getattr(torch, dtype),
-            seed=seed,
-        )
-        if b_std:
-            gen = torch.Generator().manual_seed(seed + 1)
-            with torch.no_grad():
-                b_t = lora.leaves()["B_T"]
-                b_t.copy_((b_std * torch.randn(b_t.shape, generator=gen)).to(b_t.dtype))
-        return lora
-
-    return built
-
-
-def shared_fc1_builder(
-    whole: _art_whole.Whole, *, features: int, rank: int, alpha: float, seed: int = 0
-) -> Callable[[str], BuiltLora]:
-    """ART's ``SharedExpertsLinearFC1LoRA`` (gated: a gate and an up LoRA) around a stand-in
-    column linear of ``features`` in and ``2 features`` out, once per dtype name."""
-
-    @functools.cache
-    def built(dtype: str) -> BuiltLora:
-        module = whole.load(RELPATH)
-        cls = module.SharedExpertsLinearFC1LoRA
-        gen = torch.Generator().manual_seed(seed)
-        base = StandInRowLinear(features, 2 * features, getattr(torch, dtype), gen)
-        wrapper = cls("model.layers.0.mlp.shared_experts.linear_fc1", base, rank, alpha)
-        return BuiltLora(
-            wrapper,
-            base,
-            f"{whole.art.name}/{RELPATH}:{_line_of(cls)}",
-            ["base layer (frozen weight, output rounded once to the input's dtype)", *whole.said()],
-        )
-
-    return built
 
 
 def _own_gradients(built: BuiltLora, x: torch.Tensor, upstream: torch.Tensor) -> list[torch.Tensor]:
