@@ -128,6 +128,12 @@ class Imported:
     module: Any = None  # the module imported (None: its import raised in a patch it runs)
     kernel: StandInKernel | None = None  # the stand-in kernel, still in place while open
 
+    def settle(self) -> None:
+        """``patched`` and ``how`` for the kernel as it is now (after the import, or after
+        what ran later in the module: a patch made in ``prepare_provider_bundle`` counts)."""
+        if self.module is not None and self.kernel is not None:
+            self.patched, self.how = kernel_outcome(self.kernel.src, len(self.kernel.updates))
+
 
 def run_import(whole: Any, relpath: str) -> Imported:
     """:func:`imported` closed at once: what the import alone did to the kernel."""
@@ -146,7 +152,7 @@ def imported(whole: Any, relpath: str) -> Iterator[Imported]:
     original, _record = te_kernel()
     kernel = StandInKernel(original)
     target = str(whole.art.package_dir / relpath)
-    seen: dict[str, Any] = {}
+    done = Imported(False, "", None, None, None, kernel)
 
     def update(src: str) -> None:
         frames = []
@@ -155,24 +161,25 @@ def imported(whole: Any, relpath: str) -> Iterator[Imported]:
             frames.append(frame)
             frame = frame.f_back
         lines = [f.f_lineno for f in frames if f.f_code.co_filename == target]
-        seen["line"] = lines[-1] if lines else None
+        done.line = lines[-1] if lines else None
         code = frames[0].f_code
-        seen["patch"] = (code.co_filename, code.co_firstlineno, frames[0].f_lineno)
+        done.patch = (code.co_filename, code.co_firstlineno, frames[0].f_lineno)
         StandInKernel._unsafe_update_src(kernel, src)
 
     kernel._unsafe_update_src = update  # type: ignore[method-assign]
     with _stand_in_te(kernel):
         try:
-            module = whole.load(relpath)
+            done.module = whole.load(relpath)
         except Exception as exc:
             where = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == target]
             if not where or where[-1] is traceback.extract_tb(exc.__traceback__)[-1]:
                 raise  # the module itself fails, not a patch it runs: the check cannot run
-            how = f"raises on TE 2.14.0's kernel ({type(exc).__name__}: {exc})"
-            yield Imported(False, how, where[-1].lineno, None, None, kernel)
+            done.how = f"raises on TE 2.14.0's kernel ({type(exc).__name__}: {exc})"
+            done.line, done.patch = where[-1].lineno, None
+            yield done
             return
-        patched, how = _outcome(kernel, original)
-        yield Imported(patched, how, seen.get("line"), seen.get("patch"), module, kernel)
+        done.settle()
+        yield done
 
 
 class StandInProvider:
