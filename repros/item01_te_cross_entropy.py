@@ -415,8 +415,12 @@ def check_art(art: Any) -> dict[str, Any]:
         ],
         "scope": "ART's provider imported whole, its patch of TE's kernel and its "
         "prepare_provider_bundle run on TE 2.14.0's kernel source (pinned test data; stand-ins: "
-        f"{', '.join(run['stand_ins'])}; Megatron-Bridge's AutoBridge and provider); the zero "
-        "band's size is this script's model (no TE or CUDA here)",
+        f"{', '.join(run['stand_ins'])}; Megatron-Bridge's AutoBridge and provider); the "
+        "preparation is run for ART's Qwen3 dense, Qwen3 MoE and Llama 3 handlers only: the "
+        "others (Qwen3.5, Gemma 4, DeepSeek V4, GLM 5, GPT-OSS, Nemotron-H) call GPU packages "
+        "stood in here, import ones not installed (einops, tilelang) or read model fields the "
+        "stand-in provider does not carry; the zero band's size is this script's model (no TE "
+        "or CUDA here)",
     }
 
 

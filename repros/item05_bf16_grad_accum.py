@@ -374,7 +374,7 @@ def judge_accumulation(case: dict[str, Any], raw: Any) -> _domain.Failure | None
             error, exact = float(leaf["error"]), float(leaf["exact"])
         except (KeyError, TypeError, ValueError):
             return _domain.Failure(f"{name}: no norms measured", "both norms")
-        relative = error / exact if exact > 0 else math.inf
+        relative = error / exact if exact > 0 and error >= 0 else math.inf
         if not math.isfinite(relative) or relative > bound:
             return _domain.Failure(f"{name}: {relative:.3g}", f"{bound:.2g} (relative L2)")
     return None

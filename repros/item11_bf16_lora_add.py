@@ -318,8 +318,8 @@ def judge_add(case: dict[str, Any], raw: Any) -> _domain.Failure | None:
         lost, adapter, base = (float(raw[k]) for k in ("lost", "adapter", "base"))
     except (KeyError, TypeError, ValueError):
         return _domain.Failure(f"no norms measured ({str(raw)[:60]})", "lost, adapter, base")
-    if not adapter > 0 or not math.isfinite(lost / adapter):
-        return _domain.Failure(f"adapter output {adapter:.3g}, lost {lost:.3g}", "a delta")
+    if not (adapter > 0 and lost >= 0 and base >= 0 and math.isfinite(lost / adapter + base)):
+        return _domain.Failure(f"adapter {adapter:.3g}, lost {lost:.3g}, base {base:.3g}", "norms")
     bound = 8 * 2.0**-23 * base / adapter  # 2**-23: torch.finfo(torch.float32).eps
     if lost / adapter > max(bound, 1e-6):
         return _domain.Failure(round(lost / adapter, 4), f"{bound:.2g} (share of the delta lost)")
