@@ -340,9 +340,14 @@ def _run_add(whole: _art_whole.Whole, channel: Any = None, seed: int = 0) -> dic
         seen.setdefault("out", set()).add(raw["out_dtype"])
         return raw
 
-    simplest: dict[str, tuple[Any, ...]] = {"dtype": ("bfloat16",), "mode": ("eval", "train")}
-    simplest |= {"tokens": (1, 32)}
-    simplest |= {"rank": (8,), "b_std": (1e-4,), "features": (64,)}
+    simplest: dict[str, tuple[Any, ...]] = {
+        "dtype": ("bfloat16",),
+        "mode": ("eval", "train"),
+        "tokens": (1, 32),
+        "rank": (8,),
+        "b_std": (1e-4,),
+        "features": (64,),
+    }
     oracle = ORACLES[CLAIM]
     found = _simpler.search(
         ADD_COVERS,
