@@ -35,15 +35,21 @@ def toward(case: dict[str, Any], simplest: Mapping[str, Sequence[Any]]) -> Itera
 def search(
     covers: str,
     edges: list[dict[str, Any]],
-    holds: Callable[[dict[str, Any]], _domain.Failure | None],
+    holds: Callable[[dict[str, Any]], _domain.Failure | None] | None,
     simplest: Mapping[str, Sequence[Any]],
     *,
     sample: Callable[[random.Random], dict[str, Any]] | None = None,
     samples: int = 0,
     seed: int = 0,
+    claim: str | None = None,
+    channel: _domain.Channel | None = None,
+    measure: _domain.Measure | None = None,
+    judge: _domain.Judge | None = None,
 ) -> _domain.Found:
     """Every case of ``edges``, then ``samples`` cases drawn by ``sample`` (none: the edge cases
-    only), a counterexample shrunk :func:`toward` ``simplest``."""
+    only), a counterexample shrunk :func:`toward` ``simplest``. A split property (issue #53)
+    gives ``claim``, ``channel``, ``measure`` and ``judge`` instead of ``holds``, passed on to
+    ``_domain.search`` (which then measures artbot's plan, when there is one)."""
     return _domain.search(
         covers=covers,
         edges=edges,
@@ -52,6 +58,10 @@ def search(
         shrink=lambda inp: toward(inp, simplest),
         seed=seed,
         max_inputs=len(edges) + samples,
+        claim=claim,
+        channel=channel,
+        measure=measure,
+        judge=judge,
     )
 
 

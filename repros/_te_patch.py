@@ -93,9 +93,16 @@ def _stand_in_te(kernel: StandInKernel) -> Iterator[None]:
 
 
 def _outcome(kernel: StandInKernel, original: str) -> tuple[bool, str]:
-    if not kernel.updates or kernel.src == original:
+    return kernel_outcome(kernel.src, len(kernel.updates))
+
+
+def kernel_outcome(src: str | None, updates: int) -> tuple[bool, str]:
+    """(fixed, how) for the kernel source Triton holds after ART ran, and how many times ART
+    handed it a new one. Pure (no ART): artbot's judge of item 1 calls it on the raw text."""
+    original, _record = te_kernel()
+    if not updates or not src or src == original:
         return False, "runs but leaves TE 2.14.0's kernel as it was (no source update)"
-    return _reads_fixed(kernel.src)
+    return _reads_fixed(src)
 
 
 def run_patch(module: Any) -> tuple[bool, str]:
@@ -118,18 +125,34 @@ class Imported:
     how: str
     line: int | None  # the module's line that was running when the kernel was touched
     patch: tuple[str, int, int] | None  # (file, first line, last line) of the function that did
+    module: Any = None  # the module imported (None: its import raised in a patch it runs)
+    kernel: StandInKernel | None = None  # the stand-in kernel, still in place while open
+
+    def settle(self) -> None:
+        """``patched`` and ``how`` for the kernel as it is now (after the import, or after
+        what ran later in the module: a patch made in ``prepare_provider_bundle`` counts)."""
+        if self.module is not None and self.kernel is not None:
+            self.patched, self.how = kernel_outcome(self.kernel.src, len(self.kernel.updates))
 
 
 def run_import(whole: Any, relpath: str) -> Imported:
+    """:func:`imported` closed at once: what the import alone did to the kernel."""
+    with imported(whole, relpath) as done:
+        return done
+
+
+@contextlib.contextmanager
+def imported(whole: Any, relpath: str) -> Iterator[Imported]:
     """Import ``art/<relpath>`` whole (``_art_whole``) with the stand-in kernel in place, as
     ART's training process imports it: whatever the import runs (a module-level call, through
-    any alias, helper or loop) reaches the kernel or does not. Which line of the module was
-    running, and which function handed Triton a new source, are taken from the call stack at
-    that moment, not from the text."""
+    any alias, helper or loop) reaches the kernel or does not. The kernel stays in place while
+    the context is open, so what the caller runs next in ART (``prepare_provider_bundle``)
+    can reach it too. Which line of the module was running, and which function handed Triton
+    a new source, are taken from the call stack at that moment, not from the text."""
     original, _record = te_kernel()
     kernel = StandInKernel(original)
     target = str(whole.art.package_dir / relpath)
-    seen: dict[str, Any] = {}
+    done = Imported(False, "", None, None, None, kernel)
 
     def update(src: str) -> None:
         frames = []
@@ -138,23 +161,99 @@ def run_import(whole: Any, relpath: str) -> Imported:
             frames.append(frame)
             frame = frame.f_back
         lines = [f.f_lineno for f in frames if f.f_code.co_filename == target]
-        seen["line"] = lines[-1] if lines else None
+        done.line = lines[-1] if lines else None
         code = frames[0].f_code
-        seen["patch"] = (code.co_filename, code.co_firstlineno, frames[0].f_lineno)
+        done.patch = (code.co_filename, code.co_firstlineno, frames[0].f_lineno)
         StandInKernel._unsafe_update_src(kernel, src)
 
     kernel._unsafe_update_src = update  # type: ignore[method-assign]
     with _stand_in_te(kernel):
         try:
-            whole.load(relpath)
+            done.module = whole.load(relpath)
         except Exception as exc:
             where = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == target]
             if not where or where[-1] is traceback.extract_tb(exc.__traceback__)[-1]:
                 raise  # the module itself fails, not a patch it runs: the check cannot run
-            how = f"raises on TE 2.14.0's kernel ({type(exc).__name__}: {exc})"
-            return Imported(False, how, where[-1].lineno, None)
-    patched, how = _outcome(kernel, original)
-    return Imported(patched, how, seen.get("line"), seen.get("patch"))
+            done.how = f"raises on TE 2.14.0's kernel ({type(exc).__name__}: {exc})"
+            done.line, done.patch = where[-1].lineno, None
+            yield done
+            return
+        done.settle()
+        yield done
+
+
+class StandInProvider:
+    """Megatron-Bridge's ``GPTModelProvider`` for one model (``HF_CONFIGS``): the fields ART
+    sets are kept, with the line of ART that set each; a Megatron field never set reads as None
+    (the dataclass's defaults are None or False for what ART's preparation reads), and a name
+    of ART's own (``art_...``, ``_art_...``) not set does not exist, as on the dataclass."""
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self.__dict__.update(fields)
+        self.__dict__["set_at"] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith(("__", "art_", "_art")):
+            raise AttributeError(name)
+        return None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        caller = sys._getframe(1)
+        self.__dict__["set_at"][name] = (caller.f_code.co_filename, caller.f_lineno)
+        self.__dict__[name] = value
+
+
+# The models of ART's registry the preparation runs for on a CPU (their model-support handlers
+# need nothing but Megatron names): Megatron-Bridge's provider fields from each HF config.
+HF_CONFIGS: dict[str, dict[str, Any]] = {
+    "Qwen/Qwen3-4B": {"num_layers": 36, "hidden_size": 2560, "ffn_hidden_size": 9728},
+    "Qwen/Qwen3-30B-A3B": {
+        "num_layers": 48,
+        "hidden_size": 2048,
+        "ffn_hidden_size": 6144,
+        "num_moe_experts": 128,
+        "moe_ffn_hidden_size": 768,
+        "moe_router_topk": 8,
+    },
+    "meta-llama/Llama-3.1-8B": {"num_layers": 32, "hidden_size": 4096, "ffn_hidden_size": 14336},
+}
+_HEADS = {"num_attention_heads": 32, "num_query_groups": 8, "kv_channels": 128}
+
+
+def prepare(module: Any, model: str, dtype: str) -> dict[str, Any]:
+    """ART's ``prepare_provider_bundle(model, torch_dtype=...)`` run, Megatron-Bridge's
+    ``AutoBridge`` (and transformers' ``AutoConfig``) stood in for at the boundary: the bridge
+    hands back a :class:`StandInProvider`. Returns the cross-entropy fusion fields ART left on
+    it and where ART set the implementation (file, line)."""
+    import torch
+
+    fields = {**_HEADS, "vocab_size": 151936, **HF_CONFIGS[model]}
+
+    class Bridge:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.provider = StandInProvider(fields)
+
+        def to_megatron_provider(self, *args: Any, **kwargs: Any) -> StandInProvider:
+            return self.provider
+
+        from_hf_pretrained = from_hf_config = classmethod(lambda cls, *a, **k: cls())
+
+    class Config:
+        from_pretrained = staticmethod(lambda *a, **k: None)
+
+    module.AutoBridge, module.AutoConfig = Bridge, Config
+    bundle = module.prepare_provider_bundle(model, torch_dtype=getattr(torch, dtype))
+    provider = bundle.provider
+    where = provider.set_at.get("cross_entropy_fusion_impl")
+    return {
+        "fusion_impl": _plain(provider.cross_entropy_fusion_impl),
+        "loss_fusion": _plain(provider.cross_entropy_loss_fusion),
+        "set_at": [where[0], where[1]] if where else None,
+    }
+
+
+def _plain(value: Any) -> Any:
+    return value if value is None or isinstance(value, str | bool | int | float) else repr(value)
 
 
 def _reads_fixed(src: str) -> tuple[bool, str]:

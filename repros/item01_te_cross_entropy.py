@@ -42,11 +42,9 @@ zero at zero). Seed 0.
 
 from __future__ import annotations
 
-import ast
 import functools
 import math
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +53,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _art_whole  # noqa: E402
 import _common  # noqa: E402
+import _domain  # noqa: E402
 import _evidence  # noqa: E402
+import _simpler  # noqa: E402
 import _te_patch  # noqa: E402
 
 VOCAB = 151_936
@@ -270,111 +270,157 @@ def build_report() -> _common.Report:
     return report
 
 
-def _te_fusion(provider: str) -> tuple[bool, str, int | None]:
-    """Does ``megatron/provider.py`` set ``cross_entropy_fusion_impl = "te"``? (``ast`` of the
-    whole file: a comment or a string naming it is not a setting; the last one set wins.)"""
-    settings = [
-        node
-        for node in ast.walk(ast.parse(provider))
-        if isinstance(node, ast.Assign)
-        and any(
-            isinstance(t, ast.Attribute) and t.attr == "cross_entropy_fusion_impl"
-            for t in node.targets
+CLAIM = "zeroed-target-gradient-near-one"
+# ART's preparation of a model (prepare_provider_bundle) for each model-support handler that
+# runs on a CPU (Qwen3 dense and MoE, Llama 3), in both of the training dtypes it takes.
+FUSION_COVERS = (
+    "prepare_provider_bundle run for Qwen/Qwen3-4B, Qwen/Qwen3-30B-A3B and "
+    "meta-llama/Llama-3.1-8B (ART's qwen3_dense, qwen3_moe and llama3_dense handlers), "
+    "torch_dtype bfloat16 and float16, after provider.py's import, with TE 2.14.0's "
+    "cross_entropy_kernel source in a stand-in transformer_engine (pinned; what ART leaves "
+    "there judged with ast in artbot's process)"
+)
+TARGET_STEP = "target term formed in FP32 before the one store, no separate target store"
+
+
+def fusion_edges() -> list[dict[str, Any]]:
+    return [{"model": m, "dtype": d} for m in _te_patch.HF_CONFIGS for d in ("bfloat16", "float16")]
+
+
+def judge_fusion(case: dict[str, Any], raw: Any) -> Any:
+    """artbot's half (pure; the kernel text is parsed with ``ast``, never run): with TE's fused
+    cross-entropy on (``cross_entropy_loss_fusion`` and ``cross_entropy_fusion_impl == "te"``
+    as ART's preparation left them), the kernel ART left must form the target's term in FP32
+    before the one store, with no separate target store."""
+    if not isinstance(raw, dict):
+        return _domain.Failure(f"nothing measured ({str(raw)[:60]})", TARGET_STEP)
+    if raw.get("import_error"):
+        return _domain.Failure(
+            f"importing provider.py {str(raw['import_error'])[:160]}", TARGET_STEP
         )
-    ]
-    if not settings:
-        return False, "cross_entropy_fusion_impl is never set", None
-    node = max(settings, key=lambda n: n.lineno)
-    value = node.value.value if isinstance(node.value, ast.Constant) else ast.unparse(node.value)
-    return value == "te", f"L{node.lineno} cross_entropy_fusion_impl = {value!r}", node.lineno
+    if raw.get("fusion_impl") != "te" or not raw.get("loss_fusion"):
+        return None  # Megatron does not call TE's kernel
+    kernel, updates = raw.get("kernel"), raw.get("updates")
+    if not isinstance(kernel, str | None) or not isinstance(updates, int):
+        return _domain.Failure("no kernel source measured", TARGET_STEP)
+    fixed, how = _te_patch.kernel_outcome(kernel, updates)
+    return None if fixed else _domain.Failure(how[:200], TARGET_STEP)
+
+
+ORACLES = {CLAIM: _domain.Oracle(judge=judge_fusion, edges=fusion_edges)}
+
+
+def _run(art: Any) -> dict[str, Any]:
+    """Per input, as one training process: provider.py imported whole with a fresh stand-in
+    kernel in place, then ART's preparation of that model; measured: the fusion fields ART
+    left on the provider, and the kernel source Triton holds after both (with the number of
+    updates ART made). The detail shows the counterexample's process, or the first one's."""
+    seen: dict[str, Any] = {}
+
+    def measure(case: dict[str, Any]) -> dict[str, Any]:
+        with (
+            _art_whole.whole(art) as whole,
+            _te_patch.imported(whole, "megatron/provider.py") as done,
+        ):
+            raw: dict[str, Any] = {"import_error": None if done.module else done.how}
+            if done.module is not None:
+                raw |= _te_patch.prepare(done.module, case["model"], case["dtype"])
+            done.settle()  # what the kernel is after ART's preparation ran too
+            assert done.kernel is not None
+            src, updates = done.kernel.src, len(done.kernel.updates)
+            raw |= {"kernel": src if updates else None, "updates": updates}
+            if "done" not in seen or judge_fusion(case, raw) is not None:
+                seen.update(done=done, set_at=raw.get("set_at"), stand_ins=whole.said())
+        return raw
+
+    edges = fusion_edges()
+    found = _domain.search(
+        covers=FUSION_COVERS,
+        edges=edges,
+        sample=lambda rng: edges[0],
+        claim=CLAIM,
+        channel=art,
+        measure=measure,
+        judge=judge_fusion,
+        max_inputs=len(edges),
+    )
+    return {"found": found, **seen}
 
 
 def check_art(art: Any) -> dict[str, Any]:
     """Is Transformer Engine's fused cross-entropy on ART's path, and does ART's training
-    process patch its kernel? The setting is read (``megatron/provider.py``'s
-    ``prepare_provider_bundle`` sets ``cross_entropy_fusion_impl``; building a provider needs a
-    model and Megatron-Bridge, so the assignment is read with ``ast``, the last one winning).
-    The patch is run: ``provider.py`` is imported whole (``_art_whole``: Megatron stood in for)
-    with a stand-in ``transformer_engine`` holding TE 2.14.0's real ``cross_entropy_kernel``
-    source (``_te_patch``: pinned test data), so whatever the import runs (0.5.21's
-    module-level ``patch_te_cross_entropy()``, through any alias, helper or loop) reaches the
-    kernel or does not; the kernel it hands Triton is read with ``ast``.
-    Fixed when TE's fusion is off, or the import leaves a kernel that forms the target
+    process patch its kernel? Both are run: ``megatron/provider.py`` is imported whole
+    (``_art_whole``: Megatron stood in for) with a stand-in ``transformer_engine`` holding TE
+    2.14.0's real ``cross_entropy_kernel`` source (``_te_patch``: pinned test data), so whatever
+    the import runs (0.5.21's module-level ``patch_te_cross_entropy()``, through any alias,
+    helper or loop) reaches the kernel or does not; then ART's ``prepare_provider_bundle`` runs
+    for each model of :data:`FUSION_COVERS` on a stand-in Megatron-Bridge provider, and sets
+    (or not) ``cross_entropy_fusion_impl``. What is measured (the fields, the kernel's text) is
+    judged by :func:`judge_fusion`, here and again in artbot's process.
+    Fixed when, for every input, TE's fusion is off or the kernel ART left forms the target
     gradient in FP32 before the one store; an early return, a patch that changes nothing,
     raises or does half of it is not. The size of the zero band without it is this script's
     model of TE's kernel; the kernel itself does not run here (no TE, no GPU)."""
-    began = time.perf_counter()
-    provider = art.source("megatron/provider.py")
-    if not provider:
-        raise RuntimeError(f"{art.name}/megatron/provider.py not found")
-    te, te_at, setting = _te_fusion(provider)
-    if setting is None:
-        raise RuntimeError(f"{art.name}/megatron/provider.py never sets cross_entropy_fusion_impl")
-    with _art_whole.whole(art) as whole:
-        imported = _te_patch.run_import(whole, "megatron/provider.py")
-        stand_ins = whole.said()
-    ran = [
-        f"{art.name}/megatron/provider.py imported whole with TE 2.14.0's cross_entropy_kernel "
-        "source in a stand-in transformer_engine (pinned; the kernel it is left with read with "
-        "ast)",
-        f"{art.name}/megatron/provider.py L{setting} (the fusion setting, read with ast)",
-    ]
-    hook = imported.line
-    touched = imported.patch is not None or "raises" in imported.how
-    if not te:
-        detail = f"TE's fused cross-entropy is not enabled ({te_at})"
+    run = _run(art)
+    found, done = run["found"], run["done"]
+    hit = not found.holds
+    te_on = [e for e in art.tape.get(CLAIM, []) if e["raw"].get("fusion_impl") == "te"]
+    set_at = run.get("set_at")
+    provider_py = str(art.package_dir / "megatron" / "provider.py")
+    setting = set_at[1] if set_at and set_at[0] == provider_py else None
+    te_at = f"L{setting} " if setting else ""
+    hook = done.line
+    touched = done.patch is not None or "raises" in done.how
+    if not te_on:
+        detail = f"TE's fused cross-entropy is not enabled by prepare_provider_bundle ({te_at})"
     elif not touched:
         detail = (
-            f"TE's fused cross-entropy enabled ({te_at}); importing provider.py leaves TE's "
-            "kernel as it was: the target gradient is bf16(p) - 1 as TE computes it"
+            f"TE's fused cross-entropy enabled ({te_at}by prepare_provider_bundle); importing "
+            "provider.py and running that leaves TE's kernel as it was: the target gradient is "
+            "bf16(p) - 1"
         )
     else:
         detail = (
-            f"TE's fused cross-entropy enabled ({te_at}); importing provider.py "
+            f"TE's fused cross-entropy enabled ({te_at}by prepare_provider_bundle); provider.py "
             + (f"(L{hook}) " if hook else "")
             + "patches TE's kernel, which "
-            + imported.how
+            + done.how
         )
-    at = [_evidence.span(art, "megatron/provider.py", setting)]
+    detail += f"; {_simpler.said(found)}"
+    at: list[dict[str, Any] | None]
+    if setting:
+        at = [_evidence.span(art, "megatron/provider.py", setting)]
+    else:
+        at = [_evidence.function(art, "megatron/provider.py", "prepare_provider_bundle")]
     fix: list[dict[str, Any] | None] = [None]
     if hook is not None:
         fix = [_evidence.span(art, "megatron/provider.py", hook, hook)]
-    if imported.patch is not None:
-        file, first, last = imported.patch
+    if done.patch is not None:
+        file, first, last = done.patch
         rel = str(Path(file).relative_to(art.package_dir))
         fix.append(_evidence.span(art, rel, first, max(first, last), look_for=first))
-    hit = te and not imported.patched
-    domain = {
-        "covers": "TE 2.14.0's cross_entropy_kernel source (the transformer_engine_cu12 wheel's "
-        "file, pinned by sha256 in repros/data); everything importing provider.py runs",
-        "inputs": 1,
-        "budget_s": 2.0,
-        "seconds": round(time.perf_counter() - began, 3),
-        "seed": None,
-        "counterexample": {
-            "inputs": {"kernel": "TE 2.14.0", "hook": f"L{hook}" if hook else "none"},
-            "measured": (imported.how if touched else "kernel left as it was")[:200],
-            "bound": "target term formed in FP32 before the one store, no separate target store",
-        }
-        if hit
-        else None,
-    }
     return {
         "claims": {
-            "zeroed-target-gradient-near-one": _evidence.claim(
-                hit,
-                detail,
-                method="ran" if te else "read",
-                at=at,
-                fix=fix if te else at,
-                domain=domain,
+            CLAIM: _evidence.claim(
+                hit, detail, method="ran", at=at, fix=fix if te_on else at, domain=found.domain()
             )
         },
         "detail": detail,
-        "ran": ran,
-        "scope": "ART's provider imported whole and its patch of TE's kernel run on TE 2.14.0's "
-        f"kernel source (pinned test data; stand-ins: {', '.join(stand_ins)}); the fusion "
-        "setting read; the zero band's size is this script's model (no TE or CUDA here)",
+        "ran": [
+            f"{art.name}/megatron/provider.py imported whole with TE 2.14.0's cross_entropy_kernel "
+            "source in a stand-in transformer_engine (pinned; the kernel it is left with read with "
+            "ast in artbot's process)",
+            f"{art.name}/megatron/provider.py prepare_provider_bundle, run for 3 models on a "
+            "stand-in Megatron-Bridge provider (the fusion setting it leaves)",
+        ],
+        "scope": "ART's provider imported whole, its patch of TE's kernel and its "
+        "prepare_provider_bundle run on TE 2.14.0's kernel source (pinned test data; stand-ins: "
+        f"{', '.join(run['stand_ins'])}; Megatron-Bridge's AutoBridge and provider); the "
+        "preparation is run for ART's Qwen3 dense, Qwen3 MoE and Llama 3 handlers only: the "
+        "others (Qwen3.5, Gemma 4, DeepSeek V4, GLM 5, GPT-OSS, Nemotron-H) call GPU packages "
+        "stood in here, import ones not installed (einops, tilelang) or read model fields the "
+        "stand-in provider does not carry; the zero band's size is this script's model (no TE "
+        "or CUDA here)",
     }
 
 

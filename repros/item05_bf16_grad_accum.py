@@ -50,7 +50,6 @@ Assumptions:
 from __future__ import annotations
 
 import math
-import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -358,73 +357,66 @@ PATH = (
 )
 
 
-def _own_gradients(built: Any, x: torch.Tensor, upstream: torch.Tensor) -> list[torch.Tensor]:
-    """One call's own gradient of each leaf, outside the code under test's hooks: the forward
-    run with detached copies of the leaves in their own dtype (``torch.func.functional_call``;
-    a hook registered on a leaf is not on its copy), differentiated with ``autograd.grad``."""
-    names = {"A_T": "lora.A_T", "B_T": "lora.B_T"}
-    copies = {names[n]: p.detach().clone().requires_grad_(True) for n, p in built.leaves().items()}
-    out, _bias = torch.func.functional_call(built.wrapper, copies, (x,))
-    return list(torch.autograd.grad(out, list(copies.values()), upstream.to(out.dtype)))
+CLAIM = "bf16-gradient-accumulation"
 
 
-def accumulate_in_art(whole: _art_whole.Whole, seed: int = 0) -> dict[str, Any]:
+def judge_accumulation(case: dict[str, Any], raw: Any) -> _domain.Failure | None:
+    """artbot's half (pure): what the trainer's reduction handed the optimizer is off the
+    float64 sum of the calls' own gradients (times ``scale_grads``) by more than an FP32 sum
+    leaves, ``calls * eps32`` relative L2, for some leaf. ``raw`` per leaf: the L2 norms of
+    that difference and of the exact sum (and the dtypes, shown, not judged)."""
+    bound = int(case["calls"]) * 2.0**-23  # torch.finfo(torch.float32).eps
+    leaves = raw.get("leaves") if isinstance(raw, dict) else None
+    if not isinstance(leaves, dict) or set(leaves) != {"A_T", "B_T"}:
+        return _domain.Failure(f"no gradient of A_T and B_T measured ({str(raw)[:60]})", "both")
+    for name, leaf in leaves.items():
+        try:
+            error, exact = float(leaf["error"]), float(leaf["exact"])
+        except (KeyError, TypeError, ValueError):
+            return _domain.Failure(f"{name}: no norms measured", "both norms")
+        relative = error / exact if exact > 0 and error >= 0 else math.inf
+        if not math.isfinite(relative) or relative > bound:
+            return _domain.Failure(f"{name}: {relative:.3g}", f"{bound:.2g} (relative L2)")
+    return None
+
+
+# artbot's plan (ART-free): the covering array of ACCUM_FACTORS, then 2 draws of its own seed.
+ORACLES = {
+    CLAIM: _domain.Oracle(
+        judge=judge_accumulation,
+        edges=lambda: _simpler.pairwise(ACCUM_FACTORS),
+        sample=lambda rng: {k: rng.choice(v) for k, v in ACCUM_FACTORS.items()},
+        draws=2,
+    )
+}
+
+
+def accumulate_in_art(
+    whole: _art_whole.Whole, channel: _domain.Channel | None = None, seed: int = 0
+) -> dict[str, Any]:
     """:func:`check_art`'s search: per input a fresh wrapper (nothing staged from before),
     ``calls`` forward and backward passes, then the trainer's own reduction of what they left
     (``TrainerRank._reduce_dynamic_grads`` on an uninitialised ``TrainerRank``: the method and
-    every helper it calls are the release's, whatever attribute the gradient is kept in)."""
+    every helper it calls are the release's, whatever attribute the gradient is kept in).
+    Measured here (:func:`judge_accumulation` decides, here and again in artbot): per leaf the
+    norm of what the reduction returned minus the exact sum, and the exact sum's norm."""
     impl = whole.load("trainer_rank/_impl.py")
     trainer = impl.TrainerRank.__new__(impl.TrainerRank)
     seen: dict[str, Any] = {"leaves": {}}
 
-    def prop(inp: dict[str, Any]) -> _domain.Failure | None:
-        dtype = getattr(torch, inp["dtype"])
-        lora = _art_lora.build(
-            whole,
-            in_features=CHECK_FEATURES,
-            out_features=CHECK_FEATURES,
-            rank=inp["rank"],
-            alpha=inp["alpha"],
-            dtype=dtype,
-            seed=seed,
+    def measure(inp: dict[str, Any]) -> dict[str, Any]:
+        raw, seen["where"], seen["stand_ins"] = _art_lora.accumulate(
+            whole, trainer, inp, features=CHECK_FEATURES, seed=seed
         )
-        with torch.no_grad():  # B as after the first steps (ART starts it at zero)
-            b_t = lora.leaves()["B_T"]
-            b_t.copy_(0.02 * torch.randn(b_t.shape, generator=torch.Generator().manual_seed(1)))
-        seen["where"], seen["stand_ins"] = lora.where, lora.stand_ins
-        leaves = lora.leaves()
-        gen = torch.Generator().manual_seed(inp["calls"] * 101 + inp["tokens"])
-        truth = {name: torch.zeros(p.shape, dtype=torch.float64) for name, p in leaves.items()}
-        for _ in range(inp["calls"]):
-            x = torch.randn(inp["tokens"], CHECK_FEATURES, generator=gen).to(dtype)
-            upstream = inp["scale"] * torch.randn(inp["tokens"], CHECK_FEATURES, generator=gen)
-            upstream = upstream.to(dtype)
-            for name, grad in zip(leaves, _own_gradients(lora, x, upstream), strict=True):
-                truth[name] += grad.double()
-            out, _bias = lora.wrapper(x)
-            out.backward(upstream.to(out.dtype))
-        reduced = trainer._reduce_dynamic_grads(
-            list(leaves.values()), scale_grads=inp["scale_grads"]
-        )
-        bound = inp["calls"] * torch.finfo(torch.float32).eps
         dtypes = {
-            name: {
-                "leaf_dtype": str(param.dtype).removeprefix("torch."),
-                "sum_dtype": str(summed.dtype).removeprefix("torch."),
-            }
-            for (name, param), summed in zip(leaves.items(), reduced, strict=True)
+            name: {k: leaf[k] for k in ("leaf_dtype", "sum_dtype")}
+            for name, leaf in raw["leaves"].items()
         }
         # The leaves shown are the counterexample's (the last input that failed), or, where
         # none failed, the first input's: a fix gated on a config value has other dtypes elsewhere.
-        if not seen["leaves"]:
+        if not seen["leaves"] or judge_accumulation(inp, raw) is not None:
             seen["leaves"] = dtypes
-        for (name, _param), summed in zip(leaves.items(), reduced, strict=True):
-            exact = truth[name] * inp["scale_grads"]
-            error = float((summed.double() - exact).norm() / exact.norm())
-            if error > bound:
-                seen["leaves"] = dtypes
-                return _domain.Failure(f"{name}: {error:.3g}", f"{bound:.2g} (relative L2)")
-        return None
+        return raw
 
     simplest = {
         "dtype": ("bfloat16",),
@@ -436,10 +428,21 @@ def accumulate_in_art(whole: _art_whole.Whole, seed: int = 0) -> dict[str, Any]:
         "scale": (1.0,),
         "scale_grads": (1.0,),
     }
-    cases = _simpler.pairwise(ACCUM_FACTORS)
-    draws = random.Random(seed)
-    cases += [{k: draws.choice(v) for k, v in ACCUM_FACTORS.items()} for _ in range(2)]
-    found = _simpler.search(ACCUM_COVERS, cases, prop, simplest, seed=seed)
+    oracle = ORACLES[CLAIM]
+    assert oracle.edges is not None
+    found = _simpler.search(
+        ACCUM_COVERS,
+        oracle.edges(),
+        None,
+        simplest,
+        sample=oracle.sample,
+        samples=oracle.draws,
+        seed=seed,
+        claim=CLAIM,
+        channel=channel,
+        measure=measure,
+        judge=oracle.judge,
+    )
     return {"found": found, **seen}
 
 
@@ -459,9 +462,9 @@ def check_art(art: Any) -> dict[str, Any]:
     model and slots) and staging made there. The error's size at a real model's shapes is this
     script's measurement.
     """
-    claim = "bf16-gradient-accumulation"
+    claim = CLAIM
     with _art_whole.whole(art) as whole:
-        measured = accumulate_in_art(whole)
+        measured = accumulate_in_art(whole, art)
     found = measured["found"]
     hit = not found.holds
     shown = "; ".join(

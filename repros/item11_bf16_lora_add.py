@@ -44,6 +44,7 @@ item's subject); only the ratio of delta to base matters, not their scale. Seed 
 from __future__ import annotations
 
 import ast
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -263,87 +264,115 @@ def build_report() -> _common.Report:
     return report
 
 
-# The check's run: base outputs ~ N(0, 1), a delta about 1e-3 of them (B_T ~ N(0, 1e-4)).
-CHECK_FEATURES, CHECK_TOKENS, CHECK_RANK, CHECK_B_STD = 256, 32, 8, 1e-4
-
-
-RUN_WRAPPERS = ("SelfAttentionLinearProjLoRA", "SharedExpertsLinearFC1LoRA")
-RUN_COVERS = (
-    "two wrappers run (the attention output projection's; the shared experts' gated FC1, both "
-    "LoRAs): model dtype bfloat16/float16; train mode with grad, eval under no_grad; 1-32 "
-    "tokens; delta about 1e-5 to 1e-2 of the base"
+CLAIM = "forward-delta-rounds-away"
+# The check's run. The claim depends on the dtype of the add (the model dtype, and any gate a
+# fix puts on a mode, a size or a configuration), not on the layer's width: the wrappers are
+# built 64 features wide (one input at Qwen3-4B's 2560), with rows up to ART's
+# packed 8,192 tokens, LoRA ranks 1-64 (ART's defaults 1 and 8), B drawn as after the first
+# steps so the delta is about 1e-5 to 1e-2 of the base.
+ADD_FACTORS: dict[str, tuple[Any, ...]] = {
+    "wrapper": tuple(_art_lora.RUN_WRAPPERS),
+    "dtype": ("float16", "bfloat16"),
+    "mode": ("eval", "train"),
+    "tokens": (1, 32, 8192),
+    "b_std": (1e-6, 1e-4, 1e-3),
+    "rank": (1, 8, 64),
+    "features": (64,),
+}
+# The audit's anchor once at Qwen3-4B's width (the width costs time, and the claim does not
+# depend on it).
+WIDE = {
+    "dtype": "bfloat16",
+    "mode": "train",
+    "tokens": 8,
+    "b_std": 1e-4,
+    "rank": 8,
+    "features": 2560,
+}
+ADD_COVERS = (
+    "every pair of: 5 wrappers run (attention proj and QKV, shared experts' FC1, gated-delta-"
+    "net in_proj, componentwise column proj); float16/bfloat16; train with grad, eval under "
+    "no_grad; 1-8,192 tokens a row; B std 1e-6 to 1e-3; LoRA rank 1-64; 64 features (attention "
+    "proj once at 2,560); 4 seeded draws. Measured: the share of the wrapper's own adapter "
+    "output missing from output - base"
 )
+# Not run: their LoRA is ART's QuACK grouped GEMM (kernels/cute_grouped_lora_quack.py), whose
+# _validate_inputs refuses tensors that are not on CUDA; their add is read (_dtype_read).
+READ_WRAPPERS = ("MLPExpertsLinearFC1LoRA", "MLPExpertsLinearFC2LoRA")
 
 
-def _run_add(whole: _art_whole.Whole, seed: int = 0) -> dict[str, Any]:
-    """ART's attention output projection wrapper (``_art_lora``: built as the release builds it
-    around a base layer of the model's dtype) run forward over a domain (``_domain``): how much
-    of the delta (ART's ``LoRA`` output) is missing from ``output - base`` (both as ART computed
-    them), against an FP32 add's bound, ``8 eps32 |base| / |delta|``."""
-    built = _art_lora.builder(whole, features=CHECK_FEATURES, rank=CHECK_RANK, alpha=32.0)
-    fc1 = _art_lora.shared_fc1_builder(whole, features=CHECK_FEATURES, rank=CHECK_RANK, alpha=32.0)
+def add_edges() -> list[dict[str, Any]]:
+    """artbot's deterministic inputs (ART-free): the covering array, then the attention output
+    projection's wrapper at Qwen3-4B's width."""
+    return [*_simpler.pairwise(ADD_FACTORS), {"wrapper": _art_lora.WRAPPER, **WIDE}]
+
+
+def add_sample(rng: Any) -> dict[str, Any]:
+    return {k: rng.choice(v) for k, v in ADD_FACTORS.items()}
+
+
+def judge_add(case: dict[str, Any], raw: Any) -> _domain.Failure | None:
+    """artbot's half (pure): more of the wrapper's adapter output is missing from
+    ``output - base`` than an FP32 add loses, ``8 eps32 |base| / |adapter|`` (at least 1e-6)."""
+    try:
+        lost, adapter, base = (float(raw[k]) for k in ("lost", "adapter", "base"))
+    except (KeyError, TypeError, ValueError):
+        return _domain.Failure(f"no norms measured ({str(raw)[:60]})", "lost, adapter, base")
+    if not (adapter > 0 and lost >= 0 and base >= 0 and math.isfinite(lost / adapter + base)):
+        return _domain.Failure(f"adapter {adapter:.3g}, lost {lost:.3g}, base {base:.3g}", "norms")
+    bound = 8 * 2.0**-23 * base / adapter  # 2**-23: torch.finfo(torch.float32).eps
+    if lost / adapter > max(bound, 1e-6):
+        return _domain.Failure(round(lost / adapter, 4), f"{bound:.2g} (share of the delta lost)")
+    return None
+
+
+ORACLES = {CLAIM: _domain.Oracle(judge=judge_add, edges=add_edges, sample=add_sample, draws=4)}
+
+
+def _run_add(whole: _art_whole.Whole, channel: Any = None, seed: int = 0) -> dict[str, Any]:
+    """Every wrapper of :data:`_art_lora.RUN_WRAPPERS`, built by lora.py's ``__init__`` around
+    a stand-in TE base and run forward over the domain (``_art_lora.lora_add`` measures,
+    :func:`judge_add` decides, here and again in artbot)."""
     seen: dict[str, Any] = {}
 
-    def prop(inp: dict[str, Any]) -> _domain.Failure | None:
-        dtype = getattr(torch, inp["dtype"])
-        lora = built(inp["dtype"]) if inp["wrapper"] == _art_lora.WRAPPER else fc1(inp["dtype"])
-        gen = torch.Generator().manual_seed(inp["tokens"] * 31 + int(1e6 * inp["b_std"]))
-        deltas: list[torch.Tensor] = []
-        hooks = []
-        for factor in lora.loras:  # the wrapper's LoRAs, in the order their outputs are joined
-            with torch.no_grad():
-                b_t = factor.B_T
-                b_t.copy_((inp["b_std"] * torch.randn(b_t.shape, generator=gen)).to(b_t.dtype))
-            hooks.append(
-                factor.register_forward_hook(lambda _m, _i, out: deltas.append(out.detach()))
-            )
-        x = torch.randn(inp["tokens"], CHECK_FEATURES, generator=gen).to(dtype)
-        train = inp["mode"] == "train"
-        lora.wrapper.train(train)
-        try:
-            with torch.set_grad_enabled(train):
-                out, _bias = lora.wrapper(x.requires_grad_(train))
-        finally:
-            for hook in hooks:
-                hook.remove()
-        seen["out"] = str(out.dtype).removeprefix("torch.")
-        seen["where"], seen["stand_ins"] = lora.where, lora.stand_ins
-        base = lora.base.outputs[-1].double()
-        delta = torch.cat(deltas[-len(lora.loras) :], dim=-1).double()
-        lost = float(((out.detach().double() - base) - delta).norm() / delta.norm())
-        bound = 8 * torch.finfo(torch.float32).eps * float(base.norm() / delta.norm())
-        seen["delta_to_base"] = f"{float(delta.norm() / base.norm()):.1g}"
-        if lost > max(bound, 1e-6):
-            return _domain.Failure(round(lost, 4), f"{bound:.2g} (share of the delta lost)")
-        return None
+    def measure(case: dict[str, Any]) -> dict[str, Any]:
+        raw = _art_lora.lora_add(whole, case)
+        seen.setdefault("out", set()).add(raw["out_dtype"])
+        return raw
 
-    edges = [
-        {"wrapper": w, "dtype": d, "mode": m, "tokens": CHECK_TOKENS, "b_std": CHECK_B_STD}
-        for w in RUN_WRAPPERS
-        for d in ("bfloat16", "float16")
-        for m in ("train", "eval")
-    ] + [
-        {
-            "wrapper": _art_lora.WRAPPER,
-            "dtype": "bfloat16",
-            "mode": "train",
-            "tokens": t,
-            "b_std": b,
-        }
-        for t, b in ((1, 1e-4), (8, 1e-6), (8, 1e-3))
-    ]
-    simplest = {"dtype": ("bfloat16",), "mode": ("eval", "train"), "tokens": (1, 8)}
-    found = _simpler.search(RUN_COVERS, edges, prop, simplest, seed=seed)  # the edges only
-    return {"found": found, **seen}
+    simplest: dict[str, tuple[Any, ...]] = {
+        "dtype": ("bfloat16",),
+        "mode": ("eval", "train"),
+        "tokens": (1, 32),
+        "rank": (8,),
+        "b_std": (1e-4,),
+        "features": (64,),
+    }
+    oracle = ORACLES[CLAIM]
+    found = _simpler.search(
+        ADD_COVERS,
+        add_edges(),
+        None,
+        simplest,
+        sample=add_sample,
+        samples=oracle.draws,
+        seed=seed,
+        claim=CLAIM,
+        channel=channel,
+        measure=measure,
+        judge=judge_add,
+    )
+    stand_ins = [_art_lora.BASE_STAND_INS, "provider (tensor-parallel size 1)", *whole.said()]
+    return {"found": found, "out": ", ".join(sorted(seen.get("out", ()))), "stand_ins": stand_ins}
 
 
-def _read_adds(art: Any, skip: tuple[str, ...]) -> list[tuple[int, str, bool, str]]:
-    """Every other wrapper's ``return base + delta, bias`` in ``megatron/lora.py`` (those not
-    run: their base layers are TE's grouped or layer-norm linears), read with ``_dtype_read``:
-    (line, class, made and kept in FP32, how)."""
+def _read_adds(art: Any) -> list[tuple[int, str, bool, str]]:
+    """The add of each wrapper that cannot run on a CPU (:data:`READ_WRAPPERS`, and any class
+    lora.py adds later that no builder knows), read with ``_dtype_read``: (line, class, made
+    and kept in FP32, how)."""
     out = []
     for cls in ast.parse(art.source("megatron/lora.py")).body:
-        if not isinstance(cls, ast.ClassDef) or cls.name in (*skip, "LoRA"):
+        if not isinstance(cls, ast.ClassDef) or cls.name in (*_art_lora.RUN_WRAPPERS, "LoRA"):
             continue
         for fn in cls.body:
             if isinstance(fn, ast.FunctionDef) and fn.name == "forward":
@@ -355,39 +384,31 @@ def _read_adds(art: Any, skip: tuple[str, ...]) -> list[tuple[int, str, bool, st
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """Run ART's LoRA forward add in ``art`` and read the others.
+    """Run ART's LoRA wrappers' forward add in ``art``; read the two that cannot run here.
 
-    - Ran, from ``megatron/lora.py`` imported whole: ``SelfAttentionLinearProjLoRA`` (the
-      audit's anchor) and ``SharedExpertsLinearFC1LoRA`` (gate and up LoRAs), built and run
-      forward on CPU with a base layer of the model's dtype; measured: the share of ART's own
-      delta (its ``LoRA`` outputs) lost in ``output - base``.
-    - Read (``ast``, ``_dtype_read``), where the base layer (TE's grouped or layer-norm linear)
-      has no stand-in here: every other wrapper's ``return base + delta, bias``:
-      the dtype the add is made in and the dtype it is returned in, following names to their
-      assignments; comments and strings are not code.
+    - Ran, from ``megatron/lora.py`` imported whole: the five wrappers whose LoRA runs on a
+      CPU (:data:`_art_lora.RUN_WRAPPERS`), each built by its own ``__init__`` around a
+      stand-in of its TE base layer (``_art_lora``: output and normed input in the input's
+      dtype), run forward twice per input, with the base's output and with it zero (the
+      adapter's output alone, exactly); measured: the share of that adapter output missing
+      from ``output - base``.
+    - Read (``ast``, ``_dtype_read``): the MoE experts' FC1 and FC2 wrappers' ``return base +
+      delta, bias`` (their LoRA is ART's QuACK grouped GEMM, which refuses CPU tensors).
 
-    Reproduced: on some input of the run's domain (model dtype BF16/FP16, train with grad or
-    eval under no_grad, 1-32 tokens, delta 1e-5 to 1e-2 of the base) more of the delta is lost
-    than an FP32 add loses (``8 eps32 |base| / |delta|``), or
-    some other wrapper adds below FP32 or rounds an FP32 sum back. Fixed: the run keeps the delta
-    and every other add is made and kept in FP32. The reading takes a value it cannot place
-    (the output of a LoRA call, say) to have the input's dtype, so a fix made inside
-    ``LoRA.forward`` alone (an FP32 delta) is seen by the run, not by the reading of the five
-    other wrappers. The size of what rounds away at a real model's scale is this script's
-    measurement.
+    Reproduced: on some input of :data:`ADD_COVERS` more of the delta is lost than an FP32 add
+    loses (``8 eps32 |base| / |delta|``), or an expert wrapper's add is read below FP32. Fixed:
+    neither. The size of what rounds away at a real model's scale is this script's measurement.
     """
-    claim = "forward-delta-rounds-away"
     with _art_whole.whole(art) as whole:
-        run = _run_add(whole)
-    read = _read_adds(art, RUN_WRAPPERS)
+        run = _run_add(whole, art)
+    read = _read_adds(art)
     low = [(n, name, how) for n, name, wide, how in read if not wide]
     found = run["found"]
     hit = not found.holds or bool(low)
     path = f"{art.name}/megatron/lora.py"
     detail = (
-        f"ran {' and '.join(f'{w}.forward' for w in RUN_WRAPPERS)} ({path} imported whole): "
-        f"output in {run.get('out', '?')}; {_simpler.said(found)}; read the {len(read)} other "
-        "wrappers' base + delta returns: "
+        f"ran 5 wrappers' forward ({path} imported whole): output in {run['out'] or '?'}; "
+        f"{_simpler.said(found)}; read the {len(read)} expert wrappers' base + delta returns: "
         + (
             f"{len(low)} below FP32 ("
             + ", ".join(f"L{n} {name} {how}" for n, name, how in low[:3])
@@ -401,24 +422,26 @@ def check_art(art: Any) -> dict[str, Any]:
     at += [_evidence.span(art, "megatron/lora.py", n) for n, _name, _how in low[:1]]
     return {
         "claims": {
-            claim: _evidence.claim(hit, detail, method="ran", at=at, domain=_domain_of(run, read))
+            CLAIM: _evidence.claim(hit, detail, method="ran", at=at, domain=_domain_of(run, read))
         },
         "detail": detail,
         "ran": [
-            f"{path} imported whole; {', '.join(RUN_WRAPPERS)}: __init__ and forward, run",
-            f"{path}: every other wrapper's base + delta return (ast, read)",
+            f"{path} imported whole; {', '.join(_art_lora.RUN_WRAPPERS)}: __init__ and forward, "
+            "run",
+            f"{path}: {', '.join(READ_WRAPPERS)} base + delta returns (ast, read)",
         ],
-        "scope": f"two wrappers run on CPU (stand-ins: {', '.join(run.get('stand_ins', []))}); "
-        "the other adds (wrappers around TE's grouped or layer-norm linears) read by meaning; "
-        "what rounds away at a real model's scale is this script's measurement",
+        "scope": f"five wrappers run on CPU (stand-ins: {'; '.join(run['stand_ins'])}); the MoE "
+        "experts' FC1 and FC2 adds read by meaning, not run: their LoRA is ART's QuACK grouped "
+        "GEMM, which refuses tensors not on CUDA; what rounds away at a real model's scale is "
+        "this script's measurement",
     }
 
 
 def _domain_of(run: dict[str, Any], read: list[tuple[int, str, bool, str]]) -> dict[str, Any]:
-    """The run's domain, the reading of the other wrappers said beside it; a low add read is
+    """The run's domain, the reading of the expert wrappers said beside it; a low add read is
     the counterexample when the run found none."""
     domain = run["found"].domain()
-    domain["covers"] = (domain["covers"] + f"; {len(read)} other wrappers' adds read")[:400]
+    domain["covers"] = (domain["covers"] + f"; {len(read)} expert wrappers' adds read")[:400]
     low = [(n, name, how) for n, name, wide, how in read if not wide]
     if domain["counterexample"] is None and low:
         n, name, how = low[0]
