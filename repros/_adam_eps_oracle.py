@@ -135,11 +135,15 @@ def nearest(case: dict[str, Any], raw: dict[str, Any]) -> tuple[str, float, list
 
 
 def damp_edges() -> list[dict[str, Any]]:
-    return [{"eps": EPS_MEGATRON, "seed": 0, "tokens": TOKENS}]
+    return [{"asked_eps": EPS_MEGATRON, "seed": 0, "tokens": TOKENS}]
 
 
 def damp_sample(rng: random.Random) -> dict[str, Any]:
-    return {"eps": EPS_MEGATRON, "seed": rng.randrange(1000), "tokens": rng.choice([256, 1024])}
+    return {
+        "asked_eps": EPS_MEGATRON,
+        "seed": rng.randrange(1000),
+        "tokens": rng.choice([256, 1024]),
+    }
 
 
 def undamped(beta1: float, beta2: float, step: int) -> float:

@@ -44,7 +44,6 @@ from __future__ import annotations
 import math
 import random
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -314,7 +313,7 @@ def lora_in_art(
 def measure_damping(built: Any, parameters: int, case: dict[str, Any]) -> dict[str, Any]:
     """The damping claim's measure: the smallest eps a step can be given (defaults, or a field
     set to the case's eps), and A's first update under it, through ART's step."""
-    found = _art_optimizer.smallest_eps(built, float(case["eps"]))
+    found = _art_optimizer.smallest_eps(built, float(case["asked_eps"]))
     if found is None:
         return {"eps": None}
     eps, how, adam = found
@@ -334,7 +333,6 @@ def check_art(art: Any) -> dict[str, Any]:
     default, or through a field set to Megatron's 1e-13), A's first update is not damped: the
     audit's fix with the default left at 1e-8 fixes both claims; an eps hard-coded to 1e-13
     fixes only this one."""
-    began = time.perf_counter()
     with _art_whole.whole(art) as whole:
         built = _art_optimizer.TrainerRankOnCpu(art, whole)
         config = _search(art, CONFIG, lambda c: _art_optimizer.probe(built, c), config_shrink)
@@ -360,19 +358,25 @@ def check_art(art: Any) -> dict[str, Any]:
             f"ran: {entry}); A's first update (step {damp_raw['step']}) is {ratio:.3g} of "
             f"Adam's undamped step at median |grad A| {damp_raw['grad_a_median']:.2g}, with "
             f"ART's clip over {parameters:,} LoRA parameters (ART's target modules for "
-            f"Qwen/Qwen3-4B: {', '.join(modules)}); {damp.inputs} inputs"
+            f"Qwen/Qwen3-4B: {', '.join(modules)}); {_inputs(damp.inputs)}"
         )
     at = [_span(art, spot) for spot in where.values()]
-    config_domain = config.domain()
+    config_domain, damp_domain = config.domain(), damp.domain()
     if "counterexample" in config.extra:  # the field that missed, and the other fields given
         config_domain["counterexample"] = config.extra["counterexample"]
+    if damp.failure is not None and damp_hit:  # the eps the step used, and how it was had
+        damp_domain["counterexample"] = {
+            "inputs": {"eps": float(f"{damp_raw['eps']:.3g}"), "given by": damp_raw["given_by"]},
+            "measured": f"A's first update {ratio:.3g} of Adam's undamped step",
+            "bound": "0.9 of it",
+        }
     return {
         "claims": {
             CONFIG: _evidence.claim(
                 not config.holds, config_text, method="ran", at=at, domain=config_domain
             ),
             DAMP: _evidence.claim(
-                damp_hit, damp_text, method="modelled", at=at, domain=damp.domain()
+                damp_hit, damp_text, method="modelled", at=at, domain=damp_domain
             ),
         },
         "detail": f"{config_text}; {damp_text}",
@@ -383,7 +387,7 @@ def check_art(art: Any) -> dict[str, Any]:
         "scope": "ART's trainer_rank/_impl.py imported whole, entered at TrainerRank.optim_step "
         "on CPU (an uninitialised TrainerRank with one FP32 slot, a stand-in runtime; a stand-in "
         f"two-rank torch.distributed for the guard; {', '.join(said)}); the damping's gradients "
-        f"from a modelled LoRA layer; {time.perf_counter() - began:.1f} s",
+        "from a modelled LoRA layer",
     }
 
 
@@ -428,8 +432,8 @@ def _config_detail(art: Any, found: _domain.Found, built: Any, entry: str) -> st
         name = reaching(first["case"], first["raw"])[0]
         got = first["raw"]["fields"][name]
         return (
-            f"ran {entry}: AdamParams.{name} ({built.params_at}) is the step's eps on all "
-            f"{found.inputs} inputs ({first['case']['eps']:g} -> step eps "
+            f"ran {entry}: AdamParams.{name} ({built.params_at}) is the step's eps on "
+            f"{_inputs(found.inputs)} ({first['case']['eps']:g} -> step eps "
             f"{eps_text(got['first'])}, ...); a later step with {name} "
             f"{first['case']['eps_other']:g} leaves {eps_text(got['later'] or [])}; the "
             f"cross-rank guard ({guard_at}) tells two ranks apart that differ only in it"
@@ -468,8 +472,12 @@ def _config_detail(art: Any, found: _domain.Found, built: Any, entry: str) -> st
     return (
         f"ran {entry}: no field of AdamParams ({', '.join(raw['fields'])}) reaches the "
         f"step's eps ({built.params_at}); {missed}; a step from AdamParams' defaults uses "
-        f"{default}; {found.summary()}"
+        f"{default}"
     )
+
+
+def _inputs(n: int) -> str:
+    return f"{n} input" if n == 1 else f"all {n} inputs"
 
 
 def _span(art: Any, spot: str) -> dict[str, Any] | None:
