@@ -15,9 +15,10 @@ can take the Megatron backend's step.
   when some field's value is the eps every parameter's step used at both values (within 1%)
   and the guard refuses two ranks that differ only in that field.
 - eps-damps-tiny-updates, one input: a seed and a token count of the LoRA model, and the eps
-  asked through a field (Megatron's 1e-13); ``raw`` is the smallest eps a step can be given, the
-  step A first moves on, its median |update| / lr, and the betas. Fixed on it when that update
-  is at least 0.9 of Adam's undamped step (eps 0), computed here from the betas.
+  asked through a field (``asked_eps``, Megatron's 1e-13); ``raw`` is the smallest eps a step
+  can be given and how, the step A first moves on, its median |update| / lr, the median |grad A|
+  after ART's clip, and the betas. Fixed on it when that update is not more than 10% smaller
+  than the update eps 1e-13 gives to that gradient, computed here from the betas.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ CONFIG_COVERS = (
     "near 1e-8), a covering array of eps x learning rate 1e-6-1e-4 x beta1 x beta2 x weight "
     "decay 0-0.01 x clip norm 0 (off)-1.0 x any other float field at 0.5x its default, then "
     "draws; each through TrainerRank.optim_step: the eps a first step used, a later step's "
-    "after the field changed, the cross-rank guard on two ranks differing in it only"
+    "after the field changed; the cross-rank guard on two ranks differing in eps only"
 )
 DAMP_COVERS = (
     "the smallest eps a step of ART's optimizer can be given (AdamParams' defaults, or a field "
@@ -146,20 +147,31 @@ def damp_sample(rng: random.Random) -> dict[str, Any]:
     }
 
 
-def undamped(beta1: float, beta2: float, step: int) -> float:
-    """|Adam's update| / lr with eps 0 for a gradient first nonzero on step t: the moments'
-    bias corrections, m = (1 - b1) g / (1 - b1**t) over sqrt(v) = |g| sqrt((1 - b2) /
-    (1 - b2**t))."""
-    return (1 - beta1) / (1 - beta1**step) * math.sqrt((1 - beta2**step) / (1 - beta2))
+def megatron_update(beta1: float, beta2: float, step: int, grad: float) -> float:
+    """|Adam's update| / lr with Megatron's eps 1e-13 for a gradient element of size ``grad``
+    first nonzero on step t: the bias-corrected moments m = (1 - b1) g / (1 - b1**t) over
+    sqrt(v) = |g| sqrt((1 - b2) / (1 - b2**t)), plus eps."""
+    root = grad * math.sqrt((1 - beta2) / (1 - beta2**step))
+    return (1 - beta1) / (1 - beta1**step) * grad / (root + EPS_MEGATRON)
+
+
+def damping(raw: dict[str, Any]) -> float:
+    """A's first update at the median |grad A| after the clip over ART's Qwen3-4B LoRA
+    parameters, as a fraction of the update eps 1e-13 gives to that gradient (the median
+    update is the median gradient's: the update grows with |g|)."""
+    beta1, beta2 = raw["betas"]
+    return raw["update_a_over_lr"] / megatron_update(
+        beta1, beta2, raw["step"], raw["grad_a_median"]
+    )
 
 
 def judge_damping(case: dict[str, Any], raw: dict[str, Any]) -> _domain.Failure | None:
-    """Damped: A's first update is more than 10% below Adam's undamped step (eps 0)."""
+    """Damped: A's first update is more than 10% smaller than the update eps 1e-13 gives."""
     if raw.get("eps") is None:
         return None  # no eps can be given to a step: not checked (check_art says so)
     if raw.get("step") is None:
         return _domain.Failure("A did not move", "A's first update")
-    ratio = raw["update_a_over_lr"] / undamped(raw["betas"][0], raw["betas"][1], raw["step"])
+    ratio = damping(raw)
     return _domain.Failure(round(ratio, 4), 0.9) if ratio < 0.9 else None
 
 

@@ -64,10 +64,10 @@ from _adam_eps_oracle import (  # noqa: E402
     EPS_MEGATRON,
     ORACLES,
     config_shrink,
+    damping,
     eps_text,
     nearest,
     reaching,
-    undamped,
 )
 
 LR, BETAS, WEIGHT_DECAY, CLIP_NORM = 5e-6, (0.9, 0.99), 0.1, 0.1
@@ -350,14 +350,13 @@ def check_art(art: Any) -> dict[str, Any]:
         damp_text += "reaches the step: not checked"
     else:
         damp_hit = not damp.holds
-        ratio = damp_raw["update_a_over_lr"] / undamped(
-            damp_raw["betas"][0], damp_raw["betas"][1], damp_raw["step"]
-        )
+        ratio = damping(damp_raw)
         damp_text = (
             f"the smallest eps a step can be given: {damp_raw['eps']:g} ({damp_raw['given_by']}; "
             f"ran: {entry}); A's first update (step {damp_raw['step']}) is {ratio:.3g} of "
-            f"Adam's undamped step at median |grad A| {damp_raw['grad_a_median']:.2g}, with "
-            f"ART's clip over {parameters:,} LoRA parameters (ART's target modules for "
+            f"the update eps 1e-13 gives at the median |grad A| "
+            f"{damp_raw['grad_a_median']:.2g}, with ART's clip over {parameters:,} LoRA "
+            "parameters (ART's target modules for "
             f"Qwen/Qwen3-4B: {', '.join(modules)}); {_inputs(damp.inputs)}"
         )
     at = [_span(art, spot) for spot in where.values()]
@@ -367,7 +366,7 @@ def check_art(art: Any) -> dict[str, Any]:
     if damp.failure is not None and damp_hit:  # the eps the step used, and how it was had
         damp_domain["counterexample"] = {
             "inputs": {"eps": float(f"{damp_raw['eps']:.3g}"), "given by": damp_raw["given_by"]},
-            "measured": f"A's first update {ratio:.3g} of Adam's undamped step",
+            "measured": f"A's first update {ratio:.3g} of the update eps 1e-13 gives",
             "bound": "0.9 of it",
         }
     return {

@@ -80,7 +80,7 @@ def test_the_judges_import_neither_art_nor_torch() -> None:
 
 def test_the_judges_decide_from_numbers_alone() -> None:
     """A step that used eps 1e-8 where 1e-13 was set is a failure; one that used it, with the
-    guard refusing, is not; a LoRA update at 0.42 of Adam's undamped step is damped."""
+    guard refusing, is not; a LoRA update at 0.42 of the update eps 1e-13 gives is damped."""
     o = import_script(ROOT / "repros" / "_adam_eps_oracle.py", "repros_adam_eps_oracle_under_test")
     case = o.config_edges()[0]
     reached = {"first": [1e-13, 1e-13], "first_other": [1e-6, 1e-6], "later": [], "guard": True}
@@ -91,8 +91,9 @@ def test_the_judges_decide_from_numbers_alone() -> None:
     unguarded = {"fields": {"eps": {**reached, "guard": False}}, "default": [1e-8]}
     assert o.judge_config(case, unguarded) is not None
     betas = [0.9, 0.99]
-    full = o.undamped(0.9, 0.99, 2)
-    undamped = {"eps": 1e-13, "step": 2, "update_a_over_lr": full, "betas": betas}
-    assert o.judge_damping({}, undamped) is None
-    damped = {"eps": 1e-8, "step": 2, "update_a_over_lr": 0.42 * full, "betas": betas}
+    full = o.megatron_update(0.9, 0.99, 2, 1e-8)
+    assert 0.74 < full < 0.75  # sqrt(1.99) / 1.9: eps 1e-13 hardly damps a gradient of 1e-8
+    given = {"eps": 1e-13, "step": 2, "update_a_over_lr": full, "betas": betas}
+    assert o.judge_damping({}, {**given, "grad_a_median": 1e-8}) is None
+    damped = {**given, "eps": 1e-8, "update_a_over_lr": 0.42 * full, "grad_a_median": 1e-8}
     assert o.judge_damping({}, damped) is not None
