@@ -236,7 +236,7 @@ def probe(built: TrainerRankOnCpu, case: dict[str, Any]) -> dict[str, Any]:
         except (TypeError, ValueError):  # a value this field refuses
             fields[name] = None
     try:
-        default: list[float] | None = built.default_eps(built.adam(case))
+        default: list[float] | None = built.step_eps(built.adam(case), 1e-8)  # for the detail
     except (TypeError, ValueError):
         default = None
     return {"fields": fields, "default": default}
