@@ -1,48 +1,67 @@
-"""Item 6's check: TrainerRank's optimizer built by ART's own code from ``AdamParams``, on CPU.
+"""Item 6's check: TrainerRank's optimizer step, run as ART runs it, on CPU (issue #50).
 
-``trainer_rank/_impl.py`` needs Python 3.12 and Megatron, so it is not imported whole: ART's
-``AdamParams``, its checkpoint slot and ``_DynamicOptimizer``, and TrainerRank's
-``_dynamic_optimizer``, ``_new_dynamic_optimizer`` and ``_guard_optim_step_configuration``
-(module functions of ``trainer_rank/_optimizer.py`` from 0.5.21, methods of ``_impl.py`` in
-0.5.20) are compiled from the release's source (``_art_partial``) and called with a stand-in
-``self`` holding one checkpoint slot of BF16 LoRA-shaped parameters. What is read is the eps
-the optimizer ART builds *uses*, measured from a real step (issue #50: a fake can floor eps
-inside the step while ``param_groups`` say 1e-13): as ``_dynamic_optim_step`` does, each master
-gets a gradient and ``dynamic.optimizer.step()`` runs; the gradient is the same on every step
-(so Adam's bias-corrected moments are ``g`` and ``g**2``) and of the size of the eps tried, and
-the eps the step used is solved from AdamW's update ``lr * g / (|g| + eps)`` after its
-decoupled weight decay ``p * (1 - lr * weight_decay)``, with the lr and weight decay that
-AdamParams was given.
+``trainer_rank/_impl.py`` is imported whole (``_art_whole``: Megatron, Transformer Engine and
+the GPU kernels stood in for; on Python 3.11 its ``type X = ...`` statements run as
+assignments), and every step enters at ``TrainerRank.optim_step``, the method ART's callers
+use (0.5.20: a method of ``_impl.py``; 0.5.21+: ``trainer_rank/_optimizer.py``'s function bound
+on ``TrainerRank``). From there down everything is ART's own: the cross-rank guard, the slot
+selection, ``_dynamic_optim_step`` (the gradients' reduction, the global norm and clip,
+``_dynamic_optimizer`` / ``_new_dynamic_optimizer``, ``optimizer.step()``, the copy of the FP32
+masters back into the slot's parameters). The ``TrainerRank`` is uninitialised (its
+``__init__`` loads a Megatron model) and holds only:
 
-The cross-rank guard runs against a stand-in ``torch.distributed`` of two ranks: the other
-rank's digest is the one the guard itself computed for the other config, so the guard raises
-exactly when its digest of the two configs differs.
+- one checkpoint slot ``"default"`` (ART's ``_CheckpointSlot``) of FP32 parameters, so that the
+  update ART copies back from its FP32 masters is read exactly (the dtype does not reach eps);
+- a stand-in runtime: a model of no chunks, and ``zero_internal_padding_grads`` a no-op (ART's
+  hook for Megatron's padded layers, which this model has none of);
+- no forward wave in flight, and the CPU as its device.
+
+The eps a step used is solved from what the step did to the parameters: from 0, with every
+gradient element +-g and no earlier step, AdamW moves each element by ``lr * g / (|g| + eps)``
+(the moments' bias corrections cancel; weight decay of 0 is 0), so ``eps = lr * g / |step| - g``.
+The global norm of these gradients stays far below every clip norm tried, so ART's clip leaves
+them as given. Nothing is read from ``param_groups``: a fix or a fake anywhere on the path (the
+caller, a helper, the step itself) is measured as it acts (issue #50: an eps floored inside the
+step while ``param_groups`` say 1e-13).
+
+The cross-rank guard runs on a stand-in ``torch.distributed`` of two ranks (:class:`TwoRanks`):
+rank 1's digest is the one the guard itself computed in a step with the other config, so the
+guard raises exactly when its digest of the two configs differs.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
-import random
+import re
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import _art_partial
 import torch
 
-IMPL, OPTIMIZER = "trainer_rank/_impl.py", "trainer_rank/_optimizer.py"
-NAMES = ("_dynamic_optimizer", "_new_dynamic_optimizer", "_guard_optim_step_configuration")
-LR = 1e-4
-TRIED_EPS = (1e-13, 1e-6)
-OTHER_SETTINGS = 3  # draws of the other fields at non-default values
-# One try of a field: (eps set, the other fields set, each param group's eps or None: refused)
-Tried = tuple[float, dict[str, Any], list[float] | None]
+IMPL = "trainer_rank/_impl.py"
+ENTRY = "optim_step"
+# The path a step takes, outermost first (each found on TrainerRank, wherever ART defines it).
+PATH = (
+    "optim_step",
+    "_guard_optim_step_configuration",
+    "_dynamic_optim_step",
+    "_dynamic_optimizer",
+    "_new_dynamic_optimizer",
+)
+SHAPES = ((64, 8), (8, 64))  # a rank-8 LoRA pair of a 64-wide layer, for the eps probes
+LR = 5e-6  # ART's default learning rate (art/types.py TrainConfig), when a case gives none
+# AdamParams' fields at the audit (trainer_rank/_impl.py), which a case may set by name.
+NAMED = ("learning_rate", "beta1", "beta2", "weight_decay", "grad_clip_norm")
+REQUIRED_FILL = 1e-8  # a field without a default that a case does not name (each caller sets it)
 
 
 class TwoRanks:
-    """``torch.distributed`` for two ranks: ``all_gather`` gives this rank's tensor and
-    ``other`` (this rank's again when ``other`` is None); ``seen`` keeps each local tensor."""
+    """``torch.distributed`` for two ranks holding the same tensors: ``all_gather`` gives this
+    rank's tensor and ``other`` (this rank's again when ``other`` is None) and keeps each local
+    tensor in ``seen``; ``all_reduce`` sums two equal tensors (a MAX or MIN leaves them)."""
 
     def __init__(self) -> None:
         self.other: torch.Tensor | None = None
@@ -62,260 +81,232 @@ class TwoRanks:
         gathered[0].copy_(local)
         gathered[1].copy_(local if self.other is None else self.other)
 
+    def all_reduce(self, tensor: torch.Tensor, op: Any = None, **_: Any) -> None:
+        if op is None or op == torch.distributed.ReduceOp.SUM:
+            tensor.mul_(2)
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
         return getattr(torch.distributed, name)
 
 
-class _ModuleView:
-    """``_impl`` as ``_optimizer.py`` uses it: each attribute compiled on first use."""
+class TrainerRankOnCpu:
+    """ART's ``TrainerRank`` of one tree (imported whole), and steps through its ``optim_step``."""
 
-    def __init__(self, module: _art_partial.PartialModule) -> None:
-        self._module = module
+    def __init__(self, art: Any, whole: Any) -> None:
+        self.impl = whole.load(IMPL)
+        self.cls = self.impl.TrainerRank
+        self.AdamParams = self.impl.AdamParams
+        root = Path(art.package_dir).parent
+        self.where = {name: _where(getattr(self.cls, name), root) for name in PATH}
+        self.params_at = _where(self.AdamParams, root)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        if not (self._module.has(name) or self._module._known(name)):
-            raise AttributeError(f"{self._module.path} has no {name}")
-        return self._module.get(name)
-
-
-class ArtOptimizer:
-    """ART's optimizer-building functions for one tree, and a way to call them."""
-
-    def __init__(self, art: Any) -> None:
-        self.dist = TwoRanks()
-        self.impl = _art_partial.PartialModule(art, IMPL, {"dist": self.dist})
-        self.functions: dict[str, Any] = {}
-        self.where: dict[str, str] = {}
-        split = bool(art.source(OPTIMIZER))
-        if split:
-            optimizer = _art_partial.PartialModule(
-                art, OPTIMIZER, {"_impl": _ModuleView(self.impl)}
-            )
-        for name in NAMES:
-            if split and optimizer.has(name):
-                self.functions[name] = optimizer.get(name)
-                self.where[name] = f"{optimizer.path}:{optimizer.line_of(name)}"
-            else:
-                self.functions[name], line = self.impl.method("TrainerRank", name)
-                self.where[name] = f"{self.impl.path}:{line}"
-        self.AdamParams = self.impl.get("AdamParams")
-        self.params_at = f"{self.impl.path}:{self.impl.line_of('AdamParams')}"
-
-    def rank(self) -> Any:
-        """A stand-in TrainerRank with one slot ("default") of BF16 LoRA-shaped parameters
-        (LoRA's B starts at 0; A is 0 here too, so that a first step has no weight decay)."""
-        params = tuple(
-            torch.nn.Parameter(torch.zeros(shape, dtype=torch.bfloat16))
-            for shape in ((64, 8), (8, 64))
+    # a rank and a step ----------------------------------------------------------------
+    def rank(self, tensors: tuple[torch.Tensor, ...]) -> Any:
+        """An uninitialised TrainerRank with one slot of FP32 parameters holding ``tensors``."""
+        rank = self.cls.__new__(self.cls)
+        params = tuple(torch.nn.Parameter(t.detach().float().clone()) for t in tensors)
+        rank._checkpoint_slots = {"default": self.impl._CheckpointSlot(params=params)}
+        rank._skipped_forward_waves = {}
+        rank.device = torch.device("cpu")
+        rank.runtime = SimpleNamespace(
+            model=[],
+            model_support_handler=SimpleNamespace(zero_internal_padding_grads=lambda model: None),
         )
-        if self.impl.has("_CheckpointSlot"):
-            slot = self.impl.get("_CheckpointSlot")(params=params)
-        else:
-            slot = SimpleNamespace(params=params, optimizer=None, custom={})
-        rank = SimpleNamespace(_checkpoint_slots={"default": slot}, device=torch.device("cpu"))
-        for name, function in self.functions.items():
-            setattr(rank, name, functools.partial(function, rank))
         return rank
 
-    def eps_of(
-        self, params: Any, rank: Any | None = None, scale: float | None = None
-    ) -> list[float]:
-        """The eps each master parameter's step used, in the optimizer ART builds (or updates)
-        from ``params`` through ``_dynamic_optimizer``: one real step (see the module's
-        docstring), with gradients of size ``scale`` (by default, the eps a first step at
-        1e-8 implies), each solved value to 2 significant digits."""
-        if scale is None:  # a first step at 1e-8, then one at the size it found, afresh
-            rough = self.eps_of(params, scale=1e-8)
-            scale = max(min(rough), 1e-30) if all(map(math.isfinite, rough)) else 1e-8
-        rank = rank if rank is not None else self.rank()
-        dynamic = rank._dynamic_optimizer("default", params)
-        return step_eps(dynamic, params, scale)
+    @staticmethod
+    def slot(rank: Any) -> tuple[torch.nn.Parameter, ...]:
+        return tuple(rank._checkpoint_slots["default"].params)
 
-    def params(
-        self, eps: float | None = None, field: str = "eps", others: dict[str, Any] | None = None
-    ) -> Any:
-        """``AdamParams(learning_rate=LR)``, with ``field=eps`` when given (TypeError when ART's
-        AdamParams has no such field) and ``others`` (other fields' values) on top. Any other
-        field without a default gets 1e-8."""
-        extra = {name: 1e-8 for name in self.required() if name not in ("learning_rate", field)}
-        extra.update(others or {})
-        if eps is not None:
-            extra[field] = eps
-        return self.AdamParams(**{"learning_rate": LR, **extra})
+    def step(self, rank: Any, adam: Any, grads: tuple[torch.Tensor, ...]) -> dict[str, float]:
+        """Give the slot's parameters ``grads`` and run ``rank.optim_step(params=adam)``."""
+        for param, grad in zip(self.slot(rank), grads, strict=True):
+            param.grad = grad.detach().float().clone()
+        return dict(rank.optim_step(params=adam))
 
-    def defaults(self) -> dict[str, Any]:
-        """Each field's default (1e-8 for one without, LR for the learning rate)."""
-        out: dict[str, Any] = {}
+    # AdamParams --------------------------------------------------------------------------
+    def fields(self) -> dict[str, Any]:
+        """AdamParams' fields (a dataclass's, or a pydantic model's): name -> default
+        (``dataclasses.MISSING`` for a field without one)."""
         if dataclasses.is_dataclass(self.AdamParams):
+            out: dict[str, Any] = {}
             for f in dataclasses.fields(self.AdamParams):
                 if f.default is not dataclasses.MISSING:
                     out[f.name] = f.default
                 elif f.default_factory is not dataclasses.MISSING:
                     out[f.name] = f.default_factory()
-        else:
-            for name, f in (getattr(self.AdamParams, "model_fields", None) or {}).items():
-                if not f.is_required():
-                    out[name] = f.get_default()
-        out.setdefault("learning_rate", LR)
-        return {name: out.get(name, 1e-8) for name in self.fields()}
-
-    def others(self, field: str) -> list[dict[str, Any]]:
-        """The other fields' settings each eps is tried under: all at their defaults, then
-        ``OTHER_SETTINGS`` draws (a fixed seed) giving every other float field (the learning
-        rate too) a value other than its default, in (0.5, 0.95) x the default (a default of 0
-        gets 0.001-0.05): a value a beta, a decay, a clip norm and a learning rate all accept."""
-        rng = random.Random(6)
-        defaults = self.defaults()
-        out: list[dict[str, Any]] = [{}]
-        for _ in range(OTHER_SETTINGS):
-            draw: dict[str, Any] = {}
-            for name, value in defaults.items():
-                if name == field or isinstance(value, bool) or not isinstance(value, float):
-                    continue
-                draw[name] = value * rng.uniform(0.5, 0.95) if value else rng.uniform(1e-3, 0.05)
-            out.append(draw)
-        return out
-
-    def fields(self) -> dict[str, bool]:
-        """AdamParams' fields (a dataclass's, or a pydantic model's): name -> has a default."""
-        if dataclasses.is_dataclass(self.AdamParams):
-            return {
-                f.name: not (
-                    f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-                )
-                for f in dataclasses.fields(self.AdamParams)
-            }
+                else:
+                    out[f.name] = dataclasses.MISSING
+            return out
         model_fields = getattr(self.AdamParams, "model_fields", None) or {}
-        return {name: not f.is_required() for name, f in model_fields.items()}
+        return {
+            name: dataclasses.MISSING if f.is_required() else f.get_default()
+            for name, f in model_fields.items()
+        }
 
-    def required(self) -> list[str]:
-        return [name for name, has_default in self.fields().items() if not has_default]
+    def adam(self, case: dict[str, Any], field: str | None = None, value: Any = None) -> Any:
+        """``AdamParams`` for ``case``: ``field`` set to ``value``; each of :data:`NAMED` the
+        case gives (not None) set to it; any other float field with a default times the case's
+        ``rest`` (when given); the learning rate :data:`LR` unless given; a field without a
+        default :data:`REQUIRED_FILL`. TypeError or ValueError when ART refuses it."""
+        kwargs: dict[str, Any] = {}
+        for name, default in self.fields().items():
+            given = case.get(name) if name in NAMED else None
+            if name == field:
+                kwargs[name] = value
+            elif given is not None:
+                kwargs[name] = given
+            elif name == "learning_rate":
+                kwargs[name] = LR
+            elif default is dataclasses.MISSING:
+                kwargs[name] = REQUIRED_FILL
+            elif case.get("rest") is not None and _is_float(default) and name not in NAMED:
+                kwargs[name] = default * case["rest"] if default else case["rest"] * 0.01
+        return self.AdamParams(**kwargs)
 
-    def eps_field(self) -> tuple[str | None, dict[str, list[Tried]]]:
-        """The field of AdamParams, whatever it is called, whose value reaches the optimizer's
-        ``param_groups[i]["eps"]``: each field but the learning rate set in turn to each of
-        ``TRIED_EPS``, under each of ``others(field)`` (the other fields at their defaults, then
-        at other values), a field's tries stopping at its first miss (a value it refuses counts
-        as a miss). Returns the first field that reaches it in every case, and each field's
-        tries: ``(eps set, other fields, the optimizer's eps or None when refused)``."""
-        tried: dict[str, list[Tried]] = {}
-        for name in self.fields():
-            if name == "learning_rate":
-                continue
-            got: list[Tried] = []
-            for others in self.others(name):
-                for eps in TRIED_EPS:
-                    try:
-                        got.append(
-                            (eps, others, self.eps_of(self.params(eps, name, others), scale=eps))
-                        )
-                    except (TypeError, ValueError):
-                        got.append((eps, others, None))
-                    if not _reached(got[-1]):
-                        break
-                if not _reached(got[-1]):
-                    break
-            tried[name] = got
-            if all(_reached(t) for t in got):
-                return name, tried
-        return None, tried
+    # what a step did --------------------------------------------------------------------
+    def step_eps(self, adam: Any, scale: float) -> list[float]:
+        """The eps each parameter's first step used, with every gradient element +-``scale``
+        (inf where a parameter did not move)."""
+        rank = self.rank(tuple(torch.zeros(s) for s in SHAPES))
+        self.step(rank, adam, _signed(scale))
+        lr = float(adam.learning_rate)
+        return [_solved(p.detach().double().abs(), lr, scale) for p in self.slot(rank)]
 
-    def guard_tells_apart(self, first: Any, second: Any) -> bool:
-        """Does the cross-rank guard raise when two ranks hold ``first`` and ``second``?"""
-        guard = self.rank()._guard_optim_step_configuration
-        self.dist.other = None
-        guard(None, second, "allow")
-        self.dist.other = self.dist.seen[-1]
+    def default_eps(self, adam: Any) -> list[float]:
+        """The eps a first step uses: one step at 1e-8, then one at the size it found."""
+        rough = self.step_eps(adam, 1e-8)
+        scale = min(rough) if all(map(math.isfinite, rough)) and min(rough) > 0 else 1e-8
+        return self.step_eps(adam, scale)
+
+    def later_eps(self, first: Any, second: Any, scale: float) -> list[float]:
+        """A step with ``first``, then one with ``second`` (the same gradient, +-``scale``, so
+        Adam's bias-corrected moments are g and g**2): the eps the second step used."""
+        rank = self.rank(tuple(torch.zeros(s) for s in SHAPES))
+        self.step(rank, first, _signed(scale))
+        before = [p.detach().double().clone() for p in self.slot(rank)]
+        self.step(rank, second, _signed(scale))
+        lr, decay = float(second.learning_rate), float(second.weight_decay)
+        return [
+            _solved((p0 * (1 - lr * decay) - p.detach().double()).abs(), lr, scale)
+            for p, p0 in zip(self.slot(rank), before, strict=True)
+        ]
+
+    def guard_tells_apart(self, first: Any, second: Any, scale: float) -> bool:
+        """Does ``optim_step`` refuse when rank 0 holds ``first`` and rank 1 ``second``? (The
+        guard's own digest of ``second``, from a step on rank 1, is what rank 0 gathers.)"""
+        two, saved = TwoRanks(), self.impl.dist
+        self.impl.dist = two
         try:
-            guard(None, first, "allow")
-        except Exception as exc:  # ART's TrainerRankSlotStateError
-            return "differ across ranks" in str(exc)
+            self.step(self.rank(tuple(torch.zeros(s) for s in SHAPES)), second, _signed(scale))
+            if not two.seen:  # nothing gathered: no guard compared anything
+                return False
+            two.other, two.seen = two.seen[0], []
+            try:
+                self.step(self.rank(tuple(torch.zeros(s) for s in SHAPES)), first, _signed(scale))
+            except Exception as exc:  # ART's TrainerRankSlotStateError
+                return "differ across ranks" in str(exc)
+            return False
         finally:
-            self.dist.other = None
-        return False
+            self.impl.dist = saved
 
 
-def measure(art: Any) -> dict[str, Any]:
-    """What ART's optimizer takes for eps: by default, for each of ``TRIED_EPS`` set in
-    AdamParams, on a later step with another eps, and whether the guard compares it."""
-    built = ArtOptimizer(art)
-    out: dict[str, Any] = {"where": built.where, "params_at": built.params_at}
-    try:
-        out["default"] = built.eps_of(built.params())
-    except TypeError as exc:  # a required field: AdamParams(learning_rate=...) is refused
-        out["default"] = []
-        out["no_default"] = str(exc)
-    field, by_field = built.eps_field()
-    out["fields"] = sorted(built.fields())
-    out["by_field"] = by_field
-    if field is None:
-        out["no_field"] = (
-            f"no field of AdamParams ({', '.join(out['fields'])}) reaches the step's eps "
-            f"in every case tried"
-        )
-        out["closest"] = closest(by_field)
-        return out
-    out["field"] = field
-    tried = {eps: built.params(eps, field) for eps in TRIED_EPS}
-    out["set"] = {eps: v for eps, others, v in by_field[field] if not others}
-    out["settings"] = len({repr(o) for _, o, _ in by_field[field]})
-    rank = built.rank()
-    built.eps_of(tried[TRIED_EPS[0]], rank, scale=TRIED_EPS[1])  # the same gradient: exact moments
-    out["later"] = built.eps_of(tried[TRIED_EPS[1]], rank, scale=TRIED_EPS[1])
-    out["guard"] = built.guard_tells_apart(tried[TRIED_EPS[0]], tried[TRIED_EPS[1]])
-    return out
-
-
-def step_eps(dynamic: Any, params: Any, scale: float) -> list[float]:
-    """One step of ART's optimizer ``dynamic`` with every gradient element +-``scale``; the eps
-    each master's update implies (2 significant digits; inf where a master did not move)."""
-    lr, decay = float(params.learning_rate), float(params.weight_decay)
-    before = [m.detach().clone() for m in dynamic.master_params]
-    for master in dynamic.master_params:
-        signs = torch.ones(master.numel(), dtype=torch.float32)
-        signs[::2] = -1.0
-        master.grad = (scale * signs).reshape(master.shape)
-    dynamic.optimizer.step()
-    dynamic.optimizer.zero_grad(set_to_none=True)
-    out = []
-    for master, p0 in zip(dynamic.master_params, before, strict=True):
-        update = (p0.double() * (1 - lr * decay) - master.detach().double()).abs()
-        moved = update[update > 0]
-        if not moved.numel():
-            out.append(float("inf"))
+def probe(built: TrainerRankOnCpu, case: dict[str, Any]) -> dict[str, Any]:
+    """The configurability claim's measure: for each field of AdamParams but the learning rate,
+    set to the case's ``eps`` (the other fields as the case gives them): the eps a first step
+    used, and with it set to ``eps_other`` instead (None: ART refused a value), the eps a later
+    step used after the field changed from ``eps`` to ``eps_other``, and whether the guard
+    refuses two ranks holding the two.
+    And the eps a step uses with the field left out (None: AdamParams needs it)."""
+    eps, other = float(case["eps"]), float(case["eps_other"])
+    fields: dict[str, Any] = {}
+    for name in built.fields():
+        if name == "learning_rate":
             continue
-        eps = (lr * scale / moved - scale).median().item()
-        out.append(float(f"{eps:.2g}"))
-    return out
+        try:
+            first, second = built.adam(case, name, eps), built.adam(case, name, other)
+            fields[name] = {
+                "first": built.step_eps(first, eps),
+                "first_other": built.step_eps(second, other),
+                "later": built.later_eps(first, second, other),
+                "guard": built.guard_tells_apart(first, second, eps),
+            }
+        except (TypeError, ValueError):  # a value this field refuses
+            fields[name] = None
+    try:
+        default: list[float] | None = built.step_eps(built.adam(case), 1e-8)  # for the detail
+    except (TypeError, ValueError):
+        default = None
+    return {"fields": fields, "default": default}
 
 
-def _reached(tried: Tried) -> bool:
-    eps, _, got = tried
-    return got is not None and bool(got) and got == [eps] * len(got)
-
-
-def closest(by_field: dict[str, list[Tried]]) -> tuple[str, Tried] | None:
-    """The field that came nearest to reaching the optimizer's eps (the most tries that
-    reached it; among equals, one named like eps first, else the first) and its first miss."""
-    best = sorted(
-        by_field, key=lambda n: (-sum(map(_reached, by_field[n])), "eps" not in n.lower())
-    )
-    if best and not any(map(_reached, by_field[best[0]])) and "eps" not in best[0].lower():
-        # No field reaches it in any try and none is named for it: no field is nearest.
-        miss = next((t for t in by_field[best[0]] if not _reached(t)), None)
-        return None if miss is None else (f"any of {', '.join(by_field)}", miss)
-    for name in best:
-        miss = next((t for t in by_field[name] if not _reached(t)), None)
-        if miss is not None:
-            return name, miss
-    return None
+def smallest_eps(built: TrainerRankOnCpu, eps: float) -> tuple[float, str, Any] | None:
+    """The smallest eps a step of ART's optimizer can be given, trying AdamParams' defaults and
+    each field set to ``eps`` (the other fields at their defaults): (the eps every parameter's
+    step used, how it is had, the AdamParams); None when none of them steps."""
+    ways: list[tuple[float, str, Any]] = []
+    try:
+        adam = built.adam({})
+        ways.append((max(built.default_eps(adam)), "AdamParams' defaults", adam))
+    except (TypeError, ValueError):
+        pass
+    for name in built.fields():
+        if name == "learning_rate":
+            continue
+        try:
+            adam = built.adam({}, name, eps)
+            used = built.step_eps(adam, eps)
+        except (TypeError, ValueError):
+            continue
+        if all(math.isclose(e, eps, rel_tol=0.01) for e in used):
+            ways.append((max(used), f"AdamParams.{name}={eps:g}", adam))
+    return min(ways, key=lambda way: way[0]) if ways else None
 
 
 def target_modules(art: Any, model: str) -> tuple[str, ...]:
     """ART's default LoRA target modules for ``model`` (its registry's function, run)."""
     registry = art.load("megatron/model_support/registry.py")
     return tuple(registry.default_target_modules_for_model(model))
+
+
+def _signed(scale: float) -> tuple[torch.Tensor, ...]:
+    out = []
+    for shape in SHAPES:
+        signs = torch.ones(math.prod(shape))
+        signs[::2] = -1.0
+        out.append((scale * signs).reshape(shape))
+    return tuple(out)
+
+
+def _solved(moved: torch.Tensor, lr: float, scale: float) -> float:
+    """eps from |step| = lr * g / (|g| + eps): the median over the elements that moved."""
+    moved = moved[moved > 0]
+    if not moved.numel():
+        return math.inf
+    return float((lr * scale / moved - scale).median())
+
+
+def _is_float(value: Any) -> bool:
+    return isinstance(value, float) and not isinstance(value, bool)
+
+
+def _where(obj: Any, root: Path) -> str:
+    """``art/<file>:<line>`` of a function or class as ART's module defines it (a class's
+    ``class`` line found in its file's text: ``inspect`` would parse the file, and Python 3.11
+    cannot parse ``_impl.py``)."""
+    target = getattr(obj, "__func__", obj)
+    code = getattr(target, "__code__", None)
+    if code is not None:
+        path, line = Path(code.co_filename), code.co_firstlineno
+    else:
+        path = Path(sys.modules[target.__module__].__file__ or "")
+        text = path.read_text(encoding="utf-8").splitlines()
+        head = re.compile(rf"class {target.__name__}\b")
+        line = next((n for n, t in enumerate(text, 1) if head.match(t)), 0)
+    try:
+        shown = path.relative_to(root).as_posix()
+    except ValueError:
+        shown = path.as_posix()
+    return f"{shown}:{line}"

@@ -42,8 +42,8 @@ than 10% against eps 1e-13; with the fix (eps 1e-13 on both sides) there is no d
 from __future__ import annotations
 
 import math
+import random
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +51,27 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _art_optimizer  # noqa: E402
+import _art_whole  # noqa: E402
 import _common  # noqa: E402
+import _domain  # noqa: E402
 import _evidence  # noqa: E402
+from _adam_eps_oracle import (  # noqa: E402
+    CONFIG,
+    CONFIG_COVERS,
+    CONFIG_DIMENSIONS,
+    DAMP,
+    DAMP_COVERS,
+    EPS_MEGATRON,
+    ORACLES,
+    config_shrink,
+    damping,
+    eps_text,
+    nearest,
+    reaching,
+)
 
 LR, BETAS, WEIGHT_DECAY, CLIP_NORM = 5e-6, (0.9, 0.99), 0.1, 0.1
-EPS_TRAINER_RANK, EPS_MEGATRON = 1e-8, 1e-13
+EPS_TRAINER_RANK = 1e-8  # torch's AdamW default; Megatron's EPS_MEGATRON is 1e-13
 GRAD_MAGNITUDES = (1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
 D_MODEL, RANK, LORA_SCALE, TOKENS, STEPS = 2560, 8, 2.0, 256, 4
 
@@ -254,231 +270,219 @@ def build_report() -> _common.Report:
     return report
 
 
-def damped(eps: float, parameters: int = LORA_PARAMETERS) -> dict[str, Any]:
-    """A's first update under ``eps`` against Megatron's 1e-13 (the damping claim's measure)."""
-    first = first_a_update(compare_lora(eps, EPS_MEGATRON, lora_parameters=parameters))
-    return {
-        "eps": eps,
-        "grad_a_median": first["grad_a_median"],
-        "ratio": first["update_ratio_median"],
-        # Damped: more than 10% smaller than with eps 1e-13.
-        "damped": first["update_ratio_median"] < 0.9,
-    }
+# --- artbot's check against ART's code (issue #50: ART's own step; #53: the split) -----------
+# Both claims are split: ``measure`` runs ART's TrainerRank.optim_step (``_art_optimizer``) in
+# the check's process and returns numbers; ``judge`` decides, here and again in artbot's own
+# process. One contract for both (issue #51), the audit's: "add eps to AdamParams and the
+# cross-rank config guard", so that TrainerRank can take the Megatron backend's step.
+def lora_in_art(
+    built: Any, adam: Any, *, seed: int, tokens: int, parameters: int, steps: int = 3
+) -> dict[str, Any]:
+    """This script's LoRA pair (and one tensor standing for every other LoRA parameter's
+    gradient in the global norm) stepped through ART's ``optim_step`` with ``adam`` until A
+    first moves: A's median |update| / lr there (its weight decay undone) and |grad A|."""
+    gen = torch.Generator().manual_seed(seed)
+    bound = 1.0 / math.sqrt(D_MODEL)
+    lora_a = (torch.rand(D_MODEL, RANK, generator=gen) * 2 - 1) * bound
+    rank = built.rank((lora_a, torch.zeros(RANK, D_MODEL), torch.zeros(64)))
+    lr, decay = float(adam.learning_rate), float(adam.weight_decay)
+    for step in range(1, steps + 1):
+        a, b, _rest = (p.detach().clone().requires_grad_(True) for p in built.slot(rank))
+        x = torch.randn(tokens, D_MODEL, generator=gen)
+        grad_y = torch.randn(tokens, D_MODEL, generator=gen) * 1e-3
+        (LORA_SCALE * (x @ a) @ b * grad_y).sum().backward()
+        assert a.grad is not None and b.grad is not None
+        layer = float(a.grad.square().sum() + b.grad.square().sum())
+        others = layer * (parameters / MODULE_PARAMETERS - 1)  # the rest of the global norm
+        rest = torch.full((64,), math.sqrt(others / 64))
+        before = built.slot(rank)[0].detach().double().clone()
+        metrics = built.step(rank, adam, (a.grad, b.grad, rest))
+        update = built.slot(rank)[0].detach().double() - before * (1 - lr * decay)
+        moved = float(update.abs().median()) / lr
+        if moved > 1e-3:
+            clip = float(adam.grad_clip_norm) / (metrics["grad_norm"] + 1e-6)
+            return {
+                "step": step,
+                "update_a_over_lr": moved,
+                "grad_a_median": float(a.grad.abs().median()) * min(1.0, clip),
+                "betas": [float(adam.beta1), float(adam.beta2)],
+            }
+    return {"step": None}
+
+
+def measure_damping(built: Any, parameters: int, case: dict[str, Any]) -> dict[str, Any]:
+    """The damping claim's measure: the smallest eps a step can be given (defaults, or a field
+    set to the case's eps), and A's first update under it, through ART's step."""
+    found = _art_optimizer.smallest_eps(built, float(case["asked_eps"]))
+    if found is None:
+        return {"eps": None}
+    eps, how, adam = found
+    run = lora_in_art(
+        built, adam, seed=int(case["seed"]), tokens=int(case["tokens"]), parameters=parameters
+    )
+    return {"eps": eps, "given_by": how, **run}
 
 
 def check_art(art: Any) -> dict[str, Any]:
-    """Build TrainerRank's optimizer through ART's own code from ``AdamParams``
-    (``_art_optimizer``: ``_dynamic_optimizer`` -> ``_new_dynamic_optimizer`` -> ``AdamW``,
-    compiled from the release and run on CPU) and read the eps of every param group: by
-    default, and with each of ``_art_optimizer.TRIED_EPS`` set in AdamParams; run the
-    cross-rank guard on two configs that differ only in eps. Then run this script's LoRA
-    measurement with the default eps, and the global clip norm over the LoRA parameters of
-    ART's own default target modules for Qwen/Qwen3-4B (``megatron/model_support/registry.py``).
-
-    One contract for both claims (issue #51), the audit's: "add eps to AdamParams and the
-    cross-rank config guard", so that TrainerRank can take the Megatron backend's step. The eps
-    is read from a real step of the optimizer ART builds (``_art_optimizer.step_eps``), never
-    from ``param_groups``.
-
-    eps-not-configurable: fixed when some field of AdamParams, whatever it is called
-    (``eps``, ``adam_eps``, ...), reaches the step: set to each eps tried, with the other
-    fields at their defaults and at non-default values, every master's step uses that eps
-    (a field with no default counts: each caller sets it), and the cross-rank guard tells two
-    ranks apart that differ only in it; a later step's eps is reported beside it.
-    eps-damps-tiny-updates: measured with the smallest eps a step can be given, by default or
-    through the field found (Megatron's 1e-13 when one reaches the step): fixed when that step
-    is not damped. The audit asks for a configurable eps, not a new default, so the audit's fix
-    with the default left at 1e-8 fixes both claims; an eps hard-coded to 1e-13 fixes only this
-    one. Not checked when AdamParams' eps has no default and no field reaches the step."""
-    began = time.perf_counter()
-    measured = _art_optimizer.measure(art)
-    measured["seconds"] = time.perf_counter() - began
-    where = measured["where"]
-    builder = where["_new_dynamic_optimizer"]
-    default = measured["default"]
-    guard_at = where["_guard_optim_step_configuration"]
-    if "no_field" in measured:
-        configurable = False
-        config = (
-            f"ran {builder}: {measured['no_field']} ({measured['params_at']})"
-            + _missed(measured.get("closest"))
-            + "; a step of the optimizer ART builds from AdamParams' defaults uses eps "
-            f"{_eps(default)}; the cross-rank guard ({guard_at}) not run: no configured eps "
-            "reaches the step"
-        )
-    else:
-        got = measured["set"]
-        # The audit's fix is "add eps to AdamParams and the cross-rank config guard" (and the
-        # finding's Expected asks the same): an eps two ranks may hold differently without
-        # the guard noticing is not yet the configurable eps the audit asks for.
-        configurable = bool(measured["guard"])
-        config = (
-            f"ran {builder}: AdamParams.{measured['field']} ({measured['params_at']}) "
-            + ", ".join(f"{want:g} -> step eps {_eps(eps)}" for want, eps in got.items())
-            + f" (and under {measured['settings'] - 1} settings of every other field at "
-            "non-default values)"
-            + f"; a later step with {measured['field']} {_art_optimizer.TRIED_EPS[1]:g} leaves "
-            f"{_eps(measured['later'])}; the cross-rank guard ({guard_at}) "
-            + (
-                "tells two ranks apart that differ only in it"
-                if measured["guard"]
-                else "does not compare it: two ranks that differ only in it pass (the audit's "
-                "fix adds eps to AdamParams and the cross-rank config guard)"
-            )
-        )
-    domain = _eps_domain(measured)
-    modules = _art_optimizer.target_modules(art, "Qwen/Qwen3-4B")
-    parameters = lora_parameters(modules)
-    smallest, how = smallest_step_eps(measured)
-    if smallest is None:
+    """Both claims through ``TrainerRank.optim_step`` of ART's ``_impl.py`` imported whole
+    (``_art_optimizer``), searched over each claim's ``ORACLES`` inputs (artbot's plan when it
+    sent one). eps-not-configurable: fixed when some field of AdamParams, whatever it is called,
+    set to the input's eps is the eps every parameter's step uses (solved from the step, never
+    read from ``param_groups``), and the cross-rank guard refuses two ranks differing only in
+    it. eps-damps-tiny-updates: fixed when, with the smallest eps a step can be given (by
+    default, or through a field set to Megatron's 1e-13), A's first update is not damped: the
+    audit's fix with the default left at 1e-8 fixes both claims; an eps hard-coded to 1e-13
+    fixes only this one."""
+    with _art_whole.whole(art) as whole:
+        built = _art_optimizer.TrainerRankOnCpu(art, whole)
+        config = _search(art, CONFIG, lambda c: _art_optimizer.probe(built, c), config_shrink)
+        modules = _art_optimizer.target_modules(art, "Qwen/Qwen3-4B")
+        parameters = lora_parameters(modules)
+        damp = _search(art, DAMP, lambda c: measure_damping(built, parameters, c), None)
+        said = whole.said()
+    where = built.where
+    entry = f"TrainerRank.optim_step ({where['optim_step']})"
+    config_text = _config_detail(art, config, built, entry)
+    damp_raw = _raw(art, DAMP, damp.failure[0] if damp.failure else None)
+    if damp_raw.get("eps") is None:
         damp_hit: bool | None = None
-        damp = (
-            f"AdamParams' eps has no default ({measured['params_at']}) and no field reaches "
-            "the step: not checked"
-        )
+        damp_text = f"AdamParams has a field without a default ({built.params_at}) and no field "
+        damp_text += "reaches the step: not checked"
     else:
-        result = damped(smallest, parameters)
-        damp_hit = result["damped"]
-        damp = (
-            f"the smallest eps a step can be given: {smallest:g} ({how}; ran: a step of the "
-            f"optimizer ART builds); modelled: A's first update is {result['ratio']:.3g} of eps "
-            f"1e-13's at median |grad A| {result['grad_a_median']:.2g}, with the clip over "
-            f"{parameters:,} LoRA parameters (ART's target modules for Qwen/Qwen3-4B: "
-            f"{', '.join(modules)})"
+        damp_hit = not damp.holds
+        ratio = damping(damp_raw)
+        damp_text = (
+            f"the smallest eps a step can be given: {damp_raw['eps']:g} ({damp_raw['given_by']}; "
+            f"ran: {entry}); A's first update (step {damp_raw['step']}) is {ratio:.3g} of "
+            f"the update eps 1e-13 gives at the median |grad A| "
+            f"{damp_raw['grad_a_median']:.2g}, with ART's clip over {parameters:,} LoRA "
+            "parameters (ART's target modules for "
+            f"Qwen/Qwen3-4B: {', '.join(modules)}); {_inputs(damp.inputs)}"
         )
-    at = _optimizer_lines(art, where)
+    at = [_span(art, spot) for spot in where.values()]
+    config_domain, damp_domain = config.domain(), damp.domain()
+    if "counterexample" in config.extra:  # the field that missed, and the other fields given
+        config_domain["counterexample"] = config.extra["counterexample"]
+    if damp.failure is not None and damp_hit:  # the eps the step used, and how it was had
+        damp_domain["counterexample"] = {
+            "inputs": {"eps": float(f"{damp_raw['eps']:.3g}"), "given by": damp_raw["given_by"]},
+            "measured": f"A's first update {ratio:.3g} of the update eps 1e-13 gives",
+            "bound": "0.9 of it",
+        }
     return {
         "claims": {
-            "eps-not-configurable": _evidence.claim(
-                not configurable, config, method="ran", at=at, domain=domain
+            CONFIG: _evidence.claim(
+                not config.holds, config_text, method="ran", at=at, domain=config_domain
             ),
-            "eps-damps-tiny-updates": _evidence.claim(
-                damp_hit, damp, method="modelled", at=at, domain=_damp_domain(measured, damp_hit)
+            DAMP: _evidence.claim(
+                damp_hit, damp_text, method="modelled", at=at, domain=damp_domain
             ),
         },
-        "detail": f"{config}; {damp}",
+        "detail": f"{config_text}; {damp_text}",
         "ran": [
-            *(f"{w} {name} (from the source, run)" for name, w in where.items()),
+            *(f"{spot} {name} (imported whole, run)" for name, spot in where.items()),
             f"{art.name}/megatron/model_support/registry.py:default_target_modules_for_model",
-            "torch.optim.AdamW (this script's LoRA run with ART's default eps)",
         ],
-        "scope": "ART's optimizer construction and cross-rank guard run on CPU (a stand-in "
-        "TrainerRank with one slot, a stand-in two-rank torch.distributed); the damping "
-        "measured with torch's AdamW on a modelled LoRA layer",
+        "scope": "ART's trainer_rank/_impl.py imported whole, entered at TrainerRank.optim_step "
+        "on CPU (an uninitialised TrainerRank with one FP32 slot, a stand-in runtime; a stand-in "
+        f"two-rank torch.distributed for the guard; {', '.join(said)}); the damping's gradients "
+        "from a modelled LoRA layer",
     }
 
 
-def smallest_step_eps(measured: dict[str, Any]) -> tuple[float | None, str]:
-    """The smallest eps a TrainerRank step can be given: the default's, or the smallest eps
-    tried that the field found made the step use; and how it is had."""
-    ways = {max(measured["default"]): "AdamParams' defaults"} if measured.get("default") else {}
-    for want, got in (measured.get("set") or {}).items():
-        if got and got == [want] * len(got):
-            ways.setdefault(want, f"AdamParams.{measured['field']}={want:g}")
-    if not ways:
-        return None, ""
-    smallest = min(ways)
-    return smallest, ways[smallest]
-
-
-def _eps_domain(measured: dict[str, Any]) -> dict[str, Any]:
-    """What was searched for a configurable eps: every field of AdamParams but the learning
-    rate, each set to every eps tried; the counterexample, when none reaches the optimizer, is
-    the first field's (or the default's) eps against the value set."""
-    tried = measured.get("by_field", {})
-    inputs = sum(len(v) for v in tried.values()) + ("guard" in measured) or 1
-    covers = (
-        f"every field of AdamParams ({', '.join(measured.get('fields', []))}) but the learning "
-        f"rate, set to eps {', '.join(f'{e:g}' for e in _art_optimizer.TRIED_EPS)} with the "
-        f"other fields at their defaults and in {_art_optimizer.OTHER_SETTINGS} draws at "
-        "non-default values (each, the learning rate too, 0.5-0.95 x its default); the "
-        "eps each master's step used, solved from a real step; the cross-rank guard on two "
-        "ranks differing in eps only"
+def _search(art: Any, cid: str, measure: Any, shrink: Any) -> _domain.Found:
+    oracle = ORACLES[cid]
+    edges = oracle.edges() if oracle.edges is not None else []
+    covers = CONFIG_COVERS if cid == CONFIG else DAMP_COVERS
+    found = _domain.search(
+        claim=cid,
+        channel=art,
+        measure=measure,
+        judge=oracle.judge,
+        edges=edges,
+        sample=oracle.sample or _no_sample,
+        max_inputs=len(edges) + oracle.draws,
+        shrink=shrink,
+        covers=covers,
     )
-    counterexample = None
-    if "no_field" in measured:
-        near = measured.get("closest")
-        if near is None:
-            name, want, others, got = "(none settable)", _art_optimizer.TRIED_EPS[0], {}, None
-        else:
-            name, (want, others, got) = near
-        counterexample = {
-            "inputs": {"field": name, "set to": want, **_non_default(others)},
-            "measured": "refused" if got is None else f"step eps {_eps(got)}",
-            "bound": f"eps {want:g}",
-        }
-    elif not measured.get("guard"):
-        first, second = _art_optimizer.TRIED_EPS
-        counterexample = {
-            "inputs": {"field": measured["field"], "rank 0": first, "rank 1": second},
-            "measured": "the cross-rank guard passes",
-            "bound": "the guard raises: the configs differ across ranks",
-        }
-    return {
-        "covers": covers[:400],
-        "inputs": inputs,
-        "budget_s": 2.0,
-        "seconds": round(measured["seconds"], 3),
-        "seed": None,
-        "counterexample": counterexample,
+    if found.failure is not None and cid == CONFIG:
+        found.extra["raw"] = _raw(art, cid, found.failure[0])
+    return found
+
+
+def _no_sample(rng: random.Random) -> dict[str, Any]:
+    raise AssertionError("no draws")
+
+
+def _raw(art: Any, cid: str, case: dict[str, Any] | None) -> dict[str, Any]:
+    """What was measured on ``case`` (the last measured input when None)."""
+    tape = art.tape.get(cid) or [{"case": None, "raw": {}}]
+    if case is not None:
+        wanted = _domain.as_json(case)
+        return next(t["raw"] for t in reversed(tape) if t["case"] == wanted)
+    return tape[-1]["raw"]
+
+
+def _config_detail(art: Any, found: _domain.Found, built: Any, entry: str) -> str:
+    guard_at = built.where["_guard_optim_step_configuration"]
+    if found.failure is None:
+        tape = art.tape[CONFIG]
+        first = tape[0]
+        name = reaching(first["case"], first["raw"])[0]
+        got = first["raw"]["fields"][name]
+        return (
+            f"ran {entry}: AdamParams.{name} ({built.params_at}) is the step's eps on "
+            f"{_inputs(found.inputs)} ({first['case']['eps']:g} -> step eps "
+            f"{eps_text(got['first'])}, ...); a later step with {name} "
+            f"{first['case']['eps_other']:g} leaves {eps_text(got['later'] or [])}; the "
+            f"cross-rank guard ({guard_at}) tells two ranks apart that differ only in it"
+        )
+    case, fail = found.failure
+    raw = found.extra["raw"]
+    default = f"eps {eps_text(raw['default'])}" if raw["default"] else "none (a required field)"
+    shown = {k: v for k, v in case.items() if k in CONFIG_DIMENSIONS and k != "eps" and v}
+    given = ", ".join(f"{k}={v:.4g}" for k, v in shown.items())
+    name, value, got = nearest(case, raw)
+    counterexample = {
+        "inputs": {
+            "field": name,
+            "set to": value,
+            **{f"{k} (other field)": float(f"{v:.4g}") for k, v in shown.items()},
+        },
+        "measured": fail.measured,
+        "bound": fail.bound,
     }
-
-
-def _damp_domain(measured: dict[str, Any], damped: bool | None) -> dict[str, Any]:
-    """One input: the smallest eps a step of ART's optimizer can be given (by default or
-    through the field found), measured on this script's LoRA layer against eps 1e-13 (the
-    damping is a property of that one value)."""
-    smallest, how = smallest_step_eps(measured)
-    return {
-        "covers": "the smallest eps a step of the optimizer ART builds can be given (AdamParams' "
-        "defaults, or each eps tried through the field found); A's first update at the median "
-        "|grad A| after the clip over ART's Qwen3-4B LoRA parameters",
-        "inputs": 1,
-        "budget_s": 2.0,
-        "seconds": round(measured["seconds"], 3),
-        "seed": None,
-        "counterexample": {
-            "inputs": {"eps": smallest, "given by": how},
-            "measured": "A's first update damped",
-            "bound": "the update eps 1e-13 gives",
-        }
-        if damped and smallest is not None
-        else None,
-    }
-
-
-def _non_default(others: dict[str, Any]) -> dict[str, Any]:
-    """The other fields' values of a try, rounded for a counterexample (none: all defaults)."""
-    return {f"{k} (other field)": float(f"{v:.4g}") for k, v in sorted(others.items())}
-
-
-def _missed(near: Any) -> str:
-    """Which field came nearest, and the try that missed: "; AdamParams.eps set to 1e-13 gives
-    1e-08 (with beta1=0.6, ...; it reached 1e-06)"."""
-    if near is None:
-        return ""
-    name, (want, others, got) = near
-    given = ", ".join(f"{k}={v:.4g}" for k, v in sorted(others.items()))
-    if name.startswith("any of "):
-        return f"; each set to {want:g} leaves the step eps {_eps(got or [])}"
-    return (
-        f"; nearest: AdamParams.{name} set to {want:g} "
+    found.extra["counterexample"] = counterexample
+    found_fields = reaching(case, raw)
+    if found_fields:
+        return (
+            f"ran {entry}: AdamParams.{found_fields[0]} ({built.params_at}) is the step's eps; "
+            f"the cross-rank guard ({guard_at}) does not compare it: two ranks that differ "
+            "only in it pass (the audit's fix adds eps to AdamParams and the cross-rank config "
+            "guard)"
+        )
+    missed = (
+        f"each set to {value:g} leaves the step eps {eps_text(got or [])}"
+        if name.startswith("any of ")
+        else f"nearest: AdamParams.{name} set to {value:g} "
         + (f"with {given} " if given else "with the other fields at their defaults ")
-        + ("is refused" if got is None else f"gives the step eps {_eps(got)}")
+        + ("is refused" if got is None else f"gives the step eps {eps_text(got)}")
+    )
+    return (
+        f"ran {entry}: no field of AdamParams ({', '.join(raw['fields'])}) reaches the "
+        f"step's eps ({built.params_at}); {missed}; a step from AdamParams' defaults uses "
+        f"{default}"
     )
 
 
-def _eps(values: list[float]) -> str:
-    return ", ".join(sorted({f"{v:g}" for v in values}))
+def _inputs(n: int) -> str:
+    return f"{n} input" if n == 1 else f"all {n} inputs"
 
 
-def _optimizer_lines(art: Any, where: dict[str, str]) -> list[dict[str, Any] | None]:
-    """The ``def`` lines of the functions run, as source lines of the release."""
-    out = []
-    for spot in where.values():
-        path, line = spot.rsplit(":", 1)
-        out.append(_evidence.span(art, path.removeprefix(f"{art.name}/"), int(line)))
-    return out
+def _span(art: Any, spot: str) -> dict[str, Any] | None:
+    """The ``def`` line of a function run, as a source line of the release."""
+    path, line = spot.rsplit(":", 1)
+    return _evidence.span(art, path.removeprefix(f"{art.name}/"), int(line))
 
 
 if __name__ == "__main__":

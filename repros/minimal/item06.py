@@ -1,5 +1,5 @@
-"""Models TrainerRank's AdamW step, not ART's code; ART's optimizer is built and stepped by
-`artbot verify`. That check: check_art in repros/item06_adam_eps.py, on trainer_rank/*.py.
+"""Models TrainerRank's AdamW step, not ART's code; ART's own step, TrainerRank.optim_step, is
+run by `artbot verify`. That check: check_art in repros/item06_adam_eps.py, on trainer_rank/*.py.
 
 Item 6: TrainerRank's AdamW gets no eps (PyTorch's 1e-8); the Megatron backend uses 1e-13.
 
