@@ -83,7 +83,10 @@ def _check(art: Any, svc: Any) -> dict[str, Any]:
         ),
     ]
 
-    found = {cid: _tinker_property.search(svc, cid, shared) for cid in _tinker_property.COVERS}
+    found = {
+        cid: _tinker_property.search(svc, cid, shared, channel=art)
+        for cid in _tinker_property.COVERS
+    }
     masks_found, steps_found = (
         found["wrong-per-datum-masks"],
         found["one-optimizer-step-per-packed-row"],

@@ -12,8 +12,9 @@ A train call is entered as LocalBackend enters it (``service.train(disk, config,
 verbose)``) on a ``TinkerService`` ART builds: its ``_state_task`` runs ART's ``_get_state``,
 which creates the training client and saves checkpoint ``0000`` (ART's ``_save_checkpoint``, in
 a temporary ``output_dir``). The training client records each ``forward_backward_custom_async``
-(the datums and the ``masks`` ART passes to its loss), runs ART's ``custom_loss_fn`` on zero
-logprobs, and counts the ``optim_step_async`` calls ART makes: the optimizer steps.
+(the datums' ``model_input`` and ``target_tokens`` and the ``masks`` ART passes to its loss),
+runs ART's ``custom_loss_fn`` on zero logprobs, and counts the ``optim_step_async`` calls ART
+makes: the optimizer steps.
 
 The rows are ART's: ``packed_tensors_from_tokenized_results`` (pack.py) with ``pack_results``
 as ART's Tinker path sets it (read by :func:`tinker_pack_results`), written to disk with
@@ -60,7 +61,14 @@ class StandInClient:
 
     async def forward_backward_custom_async(self, *, data: list[Any], loss_fn: Any) -> Any:
         masks = loss_fn.keywords["masks"]
-        self.rows.append({"masks": [m.clone() for m in masks], "datums": len(data)})
+        self.rows.append(
+            {
+                "masks": [m.clone() for m in masks],
+                "datums": len(data),
+                "inputs": [d.model_input for d in data],  # ModelInput.from_ints: the list
+                "targets": [d.loss_fn_inputs["target_tokens"] for d in data],
+            }
+        )
         self.calls.append(f"forward_backward({len(data)} datums)")
         logprobs = [torch.zeros(len(d.model_input), dtype=torch.float32) for d in data]
         loss, metrics = loss_fn(data, logprobs)  # ART's custom_loss_fn and loss_fn
@@ -295,10 +303,13 @@ def run_train(
     for i, recorded in enumerate(client.rows):
         rows.append(
             {
+                "tokens": packed["tokens"][i].clone(),
                 "group_ids": packed["group_ids"][i].clone(),
                 "parent_ids": packed["parent_ids"][i].clone(),
                 "assistant_mask": packed["assistant_mask"][i].clone().to(torch.bool),
                 "masks": recorded["masks"],
+                "inputs": recorded["inputs"],
+                "targets": recorded["targets"],
             }
         )
     return {

@@ -78,6 +78,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
 import _tinker_check  # noqa: E402
+import _tinker_oracle  # noqa: E402
 from _tinker_masks import (  # noqa: E402, F401 - re-exported: tests and measure() use them
     PAD_GROUP,
     PAD_TOKEN,
@@ -96,6 +97,9 @@ from _tinker_masks import (  # noqa: E402, F401 - re-exported: tests and measure
     scored_contexts,
     tinker_datum_masks,
 )
+
+# Each claim's judge and the inputs artbot draws for it, ART-free (issue #53): _tinker_oracle.
+ORACLES = _tinker_oracle.ORACLES
 
 
 @dataclass
