@@ -173,6 +173,12 @@ def mask_sample(rng: random.Random) -> dict[str, Any]:
 
 def mask_judge(case: dict[str, Any], raw: dict[str, Any]) -> _domain.Failure | None:
     """Every completion token scored on its own sequence up to it, and on itself as the target."""
+    wrong, total = wrong_context(case, raw)
+    return _domain.Failure(f"{wrong} of {total} tokens", 0) if wrong else None
+
+
+def wrong_context(case: dict[str, Any], raw: dict[str, Any]) -> tuple[int, int]:
+    """Completion tokens not scored in their own context (or not at all), and all of them."""
     rows: list[dict[str, Any]] = [
         {
             "tokens": decode(r["tokens"]),
@@ -200,7 +206,7 @@ def mask_judge(case: dict[str, Any], raw: dict[str, Any]) -> _domain.Failure | N
                 places = where.get(seq[i], [])
                 if not places or any(_scored(rows[r], u) != (seq[:i], seq[i]) for r, u in places):
                     wrong += 1
-    return _domain.Failure(f"{wrong} of {total} tokens", 0) if wrong else None
+    return wrong, total
 
 
 def _scored(row: dict[str, Any], u: int) -> tuple[list[int], int | None] | None:

@@ -68,9 +68,10 @@ def measure_steps(svc: Any) -> Any:
     return measure
 
 
-def measure_masks(svc: Any, shared: int) -> Any:
+def measure_masks(svc: Any, shared: int, *, pack_results: bool = True) -> Any:
     """The masks claim's ``measure``: ``shared`` is ART's minimum shared segment (read from its
-    packer in this process); the raw facts are every packed row's tokens and datums."""
+    packer in this process); the raw facts are every packed row's tokens and datums. The claim
+    packs with ``pack_results=True``; the check's detail also packs as ART's Tinker path does."""
 
     def measure(case: dict[str, Any]) -> dict[str, Any]:
         prompt_length = shared + case["extra"]
@@ -84,7 +85,7 @@ def measure_masks(svc: Any, shared: int) -> Any:
             svc,
             records,
             oracle.packed_length(longest),
-            pack_results=True,
+            pack_results=pack_results,
             config=_config(case),
             verbose=case["verbose"],
         )
