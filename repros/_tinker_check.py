@@ -2,8 +2,10 @@
 
 Kept apart from the item's script so that it stays readable: the claims, their details and
 the source lines they stand on, from runs of ART's packer and ``TinkerService.train``
-(``_tinker_train``) and from ART's source (``_source``, ``_evidence``). Nothing here is used by
-the script's own measurement.
+(``_tinker_train``) and from ART's source (``_source``, ``_evidence``). Each claim's verdict is
+its split property's (``_tinker_property`` measures, ``_tinker_oracle`` judges); the details
+measure the audit's two-branch group the same way and count with the same judge. Nothing here
+is used by the script's own measurement.
 """
 
 from __future__ import annotations

@@ -392,7 +392,10 @@ def check_art(art: Any) -> dict[str, Any]:
     The masks are checked on the layout they are written for (``pack_results=True``, one row
     holding the shared prompt and both branches); whether ART's Tinker path reaches that layout
     is read from its backends (``pack_results`` as LocalBackend passes it for TinkerBackend) and
-    run as well. The check itself is ``_tinker_check.check``, kept beside this script."""
+    run as well. The check itself is ``_tinker_check.check``, kept beside this script; each
+    claim is split (issue #53): ART runs here and each input's raw facts are taped on ``art``
+    (``_tinker_property``), and ``ORACLES`` (``_tinker_oracle``, ART-free) draws the inputs and
+    judges them, so artbot can draw them with its own seed and judge again in its process."""
     return _tinker_check.check(art)
 
 
