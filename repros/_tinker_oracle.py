@@ -12,8 +12,8 @@ of what ART's Tinker path did on them. Nothing here imports ART or torch: artbot
   (default) or 0.01-0.1 (a fake gated on it stepped once only without a KL penalty); ``verbose``
   either way. The raw fact: the ``optim_step_async`` calls ART made in the call (and the rows
   it packed); a counterexample is an input whose step count is not 1.
-- ``wrong-per-datum-masks``: with ``pack_results=True``, 1-8 GRPO groups in one row, each of
-  ``branches`` (2-6) completions of 1-6 tokens after a prompt ART's packer shares (its minimum
+- ``wrong-per-datum-masks``: with ``pack_results=True``, 1-8 GRPO groups packed together, each of
+  ``branches`` (2-6) completions of 1-512 tokens after a prompt ART's packer shares (its minimum
   shared segment plus ``extra`` 1-32 tokens), over the same ``TrainConfig`` values: every
   trainable token is scored in its own context (the record's Expected: each datum's mask covers
   its own group and its ancestors' groups and nothing else). The raw facts, per packed row: its
@@ -45,8 +45,8 @@ COVERS = {
     STEPS: "one train call over 1-512 trajectories (9, 128 and 129 among the edges), one per "
     "packed row or shared rows; TrainConfig learning_rate 1e-6-1e-4, kl_penalty_coef 0-0.1; "
     "verbose on or off; rows of ART's packed length (2048) -> one optimizer step",
-    MASKS: "pack_results=True, 2-6 branches of 1-6 tokens after a shared prompt of the packer's "
-    "minimum + 1-32 tokens; 1-8 groups in one row of ART's packed length (2048); TrainConfig "
+    MASKS: "pack_results=True, 2-6 branches of 1-512 tokens after a shared prompt of the packer's "
+    "minimum + 1-32 tokens; 1-8 groups packed in rows of ART's packed length (2048); TrainConfig "
     "learning_rate 1e-6-1e-4, kl_penalty_coef 0-0.1, verbose on or off -> every trainable token "
     "in its own context",
 }
@@ -148,7 +148,7 @@ def mask_edges() -> list[dict[str, Any]]:
         {
             "extra": (1, 16, 32),
             "branches": (2, 3, 6),
-            "length": (1, 3, 6),
+            "length": (1, 6, 512),
             "groups": (1, 2, 8),
             **CONFIG_DIMENSIONS,
         }
@@ -163,12 +163,17 @@ def mask_edges() -> list[dict[str, Any]]:
 def mask_sample(rng: random.Random) -> dict[str, Any]:
     return mask_case(
         rng.randint(1, 32),
-        [rng.randint(1, 6) for _ in range(rng.randint(2, 6))],
+        [_completion_length(rng) for _ in range(rng.randint(2, 6))],
         rng.randint(1, 8),
         learning_rate=rng.choice(LEARNING_RATES),
         kl_penalty_coef=rng.choice(KL_PENALTY_COEFS),
         verbose=rng.random() < 0.5,
     )
+
+
+def _completion_length(rng: random.Random) -> int:
+    """A completion's tokens: a few (the audit's rows), tens, or hundreds (a realistic reply)."""
+    return rng.choice((rng.randint(1, 6), rng.randint(7, 64), rng.randint(65, 512)))
 
 
 def mask_judge(case: dict[str, Any], raw: dict[str, Any]) -> _domain.Failure | None:
@@ -196,29 +201,55 @@ def wrong_context(case: dict[str, Any], raw: dict[str, Any]) -> tuple[int, int]:
     where: dict[int, list[tuple[int, int]]] = {}
     for r, row in enumerate(rows):
         for u, token in enumerate(row["tokens"]):
-            where.setdefault(token, []).append((r, u))
+            if token >= 100_000:  # a prompt or completion token, not padding
+                where.setdefault(token, []).append((r, u))
     prompt_length = int(raw["shared"]) + int(case["extra"])
+    agree: dict[tuple[int, ...], int] = {}  # (row, datum, group, branch) -> common prefix
     wrong = total = 0
-    for group in sequences(case, prompt_length):
-        for seq in group:
+    for g, group in enumerate(sequences(case, prompt_length)):
+        for k, seq in enumerate(group):
             for i in range(prompt_length, len(seq)):
                 total += 1
                 places = where.get(seq[i], [])
-                if not places or any(_scored(rows[r], u) != (seq[:i], seq[i]) for r, u in places):
+                if not places or not all(_own(rows, r, u, g, k, seq, i, agree) for r, u in places):
                     wrong += 1
     return wrong, total
 
 
-def _scored(row: dict[str, Any], u: int) -> tuple[list[int], int | None] | None:
-    """The context and target of the logprob that scores row position ``u``, or None."""
+def _own(
+    rows: list[dict[str, Any]],
+    r: int,
+    u: int,
+    g: int,
+    k: int,
+    seq: list[int],
+    i: int,
+    agree: dict[tuple[int, ...], int],
+) -> bool:
+    """Whether the logprob that scores row ``r``'s position ``u`` (the token ``seq[i]``) was
+    computed on ``seq[:i]`` with ``seq[i]`` as its target: the last datum whose mask covers
+    ``u - 1`` writes it (custom_loss_fn: ``logprobs[mask] = lp`` in datum order), from its
+    ``j``-th logprob, where ``u - 1`` is its mask's ``j``-th position."""
     t = u - 1
-    writers = [d for d in row["datums"] if t in d["writes"]]
+    writers = [d for d, datum in enumerate(rows[r]["datums"]) if t in datum["writes"]]
     if t < 0 or not writers:
-        return None
-    datum = writers[-1]  # custom_loss_fn writes logprobs[mask] = lp in datum order
-    j = datum["writes"][t]  # the mask's j-th position takes the datum's j-th logprob
+        return False
+    datum = rows[r]["datums"][writers[-1]]
+    j = datum["writes"][t]
+    key = (r, writers[-1], g, k)
+    if key not in agree:  # once per datum and sequence, not once per token
+        agree[key] = _common_prefix(datum["input"], seq)
     target = datum["target"][j] if j < len(datum["target"]) else None
-    return datum["input"][: j + 1], target
+    return j + 1 == i and agree[key] >= i and target == seq[i]
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def shrink(claim: str) -> Any:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import functools
 import inspect
 import io
 import sys
@@ -148,7 +149,7 @@ class Loaded:
     client: StandInClient
     said: list[str]
 
-    @property
+    @functools.cached_property
     def where(self) -> str:
         """Where ``TinkerService.train`` is: ``art/tinker/service.py:<first line>``."""
         line = inspect.getsourcelines(self.module.TinkerService.train)[1]

@@ -107,7 +107,11 @@ def test_the_edges_reach_every_dimension_s_maximum_and_art_s_defaults() -> None:
     assert {len(c["completion lengths"]) for c in steps} >= {1, 9, 128, 129, 512}
     assert any(c["pack_results"] and len(c["completion lengths"]) == 512 for c in steps)
     biggest = masks[1]  # the covering array's first input: every dimension at its maximum
-    assert (biggest["extra"], biggest["groups"], biggest["completion lengths"]) == (32, 8, [6] * 6)
+    assert (biggest["extra"], biggest["groups"], biggest["completion lengths"]) == (
+        32,
+        8,
+        [512] * 6,
+    )
     for edges in (steps, masks):
         assert any(all(c[k] == v for k, v in oracle.DEFAULT_CONFIG.items()) for c in edges)
         for key, values in oracle.CONFIG_DIMENSIONS.items():
