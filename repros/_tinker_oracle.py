@@ -118,13 +118,14 @@ def step_sample(rng: random.Random) -> dict[str, Any]:
     }
 
 
-def step_judge(case: dict[str, Any], raw: dict[str, Any]) -> _domain.Failure | None:
+def step_judge(case: dict[str, Any], raw: Any) -> _domain.Failure | None:
     """One optimizer step for the train call, however many rows."""
-    if raw["optim_steps"] == 1:
+    steps = raw.get("optim_steps") if isinstance(raw, dict) else None
+    if type(steps) is int and steps == 1:
         return None
-    return _domain.Failure(
-        f"{raw['optim_steps']} optimizer steps for {raw['packed_rows']} rows", "1"
-    )
+    if type(steps) is not int:
+        return _domain.Failure(f"no step count: {str(raw)[:60]}", "1")
+    return _domain.Failure(f"{steps} optimizer steps for {raw.get('packed_rows')} rows", "1")
 
 
 # --- the masks claim ------------------------------------------------------------------------
@@ -176,14 +177,28 @@ def _completion_length(rng: random.Random) -> int:
     return rng.choice((rng.randint(1, 6), rng.randint(7, 64), rng.randint(65, 512)))
 
 
-def mask_judge(case: dict[str, Any], raw: dict[str, Any]) -> _domain.Failure | None:
-    """Every completion token scored on its own sequence up to it, and on itself as the target."""
-    wrong, total = wrong_context(case, raw)
+def mask_judge(case: dict[str, Any], raw: Any) -> _domain.Failure | None:
+    """Every completion token scored on its own sequence up to it, and on itself as the target.
+    Raw facts that cannot be read as measured fail: what the code under test sends decides
+    nothing by being malformed."""
+    try:
+        wrong, total = wrong_context(case, raw)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        return _domain.Failure(f"raw facts unreadable ({type(e).__name__})", "rows of runs")
     return _domain.Failure(f"{wrong} of {total} tokens", 0) if wrong else None
 
 
 def wrong_context(case: dict[str, Any], raw: dict[str, Any]) -> tuple[int, int]:
     """Completion tokens not scored in their own context (or not at all), and all of them."""
+    if _decoded_size(raw) > MAX_DECODED:
+        raise ValueError(f"raw facts decode past {MAX_DECODED} values")
+    # A shrunk case on the tape is the check's process's choice: bound what it makes us build.
+    lengths, groups = case["completion lengths"], case["groups"]
+    if (
+        groups * (int(raw["shared"]) + int(case["extra"]) + sum(lengths)) * len(lengths)
+        > MAX_DECODED
+    ):
+        raise ValueError("a case past the claim's domain")
     rows: list[dict[str, Any]] = [
         {
             "tokens": decode(r["tokens"]),
@@ -305,4 +320,28 @@ def runs(values: list[int]) -> list[list[int]]:
 
 
 def decode(spans: list[list[int]]) -> list[int]:
-    return [first + i * step for first, count, step in spans for i in range(count)]
+    """The values of :func:`runs`; a ValueError for anything but integer triples (the judge
+    reads what the code under test sent)."""
+    out = [first + i * step for first, count, step in spans for i in range(count)]
+    if not all(type(v) is int for v in out):
+        raise ValueError("runs of integers expected")
+    return out
+
+
+# Values one masks input's raw facts may decode to: ten times the largest measured (0.5.20's
+# masks on the widest edge: 16 rows, 366,368 values), so a raw fact cannot exhaust the judge.
+MAX_DECODED = 4_000_000
+
+
+def _decoded_size(raw: dict[str, Any]) -> int:
+    lists = [row["tokens"] for row in raw["rows"]]
+    lists += [
+        d[key]
+        for row in raw["rows"]
+        for d in row["datums"]
+        for key in ("input", "target", "writes")
+    ]
+    counts = [count for spans in lists for _, count, _ in spans]
+    if not all(type(c) is int and c >= 0 for c in counts):
+        raise ValueError("run lengths are counts")
+    return sum(counts)

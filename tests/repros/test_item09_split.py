@@ -83,6 +83,28 @@ def test_the_step_judge_wants_one_step_whatever_the_rows() -> None:
     assert oracle.step_judge(case, {"optim_steps": 0, "packed_rows": 129}) is not None
 
 
+def test_the_judges_fail_raw_facts_they_cannot_read() -> None:
+    case, raw = _two_branch(leak=False)
+    raw["rows"][0]["tokens"] = [[100_000, 10**12, 1]]  # would decode to a trillion tokens
+    assert oracle.mask_judge(case, raw) is not None
+    raw["rows"][0]["tokens"] = [[100_000, 10**12, 1], [0, -(10**12), 0]]  # summing to nothing
+    assert oracle.mask_judge(case, raw) is not None
+    huge = oracle.mask_case(1, [2, 2], groups=10**9)  # a shrunk case the check's process chose
+    assert oracle.mask_judge(huge, _two_branch(leak=False)[1]) is not None
+    unreadable: list[Any] = [None, {}, {"shared": 4}, {"shared": 4, "rows": [{"tokens": "x"}]}]
+    for bad in unreadable:
+        assert oracle.mask_judge(case, bad) is not None
+    no_count: list[Any] = [
+        None,
+        {},
+        {"optim_steps": True},
+        {"optim_steps": 1.0},
+        {"optim_steps": "1"},
+    ]
+    for bad in no_count:
+        assert oracle.step_judge(oracle.step_case(2), bad) is not None
+
+
 def test_runs_are_lossless() -> None:
     rng = random.Random(5)
     for values in ([], [0] * 9, list(range(7, 30)), [rng.randint(0, 3) for _ in range(200)]):
