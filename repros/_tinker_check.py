@@ -2,8 +2,10 @@
 
 Kept apart from the item's script so that it stays readable: the claims, their details and
 the source lines they stand on, from runs of ART's packer and ``TinkerService.train``
-(``_tinker_train``) and from ART's source (``_source``, ``_evidence``). Nothing here is used by
-the script's own measurement.
+(``_tinker_train``) and from ART's source (``_source``, ``_evidence``). Each claim's verdict is
+its split property's (``_tinker_property`` measures, ``_tinker_oracle`` judges); the details
+measure the audit's two-branch group the same way and count with the same judge. Nothing here
+is used by the script's own measurement.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 import _evidence
 import _source
+import _tinker_oracle
 import _tinker_property
 import _tinker_train
 
@@ -26,24 +29,25 @@ def check(art: Any) -> dict[str, Any]:
 def _check(art: Any, svc: Any) -> dict[str, Any]:
     pack = art.load("preprocessing/pack.py")
     shared = int(pack.DEFAULT_MIN_PREFIX_TREE_SHARED_SEGMENT_LENGTH)
-    prompt_len = shared + 16
-    group = _tinker_train.two_branch_group(prompt_len)
-    seq_len = 4 * prompt_len
-    packed_run = _tinker_train.run_train(svc, group, seq_len, pack_results=True)
-    wrong, trainable = _tinker_train.wrong_context(packed_run)
+    # The details measure as the claims do and count with the masks judge's own function: the
+    # audit's two-branch group (a prompt 16 tokens past the packer's minimum), packed as the
+    # masks are written for (pack_results=True) and as ART's Tinker path packs it.
+    case = _tinker_oracle.mask_case(16, [3, 3])
+    prompt_len = shared + case["extra"]
+    packed = _tinker_property.measure_masks(svc, shared)(case)
+    wrong, trainable = _tinker_oracle.wrong_context(case, packed)
     tinker_packs, why = _tinker_train.tinker_pack_results(art)
-    path_run = _tinker_train.run_train(svc, group, seq_len, pack_results=bool(tinker_packs))
-    path_wrong, path_trainable = _tinker_train.wrong_context(path_run)
-    roots = [sum(1 for g in set(r["group_ids"].tolist()) if g >= 0) for r in path_run["rows"]]
+    path = _tinker_property.measure_masks(svc, shared, pack_results=bool(tinker_packs))(case)
+    path_wrong, path_trainable = _tinker_oracle.wrong_context(case, path)
     reach = (
         f"ART's Tinker path packs with pack_results={tinker_packs} ({why}): "
-        f"{path_run['packed_rows']} rows with {roots} segments, {path_wrong} of "
-        f"{path_trainable} trainable tokens in the wrong context"
+        f"{len(path['rows'])} rows of {[len(r['datums']) for r in path['rows']]} datums, "
+        f"{path_wrong} of {path_trainable} trainable tokens in the wrong context"
     )
     masks_detail = (
         f"two-branch group, {prompt_len}-token prompt, packed with pack_results=True: "
-        f"{packed_run['packed_rows']} row, {wrong} of {trainable} trainable tokens scored in the "
-        f"wrong context by the masks of {packed_run['where']} (run); {reach} (artbot's addition)"
+        f"{len(packed['rows'])} row, {wrong} of {trainable} trainable tokens scored in the "
+        f"wrong context by the masks of {svc.where} (run); {reach} (artbot's addition)"
     )
     service = art.source("tinker/service.py")
     line = next(iter(_source_lines(service, "def resolve_global_grad_accumulation_sequences(")))
@@ -51,13 +55,14 @@ def _check(art: Any, svc: Any) -> dict[str, Any]:
     accumulation = svc.run(
         svc.service.resolve_global_grad_accumulation_sequences(types.TrainConfig())
     )
-    steps, rows = path_run["optim_steps"], path_run["packed_rows"]
+    two = _tinker_property.measure_steps(svc)(_tinker_oracle.step_case(2))
+    steps, rows = two["optim_steps"], two["packed_rows"]
     step_detail = (
         f"{steps} optim_step calls for {rows} packed rows in one train call (run); ART's "
         f"contract: resolve_global_grad_accumulation_sequences returns {accumulation} "
         f"({art.name}/tinker/service.py:{line}, run)"
     )
-    train_at = _evidence.block(art, "tinker/service.py", int(path_run["where"].rsplit(":", 1)[1]))
+    train_at = _evidence.block(art, "tinker/service.py", int(svc.where.rsplit(":", 1)[1]))
     mask_fix = [
         _evidence.lines(
             art,
@@ -83,7 +88,10 @@ def _check(art: Any, svc: Any) -> dict[str, Any]:
         ),
     ]
 
-    found = {cid: _tinker_property.search(svc, cid, shared) for cid in _tinker_property.COVERS}
+    found = {
+        cid: _tinker_property.search(svc, cid, shared, channel=art)
+        for cid in _tinker_property.COVERS
+    }
     masks_found, steps_found = (
         found["wrong-per-datum-masks"],
         found["one-optimizer-step-per-packed-row"],
@@ -111,7 +119,7 @@ def _check(art: Any, svc: Any) -> dict[str, Any]:
         "detail": f"{masks_detail}; {step_detail}",
         "ran": [
             f"{art.name}/preprocessing/pack.py:packed_tensors_from_tokenized_results",
-            f"{packed_run['where']} TinkerService.train (service.py imported whole, entered "
+            f"{svc.where} TinkerService.train (service.py imported whole, entered "
             "as LocalBackend calls it; stand-in Tinker client)",
             f"{art.name}/tinker/service.py:TinkerService.resolve_global_grad_accumulation_sequences",
             f"{art.name}/tinker/backend.py, local/backend.py: pack_results (source read, ast)",

@@ -1,20 +1,13 @@
-"""Item 9's claims as properties of ART's Tinker path (issue #37), run through
-``_tinker_train.run_train`` (ART's packer and ``TinkerService.train``, ``tinker/service.py``
-imported whole, with a stand-in Tinker client).
+"""Item 9's claims as split properties (issues #37, #53): what the check's process measures on
+ART's Tinker path, through ``_tinker_train.run_train`` (ART's packer and
+``TinkerService.train``, ``tinker/service.py`` imported whole, with a stand-in Tinker client).
 
-- ``one-optimizer-step-per-packed-row``: one ART step (one ``train`` call on ART's service) over
-  ``n`` trajectories takes one optimizer step: the audit's fix, "accumulate forward_backward over
-  rows and step once". The domain is drawn from ART's configuration (issue #50): 1-512
-  trajectories a step (one GRPO group of up to 128, or several groups: a fake stepping every
-  128th row gave two steps for 129), packed one per row (``pack_results=False``, the Tinker
-  path's layout) or shared (``pack_results=True``, as a caller that packs would); ART's
-  ``TrainConfig`` learning rates 1e-6 to 1e-4 (5e-6, its default) and ``kl_penalty_coef`` 0
-  (default) or 0.01-0.1 (a fake gated on it stepped once only without a KL penalty); ``verbose``
-  either way. A counterexample is an input whose step count is not 1.
-- ``wrong-per-datum-masks``: with ``pack_results=True``, a group of ``branches`` (2-6)
-  completions of 1-6 tokens after a prompt ART's packer shares (its minimum shared segment plus
-  ``extra`` 1-32 tokens): every trainable token is scored in its own context (the record's
-  Expected: each datum's mask covers its own group and its ancestors' groups and nothing else).
+Each claim's inputs, its judge and its domain are ``_tinker_oracle``'s (ART-free: artbot draws
+the inputs and judges again in its own process); here only the ``measure`` half, which returns
+JSON values: for the step claim the ``optim_step_async`` calls and packed rows of one train
+call, for the masks claim the packed rows' tokens and each datum's inputs, targets and mask (as
+runs). :func:`search` runs ``_domain.search`` on them: artbot's plan when it sent one, else the
+oracle's edges and draws (seed 0), and tapes every ``(case, raw)`` on ``art``.
 """
 
 from __future__ import annotations
@@ -23,128 +16,120 @@ import math
 from typing import Any
 
 import _domain
+import _tinker_oracle as oracle
 import _tinker_train
 from _grpo_pack import TokenizedRecord
 
-COVERS = {
-    "one-optimizer-step-per-packed-row": "one train call over 1-512 trajectories (9, 128 and "
-    "129 among the edges), one per packed row or shared rows; TrainConfig learning_rate "
-    "1e-6-1e-4, kl_penalty_coef 0-0.1; verbose on or off -> one optimizer step",
-    "wrong-per-datum-masks": "pack_results=True, 2-6 branches of 1-6 tokens after a shared "
-    "prompt of the packer's minimum + 1-32 tokens -> every trainable token in its own context",
-}
-LEARNING_RATES = (1e-6, 5e-6, 1e-5, 1e-4)  # 5e-6: ART's TrainConfig default
-KL_PENALTY_COEFS = (0.0, 0.01, 0.1)  # 0.0: ART's default
-DEFAULT_CONFIG = {"learning_rate": 5e-6, "kl_penalty_coef": 0.0, "verbose": False}
+COVERS = oracle.COVERS
 
 
-def _step_case(n: int, **config: Any) -> dict[str, Any]:
-    return {"completion lengths": [3] * n, "pack_results": False, **DEFAULT_CONFIG, **config}
+def _record(tokens: list[int], prompt_length: int, k: int, prompt_id: int) -> TokenizedRecord:
+    n_completion = len(tokens) - prompt_length
+    return TokenizedRecord(
+        token_ids=tokens,
+        input_pos=list(range(len(tokens))),
+        assistant_mask=[0] * prompt_length + [1] * n_completion,
+        logprobs=[math.nan] * prompt_length + [-0.5] * n_completion,
+        advantage=1.0 if k % 2 == 0 else -1.0,
+        weight=1 / n_completion,
+        prompt_id=prompt_id,
+        prompt_length=prompt_length - 1,  # tokenize.py: one short of the prompt
+    )
 
 
 def branch_group(prompt_len: int, lengths: list[int]) -> list[TokenizedRecord]:
     """One prompt of ``prompt_len`` tokens and one completion per entry of ``lengths``."""
     prompt = list(range(1000, 1000 + prompt_len))
-    out = []
-    for k, n_completion in enumerate(lengths):
-        completion = [10_000 + 100 * k + i for i in range(n_completion)]
-        n = prompt_len + n_completion
-        out.append(
-            TokenizedRecord(
-                token_ids=prompt + completion,
-                input_pos=list(range(n)),
-                assistant_mask=[0] * prompt_len + [1] * n_completion,
-                logprobs=[math.nan] * prompt_len + [-0.5] * n_completion,
-                advantage=1.0 if k % 2 == 0 else -1.0,
-                weight=1 / n_completion,
-                prompt_id=0,
-                prompt_length=prompt_len - 1,
-            )
-        )
-    return out
+    return [
+        _record(prompt + [10_000 + 100 * k + i for i in range(n)], prompt_len, k, 0)
+        for k, n in enumerate(lengths)
+    ]
 
 
-def search(svc: Any, claim: str, shared: int) -> Any:
-    """``claim``'s property over its domain on ART's service (``_tinker_train.loaded``):
-    ``_domain.Found``."""
+def _config(case: dict[str, Any]) -> dict[str, Any]:
+    return {k: case[k] for k in ("learning_rate", "kl_penalty_coef")}
 
-    def steps(case: dict[str, Any]) -> Any:
-        group = branch_group(8, case["completion lengths"])
-        seq_len = 8 + max(case["completion lengths"]) + 8
+
+def measure_steps(svc: Any) -> Any:
+    """The step claim's ``measure``: one train call, its optimizer steps and packed rows."""
+
+    def measure(case: dict[str, Any]) -> dict[str, Any]:
+        lengths = case["completion lengths"]
         run = _tinker_train.run_train(
             svc,
-            group,
-            seq_len,
+            branch_group(8, lengths),
+            oracle.packed_length(8 + max(lengths)),
             pack_results=case["pack_results"],
-            config={k: case[k] for k in ("learning_rate", "kl_penalty_coef")},
+            config=_config(case),
             verbose=case["verbose"],
         )
-        if run["optim_steps"] == 1:
-            return None
-        return _domain.Failure(
-            f"{run['optim_steps']} optimizer steps for {run['packed_rows']} rows", "1"
-        )
+        return {"optim_steps": run["optim_steps"], "packed_rows": run["packed_rows"]}
 
-    def masks(case: dict[str, Any]) -> Any:
-        prompt_len = shared + case["extra"]
-        lengths = case["completion lengths"]
-        seq_len = prompt_len + sum(lengths) + 8
+    return measure
+
+
+def measure_masks(svc: Any, shared: int, *, pack_results: bool = True) -> Any:
+    """The masks claim's ``measure``: ``shared`` is ART's minimum shared segment (read from its
+    packer in this process); the raw facts are every packed row's tokens and datums. The claim
+    packs with ``pack_results=True``; the check's detail also packs as ART's Tinker path does."""
+
+    def measure(case: dict[str, Any]) -> dict[str, Any]:
+        prompt_length = shared + case["extra"]
+        records = [
+            _record(seq, prompt_length, k, g)
+            for g, group in enumerate(oracle.sequences(case, prompt_length))
+            for k, seq in enumerate(group)
+        ]
+        longest = max(len(r.token_ids) for r in records)
         run = _tinker_train.run_train(
-            svc, branch_group(prompt_len, lengths), seq_len, pack_results=True
+            svc,
+            records,
+            oracle.packed_length(longest),
+            pack_results=pack_results,
+            config=_config(case),
+            verbose=case["verbose"],
         )
-        wrong, total = _tinker_train.wrong_context(run)
-        return _domain.Failure(f"{wrong} of {total} tokens", 0) if wrong else None
+        return {"shared": shared, "rows": [_row(row) for row in run["rows"]]}
 
-    def draw(rng: Any) -> dict[str, Any]:
-        if claim == "one-optimizer-step-per-packed-row":
-            count = rng.choice((rng.randint(1, 8), rng.randint(9, 128), rng.randint(129, 512)))
-            return {
-                "completion lengths": [rng.randint(1, 6) for _ in range(count)],
-                "pack_results": rng.random() < 0.25,
-                "learning_rate": rng.choice(LEARNING_RATES),
-                "kl_penalty_coef": rng.choice(KL_PENALTY_COEFS),
-                "verbose": rng.random() < 0.5,
+    return measure
+
+
+def _row(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "tokens": oracle.runs(row["tokens"].tolist()),
+        "datums": [
+            {
+                "input": oracle.runs([int(t) for t in tokens]),
+                "target": oracle.runs([int(t) for t in _tolist(target)]),
+                "writes": oracle.runs(mask.nonzero().flatten().tolist()),
             }
-        return {
-            "extra": rng.randint(1, 32),
-            "completion lengths": [rng.randint(1, 6) for _ in range(rng.randint(2, 6))],
-        }
-
-    def shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
-        least = 1 if claim == "one-optimizer-step-per-packed-row" else 2
-        out = [
-            _domain.replace(case, "completion lengths", lengths)
-            for lengths in _domain.shorter(case["completion lengths"], least)
-        ]
-        if case["completion lengths"] != [3] * len(case["completion lengths"]):
-            out.append(
-                _domain.replace(case, "completion lengths", [3] * len(case["completion lengths"]))
+            # zip as custom_loss_fn pairs masks with the datums' logprobs: to the shorter
+            for tokens, target, mask in zip(
+                row["inputs"], row["targets"], row["masks"], strict=False
             )
-        if "extra" in case:
-            out += [_domain.replace(case, "extra", e) for e in _domain.toward_int(case["extra"], 1)]
-        out += [  # toward ART's defaults
-            _domain.replace(case, key, value)
-            for key, value in DEFAULT_CONFIG.items()
-            if key in case and case[key] != value
-        ]
-        return out
+        ],
+    }
 
-    edges: list[dict[str, Any]]
-    if claim == "one-optimizer-step-per-packed-row":
-        edges = [_step_case(n) for n in (2, 3, 9, 64, 128)] + [
-            _step_case(9, kl_penalty_coef=0.1, learning_rate=1e-5, verbose=True),
-            _step_case(129, pack_results=True),
-        ]
-        holds = steps
-    else:
-        edges = [{"extra": 16, "completion lengths": [3, 3]}]
-        holds = masks
+
+def _tolist(values: Any) -> list[Any]:
+    return values.tolist() if hasattr(values, "tolist") else list(values)
+
+
+def search(svc: Any, claim: str, shared: int, channel: Any = None) -> _domain.Found:
+    """``claim``'s property on ART's service (``_tinker_train.loaded``): the inputs artbot
+    planned on ``channel`` (``art``), else the oracle's edges and draws; taped on ``channel``."""
+    spec = oracle.ORACLES[claim]
+    edges = spec.edges() if spec.edges is not None else []
+    measure = measure_steps(svc) if claim == oracle.STEPS else measure_masks(svc, shared)
+    assert spec.sample is not None
     return _domain.search(
         covers=COVERS[claim],
+        claim=claim,
+        channel=channel,
+        measure=measure,
+        judge=spec.judge,
         edges=edges,
-        sample=draw,
-        holds=holds,
-        shrink=shrink,
-        # A step over up to 512 rows costs more than a masks input: fewer, larger inputs.
-        max_inputs=14 if claim == "one-optimizer-step-per-packed-row" else 40,
+        sample=spec.sample,
+        shrink=oracle.shrink(claim),
+        max_inputs=len(edges) + spec.draws,
     )

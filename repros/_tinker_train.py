@@ -12,8 +12,9 @@ A train call is entered as LocalBackend enters it (``service.train(disk, config,
 verbose)``) on a ``TinkerService`` ART builds: its ``_state_task`` runs ART's ``_get_state``,
 which creates the training client and saves checkpoint ``0000`` (ART's ``_save_checkpoint``, in
 a temporary ``output_dir``). The training client records each ``forward_backward_custom_async``
-(the datums and the ``masks`` ART passes to its loss), runs ART's ``custom_loss_fn`` on zero
-logprobs, and counts the ``optim_step_async`` calls ART makes: the optimizer steps.
+(the datums' ``model_input`` and ``target_tokens`` and the ``masks`` ART passes to its loss),
+runs ART's ``custom_loss_fn`` on zero logprobs, and counts the ``optim_step_async`` calls ART
+makes: the optimizer steps.
 
 The rows are ART's: ``packed_tensors_from_tokenized_results`` (pack.py) with ``pack_results``
 as ART's Tinker path sets it (read by :func:`tinker_pack_results`), written to disk with
@@ -25,9 +26,9 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import functools
 import inspect
 import io
-import math
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -40,7 +41,6 @@ import _art_whole
 import _source
 import torch
 from _grpo_pack import TokenizedRecord
-from _tinker_masks import scored_contexts
 
 
 @dataclass
@@ -60,7 +60,14 @@ class StandInClient:
 
     async def forward_backward_custom_async(self, *, data: list[Any], loss_fn: Any) -> Any:
         masks = loss_fn.keywords["masks"]
-        self.rows.append({"masks": [m.clone() for m in masks], "datums": len(data)})
+        self.rows.append(
+            {
+                "masks": [m.clone() for m in masks],
+                "datums": len(data),
+                "inputs": [d.model_input for d in data],  # ModelInput.from_ints: the list
+                "targets": [d.loss_fn_inputs["target_tokens"] for d in data],
+            }
+        )
         self.calls.append(f"forward_backward({len(data)} datums)")
         logprobs = [torch.zeros(len(d.model_input), dtype=torch.float32) for d in data]
         loss, metrics = loss_fn(data, logprobs)  # ART's custom_loss_fn and loss_fn
@@ -142,7 +149,7 @@ class Loaded:
     client: StandInClient
     said: list[str]
 
-    @property
+    @functools.cached_property
     def where(self) -> str:
         """Where ``TinkerService.train`` is: ``art/tinker/service.py:<first line>``."""
         line = inspect.getsourcelines(self.module.TinkerService.train)[1]
@@ -233,28 +240,6 @@ def _assigns(cls: ast.ClassDef, attr: str) -> bool:
     )
 
 
-def two_branch_group(prompt_len: int) -> list[TokenizedRecord]:
-    """One prompt of ``prompt_len`` tokens, two 3-token completions; ``prompt_length`` one
-    short of the prompt, as tokenize.py sets it (the shareable part)."""
-    prompt = list(range(1000, 1000 + prompt_len))
-    out = []
-    for k, completion in enumerate(([21, 22, 23], [31, 32, 33])):
-        n = prompt_len + len(completion)
-        out.append(
-            TokenizedRecord(
-                token_ids=prompt + completion,
-                input_pos=list(range(n)),
-                assistant_mask=[0] * prompt_len + [1] * len(completion),
-                logprobs=[math.nan] * prompt_len + [-0.5] * len(completion),
-                advantage=1.0 if k == 0 else -1.0,
-                weight=1 / 3,
-                prompt_id=0,
-                prompt_length=prompt_len - 1,
-            )
-        )
-    return out
-
-
 def run_train(
     svc: Loaded,
     records: list[TokenizedRecord],
@@ -267,8 +252,9 @@ def run_train(
     """Pack ``records`` with ART's packer and make one train call on ART's service as
     LocalBackend makes it (the packed tensors written to the model's ``tensors`` folder, then
     ``service.train(disk, config, dev_config, verbose)``, ``config`` ART's ``TrainConfig`` with
-    the fields given); per row the group/parent ids, assistant mask and ART's datum masks, and
-    the optimizer steps the call took."""
+    the fields given); per row its tokens and what ART sent Tinker for it (each datum's
+    ``model_input`` and ``target_tokens``, and the masks its loss writes back through), and the
+    optimizer steps the call took."""
     pack = svc.art.load("preprocessing/pack.py")
     types = svc.art.load("types.py")
     packed = pack.packed_tensors_from_tokenized_results(
@@ -291,16 +277,16 @@ def run_train(
         return n
 
     yields = svc.run(consume())
-    rows = []
-    for i, recorded in enumerate(client.rows):
-        rows.append(
-            {
-                "group_ids": packed["group_ids"][i].clone(),
-                "parent_ids": packed["parent_ids"][i].clone(),
-                "assistant_mask": packed["assistant_mask"][i].clone().to(torch.bool),
-                "masks": recorded["masks"],
-            }
-        )
+    # One forward_backward call a packed row, in row order, as ART makes them.
+    rows = [
+        {
+            "tokens": tokens.clone(),
+            "masks": recorded["masks"],
+            "inputs": recorded["inputs"],
+            "targets": recorded["targets"],
+        }
+        for tokens, recorded in zip(packed["tokens"], client.rows, strict=False)
+    ]
     return {
         "rows": rows,
         "packed_rows": int(packed["tokens"].shape[0]),
@@ -309,15 +295,3 @@ def run_train(
         "calls": list(client.calls),
         "where": svc.where,
     }
-
-
-def wrong_context(run: dict[str, Any]) -> tuple[int, int]:
-    """Trainable tokens scored in the wrong context over a :func:`run_train` run's rows, and
-    trainable tokens."""
-    wrong = total = 0
-    for row in run["rows"]:
-        masks = [(0, m) for m in row["masks"]]
-        scored = scored_contexts(masks, row["group_ids"], row["parent_ids"], row["assistant_mask"])
-        wrong += sum(not s["correct"] for s in scored)
-        total += len(scored)
-    return wrong, total

@@ -78,6 +78,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
 import _tinker_check  # noqa: E402
+import _tinker_oracle  # noqa: E402
 from _tinker_masks import (  # noqa: E402, F401 - re-exported: tests and measure() use them
     PAD_GROUP,
     PAD_TOKEN,
@@ -96,6 +97,9 @@ from _tinker_masks import (  # noqa: E402, F401 - re-exported: tests and measure
     scored_contexts,
     tinker_datum_masks,
 )
+
+# Each claim's judge and the inputs artbot draws for it, ART-free (issue #53): _tinker_oracle.
+ORACLES = _tinker_oracle.ORACLES
 
 
 @dataclass
@@ -388,7 +392,10 @@ def check_art(art: Any) -> dict[str, Any]:
     The masks are checked on the layout they are written for (``pack_results=True``, one row
     holding the shared prompt and both branches); whether ART's Tinker path reaches that layout
     is read from its backends (``pack_results`` as LocalBackend passes it for TinkerBackend) and
-    run as well. The check itself is ``_tinker_check.check``, kept beside this script."""
+    run as well. The check itself is ``_tinker_check.check``, kept beside this script; each
+    claim is split (issue #53): ART runs here and each input's raw facts are taped on ``art``
+    (``_tinker_property``), and ``ORACLES`` (``_tinker_oracle``, ART-free) draws the inputs and
+    judges them, so artbot can draw them with its own seed and judge again in its process."""
     return _tinker_check.check(art)
 
 
