@@ -6,7 +6,8 @@
   value are proposed), so a counterexample shrinks to the simplest dtype, grad mode and size
   that still fails, never to a costlier one.
 - :func:`search`: ``_domain.search`` over a check's edge cases, then ``samples`` seeded draws,
-  shrinking :func:`toward` the simplest values.
+  shrinking :func:`toward` the simplest values; a split property (issue #53) gives ``claim``,
+  ``channel``, ``measure`` and ``judge`` instead of ``holds``, passed through as they are.
 - :func:`said`: what a search found, in a few words for a verdict's detail ("held over 36
   inputs (0.72 s)" or "fails on dtype=bfloat16, ...: measured ..., bound ..."); the domain
   itself (what was covered, how many inputs) goes with the claim as ``_domain.Found.domain()``.
@@ -35,15 +36,21 @@ def toward(case: dict[str, Any], simplest: Mapping[str, Sequence[Any]]) -> Itera
 def search(
     covers: str,
     edges: list[dict[str, Any]],
-    holds: Callable[[dict[str, Any]], _domain.Failure | None],
+    holds: Callable[[dict[str, Any]], _domain.Failure | None] | None,
     simplest: Mapping[str, Sequence[Any]],
     *,
     sample: Callable[[random.Random], dict[str, Any]] | None = None,
     samples: int = 0,
     seed: int = 0,
+    claim: str | None = None,
+    channel: _domain.Channel | None = None,
+    measure: _domain.Measure | None = None,
+    judge: _domain.Judge | None = None,
 ) -> _domain.Found:
     """Every case of ``edges``, then ``samples`` cases drawn by ``sample`` (none: the edge cases
-    only), a counterexample shrunk :func:`toward` ``simplest``."""
+    only), a counterexample shrunk :func:`toward` ``simplest``. A split property passes
+    ``holds=None`` and its ``claim``, ``channel``, ``measure`` and ``judge`` (``_domain.search``:
+    artbot's plan, when ``channel`` carries one, replaces the edges and draws)."""
     return _domain.search(
         covers=covers,
         edges=edges,
@@ -52,6 +59,10 @@ def search(
         shrink=lambda inp: toward(inp, simplest),
         seed=seed,
         max_inputs=len(edges) + samples,
+        claim=claim,
+        channel=channel,
+        measure=measure,
+        judge=judge,
     )
 
 
