@@ -207,14 +207,8 @@ class HeadMeasure:
     """The measure, with ART's method: runs it on one input, remembers what the GEMM was
     given and the dtype it returned (for the check's detail)."""
 
-    def __init__(self, whole: _art_whole.Whole) -> None:
-        impl = whole.load(RELPATH)
-        cls = getattr(impl, CLASS)
-        # An uninitialised TrainerRank: the method, and every method or module-level helper it
-        # calls, resolve as in ART (the instance's attributes are set by __init__, not run).
-        self.trainer = cls.__new__(cls)
-        self.line = getattr(cls, METHOD).__code__.co_firstlineno
-        self.path = f"{whole.art.name}/{RELPATH}"
+    def __init__(self, trainer: Any) -> None:
+        self.trainer = trainer  # what has ENTRY: ART's TrainerRank (:func:`run`)
         self.seen: set[tuple[str, str]] = set()
         self.out_dtypes: set[str] = set()
 
@@ -316,7 +310,11 @@ def run(art: Any, seed: int = 0) -> dict[str, Any]:
     """ART's ``_local_logits_from_hidden_rows`` over the domain (artbot's plan when ``art``
     carries one; else the edges and ``SAMPLES`` draws); the first counterexample."""
     with _art_whole.whole(art) as whole:
-        measure = HeadMeasure(whole)
+        cls = getattr(whole.load(RELPATH), CLASS)
+        line = getattr(cls, METHOD).__code__.co_firstlineno
+        # An uninitialised TrainerRank: the method, and every method or module-level helper it
+        # calls, resolve as in ART (the instance's attributes are set by __init__, not run).
+        measure = HeadMeasure(cls.__new__(cls))
         found = _simpler.search(
             COVERS,
             edges(),
@@ -335,8 +333,8 @@ def run(art: Any, seed: int = 0) -> dict[str, Any]:
         "found": found,
         "seen": sorted(measure.seen),
         "out_dtypes": sorted(measure.out_dtypes),
-        "where": f"{measure.path}:{measure.line}",
-        "line": measure.line,
+        "where": f"{art.name}/{RELPATH}:{line}",
+        "line": line,
         "stand_ins": stand_ins,
     }
 
