@@ -117,25 +117,27 @@ def logit_rows(x: float, rows: int, seed: int, dtype: torch.dtype) -> torch.Tens
 
 @_shown.made_once
 def operands(case: dict[str, Any]) -> tuple[torch.Tensor, ...]:
-    """hidden [1, rows, H] and the 0/1 head [H, vocab] in the case's dtype, and ``sel`` (logit
-    j is hidden entry sel[j]): from the case alone, the same in the check's process and in
-    artbot's. The identity head (vocab 128) has H = 128; a long vocabulary H = 66: the target,
-    64 competitors' slots, and one entry (x - 64) for every id after them."""
+    """hidden [1, rows, H] in the case's dtype and ``sel`` (logit j is hidden entry sel[j]):
+    from the case alone, the same in the check's process and in artbot's. The identity head
+    (vocab 128) has H = 128; a long vocabulary H = 66: the target, 64 competitors' slots, and
+    one entry (x - 64) for every id after them."""
     dtype = DTYPES[case["dtype"]]
     x, rows, vocab = case["x"], case["rows"], case.get("vocab", VOCAB)
     row_logits = logit_rows(
         x, rows, case.get("seed", 0) * 1_000_003 + rows * 17 + int(x * 100), dtype
     )
     if vocab == VOCAB:
-        hidden = row_logits.unsqueeze(0).clone()
-        sel = torch.arange(VOCAB)
-    else:
-        hidden = torch.cat([row_logits[:, :65], row_logits[:, -1:]], -1).unsqueeze(0)
-        sel = torch.cat([torch.arange(65), torch.full((vocab - 65,), 65)])
-    # Each logit is one hidden entry times 1 (the rest zeros): exact in every dtype.
-    head = torch.zeros(hidden.shape[-1], vocab, dtype=dtype)
-    head[sel, torch.arange(vocab)] = 1
-    return hidden, head, sel
+        return row_logits.unsqueeze(0), torch.arange(VOCAB)
+    hidden = torch.cat([row_logits[:, :65], row_logits[:, -1:]], -1).unsqueeze(0)
+    return hidden, torch.cat([torch.arange(65), torch.full((vocab - 65,), 65)])
+
+
+def head(hidden: torch.Tensor, sel: torch.Tensor) -> torch.Tensor:
+    """The 0/1 head [H, vocab] in the hidden states' dtype, one 1 per column (at sel[j]): each
+    logit is one hidden entry times 1 (the rest zeros), exact in every dtype."""
+    out = torch.zeros(hidden.shape[-1], len(sel), dtype=hidden.dtype)
+    out[sel, torch.arange(len(sel))] = 1
+    return out
 
 
 def shown_rows(hidden: torch.Tensor) -> torch.Tensor:
@@ -155,12 +157,11 @@ class LseMeasure:
         self.impl = impl
 
     def __call__(self, case: dict[str, Any]) -> dict[str, Any]:
-        hidden, head, _ = operands(case)
+        hidden, sel = operands(case)
         rows, shown = case["rows"], shown_rows(hidden)
         hidden.requires_grad_(case["grad"])
-        logprobs = self.impl(head, hidden, torch.zeros((1, rows), dtype=torch.long), case["chunk"])[
-            0
-        ]
+        ids = torch.zeros((1, rows), dtype=torch.long)  # the target is logit 0
+        logprobs = self.impl(head(hidden, sel), hidden, ids, case["chunk"])[0]
         raw: dict[str, Any] = {"lp": logprobs.detach().double().reshape(rows)[shown].tolist()}
         if not case["grad"]:
             return raw
@@ -180,7 +181,7 @@ def judge(case: dict[str, Any], raw: Any) -> _domain.Failure | None:
     float64 log-softmax of the same logits (no ART)."""
     if not isinstance(raw, dict):
         return _domain.Failure("no measurement", "log-probabilities")
-    hidden, _, sel = operands(case)
+    hidden, sel = operands(case)
     shown = shown_rows(hidden)
     x, vocab = case["x"], case.get("vocab", VOCAB)
     h64 = hidden.double().reshape(case["rows"], -1)[shown]
@@ -208,20 +209,20 @@ def judge(case: dict[str, Any], raw: Any) -> _domain.Failure | None:
     p = torch.softmax(l64, -1)
     exact = -p
     exact[:, 0] += 1
-    entries = h64.shape[-1]
-    eps = torch.full((entries,), torch.finfo(dtype).eps, dtype=torch.float64)
+    # The hidden entries judged: the target's, a competitor's and the last (the background's;
+    # for a long vocabulary it is every id past the 65th): each one's gradient is the sum of
+    # its logits' (one logit, or all the background's), through the 0/1 head.
+    cols = (0, 1, h64.shape[-1] - 1)
+    eps = torch.full((3,), torch.finfo(dtype).eps, dtype=torch.float64)
     if vocab > VOCAB:  # the rest's entry sums vocab - 65 gradients: an accumulation's
         eps[-1] += math.sqrt(vocab) * EPS32
+    head_t = torch.stack([sel == c for c in cols], -1).double()  # head^T's judged columns
 
-    # Through the head: each hidden entry's gradient is its logits' (summed for the rest).
-    def through(g: torch.Tensor) -> torch.Tensor:  # g @ head^T, summed by index
-        return torch.zeros(len(shown), entries, dtype=g.dtype).index_add_(1, sel, g)
+    def through(g: torch.Tensor) -> torch.Tensor:  # (g @ head^T)[:, cols]
+        return g @ head_t
 
-    cols = [0, 1, entries - 1]
-    gbound = (eps * through(4 * exact.abs()) + through(bound * p) + torch.finfo(dtype).tiny)[
-        :, cols
-    ]
-    exact = through(exact)[:, cols]
+    gbound = eps * through(4 * exact.abs()) + through(bound * p) + torch.finfo(dtype).tiny
+    exact = through(exact)
     ratio = _shown.worst(raw["grad"], exact, gbound)
     if ratio is None:
         return _domain.Failure("a gradient of the wrong shape", "a gradient")
