@@ -255,9 +255,25 @@ class HeadMeasure:
         return raw
 
 
+# The domain's bounds, which a case must keep to before the judge makes its operands.
+CHOICES = {"dtype": tuple(DTYPES), "grad": GRADS, "tied": (True, False)}
+LIMITS = {
+    "rows": (1, REAL_CHUNK),
+    "vocab": (1, REAL_VOCAB),
+    "hidden": (1, 2560),
+    "seed": (0, 2**31),
+}
+MAX_WEIGHT = 2**21  # vocab x hidden: 1.3M at (512 ids, 2560), 0.6M at (151,936 ids, 4)
+
+
 def judge(case: dict[str, Any], raw: Any) -> _domain.Failure | None:
     """The property on one input, from what ART's code returned (``raw``, as
     :class:`HeadMeasure` writes it) and the float64 oracle on the same operands (no ART)."""
+    why = _shown.outside(case, CHOICES, LIMITS)
+    if why is None and case["vocab"] * case["hidden"] > MAX_WEIGHT:
+        why = "a weight past the domain's size"
+    if why is not None:
+        return _domain.Failure(why, "an input of the claim's domain")
     if not isinstance(raw, dict):
         return _domain.Failure("no measurement", "FP32 logits")
     if "refused" in raw:

@@ -222,9 +222,33 @@ class LogitsMeasure:
         return raw
 
 
+# The domain's bounds, which a case must keep to before the judge makes its operands.
+LOGITS_CHOICES = {"dtype": tuple(DTYPES), "grad": ("off", "hidden", "hidden+head")}
+LOGITS_LIMITS = {
+    "batch": (1, 2),
+    "seq": (1, 1100),
+    "chunk": (1, ART_CHUNK),
+    "vocab": (2, REAL_VOCAB),
+    "hidden": (1, 256),
+    "scale": (0.0, 58.0),
+    "hmax": (0.0, 400.0),
+    "seed": (0, 2**31),
+}
+MAX_LOGITS = 2**23  # tokens x vocab: 4.9M at 32 x 151,936
+MAX_HEAD = 2**21  # hidden x vocab: 1.2M at 8 x 151,936
+
+
 def logits_judge(case: dict[str, Any], raw: Any) -> _domain.Failure | None:
     """The property on one input, from the numbers :class:`LogitsMeasure` returned and the
     float64 oracle on the same operands (no ART)."""
+    why = _shown.outside(case, LOGITS_CHOICES, LOGITS_LIMITS)
+    if why is None and (
+        case["batch"] * case["seq"] * case["vocab"] > MAX_LOGITS
+        or case["hidden"] * case["vocab"] > MAX_HEAD
+    ):
+        why = "logits past the domain's size"
+    if why is not None:
+        return _domain.Failure(why, "an input of the claim's domain")
     if not isinstance(raw, dict):
         return _domain.Failure("no measurement", "FP32 log-probabilities")
     hidden, head, ids, u = logits_operands(case)

@@ -68,7 +68,7 @@ def edges() -> list[dict[str, Any]]:
     out.append({"dtype": "bfloat16", "x": 40.0, "rows": 2100, "chunk": ART_CHUNK, "grad": True})
     out.append({"dtype": "bfloat16", "x": 0.5, "rows": 5, "chunk": 1, "grad": True})
     out.append({"dtype": "float32", "x": 200.0, "rows": 64, "chunk": 7, "grad": True})
-    return [{**case, "seed": 0} for case in out]
+    return [{"vocab": VOCAB, **case, "seed": 0} for case in out]
 
 
 def sample(rng: random.Random) -> dict[str, Any]:
@@ -176,9 +176,20 @@ class LseMeasure:
         return raw
 
 
+# The domain's bounds, which a case must keep to before the judge makes its operands.
+CHOICES = {"dtype": tuple(DTYPES), "grad": (True, False), "vocab": (VOCAB, *LONG_VOCABS)}
+LIMITS = {"x": (0.5, 200.0), "rows": (1, 2100), "chunk": (1, ART_CHUNK), "seed": (0, 2**31)}
+MAX_LOGITS = 2**24  # rows x vocab: 9.7M at 64 x 151,936 (a shrunk long-vocabulary input)
+
+
 def judge(case: dict[str, Any], raw: Any) -> _domain.Failure | None:
     """The property on one input, from the numbers :class:`LseMeasure` returned and the
     float64 log-softmax of the same logits (no ART)."""
+    why = _shown.outside(case, CHOICES, LIMITS)
+    if why is None and case["rows"] * case["vocab"] > MAX_LOGITS:
+        why = "logits past the domain's size"
+    if why is not None:
+        return _domain.Failure(why, "an input of the claim's domain")
     if not isinstance(raw, dict):
         return _domain.Failure("no measurement", "log-probabilities")
     hidden, sel = operands(case)

@@ -12,17 +12,40 @@ the judge holds them to its float64 oracle at the same entries.
   the judge's to call a failure, never an exception).
 - :func:`made_once`: an input's operands made once for its measure and its judge (the check's
   process runs both on each input, one after the other), each caller given its own copies.
+- :func:`outside`: why a case is not an input of the claim's domain (a key missing, a value not
+  one of its choices, a size past its limit), or None. A judge asks first: the cases of a tape
+  come back from the check's process, and a judge must never make operands of any size it is
+  handed.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 
 Make = Callable[[dict[str, Any]], tuple[torch.Tensor, ...]]
+
+
+def outside(
+    case: Any, choices: Mapping[str, Sequence[Any]], limits: Mapping[str, tuple[float, float]]
+) -> str | None:
+    """Why ``case`` is not an input of the domain: each key of ``choices`` holds one of its
+    values, each of ``limits`` a number (an int where the bounds are) within its bounds."""
+    if not isinstance(case, dict):
+        return "an input that is not a case"
+    for key, values in choices.items():
+        value = case.get(key)
+        if not any(value == v and type(value) is type(v) for v in values):
+            return f"{key}={str(value)[:20]} outside the domain"
+    for key, (lo, hi) in limits.items():
+        value = case.get(key)
+        kinds = (int,) if isinstance(lo, int) and isinstance(hi, int) else (int, float)
+        if type(value) not in kinds or not lo <= float(value) <= hi:  # type: ignore[arg-type]
+            return f"{key}={str(value)[:20]} outside the domain"
+    return None
 
 
 def made_once(make: Make) -> Make:

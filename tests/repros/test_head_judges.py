@@ -24,6 +24,8 @@ from artbot.repro.scripts import import_script
 REPROS = Path(__file__).resolve().parents[2] / "repros"
 sys.path.insert(0, str(REPROS))  # as the repros find their helpers
 domain = import_script(REPROS / "_domain.py", "_domain")
+shown = import_script(REPROS / "_shown.py", "shown_under_test")
+simpler = import_script(REPROS / "_simpler.py", "simpler_under_test")
 item02 = import_script(REPROS / "item02_unsloth_logsumexp.py", "item02_under_test")
 item04 = import_script(REPROS / "item04_bf16_lm_head.py", "item04_under_test")
 item401 = import_script(REPROS / "item401_unsloth_bf16_logits.py", "item401_under_test")
@@ -150,3 +152,32 @@ def test_the_head_measure_reaches_arts_call_with_the_cases_operands() -> None:
     refused = item04._art_head.HeadMeasure(Mixed(fp32=False))(case)
     assert "refused" in refused
     assert isinstance(_oracle(4).judge(case, refused), domain.Failure)
+
+
+# Each item's domain bounds, and a case past them (sizes whose operands would take gigabytes).
+BOUNDS = {
+    2: ("_art_lse", "CHOICES", "LIMITS", {"rows": 2100, "vocab": 151_936}),
+    4: ("_art_head", "CHOICES", "LIMITS", {"rows": 512, "vocab": 151_936, "hidden": 2560}),
+    401: ("_art_logprobs", "LOGITS_CHOICES", "LOGITS_LIMITS", {"seq": 1100, "vocab": 151_936}),
+}
+
+
+@pytest.mark.parametrize("item", sorted(ITEMS))
+def test_every_input_the_check_can_make_is_in_the_judges_domain_and_none_past_it(
+    item: int,
+) -> None:
+    helper, choices, limits, huge = BOUNDS[item]
+    module = getattr(ITEMS[item], helper)
+    simplest = getattr(module, "LOGITS_SIMPLEST" if item == 401 else "SIMPLEST")
+    judge = _oracle(item).judge
+    for seed in range(20):
+        for case in _oracle(item).plan(random.Random(seed)):
+            for tried in [case, *domain.as_json(list(simpler.toward(case, simplest)))]:
+                why = shown.outside(tried, getattr(module, choices), getattr(module, limits))
+                assert why is None, (why, tried)
+    case = {**_cases(item)[0], **huge}
+    failure = judge(case, {})
+    assert isinstance(failure, domain.Failure) and "past the domain" in str(failure.measured)
+    for key, value in [("dtype", "float8"), ("seed", -1), ("seed", 1.5), ("seed", True)]:
+        failure = judge({**_cases(item)[0], key: value}, {})
+        assert isinstance(failure, domain.Failure) and "outside" in str(failure.measured)
