@@ -414,8 +414,9 @@ def check_art(art: Any) -> dict[str, Any]:
 
     Reproduced: on some input the logits ART returns carry more than FP32 rounding, or their
     gradient is wrong (the first such input is shrunk and shown). Fixed: the property holds on
-    every input tried. The noise's effect on log-probabilities at a real model's size is this
-    script's measurement; the dtype of the model's weights is configuration.
+    every input tried (artbot's inputs when it sent a plan; it judges what was measured again,
+    outside this process). The noise's effect on log-probabilities at a real model's size is
+    this script's measurement; the dtype of the model's weights is configuration.
     """
     claim = _art_head.CLAIM
     measured = _art_head.run(art)
