@@ -22,6 +22,15 @@ the logits carry a gradient and the gradient of ``sum(G * logits)`` reaching the
 weight) is ``G @ W`` (and ``G^T @ H``) in float64 to within ``4 eps`` of the leaf's dtype
 times ``|G| @ |W|``. The oracle is float64 arithmetic on the same operands, outside ART's code.
 
+Split (issue #53): :class:`HeadMeasure` runs ART on an input and returns what ART's code made
+at 8 rows x 8 vocabulary ids (the first and last of each among them, the rest drawn from the
+input's seed): the logits, and the gradients at those rows (ids) x 4 hidden columns, as
+numbers. :func:`judge` (no ART) makes the same operands from the input (:func:`operands`: a
+seeded generator, artbot's code) and holds those numbers to the float64 oracle. One BF16 or
+FP16 rounding of a logit is over a hundred times the FP32 bound (1,200 times for BF16 at
+hidden 4), so each of the 64 logits judged shows it: a fix that spares a part of an input is
+missed only where that part holds none of them.
+
 The domain: the model's dtype (BF16, FP16, FP32: rows and weight alike), grad off / rows /
 rows and weight, the weight passed (tied) or the layer's own, chunk rows 1 to 512 (ART's
 ``_HEAD_CHUNK_TOKENS``), vocabulary 512 to 151,936 (Qwen3's), hidden sizes 4 to 2560. The
@@ -39,6 +48,7 @@ from typing import Any
 
 import _art_whole
 import _domain
+import _shown
 import _simpler
 import torch
 
@@ -49,10 +59,13 @@ ENTRY = "_local_head_stats"  # METHOD's caller on every release (0.5.20-0.5.23)
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 GRADS = ("off", "rows", "rows+weight")
 REAL_VOCAB, REAL_CHUNK = 151_936, 512
+CLAIM = "bf16-logit-rounding-noise"
+SAMPLES = 12  # random inputs after the edges (artbot draws as many with its own seed)
 COVERS = (
     "dtype bfloat16/float16/float32; grad off, rows, rows+weight; weight passed or the "
     "layer's own; rows 1-512 (ART's chunk), vocab 17-151,936, hidden 4-2560 (151,936 ids at "
-    "hidden 4: 64 rows with grad off and on, 512 rows with grad)"
+    "hidden 4: 64 rows with grad off and on, 512 rows with grad); 8 rows x 8 ids of each "
+    "judged"
 )
 
 
@@ -131,11 +144,12 @@ def edges() -> list[dict[str, Any]]:
                 "hidden": hidden,
             }
         )
-    return out
+    return [{**case, "seed": 0} for case in out]
 
 
 def sample(rng: random.Random) -> dict[str, Any]:
-    """A small random input: dtype, grad mode, weight source and shape drawn independently."""
+    """A small random input: dtype, grad mode, weight source and shape drawn independently,
+    and the seed its operands are made from."""
     return {
         "dtype": rng.choice(list(DTYPES)),
         "grad": rng.choice(GRADS),
@@ -143,6 +157,7 @@ def sample(rng: random.Random) -> dict[str, Any]:
         "rows": rng.choice((1, 2, 7, 33, 64, 100, 256)),
         "vocab": rng.choice((17, 512, 1000, 4096)),
         "hidden": rng.choice((8, 16, 64, 128)),
+        "seed": rng.randrange(2**31),
     }
 
 
@@ -156,29 +171,54 @@ SIMPLEST = {
 }
 
 
-class HeadProperty:
-    """The property on one input, run with ART's method; remembers what the GEMM was given."""
+SHOWN = 8  # rows and vocabulary ids of an input whose values are judged
+COLUMNS = 4  # hidden columns of the gradients judged
+EPS32 = torch.finfo(torch.float32).eps
 
-    def __init__(self, whole: _art_whole.Whole) -> None:
-        impl = whole.load(RELPATH)
-        cls = getattr(impl, CLASS)
-        # An uninitialised TrainerRank: the method, and every method or module-level helper it
-        # calls, resolve as in ART (the instance's attributes are set by __init__, not run).
-        self.trainer = cls.__new__(cls)
-        self.line = getattr(cls, METHOD).__code__.co_firstlineno
-        self.path = f"{whole.art.name}/{RELPATH}"
+
+@_shown.made_once
+def operands(case: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    """The input's rows [T, H] and weight [V, H] in its dtype, and the float64 u [T], v [V] of
+    the upstream gradient G = u v^T: made from the case alone (its seed and shape), the same
+    in the check's process and in artbot's."""
+    dtype = DTYPES[case["dtype"]]
+    rows, vocab, hidden_size = case["rows"], case["vocab"], case["hidden"]
+    seed = case.get("seed", 0) * 1_000_003 + rows * 131 + vocab * 7 + hidden_size
+    gen = torch.Generator().manual_seed(seed % 2**63)
+    hidden = (3.0 * torch.randn(rows, hidden_size, generator=gen)).to(dtype)
+    weight = (torch.randn(vocab, hidden_size, generator=gen) / hidden_size**0.5).to(dtype)
+    u = torch.randn(rows, generator=gen, dtype=torch.float64)
+    v = torch.randn(vocab, generator=gen, dtype=torch.float64)
+    return hidden, weight, u, v
+
+
+def shown(case: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The rows, vocabulary ids and hidden columns whose values are judged: the first and the
+    last of each, the others drawn from the case's seed."""
+    gen = torch.Generator().manual_seed(case.get("seed", 0) % 2**63)
+    return (
+        _shown.spread(case["rows"], SHOWN, gen),
+        _shown.spread(case["vocab"], SHOWN, gen),
+        _shown.spread(case["hidden"], COLUMNS, gen),
+    )
+
+
+class HeadMeasure:
+    """The measure, with ART's method: runs it on one input, remembers what the GEMM was
+    given and the dtype it returned (for the check's detail)."""
+
+    def __init__(self, trainer: Any) -> None:
+        self.trainer = trainer  # what has ENTRY: ART's TrainerRank (:func:`run`)
         self.seen: set[tuple[str, str]] = set()
         self.out_dtypes: set[str] = set()
 
-    def __call__(self, inp: dict[str, Any]) -> _domain.Failure | None:
-        dtype = DTYPES[inp["dtype"]]
-        rows, vocab, hidden_size = inp["rows"], inp["vocab"], inp["hidden"]
-        gen = torch.Generator().manual_seed(rows * 131 + vocab * 7 + hidden_size)
-        hidden = (3.0 * torch.randn(rows, hidden_size, generator=gen)).to(dtype)
-        weight = (torch.randn(vocab, hidden_size, generator=gen) / hidden_size**0.5).to(dtype)
-        hidden.requires_grad_(inp["grad"] != "off")
-        weight.requires_grad_(inp["grad"] == "rows+weight")
-        layer = StandInOutputLayer(weight if not inp["tied"] else weight.detach().clone())
+    def __call__(self, case: dict[str, Any]) -> dict[str, Any]:
+        """ART's logits at the shown rows x ids, and (grad on) the gradients of sum(G * logits)
+        reaching the rows and the weight at the shown entries: numbers only."""
+        hidden, weight, u, v = operands(case)
+        hidden.requires_grad_(case["grad"] != "off")
+        weight.requires_grad_(case["grad"] == "rows+weight")
+        layer = StandInOutputLayer(weight if not case["tied"] else weight.detach().clone())
         model = types.SimpleNamespace(output_layer=layer, _scale_logits=lambda logits: logits)
         try:
             # Entered at the call site: the head's statistics without the log-normaliser or
@@ -187,77 +227,130 @@ class HeadProperty:
             logits = getattr(self.trainer, ENTRY)(
                 model,
                 hidden,
-                output_weight=weight if inp["tied"] else None,
+                output_weight=weight if case["tied"] else None,
                 need_log_z=False,
                 max_top_k=0,
             )[0]
         except TypeError as exc:
-            return _domain.Failure(f"refused: {exc}"[:120], "FP32 logits")
+            return {"refused": str(exc)[:120]}
         finally:
             self.seen.update(layer.seen)
         self.out_dtypes.add(_name(logits.dtype))
-        logits = logits.reshape(rows, vocab)
-        h64, w64 = hidden.detach().double(), weight.detach().double()
-        # The float64 oracle on at most 16 rows, spread evenly (the first and the last included).
-        picked = torch.linspace(0, rows - 1, min(rows, 16)).round().long().unique()
-        exact = h64[picked] @ w64.T
-        bound = 4 * math.sqrt(hidden_size) * EPS32 * (h64[picked].abs() @ w64.abs().T)
-        got = logits.detach()[picked].double()
-        worst = float(((got - exact).abs() / bound.clamp_min(1e-300)).max())
-        if worst > 1:
-            return _domain.Failure(round(worst, 3), "1 (error / FP32 bound)")
-        if inp["grad"] == "off":
-            return None
-        return _grad_failure(logits, hidden, weight, gen)
+        logits = logits.reshape(case["rows"], case["vocab"])
+        rows, ids, cols = shown(case)
+        raw: dict[str, Any] = {
+            "dtype": _name(logits.dtype),
+            "logits": logits.detach()[rows][:, ids].double().tolist(),
+        }
+        if case["grad"] == "off":
+            return raw
+        raw["requires_grad"] = logits.requires_grad
+        if not logits.requires_grad:
+            return raw
+        ((logits.float() @ v.float()).double() * u).sum().backward()
+        for key, leaf, picked in (("rows_grad", hidden, rows), ("weight_grad", weight, ids)):
+            if leaf.requires_grad:
+                grad = leaf.grad
+                raw[key] = None if grad is None else grad[picked][:, cols].double().tolist()
+        return raw
 
 
-EPS32 = torch.finfo(torch.float32).eps
+# The domain's bounds, which a case must keep to before the judge makes its operands.
+CHOICES = {"dtype": tuple(DTYPES), "grad": GRADS, "tied": (True, False)}
+LIMITS = {
+    "rows": (1, REAL_CHUNK),
+    "vocab": (1, REAL_VOCAB),
+    "hidden": (1, 2560),
+    "seed": (0, 2**31),
+}
+MAX_WEIGHT = 2**21  # vocab x hidden: 1.3M at (512 ids, 2560), 0.6M at (151,936 ids, 4)
 
 
-def _grad_failure(
-    logits: torch.Tensor, hidden: torch.Tensor, weight: torch.Tensor, gen: torch.Generator
-) -> _domain.Failure | None:
-    """The gradient of sum(G * logits), G = u v^T (random u, v), reaching the rows (and the
-    weight), against float64 G @ W = u (v^T W) (and G^T @ H = v (u^T H)), within 4 eps of the
-    leaf's dtype times |G| @ |W| (|G|^T @ |H|)."""
-    if not logits.requires_grad:
+def judge(case: dict[str, Any], raw: Any) -> _domain.Failure | None:
+    """The property on one input, from what ART's code returned (``raw``, as
+    :class:`HeadMeasure` writes it) and the float64 oracle on the same operands (no ART)."""
+    why = _shown.outside(case, CHOICES, LIMITS)
+    if why is None and case["vocab"] * case["hidden"] > MAX_WEIGHT:
+        why = "a weight past the domain's size"
+    if why is not None:
+        return _domain.Failure(why, "an input of the claim's domain")
+    if not isinstance(raw, dict):
+        return _domain.Failure("no measurement", "FP32 logits")
+    if "refused" in raw:
+        return _domain.Failure(f"refused: {raw['refused']}"[:120], "FP32 logits")
+    hidden, weight, u, v = operands(case)
+    rows, ids, cols = shown(case)
+    h64, w64 = hidden.double(), weight.double()
+    exact = h64[rows] @ w64[ids].T
+    bound = 4 * math.sqrt(case["hidden"]) * EPS32 * (h64[rows].abs() @ w64[ids].abs().T)
+    worst = _shown.worst(raw.get("logits"), exact, bound)
+    if worst is None:
+        return _domain.Failure("logits of the wrong shape", "FP32 logits")
+    if worst > 1:
+        return _domain.Failure(round(worst, 3), "1 (error / FP32 bound)")
+    if case["grad"] == "off":
+        return None
+    if raw.get("requires_grad") is not True:
         return _domain.Failure("logits carry no gradient", "a gradient")
-    rows, vocab = logits.shape
-    u = torch.randn(rows, generator=gen, dtype=torch.float64)
-    v = torch.randn(vocab, generator=gen, dtype=torch.float64)
-    ((logits.float() @ v.float()).double() * u).sum().backward()
-    eps = torch.finfo(hidden.dtype).eps
-    h, w = hidden.detach().double(), weight.detach().double()
-    leaves = [(hidden, u[:, None] * (v @ w)[None], u.abs()[:, None] * (v.abs() @ w.abs())[None])]
-    if weight.requires_grad:
-        leaves.append(
-            (weight, v[:, None] * (u @ h)[None], v.abs()[:, None] * (u.abs() @ h.abs())[None])
+    # The gradient of sum(G * logits), G = u v^T: G @ W = u (v^T W) reaches the rows and
+    # G^T @ H = v (u^T H) the weight; within 4 eps of the leaf's dtype times |G| @ |W|
+    # (|G|^T @ |H|), plus 8 eps32 for v rounded to FP32 and G's entries to the logits' dtype.
+    eps = torch.finfo(DTYPES[case["dtype"]]).eps
+    leaves = [
+        (
+            "rows_grad",
+            u[rows, None] * (v @ w64)[None, cols],
+            u.abs()[rows, None] * (v.abs() @ w64.abs())[None, cols],
         )
-    for leaf, exact, scale in leaves:
-        if leaf.grad is None:
+    ]
+    if case["grad"] == "rows+weight":
+        leaves.append(
+            (
+                "weight_grad",
+                v[ids, None] * (u @ h64)[None, cols],
+                v.abs()[ids, None] * (u.abs() @ h64.abs())[None, cols],
+            )
+        )
+    for key, exact_g, scale in leaves:
+        if raw.get(key) is None:
             return _domain.Failure("no gradient reached the leaf", "a gradient")
-        # v rounded to FP32 and G's entries to the logits' dtype add a few eps32 at most.
-        bound = 4 * eps * scale + 8 * EPS32 * scale
-        ratio = float(((leaf.grad.double() - exact).abs() / bound.clamp_min(1e-300)).max())
+        ratio = _shown.worst(raw[key], exact_g, 4 * eps * scale + 8 * EPS32 * scale)
+        if ratio is None:
+            return _domain.Failure("a gradient of the wrong shape", "a gradient")
         if ratio > 1:
             return _domain.Failure(round(ratio, 3), "1 (gradient error / 4 eps |G| @ |W|)")
     return None
 
 
-def run(art: Any, seed: int = 0, samples: int = 12) -> dict[str, Any]:
-    """ART's ``_local_logits_from_hidden_rows`` over the domain; the first counterexample."""
+def run(art: Any, seed: int = 0) -> dict[str, Any]:
+    """ART's ``_local_logits_from_hidden_rows`` over the domain (artbot's plan when ``art``
+    carries one; else the edges and ``SAMPLES`` draws); the first counterexample."""
     with _art_whole.whole(art) as whole:
-        prop = HeadProperty(whole)
+        cls = getattr(whole.load(RELPATH), CLASS)
+        line = getattr(cls, METHOD).__code__.co_firstlineno
+        # An uninitialised TrainerRank: the method, and every method or module-level helper it
+        # calls, resolve as in ART (the instance's attributes are set by __init__, not run).
+        measure = HeadMeasure(cls.__new__(cls))
         found = _simpler.search(
-            COVERS, edges(), prop, SIMPLEST, sample=sample, samples=samples, seed=seed
+            COVERS,
+            edges(),
+            None,
+            SIMPLEST,
+            sample=sample,
+            samples=SAMPLES,
+            seed=seed,
+            claim=CLAIM,
+            channel=art,
+            measure=measure,
+            judge=judge,
         )
         stand_ins = whole.said()
     return {
         "found": found,
-        "seen": sorted(prop.seen),
-        "out_dtypes": sorted(prop.out_dtypes),
-        "where": f"{prop.path}:{prop.line}",
-        "line": prop.line,
+        "seen": sorted(measure.seen),
+        "out_dtypes": sorted(measure.out_dtypes),
+        "where": f"{art.name}/{RELPATH}:{line}",
+        "line": line,
         "stand_ins": stand_ins,
     }
 

@@ -6,7 +6,8 @@
   value are proposed), so a counterexample shrinks to the simplest dtype, grad mode and size
   that still fails, never to a costlier one.
 - :func:`search`: ``_domain.search`` over a check's edge cases, then ``samples`` seeded draws,
-  shrinking :func:`toward` the simplest values.
+  shrinking :func:`toward` the simplest values; a split property (issue #53) gives ``claim``,
+  ``channel``, ``measure`` and ``judge`` instead of ``holds``, passed through as they are.
 - :func:`said`: what a search found, in a few words for a verdict's detail ("held over 36
   inputs (0.72 s)" or "fails on dtype=bfloat16, ...: measured ..., bound ..."); the domain
   itself (what was covered, how many inputs) goes with the claim as ``_domain.Found.domain()``.

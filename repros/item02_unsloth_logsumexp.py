@@ -55,8 +55,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _art_logprobs  # noqa: E402
+import _art_lse  # noqa: E402
 import _common  # noqa: E402
+import _domain  # noqa: E402
 import _evidence  # noqa: E402
 import _simpler  # noqa: E402
 
@@ -312,14 +313,25 @@ def _or_none(p: float | None) -> float | str:
     return "none in the sweep" if p is None else p
 
 
+# The split (issue #53): artbot draws the check's inputs (the edges, then SAMPLES draws with a
+# seed of its own) and judges what ART's function returned on each (``_art_lse.judge``: the
+# float64 log-softmax of the same logits, no ART) in its own process.
+ORACLES = {
+    _art_lse.CLAIM: _domain.Oracle(
+        judge=_art_lse.judge, edges=_art_lse.edges, sample=_art_lse.sample, draws=_art_lse.SAMPLES
+    )
+}
+
+
 def check_art(art: Any) -> dict[str, Any]:
     """ART's own ``_calculate_logprobs`` (its module, ``unsloth/train.py``, imported whole, with
     Unsloth's training stack stood in for where absent: ``_art_logprobs.load``) searched over
-    the claim's domain (``_art_logprobs.LSE_COVERS``). The property: every logprob equals log p
-    (float64 log-softmax of the same logits) to FP32 accuracy and the gradient reaching the
-    hidden states is onehot - p to the accuracy of their dtype. Reproduced: an input where
-    either fails (shrunk and shown); fixed: none found."""
-    found, line = _art_logprobs.search_lse(art)
+    the claim's domain (``_art_lse.COVERS``; artbot's inputs when it sent a plan). The property:
+    every logprob equals log p (float64 log-softmax of the same logits) to FP32 accuracy and the
+    gradient reaching the hidden states is onehot - p to the accuracy of their dtype, on 24 rows
+    of each input spread over p. Reproduced: an input where either fails (shrunk and shown);
+    fixed: none found. artbot judges what was measured again, outside this process."""
+    found, line = _art_lse.search(art)
     detail = "ran _calculate_logprobs: " + _simpler.said(found)
 
     at = [_evidence.block(art, "unsloth/train.py", line)]
@@ -332,7 +344,7 @@ def check_art(art: Any) -> dict[str, Any]:
     ]
     return {
         "claims": {
-            "zeroed-logprob-and-gradient": _evidence.claim(
+            _art_lse.CLAIM: _evidence.claim(
                 not found.holds, detail, method="ran", at=at, fix=fix, domain=found.domain()
             )
         },

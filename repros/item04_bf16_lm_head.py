@@ -72,6 +72,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _art_head  # noqa: E402
 import _common  # noqa: E402
+import _domain  # noqa: E402
 import _evidence  # noqa: E402
 import _head_errors  # noqa: E402
 
@@ -393,6 +394,19 @@ def build_report() -> _common.Report:
     return report
 
 
+# The split (issue #53): artbot draws the check's inputs (the edges, then SAMPLES draws with a
+# seed of its own) and judges what ART's head returned on each (``_art_head.judge``: the
+# float64 product of the same operands, no ART) in its own process.
+ORACLES = {
+    _art_head.CLAIM: _domain.Oracle(
+        judge=_art_head.judge,
+        edges=_art_head.edges,
+        sample=_art_head.sample,
+        draws=_art_head.SAMPLES,
+    )
+}
+
+
 def check_art(art: Any) -> dict[str, Any]:
     """Run TrainerRank's head in ``art`` on CPU over the claim's domain (``_art_head``, which
     states it and the stand-in output layer ART's ``_local_logits_from_hidden_rows`` is called
@@ -400,10 +414,11 @@ def check_art(art: Any) -> dict[str, Any]:
 
     Reproduced: on some input the logits ART returns carry more than FP32 rounding, or their
     gradient is wrong (the first such input is shrunk and shown). Fixed: the property holds on
-    every input tried. The noise's effect on log-probabilities at a real model's size is this
-    script's measurement; the dtype of the model's weights is configuration.
+    every input tried (artbot's inputs when it sent a plan; it judges what was measured again,
+    outside this process). The noise's effect on log-probabilities at a real model's size is
+    this script's measurement; the dtype of the model's weights is configuration.
     """
-    claim = "bf16-logit-rounding-noise"
+    claim = _art_head.CLAIM
     measured = _art_head.run(art)
     found = measured["found"]
     detail = (

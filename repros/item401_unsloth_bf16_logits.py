@@ -34,6 +34,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _art_logprobs  # noqa: E402
 import _common  # noqa: E402
+import _domain  # noqa: E402
 import _evidence  # noqa: E402
 import _simpler  # noqa: E402
 
@@ -116,12 +117,27 @@ def build_report() -> _common.Report:
     return report
 
 
+# The split (issue #53): artbot draws the check's inputs (the edges, then LOGITS_SAMPLES draws
+# with a seed of its own) and judges what ART's function returned on each
+# (``_art_logprobs.logits_judge``: the float64 product and log-softmax of the same operands, no
+# ART) in its own process.
+ORACLES = {
+    _art_logprobs.LOGITS_CLAIM: _domain.Oracle(
+        judge=_art_logprobs.logits_judge,
+        edges=_art_logprobs.logits_edges,
+        sample=_art_logprobs.logits_sample,
+        draws=_art_logprobs.LOGITS_SAMPLES,
+    )
+}
+
+
 def check_art(art: Any) -> dict[str, Any]:
     """ART's own ``_calculate_logprobs`` (``unsloth/train.py`` imported whole, Unsloth's training
     stack stood in for where absent: ``_art_logprobs.load``) searched over the claim's
-    domain (``_art_logprobs.LOGITS_COVERS``). Reproduced: on some input the log-probabilities
-    (or their gradients) are not those of FP32-accurate logits of the operands, against a
-    float64 oracle; the first such input is shrunk and shown. Fixed: none found."""
+    domain (``_art_logprobs.LOGITS_COVERS``; artbot's inputs when it sent a plan). Reproduced:
+    on some input the log-probabilities (or their gradients) are not those of FP32-accurate
+    logits of the operands, against a float64 oracle; the first such input is shrunk and shown.
+    Fixed: none found. artbot judges what was measured again, outside this process."""
     found, line = _art_logprobs.search_logits(art)
     detail = f"{art.name}/unsloth/train.py:{line} _calculate_logprobs: " + _simpler.said(found)
     at = [
@@ -134,7 +150,7 @@ def check_art(art: Any) -> dict[str, Any]:
     ]
     claim = _evidence.claim(not found.holds, detail, method="ran", at=at, domain=found.domain())
     return _evidence.one_claim(
-        "bf16-logits-on-unsloth",
+        _art_logprobs.LOGITS_CLAIM,
         claim,
         f"{art.name}/unsloth/train.py:_calculate_logprobs (the module imported whole, run)",
     )
