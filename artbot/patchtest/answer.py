@@ -34,8 +34,8 @@ OWN_OUTPUTS = (
 
 def judged_by(after: CodeResult) -> str:
     """Who decided the patched side's verdicts, said once: artbot, from the outputs the
-    patch's own code produced on inputs artbot drew (the seed, said only after the run), or,
-    for a claim without an Oracle yet, that process itself (#53)."""
+    patch's own code produced on inputs artbot drew (the seed, said only after the run); a
+    claim without an Oracle is named as not judged (#53)."""
     ours = [cid for cid, who in after.judged.items() if who == BY_ARTBOT]
     theirs = [cid for cid, who in after.judged.items() if who != BY_ARTBOT]
     if not ours and not theirs:
@@ -48,9 +48,7 @@ def judged_by(after: CodeResult) -> str:
             f"inputs artbot drew (seed {after.seed}, said only now)"
         )
     if theirs:
-        out.append(
-            f"the verdict of {', '.join(theirs)} is the patched process's own (no Oracle yet)"
-        )
+        out.append(f"{', '.join(theirs)} could not be judged: no Oracle for artbot to judge by")
     out.append("the regression test's outcome is that process's own: read the diff")
     text = "; ".join(out) + "."
     return text if text.startswith("artbot") else text[0].upper() + text[1:]

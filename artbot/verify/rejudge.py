@@ -17,8 +17,9 @@ sees (:func:`draw`). The check measures exactly those inputs and returns its tap
   the M inputs artbot drew").
 
 artbot's verdict replaces the check's; where they differ the detail says so. A claim whose
-repro declares no Oracle yet keeps the check's verdict, marked "in the check's process"
-(``CodeResult.judged``), until :data:`REQUIRE_ORACLE` is True: then it could not run.
+repro declares no Oracle could not run: its verdict would be the check's process's own
+(``CodeResult.judged`` marks it "in the check's process"; every claim has an Oracle today, and
+``tests/verify/test_rejudge.py`` keeps it so).
 """
 
 from __future__ import annotations
@@ -39,9 +40,6 @@ from ..status import ClaimResult, ClaimVerdict, Domain, Verdict, derive
 from .code import CodeResult, CodeStatus, checkable, load_repro, run_check
 from .tree import ArtTree
 
-# Flipped to True by the integrator once every claim has an Oracle: a claim without one is
-# then "could not run" (its verdict would come from the process of the code under test).
-REQUIRE_ORACLE = False
 BY_ARTBOT = "by artbot"
 IN_CHECK = "in the check's process"
 
@@ -91,12 +89,9 @@ class Plan:
             claim = result.claims.get(cid, unsaid)
             oracle = oracles.get(cid)
             if oracle is None:
-                if REQUIRE_ORACLE:
-                    why = "could not run: its repro declares no Oracle for artbot to judge it by"
-                    claims[cid] = _could_not_run(claim, why)
-                    unjudged.append(cid)
-                else:
-                    claims[cid] = claim
+                why = "could not run: its repro declares no Oracle for artbot to judge it by"
+                claims[cid] = _could_not_run(claim, why)
+                unjudged.append(cid)
                 judged[cid] = IN_CHECK
                 continue
             planned = self.inputs.get(result.item, {}).get(cid, [])
@@ -302,7 +297,7 @@ def judged_line(results: Iterable[CodeResult]) -> str | None:
         return None
     line = f"artbot judged {_claims(ours)} from the check's outputs on inputs it drew (seed {seed})"
     if theirs:
-        line += f"; {_claims(theirs)} without an Oracle yet, as the check's process judged"
+        line += f"; {_claims(theirs)} without an Oracle, not judged (could not run)"
     return line
 
 

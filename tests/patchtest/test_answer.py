@@ -205,7 +205,7 @@ def test_the_answer_says_once_that_artbot_judged_the_patched_codes_outputs() -> 
                     judged={"c": BY_ARTBOT, "d": IN_CHECK})  # fmt: skip
     text = render_trial(trial(before, mixed))
     assert "the verdict of c itself" in text
-    assert "the verdict of d is the patched process's own (no Oracle yet)" in text
+    assert "d could not be judged: no Oracle for artbot to judge by" in text
     # nothing judged (the check could not run): the process's own word, as before
     assert OWN_OUTPUTS in render_trial(trial(before, result("could not run", {}, "x")))
 
