@@ -160,7 +160,7 @@ class Callers:
     client: _ModelClient
     loop: asyncio.AbstractEventLoop
     folder: Path
-    said: list[str]
+    whole: Any  # the import context: ``whole.said()``, the stand-ins used so far
 
     def rows(
         self,
@@ -274,7 +274,7 @@ def loaded(art: Any) -> Iterator[Callers]:
                 config={"tinker_args": {}},
                 output_dir=str(Path(tmp) / "model"),
             )
-            yield Callers(unsloth, tinker, service, client, loop, Path(tmp), whole.said())
+            yield Callers(unsloth, tinker, service, client, loop, Path(tmp), whole)
     finally:
         loop.close()
         if saved is None:

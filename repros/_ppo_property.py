@@ -310,7 +310,7 @@ def search(art: Any, item: str, claim: str, oracle: _domain.Oracle) -> _domain.F
             max_inputs=len(edges) + oracle.draws,
         )
         read = path_.config_keys_read(path)
-        found.extra["stand-ins"] = callers.said
+        found.extra["stand-ins"] = callers.whole.said()
     unvaried = [k for k in read if k not in path_.CONFIG_VALUES]
     found.extra["config keys read"] = read
     found.extra["not varied"] = unvaried
@@ -318,10 +318,13 @@ def search(art: Any, item: str, claim: str, oracle: _domain.Oracle) -> _domain.F
 
 
 def keys_note(found: _domain.Found) -> str:
-    """Which config keys ``loss_fn`` read (run, not read from its text), and any not varied."""
+    """Which config keys ``loss_fn`` read (run, not read from its text), and any not varied;
+    the stand-ins the callers ran with, and why Megatron's is not run."""
     read = found.extra.get("config keys read", [])
     unvaried = found.extra.get("not varied", [])
     note = f"loss_fn read {len(read)} config keys, every one varied"
     if unvaried:
         note = f"loss_fn read {len(read)} config keys; not varied: {', '.join(unvaried)}"
-    return note
+    stood_in = ["trainer, PEFT model and Tinker client (artbot's)"]
+    stood_in += found.extra.get("stand-ins", [])
+    return f"{note}; callers run with stand-ins: {', '.join(stood_in)}; {path_.callers_.NOT_RUN}"
