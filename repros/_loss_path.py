@@ -331,13 +331,53 @@ def cases(fixed: dict[str, tuple[Any, ...]], extra: dict[str, tuple[Any, ...]]) 
     """The covering array over the config and path values (``fixed`` narrows a dimension,
     ``extra`` adds the claim's own), deterministic and ART-free: a claim's ``edges()``. Each
     case carries a seed (its model's logits) and the completion token ``at`` that gets the bad
-    old logprob."""
+    old logprob. The array is made over the callers' reductions (:func:`_callers`), then each
+    case is given a caller of its reduction in which its values reach ``loss_fn``."""
     dims = {**CONFIG_VALUES, **PATH_VALUES, **fixed, **extra}
+    by_reduction = {k: v for k, v in dims.items() if k != "caller"}
+    by_reduction = {**by_reduction, "reduction": ("mean", "sum")}
+    order = [k if k != "caller" else "reduction" for k in dims]
+    arranged = {k: by_reduction[k] for k in order}
+    rows = _callers(_domain.pairwise_cases(arranged), dims)
     rng = random.Random(0)
     return [
         _ordered(dict(base_case(), **row, seed=n, at=rng.randrange(1 << 14)), extra)
-        for n, row in enumerate(_one_long_unsloth_row(_domain.pairwise_cases(dims)))
+        for n, row in enumerate(_one_long_unsloth_row(rows))
     ]
+
+
+def _callers(rows: list[Case], dims: dict[str, tuple[Any, ...]]) -> list[Case]:
+    """Each case of an array over the reductions given a caller of its reduction: "sum" is
+    Megatron's; "mean" Unsloth's where the config sets a KL penalty (Tinker passes no
+    reference logprobs, so its KL is off), else Unsloth's or Tinker's, whichever has fewer
+    cases. A pair of a caller and a value the array then lacks is added: a copy of the first
+    case with that value, given that caller."""
+    out: list[Case] = []
+    count = dict.fromkeys(dims["caller"], 0)
+    for row in rows:
+        row = {("caller" if k == "reduction" else k): v for k, v in row.items()}
+        if row["caller"] == "sum":
+            caller = "megatron"
+        elif row.get("kl_penalty_coef") is not None:
+            caller = "unsloth"
+        else:
+            caller = min(("tinker", "unsloth"), key=lambda c: count[c])
+        count[caller] += 1
+        out.append(dict(row, caller=caller))
+    for caller in dims["caller"]:
+        for key, values in dims.items():
+            for value in values:
+                if key == "caller" or any(
+                    r["caller"] == caller and _same(r[key], value) for r in out
+                ):
+                    continue
+                first = next(r for r in out if _same(r[key], value))
+                out.append(dict(first, caller=caller))
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a == b and type(a) is type(b)
 
 
 def _one_long_unsloth_row(rows: list[Case]) -> list[Case]:
