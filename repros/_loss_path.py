@@ -15,14 +15,17 @@ ART calls ``loss_fn`` (``art/loss.py``) from three places, all 0.5.20-0.5.23:
 
 Each caller's ``inputs`` is one packed row, ``create_train_inputs(packed_tensors, i, ...)``
 (``preprocessing/inputs.py``) of what ART's packer made (``preprocessing/pack.py``
-``packed_tensors_from_tokenized_results``). The callers' own modules import fastapi, Unsloth,
-TRL or Megatron, which a CPU machine does not have, so the outermost part of the path that runs
-here is ART's packer: :func:`run_step` runs a GRPO group (one prompt, 1-8 completions) packed
-into one row of 16 to 8,192 tokens by ART's packer (``branches``, ``row tokens``), takes the
-row with ART's ``create_train_inputs``, wraps it in ART's ``LossInputs`` and calls ART's
-``loss_fn`` with a reduction of each caller. A fix or a fake anywhere on that path (the packer,
-``create_train_inputs``, ``LossInputs.align_inputs``, ``loss_fn`` and any helper of its file)
-is run as ART runs it; one in a caller's own module is not seen (:data:`CALL_PATH` says so).
+``packed_tensors_from_tokenized_results``). :func:`run_step` runs a GRPO group (one prompt, 1-8
+completions) packed into one row of 16 to 8,192 tokens by ART's packer (``branches``, ``row
+tokens``) and hands every row to the case's ``caller``, a dimension of the domain whose
+reduction is the caller's (``_loss_callers``): Unsloth's ``compute_loss`` and Tinker's
+``TinkerService.train`` (its ``custom_loss_fn``) are run, their modules imported whole with
+stand-ins only at the boundary (the trainer and model, Tinker's client); Megatron's
+``reduce_loss`` cannot run without Megatron-Core (``_loss_callers.NOT_RUN``), so its call is
+made at ``loss_fn`` with its arguments. A fix or a fake anywhere on that path (the packer,
+``create_train_inputs``, ``LossInputs.align_inputs``, ``loss_fn`` and any helper of its file,
+``unsloth/train.py``, ``tinker/service.py``) is run as ART runs it; one in ``megatron/train.py``
+is not seen (:data:`CALL_PATH` says so).
 ART compiles nothing on this path: ``torch.compile`` wraps Megatron's transformer layers
 (``megatron/training/compile.py``) and flex attention (``megatron/flex_attn/compiled.py``),
 never ``loss_fn`` or what feeds it, so the steps run eagerly, as in ART.
@@ -31,13 +34,13 @@ The new logprobs are a model's: a table of logits per previous token (``VOCAB`` 
 so each token's new logprob depends on its context as the packer laid it out; the sampler's
 (old) logprobs are the same values in FP32 plus a small drift, as a sampler one step behind
 gives them. The domain (:data:`CONFIG_VALUES`, :data:`PATH_VALUES`) is every dev.TrainConfig
-value loss_fn reads (each key found by running it: :func:`config_keys_read`), both reductions,
-new logprobs FP32/BF16/FP16 (FP32: what Unsloth's ``_calculate_logprobs`` gives; BF16 and FP16:
-a head's dtype; old logprobs are always FP32: the packer's ``logprobs`` tensor), grad on and
-off, and rows up to 8,192 tokens, every call one packed row ([1, tokens]) as every caller passes
-it. The inputs are a covering array (every pair of values in some input:
-:func:`_domain.pairwise_cases`) plus random draws; every dimension reaches its maximum in some
-input.
+value loss_fn reads (each key found by running it: :func:`config_keys_read`), the three
+callers, the model's dtype FP32/BF16/FP16 (Unsloth's ``_calculate_logprobs`` and Tinker give
+``loss_fn`` FP32 logprobs of it; Megatron's head gives them in its dtype; old logprobs are
+always FP32: the packer's ``logprobs`` tensor), grad on and off, and rows up to 8,192
+tokens, every call one packed row ([1, tokens]) as every caller passes it. The inputs are a
+covering array (every pair of values in some input: :func:`_domain.pairwise_cases`) plus random
+draws; every dimension reaches its maximum in some input.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from typing import Any
 
 import _domain
 import _evidence
+import _loss_callers as callers_
 import torch
 from _grpo_pack import TokenizedRecord
 
@@ -57,10 +61,13 @@ VOCAB = 16
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 Case = dict[str, Any]
 ROW_MAX = 8192  # ART's packed rows: 8,192 tokens (packed_sequence_length's usual value)
+UNSLOTH_LONG = 1024  # past this, an Unsloth step's attention bias is its cost
 
 CALL_PATH = (
-    "ART's packer -> create_train_inputs -> LossInputs -> loss_fn, reduction mean (Unsloth, "
-    "Tinker) or sum (Megatron); their callers need a GPU stack, not run; nothing compiled"
+    "ART's packer -> create_train_inputs -> each caller: Unsloth's compute_loss and Tinker's "
+    "TinkerService.train run whole (stand-ins: trainer, model, Tinker client), mean; "
+    "Megatron's reduce_loss not run (needs Megatron-Core's schedule): loss_fn, sum; "
+    "nothing compiled"
 )
 
 # Where ART calls loss_fn (file, the call's first line): the verdict's "at" shows each call.
@@ -92,10 +99,12 @@ CONFIG_VALUES: dict[str, tuple[Any, ...]] = {
     "kl_penalty_coef": (None, 0.1),
     "kl_penalty_source": (None, "sample", "current_learner"),
 }
-# The path's own dimensions: the callers' reductions, the new logprobs' dtype, whether the
-# logits need a gradient (a backward is run), and the row's size.
+# The path's own dimensions: the caller of loss_fn (its reduction is the caller's), the model's
+# dtype, whether the logits need a gradient (a backward is run), and the row's size.
 PATH_VALUES: dict[str, tuple[Any, ...]] = {
-    "reduction": ("mean", "sum"),
+    # Megatron's first: the simplest (shrinking goes there), and Unsloth's full attention bias
+    # (rows x rows) makes its steps the slowest.
+    "caller": ("megatron", "tinker", "unsloth"),
     "new dtype": ("fp32", "bf16", "fp16"),
     "grad": (True, False),
     "row tokens": (16, 1024, ROW_MAX),
@@ -127,14 +136,16 @@ class Path:
     pack: Any
     inputs: Any
     types: Any
+    callers: callers_.Callers | None = None
 
     @classmethod
-    def load(cls, art: Any) -> Path:
+    def load(cls, art: Any, callers: callers_.Callers | None = None) -> Path:
         return cls(
             art.load("loss.py"),
             art.load("preprocessing/pack.py"),
             art.load("preprocessing/inputs.py"),
             art.load("types.py"),
+            callers,
         )
 
 
@@ -142,13 +153,14 @@ def config_keys_read(path: Path) -> list[str]:
     """The config keys ``loss_fn`` reads, found by running it on one ordinary step (with KL on
     and a reference, so the KL keys are reached)."""
     config = _Reads(kl_penalty_coef=0.1)
-    run_step(path, dict(base_case(), **{"kl_penalty_coef": 0.1}), config=config)
+    run_step(path, base_case(caller="megatron", kl_penalty_coef=0.1), config=config)
     return list(dict.fromkeys(k for k in config.read if isinstance(k, str)))
 
 
 def base_case(**over: Any) -> dict[str, Any]:
-    """An ordinary step: PPO at the token level, mean reduction, FP32, one row of 16 tokens
-    (a prompt of 4, two completions of 6), A = -1 and +1, grad on, no bad old logprob."""
+    """An ordinary step: PPO at the token level, Megatron's call (reduction sum), FP32, one row
+    of 16 tokens (a prompt of 4, two completions of 6), A = -1 and +1, grad on, no bad old
+    logprob."""
     case: dict[str, Any] = {k: v[0] for k, v in CONFIG_VALUES.items()}
     case.update({k: v[0] for k, v in PATH_VALUES.items()})
     case.update({"branches": 2, "advantage": 1.0, "at": 0, "seed": 0})
@@ -249,59 +261,142 @@ def run_step(
     config: dict[str, Any] | None = None,
     strict: bool = False,
 ) -> Step | str:
-    """One step of ``case`` through the path, every packed row (``bad``: the old logprob of
-    completion token ``at`` of the first branch; ``config``: instead of the case's), or the
-    error's text (``strict``: the error is raised, with ART's file and line)."""
+    """One step of ``case`` through the path, every packed row through the case's caller
+    (``bad``: the old logprob of completion token ``at`` of the first branch; ``config``:
+    instead of the case's), or the error's text (``strict``: the error is raised, with ART's
+    file and line)."""
     table = _table(case["seed"], case["grad"])
     packed = path.pack.packed_tensors_from_tokenized_results(
         _records(case, table, bad),
-        case["row tokens"],
+        callers_.packed_length(case),
         pad_token_id=0,
         truncate_long_results=False,
         verbosity=0,
     )
     config = config_of(case) if config is None else config
+    reduction = callers_.REDUCTION[case["caller"]]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # 0.5.21 warns that it skips TIS
+            if case["caller"] in callers_.RUN:
+                if path.callers is None:
+                    raise ValueError(f"{case['caller']}'s caller is not loaded: Path.callers")
+                rows = path.callers.rows(case["caller"], path, packed, table, case, config)
+            else:
+                rows = _at_loss_fn(path, packed, table, case, config, reduction)
+    except Exception as exc:  # judged by the caller: a clear error, or a failure
+        if strict:
+            raise
+        return f"{type(exc).__name__}: {exc}"[:200]
+    losses, token_scales = [], []
+    for result in rows:
+        row = result.inputs
+        losses.append(float(result.loss.detach()))
+        trainable = float(row["assistant_mask"][:, 1:].sum())
+        term = float((row["advantages"][:, 1:] * row["weights"][:, 1:]).abs().max())
+        token_scales.append(term / (trainable if reduction == "mean" else 1.0))
+    dtype = rows[-1].loss.dtype if rows else None
+    return Step(losses, dtype, table.grad if case["grad"] else None, token_scales)
+
+
+def _at_loss_fn(
+    path: Path,
+    packed: dict[str, Any],
+    table: torch.Tensor,
+    case: dict[str, Any],
+    config: dict[str, Any],
+    reduction: str,
+) -> list[callers_.RowResult]:
+    """Megatron's call of ``loss_fn`` (its ``reduce_loss`` cannot run here): every row's
+    ``create_train_inputs`` in ``LossInputs``, the new logprobs in the head's dtype, the
+    reference's in FP32, ``reduction`` its own; the backward run where the case has grad."""
     train_config = path.types.TrainConfig(learning_rate=1e-5)
-    losses, token_scales, dtype = [], [], None
+    out = []
     for i in range(int(packed["tokens"].shape[0])):
         row = path.inputs.create_train_inputs(packed, i, train_config, config, False)
         tokens = row["tokens"]
         new = torch.log_softmax(table[tokens[:, :-1]], -1).gather(-1, tokens[:, 1:, None])
         new = torch.nn.functional.pad(new.squeeze(-1), (0, 1)).to(DTYPES[case["new dtype"]])
-        # Unsloth runs the reference model under inference_mode, but makes the logprobs
-        # outside it (_calculate_logprobs: torch.empty, then writes): ordinary FP32 tensors.
         ref = new.detach().float() - 0.01 if config.get("kl_penalty_coef") else None
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # 0.5.21 warns that it skips TIS
-                loss = path.loss.loss_fn(
-                    path.loss.LossInputs(inputs=row), new, ref, None, config, case["reduction"]
-                ).policy_loss
-            if case["grad"]:
-                loss.backward()
-        except Exception as exc:  # judged by the caller: a clear error, or a failure
-            if strict:
-                raise
-            return f"{type(exc).__name__}: {exc}"[:200]
-        losses.append(float(loss.detach()))
-        trainable = float(row["assistant_mask"][:, 1:].sum())
-        term = float((row["advantages"][:, 1:] * row["weights"][:, 1:]).abs().max())
-        token_scales.append(term / (trainable if case["reduction"] == "mean" else 1.0))
-        dtype = loss.dtype
-    return Step(losses, dtype, table.grad if case["grad"] else None, token_scales)
+        loss = path.loss.loss_fn(
+            path.loss.LossInputs(inputs=row), new, ref, None, config, reduction
+        ).policy_loss
+        if case["grad"]:
+            loss.backward()
+        out.append(callers_.RowResult(loss, row))
+    return out
 
 
 def cases(fixed: dict[str, tuple[Any, ...]], extra: dict[str, tuple[Any, ...]]) -> list[Case]:
     """The covering array over the config and path values (``fixed`` narrows a dimension,
     ``extra`` adds the claim's own), deterministic and ART-free: a claim's ``edges()``. Each
     case carries a seed (its model's logits) and the completion token ``at`` that gets the bad
-    old logprob."""
+    old logprob. The array is made over the callers' reductions (:func:`_callers`), then each
+    case is given a caller of its reduction in which its values reach ``loss_fn``."""
     dims = {**CONFIG_VALUES, **PATH_VALUES, **fixed, **extra}
+    by_reduction = {k: v for k, v in dims.items() if k != "caller"}
+    by_reduction = {**by_reduction, "reduction": ("mean", "sum")}
+    order = [k if k != "caller" else "reduction" for k in dims]
+    arranged = {k: by_reduction[k] for k in order}
+    rows = _callers(_domain.pairwise_cases(arranged), dims)
     rng = random.Random(0)
     return [
         _ordered(dict(base_case(), **row, seed=n, at=rng.randrange(1 << 14)), extra)
-        for n, row in enumerate(_domain.pairwise_cases(dims))
+        for n, row in enumerate(_one_long_unsloth_row(rows))
     ]
+
+
+def _callers(rows: list[Case], dims: dict[str, tuple[Any, ...]]) -> list[Case]:
+    """Each case of an array over the reductions given a caller of its reduction: "sum" is
+    Megatron's; "mean" Unsloth's where the config sets a KL penalty (Tinker passes no
+    reference logprobs, so its KL is off), else Unsloth's or Tinker's, whichever has fewer
+    cases. A pair of a caller and a value the array then lacks is added: a copy of the first
+    case with that value, given that caller."""
+    out: list[Case] = []
+    count = dict.fromkeys(dims["caller"], 0)
+    for row in rows:
+        row = {("caller" if k == "reduction" else k): v for k, v in row.items()}
+        if row["caller"] == "sum":
+            caller = "megatron"
+        elif row.get("kl_penalty_coef") is not None:
+            caller = "unsloth"
+        else:
+            caller = min(("tinker", "unsloth"), key=lambda c: count[c])
+        count[caller] += 1
+        out.append(dict(row, caller=caller))
+    for caller in dims["caller"]:
+        for key, values in dims.items():
+            for value in values:
+                if key == "caller" or any(
+                    r["caller"] == caller and _same(r[key], value) for r in out
+                ):
+                    continue
+                first = next(r for r in out if _same(r[key], value))
+                out.append(dict(first, caller=caller))
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a == b and type(a) is type(b)
+
+
+def _one_long_unsloth_row(rows: list[Case]) -> list[Case]:
+    """The covering array with one Unsloth step past :data:`UNSLOTH_LONG` tokens, its last:
+    ART's ``calculate_attn_bias`` makes a rows x rows mask (1.2-1.6 s a step at 8,192 tokens on
+    one core, 0.01 s at 1,024). Each such case becomes Tinker's (the same reduction) plus an
+    Unsloth copy of 1,024 tokens, and the first is added again as it was, at the end: every
+    pair of values the array covered is still in some case ((Unsloth, the long row) in the
+    last, Unsloth's other pairs in the copy, the long row's in Tinker's), and a search that
+    finds a counterexample earlier shrinks it from a cheap case."""
+    out: list[Case] = []
+    long: list[Case] = []
+    for row in rows:
+        if row.get("caller") != "unsloth" or row["row tokens"] <= UNSLOTH_LONG:
+            out.append(row)
+            continue
+        long = long or [row]
+        out += [dict(row, caller="tinker"), dict(row, **{"row tokens": UNSLOTH_LONG})]
+    return out + long
 
 
 def draw(

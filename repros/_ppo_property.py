@@ -1,7 +1,8 @@
 """Items 7, 8 and 801 as properties of ART's loss path over ART's configuration (issues #37, #50).
 
 One input (a "case") is one training step through ART's loss path as ``_loss_path`` enters it
-(ART's packer, ``create_train_inputs``, ``LossInputs``, ``loss_fn`` with either reduction),
+(ART's packer, ``create_train_inputs``, then each caller of ``loss_fn``: Unsloth's and Tinker's
+run whole, Megatron's at ``loss_fn`` with its reduction),
 over a covering array of every ``dev.TrainConfig`` value ``loss_fn`` reads and the path's own
 dimensions, plus random draws. Each claim names the dimensions it narrows and adds:
 
@@ -273,9 +274,11 @@ def oracle(item: str) -> _domain.Oracle:
 
 
 def shrink(item: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
-    """Simpler cases: each dimension set to its first (simplest) value, one at a time."""
+    """Simpler cases: each dimension set to its first (simplest) value, one at a time, the
+    caller and the row's size first (a long Unsloth row is the slowest step to try again)."""
     contract = CONTRACTS[item]
     dims = {**path_.CONFIG_VALUES, **path_.PATH_VALUES, **contract["fixed"], **contract["extra"]}
+    dims = {k: dims[k] for k in ("caller", "row tokens")} | dims
 
     def simpler(case: dict[str, Any]) -> list[dict[str, Any]]:
         return [_domain.replace(case, k, v[0]) for k, v in dims.items() if case.get(k) != v[0]]
@@ -287,24 +290,27 @@ def search(art: Any, item: str, claim: str, oracle: _domain.Oracle) -> _domain.F
     """Item ``item``'s property over its contract's domain, with ART's modules from ``art``: the
     inputs artbot drew (``art.plan[claim]``), else the oracle's edges and draws (seed 0), each
     measured here and judged by ``oracle.judge``, on ``art``'s tape for artbot to judge again.
-    An ordinary step runs first, outside the search: if it raises, the code is broken, and its
-    error (with ART's file and line) is the result, not a counterexample."""
-    path = path_.Path.load(art)
-    path_.run_step(path, path_.base_case(), strict=True)
-    edges = oracle.edges() if oracle.edges is not None else []
-    measure = MEASURES[item]
-    found = _domain.search(
-        covers=covers(item),
-        edges=edges,
-        sample=oracle.sample or (lambda rng: edges[0]),
-        claim=claim,
-        channel=art if hasattr(art, "tape") else None,
-        measure=lambda case: measure(path, case),
-        judge=oracle.judge,
-        shrink=shrink(item),
-        max_inputs=len(edges) + oracle.draws,
-    )
-    read = path_.config_keys_read(path)
+    An ordinary step through each caller runs first, outside the search: if it raises, the code
+    is broken, and its error (with ART's file and line) is the result, not a counterexample."""
+    with path_.callers_.loaded(art) as callers:
+        path = path_.Path.load(art, callers)
+        for caller in path_.PATH_VALUES["caller"]:
+            path_.run_step(path, path_.base_case(caller=caller), strict=True)
+        edges = oracle.edges() if oracle.edges is not None else []
+        measure = MEASURES[item]
+        found = _domain.search(
+            covers=covers(item),
+            edges=edges,
+            sample=oracle.sample or (lambda rng: edges[0]),
+            claim=claim,
+            channel=art if hasattr(art, "tape") else None,
+            measure=lambda case: measure(path, case),
+            judge=oracle.judge,
+            shrink=shrink(item),
+            max_inputs=len(edges) + oracle.draws,
+        )
+        read = path_.config_keys_read(path)
+        found.extra["stand-ins"] = callers.whole.said()
     unvaried = [k for k in read if k not in path_.CONFIG_VALUES]
     found.extra["config keys read"] = read
     found.extra["not varied"] = unvaried
@@ -312,10 +318,13 @@ def search(art: Any, item: str, claim: str, oracle: _domain.Oracle) -> _domain.F
 
 
 def keys_note(found: _domain.Found) -> str:
-    """Which config keys ``loss_fn`` read (run, not read from its text), and any not varied."""
+    """Which config keys ``loss_fn`` read (run, not read from its text), and any not varied;
+    the stand-ins the callers ran with, and why Megatron's is not run."""
     read = found.extra.get("config keys read", [])
     unvaried = found.extra.get("not varied", [])
     note = f"loss_fn read {len(read)} config keys, every one varied"
     if unvaried:
         note = f"loss_fn read {len(read)} config keys; not varied: {', '.join(unvaried)}"
-    return note
+    stood_in = ["trainer, PEFT model and Tinker client (artbot's)"]
+    stood_in += found.extra.get("stand-ins", [])
+    return f"{note}; callers run with stand-ins: {', '.join(stood_in)}; {path_.callers_.NOT_RUN}"

@@ -4,10 +4,12 @@ finite, or the step fails with a clear error (one that names the old logprobs) b
 
 The step runs as ART runs it: a GRPO group (one prompt, 1-8 completions) packed into one row of
 16 to 8,192 tokens by ART's packer, taken by create_train_inputs, wrapped in LossInputs, and
-loss_fn called with reduction mean (Unsloth, Tinker) or sum (Megatron), over every
+loss_fn called as each of ART's callers calls it (Unsloth's compute_loss and Tinker's
+custom_loss_fn: FP32 logprobs of the model's dtype, reduction mean, Tinker without reference
+logprobs; Megatron's reduce_loss: logprobs in the head's dtype, reduction sum), over every
 dev.TrainConfig value loss_fn reads (PPO or CISPO, importance-sampling level, epsilons, TIS, the
 negative advantage cap, ratio mask, Kimi tau, KL penalty and its source), advantages of either
-sign, new logprobs FP32/BF16/FP16, grad on and off. Oracle: finite loss and gradients, or a
+sign, the model's dtype FP32/BF16/FP16, grad on and off. Oracle: finite loss and gradients, or a
 clear error. The same step with ordinary old logprobs must run and be finite."""
 
 import math
@@ -32,6 +34,7 @@ except ModuleNotFoundError as missing:  # one of ART's own modules missing is a 
 
 CLEAR = re.compile(r"log[ _-]?prob", re.IGNORECASE)
 VOCAB = 16
+REDUCTION = {"megatron": "sum", "tinker": "mean", "unsloth": "mean"}  # each caller's
 DIMS = {  # None: the key left out of the config (ART's default)
     "ppo": (True, False),
     "importance_sampling_level": ("token", "sequence", "average", "geometric_average"),
@@ -43,7 +46,7 @@ DIMS = {  # None: the key left out of the config (ART's default)
     "kimi_k2_tau": (None, 0.1),
     "kl_penalty_coef": (None, 0.1),
     "kl_penalty_source": (None, "sample", "current_learner"),
-    "reduction": ("mean", "sum"),
+    "caller": ("megatron", "tinker", "unsloth"),
     "new dtype": (torch.float32, torch.bfloat16, torch.float16),
     "grad": (True, False),
     "row tokens": (16, 1024, 8192),
@@ -51,7 +54,7 @@ DIMS = {  # None: the key left out of the config (ART's default)
     "advantage": (-1.0, 1.0, -1e3, 1e-3),
     "bad old": ("-inf", "+inf", "nan", 21.0, 200.0, 10000.2, 1e4, 1e5),  # text, or new - old
 }
-PATH = {"reduction", "new dtype", "grad", "row tokens", "branches", "advantage", "bad old"}
+PATH = {"caller", "new dtype", "grad", "row tokens", "branches", "advantage", "bad old"}
 CONFIG = DIMS.keys() - PATH
 
 
@@ -111,23 +114,29 @@ def _step(case: dict, bad: str | float | None) -> tuple | str:
         truncate_long_results=False, verbosity=0,
     )  # fmt: skip
     config = {k: case[k] for k in CONFIG if case[k] is not None}
-    losses, scales = [], []
+    losses, scales, reduction = [], [], REDUCTION[case["caller"]]
     for i in range(packed["tokens"].shape[0]):
         row = create_train_inputs(packed, i, TrainConfig(learning_rate=1e-5), config, False)
         tokens = row["tokens"]
-        new = torch.log_softmax(table[tokens[:, :-1]], -1).gather(-1, tokens[:, 1:, None])
+        logits = table[tokens[:, :-1]]
+        if case["caller"] != "megatron":  # Unsloth's and Tinker's logprobs are FP32
+            logits = logits.to(case["new dtype"]).float()
+        new = torch.log_softmax(logits, -1).gather(-1, tokens[:, 1:, None])
         new = torch.nn.functional.pad(new.squeeze(-1), (0, 1)).to(case["new dtype"])
-        ref = new.detach().float() - 0.01 if config.get("kl_penalty_coef") else None
+        if case["caller"] != "megatron":
+            new = new.float()
+        kl = config.get("kl_penalty_coef") and case["caller"] != "tinker"
+        ref = new.detach().float() - 0.01 if kl else None
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                loss = loss_fn(LossInputs(inputs=row), new, ref, None, config, case["reduction"])
+                loss = loss_fn(LossInputs(inputs=row), new, ref, None, config, reduction)
             if case["grad"]:
                 loss.policy_loss.backward()
         except Exception as exc:
             return f"{type(exc).__name__}: {exc}"
         losses.append(float(loss.policy_loss.detach()))
-        n = float(row["assistant_mask"][:, 1:].sum()) if case["reduction"] == "mean" else 1.0
+        n = float(row["assistant_mask"][:, 1:].sum()) if case["caller"] != "megatron" else 1.0
         scales.append(float((row["advantages"][:, 1:] * row["weights"][:, 1:]).abs().max()) / n)
     grads_finite = table.grad is None or bool(torch.isfinite(table.grad).all())
     return losses, scales, grads_finite, torch.finfo(loss.policy_loss.dtype).eps

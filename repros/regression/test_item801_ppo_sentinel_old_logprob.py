@@ -5,9 +5,11 @@ fails as an unexpected pass the day it is fixed.
 
 The step runs as ART runs it: a GRPO group (one prompt, 1-8 completions) packed into one row of
 16 to 8,192 tokens by ART's packer, taken by create_train_inputs, wrapped in LossInputs, and
-loss_fn called with reduction mean (Unsloth, Tinker) or sum (Megatron), over every
+loss_fn called as each of ART's callers calls it (Unsloth's compute_loss and Tinker's
+custom_loss_fn: FP32 logprobs of the model's dtype, reduction mean, Tinker without reference
+logprobs; Megatron's reduce_loss: logprobs in the head's dtype, reduction sum), over every
 dev.TrainConfig value loss_fn reads (importance-sampling level, epsilons, TIS, the negative
-advantage cap, ratio mask, Kimi tau, KL penalty and its source), new logprobs FP32/BF16/FP16,
+advantage cap, ratio mask, Kimi tau, KL penalty and its source), the model's dtype FP32/BF16/FP16,
 grad on and off. Each row's loss must differ from the same step with that old logprob equal to
 the new one by at most 2 (1 + epsilon_high) |A w| / n (one token's term at the clip edge,
 twice; n the row's trainable tokens under "mean", 1 under "sum") plus 8 ulps, with finite
@@ -35,6 +37,7 @@ except ModuleNotFoundError as missing:  # one of ART's own modules missing is a 
 
 CLEAR = re.compile(r"log[ _-]?prob", re.IGNORECASE)
 VOCAB = 16
+REDUCTION = {"megatron": "sum", "tinker": "mean", "unsloth": "mean"}  # each caller's
 DIMS = {  # None: the key left out of the config (ART's default)
     "importance_sampling_level": ("token", "sequence", "average", "geometric_average"),
     "epsilon": (None, 0.1, 0.3),
@@ -45,7 +48,7 @@ DIMS = {  # None: the key left out of the config (ART's default)
     "kimi_k2_tau": (None, 0.1),
     "kl_penalty_coef": (None, 0.1),
     "kl_penalty_source": (None, "sample", "current_learner"),
-    "reduction": ("mean", "sum"),
+    "caller": ("megatron", "tinker", "unsloth"),
     "new dtype": (torch.float32, torch.bfloat16, torch.float16),
     "grad": (True, False),
     "row tokens": (16, 1024, 8192),
@@ -53,7 +56,7 @@ DIMS = {  # None: the key left out of the config (ART's default)
     "advantage": (-1.0, -1e-3, -1e3),
     "sentinel": (-9999.0, -9999.5, -1e4, -1e5, -1e9, -1e30, -torch.finfo(torch.float32).max),
 }
-CONFIG = DIMS.keys() - {"reduction", "new dtype", "grad", "row tokens", "branches", "advantage"}
+CONFIG = DIMS.keys() - {"caller", "new dtype", "grad", "row tokens", "branches", "advantage"}
 
 
 @dataclass
@@ -108,23 +111,29 @@ def _step(case: dict, bad: float | None) -> tuple | str:
         truncate_long_results=False, verbosity=0,
     )  # fmt: skip
     config = {"ppo": True, **{k: case[k] for k in CONFIG if case[k] is not None}}
-    losses, scales = [], []
+    losses, scales, reduction = [], [], REDUCTION[case["caller"]]
     for i in range(packed["tokens"].shape[0]):
         row = create_train_inputs(packed, i, TrainConfig(learning_rate=1e-5), config, False)
         tokens = row["tokens"]
-        new = torch.log_softmax(table[tokens[:, :-1]], -1).gather(-1, tokens[:, 1:, None])
+        logits = table[tokens[:, :-1]]
+        if case["caller"] != "megatron":  # Unsloth's and Tinker's logprobs are FP32
+            logits = logits.to(case["new dtype"]).float()
+        new = torch.log_softmax(logits, -1).gather(-1, tokens[:, 1:, None])
         new = torch.nn.functional.pad(new.squeeze(-1), (0, 1)).to(case["new dtype"])
-        ref = new.detach().float() - 0.01 if config.get("kl_penalty_coef") else None
+        if case["caller"] != "megatron":
+            new = new.float()
+        kl = config.get("kl_penalty_coef") and case["caller"] != "tinker"
+        ref = new.detach().float() - 0.01 if kl else None
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                loss = loss_fn(LossInputs(inputs=row), new, ref, None, config, case["reduction"])
+                loss = loss_fn(LossInputs(inputs=row), new, ref, None, config, reduction)
             if case["grad"]:
                 loss.policy_loss.backward()
         except Exception as exc:
             return f"{type(exc).__name__}: {exc}"
         losses.append(float(loss.policy_loss.detach()))
-        n = float(row["assistant_mask"][:, 1:].sum()) if case["reduction"] == "mean" else 1.0
+        n = float(row["assistant_mask"][:, 1:].sum()) if case["caller"] != "megatron" else 1.0
         scales.append(float((row["advantages"][:, 1:] * row["weights"][:, 1:]).abs().max()) / n)
     grads_finite = table.grad is None or bool(torch.isfinite(table.grad).all())
     return losses, scales, grads_finite, torch.finfo(loss.policy_loss.dtype).eps

@@ -67,7 +67,7 @@ def test_the_check_and_the_regression_test_cover_one_domain(prop: Any, item: str
     # the same path: ART's packer, create_train_inputs, LossInputs, loss_fn with a reduction
     for name in ("packed_tensors_from_tokenized_results", "create_train_inputs", "LossInputs"):
         assert name in text, name
-    assert 'case["reduction"]' in text and "VOCAB = 16" in text and path.VOCAB == 16
+    assert 'REDUCTION[case["caller"]]' in text and "VOCAB = 16" in text and path.VOCAB == 16
 
 
 def test_the_oracles_and_tolerances_are_the_checks(prop: Any) -> None:
