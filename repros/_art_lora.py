@@ -266,9 +266,13 @@ def lora_add(whole: _art_whole.Whole, case: dict[str, Any]) -> dict[str, Any]:
     module = whole.load(RELPATH)
     dtype = getattr(torch, case["dtype"])
     gen = torch.Generator().manual_seed(case["tokens"] * 31 + case["rank"])
-    wrapper, base = RUN_WRAPPERS[case["wrapper"]](
-        module, case["features"], case["rank"], 32.0, dtype, gen
-    )
+    # What lora.py's own __init__ draws (its A factors) comes from torch's global generator:
+    # seeded here from the case, so one case measures the same whatever ran before it.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(case["tokens"] * 31 + case["rank"])
+        wrapper, base = RUN_WRAPPERS[case["wrapper"]](
+            module, case["features"], case["rank"], 32.0, dtype, gen
+        )
     loras = [m for m in wrapper.modules() if isinstance(m, module.LoRA)]
     with torch.no_grad():
         for factor in loras:
