@@ -65,7 +65,8 @@ UNSLOTH_LONG = 1024  # past this, an Unsloth step's attention bias is its cost
 
 CALL_PATH = (
     "ART's packer -> create_train_inputs -> each caller: Unsloth's compute_loss and Tinker's "
-    "custom_loss_fn (TinkerService.train) run whole (stand-ins: trainer, model, Tinker client), mean; "
+    "custom_loss_fn (TinkerService.train) run whole (stand-ins: trainer, model, Tinker "
+    "client), mean; "
     "Megatron's reduce_loss not run (needs Megatron-Core's schedule): loss_fn, sum; "
     "nothing compiled"
 )
