@@ -144,6 +144,24 @@ def _remaining(cid: str, contract: Contract | None, claim: ClaimResult | None) -
     return cell_text(text, 600) + (f"; counterexample: {found}" if found else "")
 
 
+DISAGREE = (
+    "the two hold one contract, so either artbot has a bug or the patch acts differently "
+    "under one of them: read the diff."
+)
+
+
+def check_and_test_disagree(trial: Trial) -> str | None:
+    """The check says fixed while the regression test, run on the same patched tree, does not
+    pass: said, never settled in the patch's favour (either can be what the patch games)."""
+    reg = trial.regression_after
+    if trial.after.status is not CodeStatus.fixed or reg is None or reg.outcome == "passed":
+        return None
+    return (
+        f"The check says fixed but the regression test `{reg.test}` does not pass "
+        f"({reg.outcome}): {DISAGREE}"
+    )
+
+
 def what_remains(trial: Trial, finding: Finding | None) -> list[str]:
     """ "partial: fixes X; the contract also requires Y", when the patch fixes part of the
     contract: some of the claims, or the regression test's cases but not the check's domain."""
@@ -187,7 +205,7 @@ def what_remains(trial: Trial, finding: Finding | None) -> list[str]:
         else:
             out += [
                 "The regression test passes while the check, over the same contract, does not: "
-                "the two disagree, which is artbot's bug to fix, not the patch's.",
+                f"{DISAGREE}",
                 "",
             ]
     return out
@@ -203,6 +221,7 @@ def render_trial(trial: Trial, finding: Finding | None = None) -> str:
         f"({files}): **{headline(trial)}** (the release: {before.status.value}).",
         "",
         *what_remains(trial, finding),
+        *([text, ""] if (text := check_and_test_disagree(trial)) else []),
     ]
     if after.status is CodeStatus.could_not_run:
         out += [f"The check on the patched code: {quoted(after.detail, 600, in_table=False)}", ""]
@@ -223,7 +242,7 @@ def render_trial(trial: Trial, finding: Finding | None = None) -> str:
     ran = ", ".join(after.ran or before.ran)
     took = "; ".join(f"{k} {v:.1f} s" for k, v in trial.timings.items())
     shown = quoted(ran, 600, in_table=False) or "nothing of ART's"
-    out.append(f"Ran: {shown}. Took {trial.seconds:.1f} s ({took}).")
+    out.append(f"The check's process says it ran: {shown}. Took {trial.seconds:.1f} s ({took}).")
     out.append(f"{cell_text(trial.isolation, 600)}; no token in its environment.")
     out.append(cell_text(judged_by(after), 600))
     return "\n".join(out) + "\n"

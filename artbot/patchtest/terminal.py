@@ -16,6 +16,7 @@ from ..status import ClaimResult
 from ..verify.code import CodeStatus
 from .answer import (
     _verdict,
+    check_and_test_disagree,
     headline,
     inputs_phrase,
     judged_by,
@@ -80,6 +81,8 @@ def render_trial_text(trial: Trial, finding: Finding | None = None) -> str:
     ]
     # The answer's "partial: fixes X; the contract also requires Y", without its code spans.
     out += [plain(line.replace("`", ""), None) for line in what_remains(trial, finding)]
+    if disagree := check_and_test_disagree(trial):
+        out += [plain(disagree.replace("`", ""), None), ""]
     if after.status is CodeStatus.could_not_run:
         out += [f"The check on the patched code: {plain(after.detail, 600)}", ""]
     previous = None
@@ -94,7 +97,7 @@ def render_trial_text(trial: Trial, finding: Finding | None = None) -> str:
     out += ["", regression_line(trial.regression_before, trial.regression_after)]
     ran = plain(", ".join(after.ran or before.ran), 600) or "nothing of ART's"
     took = "; ".join(f"{k} {v:.1f} s" for k, v in trial.timings.items())
-    out.append(f"Ran: {ran}. Took {trial.seconds:.1f} s ({took}).")
+    out.append(f"The check's process says it ran: {ran}. Took {trial.seconds:.1f} s ({took}).")
     # Where it ran, folded to its first clause (the caps are the same every run).
     out.append(f"{plain(trial.isolation.split(';')[0], 300)}; no token in its environment.")
     out.append(plain(judged_by(after), None))

@@ -174,7 +174,23 @@ def test_a_passing_test_beside_a_reproduced_check_is_explained() -> None:
     text = render_trial(trial(before, after), _finding_with(("d", untested)))
     assert "The regression test passes because it covers less: d not at all." in text
     text = render_trial(trial(before, after), _finding_with(("d", OURS)))
-    assert "the two disagree, which is artbot's bug to fix, not the patch's" in text
+    assert "either artbot has a bug or the patch acts differently" in text
+
+
+def test_a_fixed_check_beside_a_failing_test_is_said_in_both_renderings() -> None:
+    """#53 review: the check says fixed while the regression test still fails on the same
+    patched tree (a patch can game either): said, never settled in the patch's favour."""
+    before = result("reproduced", {"d": claim("reproduced")})
+    after = result("fixed", {"d": claim("fixed", inputs=30)})
+    said = "The check says fixed but the regression test"
+    for text in (
+        render_trial(trial(before, after, ("failed", "failed"))),
+        render_trial_text(trial(before, after, ("failed", "failed"))),
+    ):
+        assert said in text and "does not pass (failed)" in text
+        assert "either artbot has a bug or the patch acts differently" in text
+        assert "The check's process says it ran:" in text
+    assert said not in render_trial(trial(before, after))  # the test passes too
 
 
 def test_no_partial_line_for_a_full_fix_or_a_patch_that_fixes_nothing() -> None:
