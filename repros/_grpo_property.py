@@ -8,13 +8,14 @@ The record's Expected: "For a group in which every trajectory has the same rewar
 common reward value and the group size, every token's advantage after GRPO normalization and
 pack normalization is exactly 0 (or the group is dropped), and no packed advantage is NaN or
 infinite." Each claim is searched over its own part of that domain, one ART step per case (in
-``check_art``, ``_grpo_art.step``: ART's ``tokenize_trajectory_groups`` and ART's packer, run
-whole; standalone, item 3's models). The domain is ART's configuration on this path, each value
-both ways (issue #50: ``scale_rewards=False`` gave +1.0 for every token of an equal-reward group
-and a check fixed to True judged that fixed): ``scale_rewards``,
-``allow_training_without_logprobs``, the backend's ``pack_results`` (LocalBackend False,
-MegatronBackend True) and ``advantage_balance`` (0 and +-0.5; +-1 for the NaN claim), groups
-of up to 128 trajectories beside a group of up to 128, and edge cases in which every pair of
+``check_art``, ``_grpo_art.step``: ART's ``LocalBackend._prepare_training_batch``, its
+tokenizer and packer, run whole; standalone, item 3's models). The domain is ART's
+configuration on this path, each value both ways (issue #50: ``scale_rewards=False`` gave +1.0
+for every token of an equal-reward group and a check fixed to True judged that fixed):
+``scale_rewards``, ``allow_training_without_logprobs``, the backend's ``pack_results``
+(LocalBackend False, MegatronBackend's packing settings True) and ``advantage_balance`` (0
+and +-0.5; +-1 for the NaN claim), groups of up to 128 trajectories beside a group of up to
+128, and edge cases in which every pair of
 (scale_rewards, pack_results, allow_training_without_logprobs, balance, what is beside, size)
 occurs
 (``_domain.pairwise_cases``), the largest sizes together in the first:
@@ -50,7 +51,7 @@ import _reward_noise
 SIZES = (2, 3, 5, 6, 7, 8, 16, 64, 128)
 RESIDUE = (0.1, 0.2, 0.3, 0.6, 0.7, 0.9, 1 / 3, 2 / 3)
 _PATH = (
-    "tokenize_trajectory_groups + packer; scale_rewards, pack_results, "
+    "LocalBackend._prepare_training_batch (tokenizer + packer); scale_rewards, pack_results, "
     "allow_training_without_logprobs both ways"
 )
 COVERS = {

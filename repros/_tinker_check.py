@@ -10,9 +10,12 @@ is used by the script's own measurement.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from typing import Any
 
 import _evidence
+import _grpo_art
 import _source
 import _tinker_oracle
 import _tinker_property
@@ -36,7 +39,7 @@ def _check(art: Any, svc: Any) -> dict[str, Any]:
     prompt_len = shared + case["extra"]
     packed = _tinker_property.measure_masks(svc, shared)(case)
     wrong, trainable = _tinker_oracle.wrong_context(case, packed)
-    tinker_packs, why = _tinker_train.tinker_pack_results(art)
+    tinker_packs, why = tinker_pack_results(svc)
     path = _tinker_property.measure_masks(svc, shared, pack_results=bool(tinker_packs))(case)
     path_wrong, path_trainable = _tinker_oracle.wrong_context(case, path)
     reach = (
@@ -122,13 +125,44 @@ def _check(art: Any, svc: Any) -> dict[str, Any]:
             f"{svc.where} TinkerService.train (service.py imported whole, entered "
             "as LocalBackend calls it; stand-in Tinker client)",
             f"{art.name}/tinker/service.py:TinkerService.resolve_global_grad_accumulation_sequences",
-            f"{art.name}/tinker/backend.py, local/backend.py: pack_results (source read, ast)",
+            f"{art.name}/tinker/backend.py:TinkerBackend (built as ART builds it) -> "
+            "local/backend.py:LocalBackend._prepare_training_batch: pack_results (run)",
         ],
         "scope": "ART's packer and TinkerService (tinker/service.py imported whole) run; "
         "stand-ins at the boundary only: " + "; ".join(svc.said) + ". The Tinker client "
         "records the datums and counts the optimizer steps ART takes",
         "method": "ran",
     }
+
+
+STAND_IN_KEY = "artbot-stand-in-key"  # TinkerBackend's tinker_api_key: no Tinker is reached
+
+
+def tinker_pack_results(svc: Any) -> tuple[bool | None, str]:
+    """``pack_results`` on ART's Tinker path, run: a ``TinkerBackend`` built as ART builds it
+    (``tinker/backend.py`` imported whole) prepares one step of a 0/1 group of two trajectories
+    through LocalBackend's ``_prepare_training_batch`` (``_get_packed_tensors``, the packer with
+    the backend's own ``pack_results``); its two results in one row: it packs. None: no step."""
+    folder = svc.folder / "tinker-backend"
+    edge = _grpo_art.boundary(svc.art.load, folder, svc.loop)
+    tinker_backend = svc.art.load("tinker/backend.py").TinkerBackend
+    saved = os.environ.get("TINKER_API_KEY")
+    try:
+        backend = edge.backend(tinker_backend, tinker_api_key=STAND_IN_KEY, path=str(folder))
+        batch = edge.prepare(backend, [[0.0, 1.0]])
+    finally:
+        with contextlib.suppress(KeyError):
+            del os.environ["TINKER_API_KEY"]
+        if saved is not None:
+            os.environ["TINKER_API_KEY"] = saved
+    where = f"{svc.art.name}/tinker/backend.py:TinkerBackend"
+    if batch is None:
+        return None, f"{where} prepared no step for a 0/1 group of two trajectories (run)"
+    rows = int(batch.num_sequences)
+    return rows < 2, (
+        f"{where}, built as ART builds it, packed a 0/1 group of two trajectories into "
+        f"{rows} row{'s' if rows != 1 else ''} through LocalBackend._prepare_training_batch (run)"
+    )
 
 
 def _source_lines(text: str, needle: str) -> list[int]:

@@ -17,13 +17,12 @@ runs ART's ``custom_loss_fn`` on zero logprobs, and counts the ``optim_step_asyn
 makes: the optimizer steps.
 
 The rows are ART's: ``packed_tensors_from_tokenized_results`` (pack.py) with ``pack_results``
-as ART's Tinker path sets it (read by :func:`tinker_pack_results`), written to disk with
-``packed_tensors_to_dir`` and read back by ``train`` itself.
+as the caller gives it (ART's Tinker path's: run by ``_tinker_check.tinker_pack_results``),
+written to disk with ``packed_tensors_to_dir`` and read back by ``train`` itself.
 """
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import contextlib
 import functools
@@ -38,7 +37,6 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import _art_whole
-import _source
 import torch
 from _grpo_pack import TokenizedRecord
 
@@ -191,53 +189,6 @@ def loaded(art: Any) -> Iterator[Loaded]:
             sys.modules.pop("tinker", None)
         else:
             sys.modules["tinker"] = saved
-
-
-def tinker_pack_results(art: Any) -> tuple[bool | None, str]:
-    """``pack_results`` on ART's Tinker path, read with ``ast``: TinkerBackend subclasses
-    LocalBackend without setting ``_supports_result_packing``; LocalBackend's ``__init__`` sets
-    it; ``_get_packed_tensors`` passes it as ``pack_results``. None when any link is missing."""
-    backend, local = art.source("tinker/backend.py"), art.source("local/backend.py")
-    if not backend or not local:
-        return None, "tinker/backend.py or local/backend.py not in this release"
-    tinker_cls = _source.class_named(backend, "TinkerBackend")
-    assert isinstance(tinker_cls.node, ast.ClassDef)
-    bases = [ast.unparse(b) for b in tinker_cls.node.bases]
-    if "LocalBackend" not in bases:
-        return None, f"TinkerBackend's bases are {bases}, not LocalBackend"
-    if _assigns(tinker_cls.node, "_supports_result_packing"):
-        return None, "TinkerBackend sets _supports_result_packing itself"
-    local_cls = _source.class_named(local, "LocalBackend")
-    assert isinstance(local_cls.node, ast.ClassDef)
-    values = [
-        (local_cls.line + n.lineno - 1, n.value)
-        for n in ast.walk(local_cls.node)
-        if isinstance(n, ast.Assign)
-        and any(ast.unparse(t) == "self._supports_result_packing" for t in n.targets)
-    ]
-    passes = [
-        local_cls.line + n.lineno - 1
-        for n in ast.walk(local_cls.node)
-        if isinstance(n, ast.keyword)
-        and n.arg == "pack_results"
-        and ast.unparse(n.value) == "self._supports_result_packing"
-    ]
-    if len(values) != 1 or not passes or not isinstance(values[0][1], ast.Constant):
-        return None, "LocalBackend's _supports_result_packing is not one constant passed on"
-    line, value = values[0]
-    assert isinstance(value, ast.Constant)
-    return bool(value.value), (
-        f"TinkerBackend({', '.join(bases)}) does not set _supports_result_packing; "
-        f"{art.name}/local/backend.py:{line} sets it to {value.value!r} and L{passes[0]} passes "
-        "it as pack_results"
-    )
-
-
-def _assigns(cls: ast.ClassDef, attr: str) -> bool:
-    return any(
-        isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Store)
-        for n in ast.walk(cls)
-    )
 
 
 def run_train(

@@ -442,7 +442,9 @@ def check_art(art: Any) -> dict[str, Any]:
     def step(groups: list[list[float]], **config: Any) -> dict[str, Any]:
         return _grpo_art.step(art, groups, **config)
 
-    found = search_claims(_grpo_property.AUDIT, step, art)
+    with _grpo_art.loaded(art):
+        found = search_claims(_grpo_property.AUDIT, step, art)
+        ran = _grpo_art.ran(art)
     details = {cid: f"{found[cid].summary()}; {first_case(art, cid)}" for cid in found}
     at, dropped = where_at(art)
     return {
@@ -458,9 +460,10 @@ def check_art(art: Any) -> dict[str, Any]:
             for cid in details
         },
         "detail": "; ".join(details.values()),
-        "ran": _grpo_art.ran(art),
-        "scope": "ART's tokenize_trajectory_groups and packer run whole; the trajectories "
-        "(one completion each, vLLM's token ids) and the tokenizer are artbot's stand-ins",
+        "ran": ran,
+        "scope": "ART's LocalBackend._prepare_training_batch run whole (local/backend.py and "
+        "what it imports: the tokenizer, the packer); the trajectories (one completion each, "
+        "vLLM's token ids) and the tokenizer are artbot's stand-ins",
         "method": "ran",
     }
 

@@ -45,7 +45,7 @@ Assumptions, stated because the script does not run Tinker:
   the order ART makes them; nothing about Tinker's optimizer is modelled beyond "one
   ``optim_step`` applies the gradients accumulated since the previous one".
 
-Which layout ART's Tinker path packs (artbot's addition, checked by ``check_art``):
+Which layout ART's Tinker path packs (artbot's addition, run by ``check_art``):
 TinkerBackend subclasses LocalBackend and does not set ``_supports_result_packing``, which
 LocalBackend's ``__init__`` sets to False and ``_get_packed_tensors`` passes as
 ``pack_results`` (0.5.20 ``local/backend.py`` L348, L1124). With ``pack_results=False`` ART's
@@ -391,11 +391,12 @@ def check_art(art: Any) -> dict[str, Any]:
     masks and steps the optimizer, over ART's ``TrainConfig`` values and 1-512 trajectories.
     The masks are checked on the layout they are written for (``pack_results=True``, one row
     holding the shared prompt and both branches); whether ART's Tinker path reaches that layout
-    is read from its backends (``pack_results`` as LocalBackend passes it for TinkerBackend) and
-    run as well. The check itself is ``_tinker_check.check``, kept beside this script; each
-    claim is split (issue #53): ART runs here and each input's raw facts are taped on ``art``
-    (``_tinker_property``), and ``ORACLES`` (``_tinker_oracle``, ART-free) draws the inputs and
-    judges them, so artbot can draw them with its own seed and judge again in its process."""
+    is run: a ``TinkerBackend`` built as ART builds it prepares a step through LocalBackend's
+    ``_prepare_training_batch`` (``_tinker_check.tinker_pack_results``). The check itself is
+    ``_tinker_check.check``, kept beside this script; each claim is split (issue #53): ART
+    runs here and each input's raw facts are taped on ``art`` (``_tinker_property``), and
+    ``ORACLES`` (``_tinker_oracle``, ART-free) draws the inputs and judges them, so artbot can
+    draw them with its own seed and judge again in its process."""
     return _tinker_check.check(art)
 
 

@@ -435,12 +435,14 @@ def check_art(art: Any) -> dict[str, Any]:
 
 def packed_claims(art: Any) -> tuple[dict[str, Any], list[str]]:
     """The packed path's two claims (``_grpo_property``'s domains, through item 3's path:
-    ART's ``tokenize_trajectory_groups`` and packer, ``_grpo_art``)."""
+    ART's ``LocalBackend._prepare_training_batch``, its tokenizer and packer, ``_grpo_art``)."""
 
     def step(groups: list[list[float]], **config: Any) -> dict[str, Any]:
         return _grpo_art.step(art, groups, **config)
 
-    found = item03.search_claims(_grpo_property.FOLLOW_UP, step, art)
+    with _grpo_art.loaded(art):
+        found = item03.search_claims(_grpo_property.FOLLOW_UP, step, art)
+        ran = _grpo_art.ran(art)
     at, dropped = item03.where_at(art)
     return {
         cid: _evidence.claim(
@@ -452,7 +454,7 @@ def packed_claims(art: Any) -> tuple[dict[str, Any], list[str]]:
             domain=found[cid].domain(),
         )
         for cid in _grpo_property.FOLLOW_UP
-    }, _grpo_art.ran(art)
+    }, ran
 
 
 if __name__ == "__main__":

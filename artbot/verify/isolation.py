@@ -67,13 +67,28 @@ class Unloaded:
 
 class _SyntheticPackage(ModuleType):
     """An ART package whose ``__init__`` is not executed: submodules and the names its
-    ``__init__`` re-exports from them are loaded when first asked for."""
+    ``__init__`` re-exports from them are loaded when first asked for. A name the ``__init__``
+    re-exports wins over a submodule of the same name, as when the ``__init__`` runs
+    (``art/utils``: ``from .retry import retry`` binds the function, not the module)."""
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
         resolve: Callable[[ModuleType, str], Any] = self.__dict__["_artbot_resolve"]
         return resolve(self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The import system binds each loaded submodule on its package; an ``__init__`` that
+        # re-exports a same-named function rebinds it after, so that binding is not kept.
+        shadowed: Callable[[ModuleType, str], bool] | None = self.__dict__.get("_artbot_shadowed")
+        if (
+            isinstance(value, ModuleType)
+            and value.__name__ == f"{self.__name__}.{name}"
+            and shadowed is not None
+            and shadowed(self, name)
+        ):
+            return
+        super().__setattr__(name, value)
 
 
 class _StandIn:
@@ -204,17 +219,25 @@ class ArtModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return _StandInModule(spec.name)
         module = _SyntheticPackage(spec.name)
         module.__dict__["_artbot_resolve"] = self._resolve
+        module.__dict__["_artbot_shadowed"] = self._shadowed
         return module
 
     def exec_module(self, module: ModuleType) -> None:
         return None
 
     # names of synthetic packages ----------------------------------------------------
+    def _shadowed(self, package: ModuleType, name: str) -> bool:
+        """The package ``__init__`` re-exports ``name`` from a module (module doc)."""
+        assert package.__spec__ is not None
+        exports = self._package_exports(package.__name__, package.__spec__.loader_state[1])
+        return not isinstance(exports, str) and name in exports[0]
+
     def _resolve(self, package: ModuleType, name: str) -> Any:
         spec = package.__spec__
         assert spec is not None
         _, where = spec.loader_state
-        if (where / name).is_dir() or (where / f"{name}.py").is_file():
+        is_module = (where / name).is_dir() or (where / f"{name}.py").is_file()
+        if is_module and not self._shadowed(package, name):
             return importlib.import_module(f"{package.__name__}.{name}")
         exports = self._package_exports(package.__name__, where)
         qualname = f"{package.__name__}.{name}"

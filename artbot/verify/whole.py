@@ -59,8 +59,17 @@ GPU_PACKAGES = (
     "trl",
 )
 # Third-party packages of ART's service paths that its code imports and calls at import time but
-# that no checked function runs (Tinker's server and ART's process actors).
-SERVICE_PACKAGES = ("fastapi", "uvicorn", "setproctitle", "tblib", "tinker_cookbook")
+# that no checked function runs (Tinker's server and ART's process actors; LocalBackend's progress
+# bar, tqdm, and model.py's data frames, polars, which only its training loop and logging use).
+SERVICE_PACKAGES = (
+    "fastapi",
+    "uvicorn",
+    "setproctitle",
+    "tblib",
+    "tinker_cookbook",
+    "tqdm",
+    "polars",
+)
 BOUNDARY_PACKAGES = GPU_PACKAGES + SERVICE_PACKAGES
 _PARALLEL_STATE = "megatron.core.parallel_state"
 _TYPE_ALIAS = re.compile(r"(?m)^(\s*)type (\w+)(\[[^\]=]*\])? = ")

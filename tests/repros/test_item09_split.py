@@ -210,3 +210,32 @@ def test_check_art_measures_artbot_s_plan_and_the_judge_decides(
             assert found["claims"][cid]["domain"]["seed"] is None
         assert _rejudged(tape) == _verdicts(found) == expect
     assert plans[0] != plans[1]
+
+
+@pytest.mark.repro
+@pytest.mark.parametrize(
+    ("edit", "packs", "rows"), [(None, False, "2 rows"), ("fake", True, "1 row")]
+)
+def test_the_tinker_path_s_pack_results_is_run_through_the_backend(
+    edit: str | None, packs: bool, rows: str, art_wheels: ArtWheels, tmp_path: Path
+) -> None:
+    """Which layout ART's Tinker path packs is what a ``TinkerBackend`` built as ART builds it
+    does in LocalBackend's ``_prepare_training_batch`` (issue #50: run, not read): 0.5.23 as
+    released packs a group's two trajectories into two rows; with the caller-side fake that sets
+    ``_supports_result_packing`` in TinkerBackend, into one."""
+    root = art_wheels.tree("0.5.23")
+    if edit is not None:
+        fake = load_adversarial(
+            ADVERSARIAL / "item09_fake_tinker_backend_packs_a_group_in_a_row.toml"
+        )
+        root = controlled_copy(root, tmp_path / edit, fake.edits)
+    sys.path.insert(0, str(REPROS))
+    try:
+        train = import_script(REPROS / "_tinker_train.py", "_artbot_test_tinker_train")
+        check = import_script(REPROS / "_tinker_check.py", "_artbot_test_tinker_check")
+        with open_tree(root, load_catalog(ROOT).audit).modules() as art, train.loaded(art) as svc:
+            got, why = check.tinker_pack_results(svc)
+    finally:
+        sys.path.remove(str(REPROS))
+    assert got is packs, why
+    assert f"into {rows} through LocalBackend._prepare_training_batch (run)" in why

@@ -206,6 +206,27 @@ def test_modules_load_single_files_without_package_inits(tmp_path: Path) -> None
     assert not [m for m in sys.modules if m == "art" or m.startswith("art.")]
 
 
+def test_a_name_the_package_init_reexports_wins_over_its_same_named_submodule(
+    tmp_path: Path,
+) -> None:
+    """As when ``art/utils/__init__.py`` runs (``from .retry import retry``): the package's
+    name is the function, whichever is imported first, the submodule or the package's name."""
+    package = make_tree(tmp_path, {
+        "art/__init__.py": "",
+        "art/utils/__init__.py": "from .retry import retry\nfrom .other import other\n",
+        "art/utils/retry.py": "def retry(n):\n    return n + 1\n",
+        "art/utils/other.py": "def other():\n    return 0\n",
+        "art/first.py": "from art.utils import retry\n\nVALUE = retry(1)\n",
+        "art/second.py": "import art.utils.other\nfrom art.utils import other\n\n"
+                         "VALUE = other()\n",
+    })  # fmt: skip
+    with ArtModules(package) as art:
+        assert art.load("first.py").VALUE == 2
+        assert art.load("second.py").VALUE == 0
+        assert sys.modules["art.utils.retry"].retry(2) == 3  # the submodule still imports
+    assert not [m for m in sys.modules if m == "art" or m.startswith("art.")]
+
+
 def test_modules_fail_loudly_on_a_missing_import_and_stand_in_for_listed_ones(
     tmp_path: Path,
 ) -> None:
