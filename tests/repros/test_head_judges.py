@@ -50,17 +50,43 @@ class Head:
         return layer(hidden.unsqueeze(1), weight=weight)[0], None, None, None
 
 
+def _entry(callee: Any) -> Any:
+    """The checks' entry (``_art_logprobs.Entry``, the stand-in trainer and its model) around a
+    model of ART's caller ``calculate_logprobs``: the model's forward under the call's grad and
+    inference modes, then ``callee`` (this project's model of ``_calculate_logprobs``)."""
+
+    def caller(
+        dtype: torch.dtype,
+        trainer: Any,
+        input_ids: torch.Tensor,
+        causal_mask: Any,
+        forward_kwargs: dict[str, Any],
+        next_input_ids: torch.Tensor,
+        lm_head_t: torch.Tensor,
+        *,
+        chunk_size: int,
+        inference_mode: bool,
+        no_grad: bool,
+        **_: Any,
+    ) -> Any:
+        with torch.inference_mode(inference_mode), torch.set_grad_enabled(not no_grad):
+            hidden = trainer.model(input_ids=input_ids, causal_mask=causal_mask).logits
+        return callee(lm_head_t, hidden, next_input_ids, chunk_size)
+
+    return item401._art_logprobs.Entry(caller)
+
+
 def _measures(item: int, fp32: bool) -> Any:
     if item == 2:
         impl = item02.calculate_logprobs_fp32 if fp32 else item02.calculate_logprobs_bf16
-        return item02._art_lse.LseMeasure(impl)
+        return item02._art_lse.LseMeasure(_entry(impl))
     if item == 4:
         return item04._art_head.HeadMeasure(Head(fp32))
 
     def logprobs(*args: Any) -> Any:
         return item401.calculate_logprobs(*args, fp32_matmul=fp32)
 
-    return item401._art_logprobs.LogitsMeasure(logprobs)
+    return item401._art_logprobs.LogitsMeasure(_entry(logprobs))
 
 
 def _oracle(item: int) -> Any:
@@ -130,6 +156,24 @@ def test_a_malformed_measurement_is_a_failure(item: int) -> None:
             bad.append({**good, key: False})  # "no gradient"
     for raw in bad:
         assert isinstance(judge(case, raw), domain.Failure), raw
+
+
+@pytest.mark.parametrize("item", [2, 401])
+def test_each_call_without_grad_is_judged(item: int) -> None:
+    """Without grad the checks run every call ``compute_loss`` makes of ``calculate_logprobs``
+    without grad: one call's BF16 log-probabilities, or a call not measured, is a failure."""
+    judge = _oracle(item).judge
+    case = next(c for c in _cases(item) if c["grad"] in ("off", False))
+    good = domain.as_json(_measures(item, fp32=True)(case))
+    rounded = domain.as_json(_measures(item, fp32=False)(case))
+    assert set(good["lp_calls"]) == {"reference", "reference_adapter"}
+    assert judge(case, good) is None
+    assert judge(case, rounded) is not None
+    for call in good["lp_calls"]:
+        one = {**good, "lp_calls": {**good["lp_calls"], call: rounded["lp"]}}
+        assert judge(case, one) is not None, call
+        less = {**good, "lp_calls": {k: v for k, v in good["lp_calls"].items() if k != call}}
+        assert isinstance(judge(case, less), domain.Failure), call
 
 
 def _nan(value: list[Any]) -> list[Any]:
