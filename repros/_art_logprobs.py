@@ -59,6 +59,10 @@ CALLS = {
     "reference_adapter": (False, True, True, "kl_ref/adapter"),
 }
 SCOPE = "run on CPU tensors: a patch that acts differently on CUDA tensors is not seen"
+ENTERED = (  # the calls, for a claim's domain
+    "ART's 4 calls of calculate_logprobs (policy's with grad; new, reference, adapter reference "
+    "without)"
+)
 
 
 class _Peft:
@@ -166,13 +170,9 @@ def calls_missing(case_grad: bool, raw: dict[str, Any]) -> str | None:
 # ---- item 401: the logits -------------------------------------------------------------------
 
 LOGITS_COVERS = (
-    "hidden dtype bfloat16/float16/float32; grad off, hidden, hidden+head; chunk 1-1024 "
-    "(ART's default); batch 1-2, positions 1-1100; vocab 17-151,936 (151,936: 32 positions, 8 "
-    "with grad, hidden 8); hidden 8-256; logits up to about 4 or 58; hidden-state |max| 4, 40 "
-    "or 400 (real final-norm outputs reach hundreds; the head scaled down to match); 16 "
-    "tokens of each judged; entered at ART's calculate_logprobs as compute_loss calls it (the "
-    "policy's with grad; without, the new logprobs' and the reference's, with and without an "
-    "adapter); " + SCOPE
+    "bfloat16/float16/float32; grad off/hidden/hidden+head; chunk 1-1024; batch 1-2 x 1-1100 "
+    "positions; vocab 17-151,936 (151,936: 8-32 positions, hidden 8); hidden 8-256; logits 4 "
+    "or 58; hidden |max| 4-400; 16 tokens judged; " + ENTERED + "; " + SCOPE
 )
 
 

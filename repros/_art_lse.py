@@ -36,12 +36,12 @@ DTYPES = _art_logprobs.DTYPES
 EPS32 = torch.finfo(torch.float32).eps
 ART_CHUNK = _art_logprobs.ART_CHUNK
 COVERS = (
-    "identity head (vocab 128) or a 0/1 selection head of hidden 66 (vocab 4,099-151,936, "
-    "rows up to 16); hidden dtype bfloat16/float16/float32; target logit 0.5-200; 1 - p from "
-    "1e-5 to 0.6 (1-64 competitors); rows 1-2100; chunk 1-1024; grad on and off; 24 rows of "
-    "each judged, spread over 1 - p; entered at ART's calculate_logprobs as compute_loss "
-    "calls it (grad on: the policy's; off: the new logprobs' and the reference's, with and "
-    "without an adapter); " + _art_logprobs.SCOPE
+    "identity head (vocab 128) or 0/1 head of hidden 66 (vocab 4,099-151,936, rows <= 16); "
+    "bfloat16/float16/float32; logit 0.5-200; 1-p 1e-5 to 0.6 (1-64 rivals); rows 1-2100; "
+    "chunk 1-1024; grad on/off; 24 rows judged each; "
+    + _art_logprobs.ENTERED
+    + "; "
+    + _art_logprobs.SCOPE
 )
 VOCAB = 128
 # Vocabularies past a 4096-id cut-off, up to Qwen3's; with them the rows stay few (cheap).

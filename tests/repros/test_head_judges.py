@@ -225,3 +225,14 @@ def test_every_input_the_check_can_make_is_in_the_judges_domain_and_none_past_it
     for key, value in [("dtype", "float8"), ("seed", -1), ("seed", 1.5), ("seed", True)]:
         failure = judge({**_cases(item)[0], key: value}, {})
         assert isinstance(failure, domain.Failure) and "outside" in str(failure.measured)
+
+
+def test_the_domain_says_the_checks_enter_at_the_caller_and_run_cpu_tensors_only() -> None:
+    """A patch gated on the device (FP32 on CPU tensors only) is judged fixed: a CPU cannot run
+    CUDA tensors. The domain each verdict prints (its first 400 characters) says so plainly,
+    and names the caller the checks enter at."""
+    lp = item401._art_logprobs
+    for covers in (item02._art_lse.COVERS, lp.LOGITS_COVERS):
+        shown_covers = covers[:400]
+        assert shown_covers.endswith(lp.SCOPE), covers
+        assert lp.ENTERED in shown_covers, covers
