@@ -170,9 +170,9 @@ def calls_missing(case_grad: bool, raw: dict[str, Any]) -> str | None:
 # ---- item 401: the logits -------------------------------------------------------------------
 
 LOGITS_COVERS = (
-    "bfloat16/float16/float32; grad off/hidden/hidden+head; chunk 1-1024; batch 1-2 x 1-1100 "
-    "positions; vocab 17-151,936 (151,936: 8-32 positions, hidden 8); hidden 8-256; logits 4 "
-    "or 58; hidden |max| 4-400; 16 tokens judged; " + ENTERED + "; " + SCOPE
+    "hidden dtype bfloat16/float16/float32; vocab 17-151,936 (at 151,936 hidden "
+    "8); grad off/hidden/hidden+head; chunk 1-1024; batch 1-2 x 1-1100 positions; hidden 8-256; "
+    "logits 4 or 58; hidden |max| 4-400; 16 tokens judged; " + ENTERED + "; " + SCOPE
 )
 
 

@@ -36,9 +36,9 @@ DTYPES = _art_logprobs.DTYPES
 EPS32 = torch.finfo(torch.float32).eps
 ART_CHUNK = _art_logprobs.ART_CHUNK
 COVERS = (
-    "identity head (vocab 128) or 0/1 head of hidden 66 (vocab 4,099-151,936, rows <= 16); "
-    "bfloat16/float16/float32; logit 0.5-200; 1-p 1e-5 to 0.6 (1-64 rivals); rows 1-2100; "
-    "chunk 1-1024; grad on/off; 24 rows judged each; "
+    "hidden dtype bfloat16/float16/float32; 1 - p from 1e-5 to 0.6; rows 1-2100; chunk 1-1024; "
+    "grad on and off; identity head (vocab 128), 0/1 head of hidden 66 (vocab 4,099-151,936, "
+    "rows <= 16); logit 0.5-200; 24 rows judged; "
     + _art_logprobs.ENTERED
     + "; "
     + _art_logprobs.SCOPE
