@@ -29,6 +29,8 @@ import contextlib
 import inspect
 import math
 import random
+import types
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,24 +48,131 @@ ART_CHUNK = 1024  # ART's default logprob_calculation_chunk_size
 REAL_VOCAB = 151_936
 
 
+CALLER = "calculate_logprobs"  # ART's caller of FUNCTION, which compute_loss calls
+# ART's calls of CALLER in compute_loss, by name: (inference_mode, no_grad, reference_logprobs,
+# reference_adapter_name). With grad the policy's; without, the other three (the new logprobs
+# precalculated, the reference's with and without a KL reference adapter).
+CALLS = {
+    "policy": (False, False, False, None),
+    "new_logprobs": (True, True, False, None),
+    "reference": (True, False, True, None),
+    "reference_adapter": (False, True, True, "kl_ref/adapter"),
+}
+SCOPE = "run on CPU tensors: a patch that acts differently on CUDA tensors is not seen"
+ENTERED = (  # the calls, for a claim's domain
+    "ART's 4 calls of calculate_logprobs (policy's with grad; new, reference, adapter reference "
+    "without)"
+)
+
+
+class _Peft:
+    """The PEFT model ``trainer.accelerator.unwrap_model`` hands back: adapters are names."""
+
+    def __init__(self) -> None:
+        self.peft_config: dict[str, str] = {}
+        self.active_adapter: Any = ["default"]
+
+    def load_adapter(self, path: str, adapter_name: str) -> None:
+        self.peft_config[adapter_name] = path
+
+    def set_adapter(self, name: str) -> None:
+        self.active_adapter = name
+
+    @contextlib.contextmanager
+    def disable_adapter(self) -> Iterator[None]:
+        yield
+
+
+class _Model:
+    """Unsloth's model with ``UNSLOTH_RETURN_HIDDEN_STATES``: its ``.logits`` are the hidden
+    states, here the case's (an identity op, so the calls' grad and inference modes apply)."""
+
+    def __init__(self, hidden: torch.Tensor) -> None:
+        self.hidden = hidden
+
+    def __call__(self, *, input_ids: Any, causal_mask: Any, **kwargs: Any) -> Any:
+        return types.SimpleNamespace(logits=self.hidden.clone())
+
+
+class Entry:
+    """ART's ``calculate_logprobs`` entered as ``compute_loss`` calls it, the trainer, its model
+    and adapters stood in for: ``entry(head, hidden, ids, chunk)`` returns ``(call, logprobs)``
+    for the policy's call when ``hidden`` requires grad, else for each call without grad."""
+
+    def __init__(self, caller: Any) -> None:
+        self.caller = caller
+
+    def __call__(
+        self, head: torch.Tensor, hidden: torch.Tensor, ids: torch.Tensor, chunk: int
+    ) -> list[tuple[str, torch.Tensor]]:
+        names = ["policy"] if hidden.requires_grad else [n for n in CALLS if n != "policy"]
+        peft = _Peft()
+        trainer = types.SimpleNamespace(
+            model=_Model(hidden),
+            accelerator=types.SimpleNamespace(unwrap_model=lambda model, **kw: peft),
+        )
+        half = hidden.dtype if hidden.dtype != torch.float32 else torch.bfloat16
+        out = []
+        for name in names:
+            inference_mode, no_grad, reference, adapter = CALLS[name]
+            with warnings.catch_warnings():  # autocast(device_type="cuda") without CUDA: off
+                warnings.filterwarnings("ignore", message=".*CUDA is not available.*")
+                logprobs = self.caller(
+                    half,
+                    trainer,
+                    ids,
+                    None,
+                    {},
+                    ids,
+                    head,
+                    chunk_size=chunk,
+                    inference_mode=inference_mode,
+                    no_grad=no_grad,
+                    reference_logprobs=reference,
+                    reference_adapter_name=adapter,
+                )[0]
+            out.append((name, logprobs))
+        return out
+
+
 @contextlib.contextmanager
-def load(art: Any) -> Iterator[tuple[Any, int]]:
-    """ART's ``_calculate_logprobs`` and its first line, from ``unsloth/train.py`` imported whole
-    (``_art_whole``: Unsloth's training stack stood in for where absent), so a helper, alias or
-    table of the file resolves as in ART; the module stays importable while the context is open."""
+def load(art: Any) -> Iterator[tuple[Entry, int]]:
+    """ART's ``calculate_logprobs`` (as :class:`Entry`) and ``_calculate_logprobs``'s first line,
+    from ``unsloth/train.py`` imported whole (``_art_whole``: Unsloth's training stack stood in
+    for where absent), so a helper, alias or table of the file resolves as in ART; the module
+    stays importable while the context is open."""
     with _art_whole.whole(art) as whole:
-        function = getattr(whole.load(RELPATH), FUNCTION)
-        yield function, inspect.getsourcelines(function)[1]
+        module = whole.load(RELPATH)
+        function = getattr(module, FUNCTION)
+        yield Entry(getattr(module, CALLER)), inspect.getsourcelines(function)[1]
+
+
+def calls_lp(calls: list[tuple[str, torch.Tensor]], pick: Any) -> dict[str, Any]:
+    """A measurement's log-probabilities: ``lp`` the first call's (``pick`` of them), ``lp_calls``
+    the other calls' by name."""
+    raw: dict[str, Any] = {"lp": pick(calls[0][1])}
+    if len(calls) > 1:
+        raw["lp_calls"] = {name: pick(lp) for name, lp in calls[1:]}
+    return raw
+
+
+def calls_missing(case_grad: bool, raw: dict[str, Any]) -> str | None:
+    """Which of ART's calls without grad a measurement lacks (None when none)."""
+    if case_grad:
+        return None
+    got = raw.get("lp_calls")
+    want = [n for n in CALLS if n not in ("policy", "new_logprobs")]
+    if not isinstance(got, dict) or any(n not in got for n in want):
+        return "log-probabilities of every call without grad"
+    return None
 
 
 # ---- item 401: the logits -------------------------------------------------------------------
 
 LOGITS_COVERS = (
-    "hidden dtype bfloat16/float16/float32; grad off, hidden, hidden+head; chunk 1-1024 "
-    "(ART's default); batch 1-2, positions 1-1100; vocab 17-151,936 (151,936: 32 positions, 8 "
-    "with grad, hidden 8); hidden 8-256; logits up to about 4 or 58; hidden-state |max| 4, 40 "
-    "or 400 (real final-norm outputs reach hundreds; the head scaled down to match); 16 "
-    "tokens of each judged"
+    "hidden dtype bfloat16/float16/float32; vocab 17-151,936 (at 151,936 hidden "
+    "8); grad off/hidden/hidden+head; chunk 1-1024; batch 1-2 x 1-1100 positions; hidden 8-256; "
+    "logits 4 or 58; hidden |max| 4-400; 16 tokens judged; " + ENTERED + "; " + SCOPE
 )
 
 
@@ -185,7 +294,7 @@ def logits_shown(case: dict[str, Any]) -> dict[str, torch.Tensor]:
 
 
 class LogitsMeasure:
-    """:func:`logits_judge`'s measurements, made with ART's ``_calculate_logprobs``."""
+    """:func:`logits_judge`'s measurements, made through ART's ``calculate_logprobs``."""
 
     def __init__(self, impl: Any) -> None:
         self.impl = impl
@@ -195,10 +304,9 @@ class LogitsMeasure:
         shown = logits_shown(case)
         hidden.requires_grad_(case["grad"] != "off")
         head.requires_grad_(case["grad"] == "hidden+head")
-        logprobs = self.impl(head, hidden, ids, case["chunk"])[0]
-        raw: dict[str, Any] = {
-            "lp": logprobs.detach().double().flatten()[shown["tokens"]].tolist(),
-        }
+        calls = self.impl(head, hidden, ids, case["chunk"])
+        logprobs = calls[0][1]
+        raw = calls_lp(calls, lambda lp: lp.detach().double().flatten()[shown["tokens"]].tolist())
         if case["grad"] == "off":
             return raw
         raw["requires_grad"] = logprobs.requires_grad
@@ -266,11 +374,15 @@ def logits_judge(case: dict[str, Any], raw: Any) -> _domain.Failure | None:
     dot = math.sqrt(h) * (h64[rows].abs() @ w64.abs()).amax(-1)
     bound = 8 * EPS32 * (dot + lse64.abs())
     at = torch.searchsorted(rows, shown["tokens"])  # the shown tokens among ``rows``
-    ratio = _shown.worst(raw.get("lp"), lp64[at], bound[at])
-    if ratio is None:
-        return _domain.Failure("log-probabilities of the wrong shape", "FP32 log-probabilities")
-    if ratio > 1:
-        return _domain.Failure(round(ratio, 3), "1 (logprob error / FP32 bound)")
+    missing = calls_missing(case["grad"] != "off", raw)
+    if missing is not None:
+        return _domain.Failure("no measurement", missing)
+    for lp in [raw.get("lp"), *(raw.get("lp_calls") or {}).values()]:
+        ratio = _shown.worst(lp, lp64[at], bound[at])
+        if ratio is None:
+            return _domain.Failure("log-probabilities of the wrong shape", "FP32 log-probabilities")
+        if ratio > 1:
+            return _domain.Failure(round(ratio, 3), "1 (logprob error / FP32 bound)")
     if case["grad"] == "off":
         return None
     if raw.get("requires_grad") is not True:

@@ -1,5 +1,6 @@
 """Item 2's check: ART's Unsloth ``_calculate_logprobs`` searched for the BF16 logsumexp's dead
-zone (``_art_logprobs.load`` imports ``unsloth/train.py`` whole and hands the function over).
+zone, entered at its caller ``calculate_logprobs`` as ``compute_loss`` calls it
+(``_art_logprobs.load`` imports ``unsloth/train.py`` whole and hands the entry over).
 
 The property, the logsumexp after the logits: with an identity head (each hidden row is its row
 of logits, exact in every dtype, so the matmul is exact whatever its precision), or a 0/1 head
@@ -35,10 +36,12 @@ DTYPES = _art_logprobs.DTYPES
 EPS32 = torch.finfo(torch.float32).eps
 ART_CHUNK = _art_logprobs.ART_CHUNK
 COVERS = (
-    "identity head (vocab 128) or a 0/1 selection head of hidden 66 (vocab 4,099-151,936, "
-    "rows up to 16); hidden dtype bfloat16/float16/float32; target logit 0.5-200; 1 - p from "
-    "1e-5 to 0.6 (1-64 competitors); rows 1-2100; chunk 1-1024; grad on and off; 24 rows of "
-    "each judged, spread over 1 - p"
+    "hidden dtype bfloat16/float16/float32; 1 - p from 1e-5 to 0.6; rows 1-2100; chunk 1-1024; "
+    "grad on and off; identity head (vocab 128), 0/1 head of hidden 66 (vocab 4,099-151,936, "
+    "rows <= 16); logit 0.5-200; 24 rows judged; "
+    + _art_logprobs.ENTERED
+    + "; "
+    + _art_logprobs.SCOPE
 )
 VOCAB = 128
 # Vocabularies past a 4096-id cut-off, up to Qwen3's; with them the rows stay few (cheap).
@@ -151,7 +154,7 @@ def shown_rows(hidden: torch.Tensor) -> torch.Tensor:
 
 
 class LseMeasure:
-    """:func:`judge`'s measurements, made with ART's ``_calculate_logprobs``."""
+    """:func:`judge`'s measurements, made through ART's ``calculate_logprobs``."""
 
     def __init__(self, impl: Any) -> None:
         self.impl = impl
@@ -161,8 +164,11 @@ class LseMeasure:
         rows, shown = case["rows"], shown_rows(hidden)
         hidden.requires_grad_(case["grad"])
         ids = torch.zeros((1, rows), dtype=torch.long)  # the target is logit 0
-        logprobs = self.impl(head(hidden, sel), hidden, ids, case["chunk"])[0]
-        raw: dict[str, Any] = {"lp": logprobs.detach().double().reshape(rows)[shown].tolist()}
+        calls = self.impl(head(hidden, sel), hidden, ids, case["chunk"])
+        logprobs = calls[0][1]
+        raw = _art_logprobs.calls_lp(
+            calls, lambda lp: lp.detach().double().reshape(rows)[shown].tolist()
+        )
         if not case["grad"]:
             return raw
         raw["requires_grad"] = logprobs.requires_grad
@@ -199,17 +205,21 @@ def judge(case: dict[str, Any], raw: Any) -> _domain.Failure | None:
     l64 = h64[:, sel]
     lp64 = torch.log_softmax(l64, -1)[:, 0]
     bound = 8 * EPS32 * (abs(x) + 1)
-    ratio = _shown.worst(raw.get("lp"), lp64, torch.full_like(lp64, bound))
-    if ratio is None:
-        return _domain.Failure("log-probabilities of the wrong shape", "log-probabilities")
-    if ratio > 1:
-        got = torch.tensor(raw["lp"], dtype=torch.float64)
-        r = int(((got - lp64).abs()).nan_to_num(math.inf).argmax())
-        return _domain.Failure(
-            f"logprob {float(got[r]):.3g} at p = {float(lp64[r].exp()):.6f} "
-            f"(log p {float(lp64[r]):.3g})",
-            f"|error| <= {bound:.2g}",
-        )
+    missing = _art_logprobs.calls_missing(case["grad"], raw)
+    if missing is not None:
+        return _domain.Failure("no measurement", missing)
+    for lp in [raw.get("lp"), *(raw.get("lp_calls") or {}).values()]:
+        ratio = _shown.worst(lp, lp64, torch.full_like(lp64, bound))
+        if ratio is None:
+            return _domain.Failure("log-probabilities of the wrong shape", "log-probabilities")
+        if ratio > 1:
+            got = torch.tensor(lp, dtype=torch.float64)
+            r = int(((got - lp64).abs()).nan_to_num(math.inf).argmax())
+            return _domain.Failure(
+                f"logprob {float(got[r]):.3g} at p = {float(lp64[r].exp()):.6f} "
+                f"(log p {float(lp64[r]):.3g})",
+                f"|error| <= {bound:.2g}",
+            )
     if not case["grad"]:
         return None
     if raw.get("requires_grad") is not True:

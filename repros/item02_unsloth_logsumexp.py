@@ -55,6 +55,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _art_logprobs  # noqa: E402
 import _art_lse  # noqa: E402
 import _common  # noqa: E402
 import _domain  # noqa: E402
@@ -325,7 +326,8 @@ ORACLES = {
 
 def check_art(art: Any) -> dict[str, Any]:
     """ART's own ``_calculate_logprobs`` (its module, ``unsloth/train.py``, imported whole, with
-    Unsloth's training stack stood in for where absent: ``_art_logprobs.load``) searched over
+    Unsloth's training stack stood in for where absent: ``_art_logprobs.load``; entered at its
+    caller ``calculate_logprobs`` as ``compute_loss`` calls it) searched over
     the claim's domain (``_art_lse.COVERS``; artbot's inputs when it sent a plan). The property:
     every logprob equals log p (float64 log-softmax of the same logits) to FP32 accuracy and the
     gradient reaching the hidden states is onehot - p to the accuracy of their dtype, on 24 rows
@@ -350,10 +352,12 @@ def check_art(art: Any) -> dict[str, Any]:
         },
         "detail": detail,
         "ran": [
-            f"{art.name}/unsloth/train.py:{line} _calculate_logprobs (module imported whole, run)"
+            f"{art.name}/unsloth/train.py:{line} _calculate_logprobs (module imported whole, run "
+            "from its caller calculate_logprobs, as compute_loss calls it)"
         ],
-        "scope": "ART's _calculate_logprobs run on CPU with BF16 hidden states (the autocast "
-        "dtype on GPU is assumed, as the audit does); the model around it is not run",
+        "scope": "ART's calculate_logprobs and _calculate_logprobs run with BF16 hidden states "
+        "(the autocast dtype on GPU is assumed, as the audit does); the model, trainer and "
+        "adapters around them stood in for; " + _art_logprobs.SCOPE,
         "method": "ran",
     }
 

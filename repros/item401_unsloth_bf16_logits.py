@@ -133,7 +133,8 @@ ORACLES = {
 
 def check_art(art: Any) -> dict[str, Any]:
     """ART's own ``_calculate_logprobs`` (``unsloth/train.py`` imported whole, Unsloth's training
-    stack stood in for where absent: ``_art_logprobs.load``) searched over the claim's
+    stack stood in for where absent: ``_art_logprobs.load``; entered at its caller
+    ``calculate_logprobs`` as ``compute_loss`` calls it) searched over the claim's
     domain (``_art_logprobs.LOGITS_COVERS``; artbot's inputs when it sent a plan). Reproduced:
     on some input the log-probabilities (or their gradients) are not those of FP32-accurate
     logits of the operands, against a float64 oracle; the first such input is shrunk and shown.
@@ -152,7 +153,8 @@ def check_art(art: Any) -> dict[str, Any]:
     return _evidence.one_claim(
         _art_logprobs.LOGITS_CLAIM,
         claim,
-        f"{art.name}/unsloth/train.py:_calculate_logprobs (the module imported whole, run)",
+        f"{art.name}/unsloth/train.py:_calculate_logprobs (the module imported whole, run from "
+        "its caller calculate_logprobs, as compute_loss calls it)",
     )
 
 

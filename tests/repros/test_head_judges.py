@@ -50,17 +50,43 @@ class Head:
         return layer(hidden.unsqueeze(1), weight=weight)[0], None, None, None
 
 
+def _entry(callee: Any) -> Any:
+    """The checks' entry (``_art_logprobs.Entry``, the stand-in trainer and its model) around a
+    model of ART's caller ``calculate_logprobs``: the model's forward under the call's grad and
+    inference modes, then ``callee`` (this project's model of ``_calculate_logprobs``)."""
+
+    def caller(
+        dtype: torch.dtype,
+        trainer: Any,
+        input_ids: torch.Tensor,
+        causal_mask: Any,
+        forward_kwargs: dict[str, Any],
+        next_input_ids: torch.Tensor,
+        lm_head_t: torch.Tensor,
+        *,
+        chunk_size: int,
+        inference_mode: bool,
+        no_grad: bool,
+        **_: Any,
+    ) -> Any:
+        with torch.inference_mode(inference_mode), torch.set_grad_enabled(not no_grad):
+            hidden = trainer.model(input_ids=input_ids, causal_mask=causal_mask).logits
+        return callee(lm_head_t, hidden, next_input_ids, chunk_size)
+
+    return item401._art_logprobs.Entry(caller)
+
+
 def _measures(item: int, fp32: bool) -> Any:
     if item == 2:
         impl = item02.calculate_logprobs_fp32 if fp32 else item02.calculate_logprobs_bf16
-        return item02._art_lse.LseMeasure(impl)
+        return item02._art_lse.LseMeasure(_entry(impl))
     if item == 4:
         return item04._art_head.HeadMeasure(Head(fp32))
 
     def logprobs(*args: Any) -> Any:
         return item401.calculate_logprobs(*args, fp32_matmul=fp32)
 
-    return item401._art_logprobs.LogitsMeasure(logprobs)
+    return item401._art_logprobs.LogitsMeasure(_entry(logprobs))
 
 
 def _oracle(item: int) -> Any:
@@ -132,6 +158,24 @@ def test_a_malformed_measurement_is_a_failure(item: int) -> None:
         assert isinstance(judge(case, raw), domain.Failure), raw
 
 
+@pytest.mark.parametrize("item", [2, 401])
+def test_each_call_without_grad_is_judged(item: int) -> None:
+    """Without grad the checks run every call ``compute_loss`` makes of ``calculate_logprobs``
+    without grad: one call's BF16 log-probabilities, or a call not measured, is a failure."""
+    judge = _oracle(item).judge
+    case = next(c for c in _cases(item) if c["grad"] in ("off", False))
+    good = domain.as_json(_measures(item, fp32=True)(case))
+    rounded = domain.as_json(_measures(item, fp32=False)(case))
+    assert set(good["lp_calls"]) == {"reference", "reference_adapter"}
+    assert judge(case, good) is None
+    assert judge(case, rounded) is not None
+    for call in good["lp_calls"]:
+        one = {**good, "lp_calls": {**good["lp_calls"], call: rounded["lp"]}}
+        assert judge(case, one) is not None, call
+        less = {**good, "lp_calls": {k: v for k, v in good["lp_calls"].items() if k != call}}
+        assert isinstance(judge(case, less), domain.Failure), call
+
+
 def _nan(value: list[Any]) -> list[Any]:
     head = value[0]
     return [_nan(head) if isinstance(head, list) else math.nan, *value[1:]]
@@ -181,3 +225,14 @@ def test_every_input_the_check_can_make_is_in_the_judges_domain_and_none_past_it
     for key, value in [("dtype", "float8"), ("seed", -1), ("seed", 1.5), ("seed", True)]:
         failure = judge({**_cases(item)[0], key: value}, {})
         assert isinstance(failure, domain.Failure) and "outside" in str(failure.measured)
+
+
+def test_the_domain_says_the_checks_enter_at_the_caller_and_run_cpu_tensors_only() -> None:
+    """A patch gated on the device (FP32 on CPU tensors only) is judged fixed: a CPU cannot run
+    CUDA tensors. The domain each verdict prints (its first 400 characters) says so plainly,
+    and names the caller the checks enter at."""
+    lp = item401._art_logprobs
+    for covers in (item02._art_lse.COVERS, lp.LOGITS_COVERS):
+        shown_covers = covers[:400]
+        assert shown_covers.endswith(lp.SCOPE), covers
+        assert lp.ENTERED in shown_covers, covers
