@@ -347,8 +347,9 @@ def _step(normalize: bool, groups: list[list[float]]) -> dict[str, Any]:
 def _sample(rng: Any) -> dict[str, Any]:
     count = rng.choice((1, 2, 4, rng.randint(1, 16)))
     groups = []
+    wide = LARGEST if count <= 4 else 128  # groups past 128 in steps of up to 4 groups (time)
     for _ in range(count):
-        n = rng.choice((rng.randint(2, 128), rng.choice(SIZES), rng.randint(2, LARGEST)))
+        n = rng.choice((rng.randint(2, 128), rng.choice(SIZES), rng.randint(2, wide)))
         scale = rng.choice((10 ** rng.uniform(-3, 8), rng.choice(SCALES)))
         groups.append(draw_rewards(rng, n, scale, rng.choice(KINDS)))
     return _step(rng.random() < 0.5, groups)
