@@ -36,7 +36,8 @@ from typing import Any
 
 PROMPT = (11, 12, 13)
 COMPLETION_LEN = 3
-FIRST_ID = 100_000  # completion ids: FIRST_ID + group * 1000 + index (groups of up to 1000)
+STRIDE = 10_000  # completion ids: FIRST_ID + group * STRIDE + index (groups of up to 10,000)
+FIRST_ID = 100_000
 STAND_INS = (
     "tinker (Datum, ModelInput, TensorData: records)",
     "openai Choice (a record of the completion's token ids)",
@@ -83,7 +84,7 @@ def data_module(art: Any) -> Any:
 
 
 def completion_id(group: int, index: int) -> int:
-    return FIRST_ID + group * 1000 + index
+    return FIRST_ID + group * STRIDE + index
 
 
 def trajectory_groups(choice: type, groups: Sequence[Sequence[float]]) -> list[Any]:
@@ -126,7 +127,7 @@ def advantages(
         for token, value in zip(
             inputs["target_tokens"][mask].tolist(), inputs["advantages"][mask].tolist(), strict=True
         ):
-            g, i = divmod(int(token) - FIRST_ID, 1000)
+            g, i = divmod(int(token) - FIRST_ID, STRIDE)
             per_group = out[g] = out[g] or [[] for _ in groups[g]]
             per_group[i].append(float(value))
     return out

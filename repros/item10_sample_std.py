@@ -240,14 +240,15 @@ def build_report() -> _common.Report:
 # within 4 n ulps of max|r|. One input is one training step: several groups, each judged.
 COVERS = (
     "trajectory_groups_to_datums, normalize_advantages True and False; 1-32 groups a step of "
-    "2-128 trajectories (a step of 32 x 8, a group of 128); reward scales 1e-3 to 1e8 with "
-    "offsets; 0/1, two-point, uniform rewards; every pair of (normalize, kind, scale) in some "
-    "input; oracle: float64 population-std advantage (or r - mean); tolerance 4 n eps(fp32) "
-    "(1 + max|r|/std)"
+    "2-1,024 trajectories (a step of 32 x 8, a group of 128, a group of 1,024); reward scales "
+    "1e-3 to 1e8 with offsets; 0/1, two-point, uniform rewards; every pair of (normalize, kind, "
+    "scale) in some input; oracle: float64 population-std advantage (or r - mean); tolerance "
+    "4 sqrt(n) eps(fp32) (1 + max|r|/std)"
 )
 SIZES = (2, 3, 4, 5, 8, 16, 31, 64, 128)
 SCALES = (1e-3, 1.0, 7.0, 1e3, 1.5e6, 1e8)
 KINDS = ("binary", "two-point", "uniform")
+LARGEST = 1024  # the largest group drawn (ART sets no limit)
 MAX_INPUTS = 80
 
 
@@ -275,7 +276,8 @@ def expected(rewards: list[float], normalize: bool) -> tuple[list[float], float]
     z, std = population_z(rewards)
     top = max(map(abs, rewards))
     if normalize:
-        return z, 4 * len(rewards) * _domain.ulps(torch.float32) * (1 + top / std)
+        bound = 4 * math.sqrt(len(rewards)) * _domain.ulps(torch.float32) * (1 + top / std)
+        return z, bound
     mean = math.fsum(rewards) / len(rewards)
     return [r - mean for r in rewards], 4 * len(rewards) * _domain.ulps(torch.float32) * top
 
@@ -345,8 +347,9 @@ def _step(normalize: bool, groups: list[list[float]]) -> dict[str, Any]:
 def _sample(rng: Any) -> dict[str, Any]:
     count = rng.choice((1, 2, 4, rng.randint(1, 16)))
     groups = []
+    wide = LARGEST if count <= 4 else 128  # groups past 128 in steps of up to 4 groups (time)
     for _ in range(count):
-        n = rng.choice((rng.randint(2, 128), rng.choice(SIZES)))
+        n = rng.choice((rng.randint(2, 128), rng.choice(SIZES), rng.randint(2, wide)))
         scale = rng.choice((10 ** rng.uniform(-3, 8), rng.choice(SCALES)))
         groups.append(draw_rewards(rng, n, scale, rng.choice(KINDS)))
     return _step(rng.random() < 0.5, groups)
@@ -355,7 +358,7 @@ def _sample(rng: Any) -> dict[str, Any]:
 def _edges() -> list[dict[str, Any]]:
     """The audit's groups first, then a covering array: every (normalize, kind, scale) in one
     step (so every pair of them occurs), group sizes cycling up to 128; then the largest
-    steps, 32 groups of 8 and a group of 128, both ways."""
+    steps, 32 groups of 8 and a group of 128, both ways, and a group of 1,024."""
     rng = random.Random(10)
     audit = [[0.0, 1.0], [0.0, 0.0, 0.0, 1.0], [0.0, 1.0] * 2, [0.0, 1.0] * 32]
     out = [_step(True, audit)]
@@ -366,6 +369,8 @@ def _edges() -> list[dict[str, Any]]:
         many = [draw_rewards(rng, 8, rng.choice(SCALES), rng.choice(KINDS)) for _ in range(32)]
         out.append(_step(normalize, many))
         out.append(_step(normalize, [draw_rewards(rng, 128, 1.0, "binary")]))
+    # ART sets no limit on a group's size (issue #50: a fake gated past 128 was judged fixed).
+    out.append(_step(True, [draw_rewards(rng, LARGEST, 1.0, "uniform")]))
     return out
 
 

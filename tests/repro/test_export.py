@@ -458,3 +458,32 @@ def test_item05s_exported_test_judges_its_controls_as_the_check_does(
     only = {"test_item05_lora_grad_accumulation.py"}
     done = run_exported(server, tmp_path, "0.5.23-item05", changed / "art", only=only)
     assert outcomes(done.stdout) == dict.fromkeys(only, outcome), done.stdout[-3000:]
+
+
+# Item 10's exported test enters where the check enters (``trajectory_groups_to_datums``), so it
+# judges every adversarial control of item 10 as the check does (issue #50): a real fix in the
+# caller passes it; a fake gated on a group's size (up to 64, up to 128) or written where the
+# caller does not call fails it. Item 10 is a plain test (fixed in 0.5.21).
+ITEM10_CONTROLS = sorted(p.name for p in ADVERSARIAL.glob("item10_*.toml"))
+
+
+def test_item10s_controls_include_both_kinds_and_a_group_past_128() -> None:
+    kinds = {load_adversarial(ADVERSARIAL / name).kind for name in ITEM10_CONTROLS}
+    assert {"fake", "real"} <= kinds
+    assert "item10_fake_population_std_up_to_128.toml" in ITEM10_CONTROLS
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("name", ITEM10_CONTROLS, ids=lambda v: Path(v).stem.split("_", 1)[-1])
+def test_item10s_exported_test_judges_its_controls_as_the_check_does(
+    server: ForkServer, tmp_path: Path, name: str
+) -> None:
+    control = load_adversarial(ADVERSARIAL / name)
+    assert control.expect is not None, name
+    (verdict,) = set(control.expect.values())
+    outcome = {"reproduced": "failed", "fixed": "passed"}[verdict]
+    (version,) = control.releases
+    changed = controlled_copy(art_package(version).parent, tmp_path / "changed", control.edits)
+    only = {"test_item10_population_std.py"}
+    done = run_exported(server, tmp_path, f"{version}-item10", changed / "art", only=only)
+    assert outcomes(done.stdout) == dict.fromkeys(only, outcome), done.stdout[-3000:]
