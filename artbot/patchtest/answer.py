@@ -144,6 +144,10 @@ def _remaining(cid: str, contract: Contract | None, claim: ClaimResult | None) -
     return cell_text(text, 600) + (f"; counterexample: {found}" if found else "")
 
 
+# What no check here can see, said in every answer (the #53 review's device-gated fakes).
+CPU_ONLY = (
+    "Every check runs on CPU tensors: a patch that acts differently on CUDA tensors is not seen."
+)
 DISAGREE = (
     "the two hold one contract, so either artbot has a bug or the patch acts differently "
     "under one of them: read the diff."
@@ -244,5 +248,6 @@ def render_trial(trial: Trial, finding: Finding | None = None) -> str:
     shown = quoted(ran, 600, in_table=False) or "nothing of ART's"
     out.append(f"The check's process says it ran: {shown}. Took {trial.seconds:.1f} s ({took}).")
     out.append(f"{cell_text(trial.isolation, 600)}; no token in its environment.")
+    out.append(CPU_ONLY)
     out.append(cell_text(judged_by(after), 600))
     return "\n".join(out) + "\n"

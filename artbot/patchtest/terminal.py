@@ -15,6 +15,7 @@ from ..records.models import Finding
 from ..status import ClaimResult
 from ..verify.code import CodeStatus
 from .answer import (
+    CPU_ONLY,
     _verdict,
     check_and_test_disagree,
     headline,
@@ -100,5 +101,6 @@ def render_trial_text(trial: Trial, finding: Finding | None = None) -> str:
     out.append(f"The check's process says it ran: {ran}. Took {trial.seconds:.1f} s ({took}).")
     # Where it ran, folded to its first clause (the caps are the same every run).
     out.append(f"{plain(trial.isolation.split(';')[0], 300)}; no token in its environment.")
+    out.append(CPU_ONLY)
     out.append(plain(judged_by(after), None))
     return "\n".join(out) + "\n"

@@ -190,6 +190,7 @@ def test_a_fixed_check_beside_a_failing_test_is_said_in_both_renderings() -> Non
         assert said in text and "does not pass (failed)" in text
         assert "either artbot has a bug or the patch acts differently" in text
         assert "The check's process says it ran:" in text
+        assert "a patch that acts differently on CUDA tensors is not seen" in text
     assert said not in render_trial(trial(before, after))  # the test passes too
 
 
