@@ -42,7 +42,7 @@ def test_check_gives_the_recorded_verdict_and_flips_on_its_control(
     assert shipped.status is not CodeStatus.could_not_run, shipped.detail
     as_shipped = claim_verdicts(shipped)
     recorded = recorded_verdicts(catalog, item, version)
-    assert recorded is None or as_shipped == recorded, shipped.detail
+    assert recorded is None or as_shipped == recorded, (f"seed {shipped.seed}", shipped.detail)
 
     control = load_control(item)
     assert control is not None, f"item {item}: a check but no repros/controls/item{item:02d}.toml"

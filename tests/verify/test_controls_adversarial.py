@@ -125,4 +125,4 @@ def test_the_check_is_not_fooled(
         if expected is None:
             expected = recorded(catalog, item, version)
             assert expected is not None, f"item {item}: no verdicts recorded for {version}"
-        assert got == expected, (item, got, result.detail)
+        assert got == expected, (item, got, f"seed {result.seed}", result.detail)
