@@ -1,0 +1,412 @@
+"""What a patch's code reaches for beyond numbers, read from its text before anything runs (#53).
+
+The split (artbot judges the patched check's outputs on inputs it drew with a secret seed) holds
+against a patch that rewrites a verdict, but the outputs still come from the process that runs
+the patch: a patch can forge them (the tape found through ``gc``, the results pipe written at
+import, the document rewritten ``atexit``) or act only under artbot's harness (gated on
+``sys.modules``, the call stack, ``/etc/passwd``, the PID, plan objects in the heap). Each needs
+code a numerical fix to ART never needs, so :func:`scan` reads the patch's files with ``ast``
+(never executed) and names each such use, a :class:`Probe`.
+
+The rule: a probe counts only where the patched file has more of that (kind, text) than the
+release's file (a multiset difference: ART's own ``os.environ`` reads do not count); in an
+added file everything counts. Names are resolved through imports (``import os as o``,
+``from os import getpid as g``, ``getattr(os, "getpid")``). A file over :data:`MAX_BYTES`, not
+UTF-8, not Python, or that the parser cannot take (a syntax error, too deep) is itself a probe.
+
+It is a heuristic a determined author can evade (a name built where no literal shows it, a
+call through ART's own helpers): a clean scan vouches for nothing the diff does not show.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+MAX_BYTES = 1 << 20  # a source file of ART's is under 100 KB
+MAX_TEXT = 80  # a probe's text, as shown
+
+
+class ProbeKind(enum.Enum):
+    """What a probe reaches for; the value completes "the patch ..."."""
+
+    environment = "reads the process's environment"
+    introspection = "inspects the running program"
+    files = "opens files or descriptors"
+    process = "controls the process"
+    dynamic = "runs code built at run time"
+    rebinding = "rebinds a name outside ART"
+    harness = "names the harness or the machine"
+    unscanned = "has a file artbot cannot scan"
+
+
+E, IN, F, P, D = (ProbeKind.environment, ProbeKind.introspection, ProbeKind.files,
+                  ProbeKind.process, ProbeKind.dynamic)  # fmt: skip
+
+# Dotted names (after imports are resolved): the name itself or anything under it is a probe.
+# Measured on the controls' real fixes and on ART's own changes 0.5.20 -> 0.5.21 -> 0.5.23
+# (docs/design.md, "Probes"): none of these is in a real fix; where ART's own changes add one,
+# the reason it is still flagged is beside it.
+NAMES: Mapping[str, ProbeKind] = {
+    # A new environment read in ART is a gate on a config value (a fake class the brief names):
+    # 0.5.21 and 0.5.23 add `os.environ`/`os.getenv` reads; flagged all the same.
+    "os.environ": E, "os.environb": E, "os.getenv": E, "os.getenvb": E, "os.putenv": E,
+    "os.getpid": E, "os.getppid": E, "os.getpgid": E, "os.getpgrp": E, "os.getsid": E,
+    "os.getuid": E, "os.geteuid": E, "os.getgid": E, "os.getegid": E, "os.getlogin": E,
+    "os.getgroups": E, "os.uname": E, "os.cpu_count": E, "os.getcwd": E, "os.listdir": E,
+    "os.scandir": E, "os.stat": E, "os.lstat": E, "os.access": E, "os.path.exists": E,
+    "os.path.isfile": E, "os.path.isdir": E, "os.sched_getaffinity": E, "os.getloadavg": E,
+    "platform": E, "socket": E, "pwd": E, "grp": E, "resource": E, "getpass": E, "sysconfig": E,
+    "sys.argv": E, "sys.orig_argv": E, "sys.executable": E, "sys.path": E, "sys.flags": E,
+    "sys.prefix": E, "sys.base_prefix": E, "sys.platform": E, "time.process_time": E,
+    "sys.modules": IN, "sys._getframe": IN, "sys.exc_info": IN, "sys.exception": IN,
+    "sys.settrace": IN, "sys.setprofile": IN, "sys.gettrace": IN, "sys.audit": IN,
+    "sys.addaudithook": IN, "sys.meta_path": IN, "sys.path_hooks": IN, "sys.monitoring": IN,
+    "sys._current_frames": IN, "sys.getrefcount": IN, "sys.getsizeof": IN,
+    "inspect": IN, "traceback": IN, "gc": IN, "weakref": IN, "dis": IN, "types.FrameType": IN,
+    "types.CodeType": IN, "types.FunctionType": IN, "types.ModuleType": IN, "tracemalloc": IN,
+    "faulthandler": IN, "site": IN, "builtins": IN,
+    "open": F, "io": F, "os.open": F, "os.read": F, "os.write": F, "os.dup": F, "os.dup2": F,
+    "os.fdopen": F, "os.pipe": F, "os.pipe2": F, "os.close": F, "os.closerange": F,
+    "os.lseek": F, "os.sendfile": F, "os.truncate": F, "os.ftruncate": F, "os.remove": F,
+    "os.unlink": F, "os.rename": F, "os.replace": F, "os.mkdir": F, "os.makedirs": F,
+    "os.symlink": F, "os.link": F, "os.chmod": F, "os.set_inheritable": F, "os.memfd_create": F,
+    "os.fsync": F, "os.readlink": F, "os.walk": F, "pathlib": F, "shutil": F, "tempfile": F,
+    "fcntl": F, "select": F, "selectors": F, "sys.stdout": F, "sys.stderr": F, "sys.stdin": F,
+    "sys.__stdout__": F, "sys.__stderr__": F, "sys.__stdin__": F, "fileinput": F, "glob": F,
+    "atexit": P, "signal": P, "os._exit": P, "os.abort": P, "os.kill": P, "os.killpg": P,
+    "os.fork": P, "os.forkpty": P, "os.register_at_fork": P, "os.system": P, "os.popen": P,
+    "os.spawnl": P, "os.spawnv": P, "os.posix_spawn": P, "os.execv": P, "os.execve": P,
+    "os.execl": P, "os.execvp": P, "os.setsid": P, "os.nice": P, "os.wait": P,
+    "os.waitpid": P, "sys.exit": P, "sys.setrecursionlimit": P, "sys.excepthook": P,
+    "sys.unraisablehook": P, "sys.displayhook": P, "subprocess": P, "multiprocessing": P,
+    "threading": P, "_thread": P, "concurrent": P, "asyncio.subprocess": P, "ctypes": P,
+    "cffi": P, "mmap": P, "pty": P, "time.sleep": P, "exit": P, "quit": P,
+    "exec": D, "eval": D, "compile": D, "__import__": D, "importlib": D, "imp": D,
+    "runpy": D, "marshal": D, "pickle": D, "copyreg": D, "codecs": D, "base64": D,
+    "binascii": D, "zlib": D, "lzma": D, "bz2": D, "gzip": D, "zipimport": D, "code": D,
+    "codeop": D, "globals": D, "locals": D, "breakpoint": D, "pdb": D,
+    "torch.load": D, "torch.jit.load": D, "numpy.load": D,
+}  # fmt: skip
+# Attributes that reach the interpreter's own objects (frames, code, a function's globals).
+ATTRIBUTES: Mapping[str, ProbeKind] = {
+    name: ProbeKind.introspection
+    for name in (
+        "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_lineno", "f_trace",
+        "tb_frame", "tb_next", "gi_frame", "gi_code", "cr_frame", "ag_frame", "__globals__",
+        "__code__", "__closure__", "__subclasses__", "__builtins__", "__dict__", "__base__",
+        "__bases__", "__mro__", "__getattribute__", "__reduce__", "__reduce_ex__", "co_code",
+        "co_consts", "__loader__", "__spec__", "__traceback__", "__self__", "__func__",
+        "__doc__",
+    )
+}  # fmt: skip
+# Calls that import a module by its name: one of ART's, named by a literal (or ``__package__``
+# and a literal, as the controls' real fix item01_real_patch_imported_with_importlib does), is
+# an import; any other is a probe (``importlib``).
+IMPORTERS = ("importlib.import_module",)
+# Built-in names that, called with a name not written literally, can reach anything.
+NAME_BY_VALUE = ("getattr", "setattr", "delattr", "hasattr")
+# Strings that name the harness or the machine: a substring anywhere in a literal (case
+# ignored), and literals that are exactly one of these words.
+HARNESS_WORDS = ("artbot", "repros", "oracle", "/etc/", "/proc/", "/sys/", "/dev/",
+                 "passwd", "pytest", "sandbox", "bwrap", "seccomp")  # fmt: skip
+HARNESS_LITERALS = ("_domain", "plan", "tape", "seed", "judge", "verdict", "check_art",
+                    "measure", "claims", "reproduced", "fixed", "out_fd")  # fmt: skip
+ART_PACKAGE = "art"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One use, in the patched text: ``path`` (``src/art/...``), its ``line``, its kind and
+    what it is (a dotted name, an attribute, a literal)."""
+
+    path: str
+    line: int
+    kind: ProbeKind
+    text: str
+
+    def shown(self) -> str:
+        """``os.getpid`` at src/art/x.py:12"""
+        return f"{self.text} at {self.path}:{self.line}"
+
+
+def scan(path: str, before: str | None, after: str | None) -> tuple[Probe, ...]:
+    """The probes the patch adds to one file: ``before`` the release's text, ``after`` the
+    patched (None: no such file). A deleted file adds none."""
+    if after is None:
+        return ()
+    if not path.endswith(".py"):
+        return (Probe(path, 1, ProbeKind.unscanned, "not a Python file"),)
+    found = list(_uses(path, after))
+    if any(p.kind is ProbeKind.unscanned for p in found):
+        return tuple(found)
+    had = Counter((p.kind, p.text) for p in _uses(path, before)) if before is not None else {}
+    known_lines = set((before or "").splitlines())
+    after_lines = after.splitlines()
+    extra = Counter((p.kind, p.text) for p in found) - Counter(had)
+    out: list[Probe] = []
+    for key, count in extra.items():
+        uses = [p for p in found if (p.kind, p.text) == key]
+        # The uses on lines the release does not have first: the patch's own lines.
+        uses.sort(key=lambda p: (_line(after_lines, p.line) in known_lines, p.line))
+        out += uses[:count]
+    return tuple(sorted(out, key=lambda p: p.line))
+
+
+def scan_files(files: Mapping[str, tuple[str | None, str | None]]) -> tuple[Probe, ...]:
+    """:func:`scan` over ``{path: (release's text, patched text)}``, in path order."""
+    return tuple(p for path in sorted(files) for p in scan(path, *files[path]))
+
+
+def _line(lines: list[str], n: int) -> str:
+    return lines[n - 1] if 0 < n <= len(lines) else ""
+
+
+def _uses(path: str, text: str) -> Iterator[Probe]:
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        yield Probe(path, 1, ProbeKind.unscanned, f"over {MAX_BYTES >> 10} KB")
+        return
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        yield Probe(path, exc.lineno or 1, ProbeKind.unscanned, "does not parse")
+        return
+    except (RecursionError, MemoryError, ValueError):
+        yield Probe(path, 1, ProbeKind.unscanned, "the parser cannot take it")
+        return
+    try:
+        yield from _Reader(path, tree).uses()
+    except (RecursionError, MemoryError):
+        yield Probe(path, 1, ProbeKind.unscanned, "the scanner cannot take it")
+
+
+class _Reader:
+    """One parsed file: its imports resolved, then each node read (iteratively)."""
+
+    def __init__(self, path: str, tree: ast.Module):
+        self.path = path
+        self.tree = tree
+        self.aliases: dict[str, str] = {}  # a local name -> the dotted name it was imported as
+        self.bound: set[str] = set()  # names the file binds itself (shadowing a built-in)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    local = a.asname or a.name.split(".")[0]
+                    self.aliases[local] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom):
+                base = ART_PACKAGE if node.level else (node.module or "")
+                if not node.level and node.module is None:
+                    continue
+                for a in node.names:
+                    self.aliases[a.asname or a.name] = f"{base}.{a.name}".strip(".")
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                self.bound.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                self.bound.add(node.id)
+            elif isinstance(node, ast.arg):
+                self.bound.add(node.arg)
+
+    def probe(self, node: ast.AST, kind: ProbeKind, text: str) -> Probe:
+        flat = " ".join(text.split())
+        if len(flat) > MAX_TEXT:
+            flat = flat[: MAX_TEXT - 1] + "…"
+        return Probe(self.path, getattr(node, "lineno", 1), kind, flat)
+
+    def dotted(self, node: ast.AST) -> str | None:
+        """``o.path.exists`` as ``os.path.exists`` (``getattr(o, "x")`` as ``os.x``); None
+        when the chain does not start at a name."""
+        parts: list[str] = []
+        while True:
+            if isinstance(node, ast.Attribute):
+                parts.append(node.attr)
+                node = node.value
+            elif _literal_getattr(node):
+                assert isinstance(node, ast.Call)
+                parts.append(_folded(node.args[1]) or "")
+                node = node.args[0]
+            elif isinstance(node, ast.Name):
+                root = self.aliases.get(node.id)
+                if root is None and node.id in self.bound:
+                    return None  # the file's own name
+                parts.append(root or node.id)
+                return ".".join(reversed(parts))
+            else:
+                return None
+
+    def named(self, name: str) -> ProbeKind | None:
+        parts = name.split(".")
+        for n in range(len(parts), 0, -1):
+            if (kind := NAMES.get(".".join(parts[:n]))) is not None:
+                return kind
+        return None
+
+    def uses(self) -> Iterator[Probe]:
+        seen_chain: set[int] = set()  # inner nodes of a dotted name already read
+        seen_text: set[int] = set()  # parts of a string already read whole
+        docs = _docstrings(self.tree)
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                yield from self._import(node)
+            elif (
+                isinstance(node, ast.Attribute | ast.Name | ast.Call) and id(node) not in seen_chain
+            ):
+                name = self.dotted(node) if not isinstance(node, ast.Call) else None
+                if isinstance(node, ast.Call) and _literal_getattr(node):
+                    name = self.dotted(node)
+                elif isinstance(node, ast.Call) and self._art_import(node):
+                    _mark_chain(node.func, seen_chain)
+                    seen_chain.add(id(node.func))
+                if name is not None:
+                    _mark_chain(node, seen_chain)
+                    if (kind := self.named(name)) is not None:
+                        yield self.probe(node, kind, name)
+            if isinstance(node, ast.Attribute) and node.attr in ATTRIBUTES:
+                yield self.probe(node, ATTRIBUTES[node.attr], node.attr)
+            if isinstance(node, ast.Call):
+                yield from self._call(node)
+            elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+                yield from self._rebinding(node)
+            elif (
+                isinstance(node, ast.Constant | ast.JoinedStr | ast.BinOp)
+                and id(node) not in seen_text
+                and id(node) not in docs
+            ):
+                seen_text.update(id(n) for n in ast.walk(node))
+                yield from self._string(node)
+
+    def _import(self, node: ast.Import | ast.ImportFrom) -> Iterator[Probe]:
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif node.level or node.module is None:
+            return
+        else:
+            names = [f"{node.module}.{a.name}" for a in node.names]
+        for name in names:
+            if name in IMPORTERS or name == "importlib":
+                continue  # what it imports is read where it is called
+            if (kind := self.named(name)) is not None:
+                yield self.probe(node, kind, f"import {name}")
+
+    def _art_import(self, node: ast.Call) -> bool:
+        """``importlib.import_module("art.x")`` (or ``__package__ + ".x"``): an import of
+        ART's own module, read as one."""
+        if len(node.args) != 1 or node.keywords or self.dotted(node.func) not in IMPORTERS:
+            return False
+        name = _folded(node.args[0])
+        return name is not None and (name.startswith(".") or name.split(".")[0] == ART_PACKAGE)
+
+    def _own(self, node: ast.AST) -> bool:
+        """``node`` is rooted at a name the file binds itself (``self``, a parameter, a local)."""
+        while isinstance(node, ast.Attribute | ast.Subscript):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self.bound and node.id not in self.aliases
+
+    def _call(self, node: ast.Call) -> Iterator[Probe]:
+        func = node.func
+        if not isinstance(func, ast.Name) or func.id in self.bound or func.id in self.aliases:
+            return
+        if func.id == "vars" and not (node.args and self._own(node.args[0])):
+            yield self.probe(node, ProbeKind.dynamic, "vars" + ("()" if not node.args else ""))
+        if func.id in NAME_BY_VALUE:
+            computed = len(node.args) < 2 or _folded(node.args[1]) is None
+            if computed and not (node.args and self._own(node.args[0])):
+                yield self.probe(node, ProbeKind.dynamic, f"{func.id} with a computed name")
+            elif func.id in ("setattr", "delattr") and self._outside_art(node.args[0]):
+                target = self.dotted(node.args[0]) or "?"
+                yield self.probe(node, ProbeKind.rebinding, f"{func.id}({target}, ...)")
+
+    def _outside_art(self, node: ast.AST) -> bool:
+        """``node`` names an imported module (or something in one) that is not ART's."""
+        while isinstance(node, ast.Attribute | ast.Subscript):
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.aliases:
+            return False
+        root = self.aliases[node.id].split(".")[0]
+        return root != ART_PACKAGE
+
+    def _rebinding(self, node: ast.stmt) -> Iterator[Probe]:
+        targets: list[ast.expr]
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = list(node.targets)
+        else:
+            assert isinstance(node, ast.AugAssign | ast.AnnAssign)
+            targets = [node.target]
+        flat: list[ast.expr] = []
+        while targets:
+            t = targets.pop()
+            if isinstance(t, ast.Tuple | ast.List):
+                targets += t.elts
+            elif isinstance(t, ast.Starred):
+                targets.append(t.value)
+            else:
+                flat.append(t)
+        for t in flat:
+            if isinstance(t, ast.Attribute | ast.Subscript) and self._outside_art(t):
+                shown = self.dotted(t) if isinstance(t, ast.Attribute) else None
+                yield self.probe(node, ProbeKind.rebinding, shown or ast.unparse(t))
+
+    def _string(self, node: ast.AST) -> Iterator[Probe]:
+        text = _folded(node)
+        if text is None or not text:
+            return
+        low = text.lower()
+        if low in HARNESS_LITERALS or any(w in low for w in HARNESS_WORDS):
+            yield self.probe(node, ProbeKind.harness, repr(text))
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """Strings standing alone as statements (docstrings): read by nothing but ``__doc__``,
+    which is a probe of its own."""
+    return {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant | ast.JoinedStr)
+    }
+
+
+def _literal_getattr(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) >= 2
+        and _folded(node.args[1]) is not None
+    )
+
+
+def _mark_chain(node: ast.AST, seen: set[int]) -> None:
+    """The inner nodes of a dotted name: read once, as the whole name."""
+    while True:
+        if isinstance(node, ast.Attribute):
+            node = node.value
+        elif _literal_getattr(node):
+            assert isinstance(node, ast.Call)
+            node = node.args[0]
+        else:
+            return
+        seen.add(id(node))
+
+
+def _folded(node: ast.AST) -> str | None:
+    """A string the code spells out: a literal, a concatenation of literals (``"o" + "s"``),
+    an f-string's literal parts; None when it is not one."""
+    stack: list[ast.AST] = [node]
+    parts: list[str] = []
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            parts.append(n.value)
+        elif isinstance(n, ast.Name) and n.id in ("__package__", "__name__"):
+            parts.append(ART_PACKAGE)  # a module of ART's own name (the file is under art/)
+        elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add):
+            stack += [n.right, n.left]
+        elif isinstance(n, ast.JoinedStr) and n is node:
+            stack += reversed(n.values)
+        elif isinstance(n, ast.FormattedValue):
+            continue
+        else:
+            return None
+    return "".join(parts)
