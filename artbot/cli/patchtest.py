@@ -40,14 +40,13 @@ def test(obj: Context, item: int, patch_file: Path, release: str | None, seed: i
     """Apply a patch to a release's code (pure Python, only under src/art/), run the item's
     check and its regression test on the release and on the patched copy, confined and without
     a token, and print, as plain text, what artbot would answer to `/artbot test`. Exit 0
-    when the patch fixes the item, 1 when it does not (or a check could not run, or the release
-    could not be fetched, as for `verify`), 2 when it was refused (the patch, the item, the
-    version)."""
+    when the patch fixes the item and its text reaches for nothing beyond numbers, 1 when it
+    does not (or it is not vouched for, a check could not run, or the release could not be
+    fetched, as for `verify`), 2 when it was refused (the patch, the item, the version)."""
     from ..extras import require
     from ..patchtest.command import Refusal, checked_diff
     from ..patchtest.terminal import plain, render_trial_text
     from ..patchtest.trial import newest_checked, run_trial
-    from ..verify.code import CodeStatus
 
     require("test")
     catalog = obj.catalog()
@@ -73,7 +72,7 @@ def test(obj: Context, item: int, patch_file: Path, release: str | None, seed: i
         click.echo(f"artbot test: not run: {plain(outcome.reason, 600)}")
         raise SystemExit(outcome.exit_code)
     click.echo(render_trial_text(outcome, catalog.get(item)), nl=False)
-    raise SystemExit(0 if outcome.after.status is CodeStatus.fixed else 1)
+    raise SystemExit(0 if outcome.vouched else 1)
 
 
 PHASES = ("all", "read", "check", "post")

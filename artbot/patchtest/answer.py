@@ -15,12 +15,15 @@ it, and in a code span no markdown, HTML, mention, autolink (a bare URL, ``www.`
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..records.models import Contract, Finding
 from ..render.status_view import cell_text, code_span
 from ..status import ClaimResult, Domain
 from ..verify.code import CodeResult, CodeStatus
 from ..verify.rejudge import BY_ARTBOT
 from .command import Refusal
+from .probes import Probe
 from .regress import Regression
 from .trial import Trial
 
@@ -91,12 +94,20 @@ def counterexample_cell(claim: ClaimResult | None) -> str:
     return ""
 
 
-def headline(trial: Trial) -> str:
+def headline(trial: Trial, quote: Callable[[str], str] | None = None) -> str:
     """The verdict in a few words: ``fixed over 600 inputs``, ``reproduced``, ``the patched
-    code fails``."""
+    code fails``; a patch with probes is never "fixed" (``not vouched: ...``, #53). ``quote``
+    shows a text of the patch's (the answer's code span; the terminal's plain line)."""
     after = trial.after
     if after.status is CodeStatus.could_not_run:
         return "the check could not run on the patched code"
+    if after.status is CodeStatus.fixed and not trial.vouched:
+        first = trial.probes[0]
+        show = quote or (lambda text: text)
+        return (
+            f"not vouched: fixed on artbot's inputs, but the patch {first.kind.value} "
+            f"({show(first.text)} at {show(f'{first.path}:{first.line}')})"
+        )
     if after.status is CodeStatus.fixed:
         inputs = [c.domain.inputs for c in after.claims.values() if c.domain is not None]
         if inputs and len(inputs) == len(after.claims):
@@ -107,6 +118,29 @@ def headline(trial: Trial) -> str:
             return over + ", as the release already was"
         return over
     return after.status.value
+
+
+MAX_PROBES_SHOWN = 5
+# Said wherever probes are listed (#53): what the scan is, and what it is not.
+PROBES_HEURISTIC = (
+    "artbot read these in the patch's text before anything ran: a numerical fix to ART needs "
+    "none of them, and each can forge the check's outputs or act only under artbot's harness. "
+    'The scan is a heuristic a determined author can evade, so a "fixed" is still read beside '
+    "the diff."
+)
+
+
+def probe_lines(probes: tuple[Probe, ...], quote: Callable[[str], str]) -> list[str]:
+    """The patch's probes, up to :data:`MAX_PROBES_SHOWN`, one a line, then what the scan is;
+    none: nothing."""
+    if not probes:
+        return []
+    out = [f"The patch's code reaches beyond numbers ({len(probes)} use(s)):"]
+    for p in probes[:MAX_PROBES_SHOWN]:
+        out.append(f"- {quote(p.text)} at {quote(f'{p.path}:{p.line}')}: {p.kind.value}")
+    if len(probes) > MAX_PROBES_SHOWN:
+        out.append(f"- and {len(probes) - MAX_PROBES_SHOWN} more")
+    return [*out, PROBES_HEURISTIC, ""]
 
 
 def _verdict(result: CodeResult, cid: str) -> str:
@@ -220,10 +254,15 @@ def render_trial(trial: Trial, finding: Finding | None = None) -> str:
     fix leaves, in its contract's words."""
     before, after = trial.before, trial.after
     files = ", ".join(f"`{p}`" for p in trial.changed)
+
+    def quote(text: str) -> str:
+        return quoted(text, 120, in_table=False)
+
     out = [
         f"{TITLE}: item {trial.item}, openpipe-art {trial.release} with {trial.source} "
-        f"({files}): **{headline(trial)}** (the release: {before.status.value}).",
+        f"({files}): **{headline(trial, quote)}** (the release: {before.status.value}).",
         "",
+        *probe_lines(trial.probes, quote),
         *what_remains(trial, finding),
         *([text, ""] if (text := check_and_test_disagree(trial)) else []),
     ]

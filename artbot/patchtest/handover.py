@@ -25,6 +25,7 @@ from ..verify.rejudge import BY_ARTBOT, IN_CHECK
 from ..verify.results import result_from_json
 from ..verify.sanitize import shown
 from .command import MAX_FILES
+from .probes import MAX_TEXT, Probe, ProbeKind
 from .regress import Regression
 from .trial import Trial
 
@@ -37,6 +38,7 @@ _PATH_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,199}$")
 _HEX_RE = re.compile(r"^[0-9a-f]{40}$")
 _WHEN_RE = re.compile(r"^[0-9TZ:+.-]{1,40}$")
 MAX_REASON = 600
+MAX_PROBES = 50  # a trial's probes handed over (the answer shows 5 and counts the rest)
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,34 @@ def trial_json(trial: Trial) -> dict[str, Any]:
         "isolation": trial.isolation,
         "seconds": trial.seconds,
         "timings": dict(trial.timings),
+        "probes": [
+            {"path": p.path, "line": p.line, "kind": p.kind.name, "text": p.text}
+            for p in trial.probes[:MAX_PROBES]
+        ],
     }
+
+
+def _probes(data: Any, changed: list[str]) -> tuple[Probe, ...]:
+    """The probes handed over: each kind one of the enum's, its path one of the files the
+    patch changed, its line an int, its text sanitized and capped."""
+    if data is None:
+        return ()
+    if not isinstance(data, list) or len(data) > MAX_PROBES:
+        raise ValueError("probes: not a list of probes")
+    out = []
+    for entry in data:
+        if not isinstance(entry, dict) or set(entry) != {"path", "line", "kind", "text"}:
+            raise ValueError("probes: not a probe's fields")
+        path, line, kind = entry["path"], entry["line"], entry["kind"]
+        if not isinstance(path, str) or path.removeprefix("src/") not in changed:
+            raise ValueError("probes: not a file the patch changed")
+        if isinstance(line, bool) or not isinstance(line, int) or not 0 < line < 10**7:
+            raise ValueError("probes: not a line")
+        if kind not in ProbeKind.__members__:
+            raise ValueError("probes: not a kind")
+        text = shown(str(entry["text"]), limit=MAX_TEXT)
+        out.append(Probe(path, line, ProbeKind[kind], text))
+    return tuple(out)
 
 
 def _seconds(value: Any) -> float:
@@ -134,6 +163,7 @@ def trial_from_json(
         shown(str(data.get("isolation", "")), limit=600),
         _seconds(data.get("seconds")),
         {k: _seconds(timings[k]) for k in words if k in timings},
+        _probes(data.get("probes"), changed),
     )
 
 

@@ -21,6 +21,7 @@ from .answer import (
     headline,
     inputs_phrase,
     judged_by,
+    probe_lines,
     regression_change,
     what_remains,
 )
@@ -76,9 +77,10 @@ def render_trial_text(trial: Trial, finding: Finding | None = None) -> str:
     before, after = trial.before, trial.after
     out = [
         f"artbot test: item {trial.item}, openpipe-art {trial.release} with "
-        f"{plain(trial.source.strip('`'))} ({', '.join(trial.changed)}): {headline(trial)} "
-        f"(the release: {before.status.value})",
+        f"{plain(trial.source.strip('`'))} ({', '.join(trial.changed)}): "
+        f"{headline(trial, lambda t: plain(t, 120))} (the release: {before.status.value})",
         "",
+        *probe_lines(trial.probes, lambda t: plain(t, 120)),
     ]
     # The answer's "partial: fixes X; the contract also requires Y", without its code spans.
     out += [plain(line.replace("`", ""), None) for line in what_remains(trial, finding)]

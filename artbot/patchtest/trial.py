@@ -18,11 +18,12 @@ from ..errors import ArtbotError, BadInput
 from ..records.catalog import Catalog
 from ..status import release_points
 from ..verify.apart import verify_code_apart
-from ..verify.code import CodeResult, checkable
+from ..verify.code import CodeResult, CodeStatus, checkable
 from ..verify.release import recorded_pin, release_tree
 from ..verify.tree import ArtTree, open_tree
 from .command import Refusal
 from .diff import DoesNotApply, FilePatch, apply_to_folder
+from .probes import Probe, ProbeKind, scan_files
 from .regress import Regression, run_regression
 
 CHECK_TIMEOUT_S = 300.0  # each check process, before and after
@@ -50,6 +51,14 @@ class Trial:
     isolation: str
     seconds: float
     timings: Mapping[str, float] = field(default_factory=dict)
+    probes: tuple[Probe, ...] = ()  # what the patch's text reaches for beyond numbers
+
+    @property
+    def vouched(self) -> bool:
+        """The one rule (#53): artbot vouches for the patch only where the check on the patched
+        code says fixed and the patch's text has no probe (:mod:`.probes`); the answer's
+        headline, the terminal's and ``artbot test``'s exit code read it."""
+        return self.after.status is CodeStatus.fixed and not self.probes
 
 
 class TimedOut(Exception):
@@ -113,6 +122,7 @@ def run_trial(
             changed = apply_to_folder(patched, files)
         except DoesNotApply as exc:
             return Refusal(f"{exc} (openpipe-art {release})")
+        probes = read_probes(released, patched, files)  # read, never run, before any check
         ptree = open_tree(patched, catalog.audit, label=f"openpipe-art {release} + the patch")
         said: list[str] = []
 
@@ -178,4 +188,24 @@ def run_trial(
         isolation,
         time.monotonic() - started,
         timings,
+        probes,
     )
+
+
+def read_probes(released: Path, patched: Path, files: Sequence[FilePatch]) -> tuple[Probe, ...]:
+    """The probes of the files ``files`` changed: each release's file beside its patched copy
+    (in the two unpacked trees), as text; a file that is not UTF-8 is a probe itself."""
+    texts: dict[str, tuple[str | None, str | None]] = {}
+    odd: list[Probe] = []
+    for patch in files:
+        sides: list[str | None] = []
+        for root in (released, patched):
+            path = root / patch.wheel_path
+            try:
+                sides.append(path.read_bytes().decode("utf-8") if path.is_file() else None)
+            except UnicodeDecodeError:
+                sides.append(None)
+                if root == patched:
+                    odd.append(Probe(patch.path, 1, ProbeKind.unscanned, "not UTF-8"))
+        texts[patch.path] = (sides[0], sides[1])
+    return (*odd, *scan_files(texts))

@@ -13,6 +13,7 @@ from artbot.patchtest.answer import OWN_OUTPUTS, headline, render_refusal, rende
 from artbot.patchtest.command import Refusal
 from artbot.patchtest.handover import trial_from_json, trial_json
 from artbot.patchtest.plan import Comment, plan
+from artbot.patchtest.probes import Probe, ProbeKind
 from artbot.patchtest.regress import Regression, outcome
 from artbot.patchtest.terminal import render_trial_text
 from artbot.patchtest.trial import Trial
@@ -245,3 +246,63 @@ def test_who_judged_and_the_seed_cross_to_the_post_job_validated() -> None:
         bad = {**data, "after": {**data["after"], **forged}}
         with pytest.raises(ValueError):
             trial_from_json(bad, catalog, item=801, release="0.5.23", source="x")
+
+
+PROBES = tuple(
+    Probe("src/art/loss.py", 10 + n, kind, text)
+    for n, (kind, text) in enumerate(
+        [(ProbeKind.environment, "os.getpid"), (ProbeKind.introspection, "sys.modules"),
+         (ProbeKind.files, "os.write"), (ProbeKind.process, "atexit.register"),
+         (ProbeKind.harness, "'/etc/passwd'"), (ProbeKind.introspection, "gc.get_objects")]
+    )
+)  # fmt: skip
+
+
+def test_a_fix_with_probes_is_not_vouched_for_anywhere() -> None:
+    """#53: the check says fixed, but the patch reads the process's environment: the answer,
+    the terminal and the exit code's rule never say fixed, and list the probes quoted."""
+    fixed = trial(
+        result("reproduced", {"c": claim("reproduced", inputs=10, found=True)}),
+        result("fixed", {"c": claim("fixed", inputs=600)}),
+    )
+    assert fixed.vouched
+    got = replace(fixed, probes=PROBES)
+    assert not got.vouched
+    words = "not vouched: fixed on artbot's inputs, but the patch reads the process's environment"
+    assert headline(got) == f"{words} (os.getpid at src/art/loss.py:10)"
+    text = render_trial(got)
+    assert f"**{words} (`os.getpid` at `src/art/loss.py:10`)**" in text
+    assert "**fixed" not in text and "- `sys.modules` at `src/art/loss.py:11`" in text
+    assert "- and 1 more" in text and "gc.get_objects" not in text  # five shown
+    assert "a heuristic a determined author can evade" in text
+    plain = render_trial_text(got)
+    assert f": {words} (os.getpid at src/art/loss.py:10) (the release:" in plain
+    assert "- os.write at src/art/loss.py:12: opens files or descriptors" in plain
+    # not fixed: the verdict as it is, the probes listed all the same
+    broken = replace(got, after=result("reproduced", {"c": claim("reproduced")}))
+    assert headline(broken) == "reproduced" and "`os.getpid`" in render_trial(broken)
+    assert "reaches beyond numbers" not in render_trial(fixed)
+
+
+def test_probes_cross_to_the_post_job_validated() -> None:
+    """The post job renders from validated fields: a kind from the enum, a path among the
+    changed files, an int line, a capped, sanitized text; anything else drops the trial."""
+    catalog = load_catalog(ROOT)
+    cid = catalog.get(801).claims[0].id
+    before = CodeResult(801, CodeStatus.reproduced, "openpipe-art 0.5.23", "",
+                        claims={cid: claim("reproduced")})  # fmt: skip
+    after = replace(before, status=CodeStatus.fixed, claims={cid: claim("fixed", inputs=5)})
+    data = trial_json(replace(trial(before, after), probes=PROBES))
+    back = trial_from_json(data, catalog, item=801, release="0.5.23", source="x")
+    assert back.probes == PROBES and not back.vouched
+    good = data["probes"][0]
+    for forged in ({"kind": "verdict"}, {"path": "src/art/other.py"}, {"line": "10"},
+                   {"line": True}, {"line": 0}, {"extra": 1}):  # fmt: skip
+        bad = {**data, "probes": [{**good, **forged}]}
+        with pytest.raises(ValueError):
+            trial_from_json(bad, catalog, item=801, release="0.5.23", source="x")
+    long = {**data, "probes": [{**good, "text": "x" * 500 + "\n@someone"}]}
+    [shown] = trial_from_json(long, catalog, item=801, release="0.5.23", source="x").probes
+    assert len(shown.text) <= 80 and "\n" not in shown.text
+    assert trial_from_json({**data, "probes": []}, catalog, item=801, release="0.5.23",
+                           source="x").vouched  # fmt: skip
