@@ -243,20 +243,12 @@ def test_the_table_is_one_enum_and_each_probe_parses_back() -> None:
     assert ast.parse("x = 1")  # the scanner never executes: parse only
 
 
-def _parses(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
-        return False
-    return True
-
-
 @pytest.mark.network
 def test_no_real_fix_or_harmless_control_has_a_probe(tmp_path: Path) -> None:
     """Every real and harmless control of repros/controls/adversarial/, and every fix an issue
     suggests (itemNN.toml's ``[[fix]]``, itemNN_suggested_*.toml), applied to each release it
-    names: no probe. (On Python 3.11 a file of ART's that needs 3.12 parses for neither side,
-    and no check of it runs there either; those are left out, and counted.)"""
+    names: no probe. (On Python 3.11 a file of ART's with 3.12's f-strings parses for neither
+    side; those are left out, and counted.)"""
     from tests.helpers.controls import (
         ADVERSARIAL,
         controlled_copy,
@@ -289,8 +281,9 @@ def test_no_real_fix_or_harmless_control_has_a_probe(tmp_path: Path) -> None:
                 before = (release / rel).read_text(encoding="utf-8")
                 files[f"src/{rel}"] = (before, changed.read_text(encoding="utf-8"))
         assert files, name
-        if not all(_parses(before) for before, _ in files.values()):
-            continue
+        got = scan_files(files)
+        if got and all(p.text.endswith("nor does the release's") for p in got):
+            continue  # this Python cannot read the release's file (3.12's f-strings on 3.11)
         scanned += 1
-        assert scan_files(files) == (), (name, version)
-    assert scanned >= len(cases) // 2, (scanned, len(cases))
+        assert got == (), (name, version)
+    assert scanned >= len(cases) - 4, (scanned, len(cases))
