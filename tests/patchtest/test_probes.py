@@ -193,6 +193,30 @@ def test_scan_files_reads_each_file_in_order() -> None:
     ]
 
 
+def test_a_trial_reads_the_probes_of_the_files_the_patch_changed(tmp_path: Path) -> None:
+    """run_trial's reading: each changed file's release and patched text from the two unpacked
+    trees (an added file whole, a deleted one nothing, one not UTF-8 a probe)."""
+    from artbot.patchtest.diff import FilePatch
+    from artbot.patchtest.trial import read_probes
+
+    released, patched = tmp_path / "r", tmp_path / "p"
+    for root in (released, patched):
+        (root / "art").mkdir(parents=True)
+        (root / "art" / "loss.py").write_text(RELEASE, encoding="utf-8")
+        (root / "art" / "gone.py").write_text("import gc\n", encoding="utf-8")
+    (patched / "art" / "loss.py").write_text(RELEASE + "x = os.getpid()\n", encoding="utf-8")
+    (patched / "art" / "gone.py").unlink()
+    (patched / "art" / "new.py").write_text("import sys\nsys.modules\n", encoding="utf-8")
+    (patched / "art" / "odd.py").write_bytes(b"x = '\xff'\n")
+    files = [FilePatch(f"src/art/{n}.py", ()) for n in ("loss", "gone", "new", "odd")]
+    got = read_probes(released, patched, files)
+    assert [(p.path, p.kind, p.text) for p in got] == [
+        ("src/art/odd.py", U, "not UTF-8"),
+        ("src/art/loss.py", E, "os.getpid"),
+        ("src/art/new.py", IN, "sys.modules"),
+    ]
+
+
 # The seven no-fix attacks of the independent review (#53), as the code each adds to ART's
 # loss.py: each is a probe of the kind that names it.
 ATTACKS = {
