@@ -73,7 +73,7 @@ NAMES: Mapping[str, ProbeKind] = {
     "sys._current_frames": IN, "sys.getrefcount": IN, "sys.getsizeof": IN,
     "inspect": IN, "traceback": IN, "gc": IN, "weakref": IN, "dis": IN, "types.FrameType": IN,
     "types.CodeType": IN, "types.FunctionType": IN, "types.ModuleType": IN, "tracemalloc": IN,
-    "faulthandler": IN, "site": IN, "builtins": IN,
+    "faulthandler": IN, "site": IN, "builtins": IN, "__builtins__": IN,
     "open": F, "io": F, "os.open": F, "os.read": F, "os.write": F, "os.dup": F, "os.dup2": F,
     "os.fdopen": F, "os.pipe": F, "os.pipe2": F, "os.close": F, "os.closerange": F,
     "os.lseek": F, "os.sendfile": F, "os.truncate": F, "os.ftruncate": F, "os.remove": F,
@@ -306,6 +306,10 @@ class _Reader:
             return
         else:
             names = [f"{node.module}.{a.name}" for a in node.names]
+            if any(a.name == "*" for a in node.names) and node.module.split(".")[0] != ART_PACKAGE:
+                # every name of the module bound unseen: what it reaches cannot be read
+                yield self.probe(node, ProbeKind.dynamic, f"from {node.module} import *")
+                return
         for name in names:
             if name in IMPORTERS or name == "importlib":
                 continue  # what it imports is read where it is called

@@ -126,6 +126,8 @@ def test_aliases_are_resolved(code: str) -> None:
         ("import sys as s\nx = s.modules['repros._domain']", IN),
         ("x = open('/etc/' + 'passwd').read()", H),
         ("x = vars()", D),
+        ("from os import *\nx = getpid()", D),
+        ("x = __builtins__['open']", IN),
         ("x = hasattr(os, n)", D),
     ],
 )
