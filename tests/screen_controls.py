@@ -176,16 +176,24 @@ def screen_draws(
     found = Screened(seeds)
     reproduced: dict[str, set[int]] = {cid: set() for cid in oracles}
     tree = open_tree(root, catalog.audit, label=label)
+    # A claim already decided is sent one input that passed (else its first): a check may
+    # expect each claim's search to have measured something, as every plan artbot draws has.
+    spare = {cid: q[:1] for cid, q in queue.items()}
     while any(queue.values()):
         sent = {cid: q[:CHUNK] for cid, q in queue.items()}
-        result = run_check(catalog, tree, finding, {c: [x for _, x in s] for c, s in sent.items()})
+        wire = {c: [x for _, x in s or spare[c]] for c, s in sent.items()}
+        result = run_check(catalog, tree, finding, wire)
         found.checks += 1
         if result.status is CodeStatus.could_not_run:
             raise Trouble(result.detail[:300])
         for cid, cases in sent.items():
+            if not cases:
+                continue
             measured, failed = _measured(oracles[cid], cases, result.tapes.get(cid, []), plan)
-            if failed is None and measured == 0 and cases:
+            if failed is None and measured == 0:
                 raise Trouble(f"claim {cid}: the check measured none of {len(cases)} inputs")
+            if measured > 1 or failed is None:
+                spare[cid] = cases[:1]
             found.inputs += measured
             rest = queue[cid][measured:]
             if failed is not None:
