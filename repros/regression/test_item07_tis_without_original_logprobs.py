@@ -10,7 +10,13 @@ reduction mean, Tinker without reference logprobs; Megatron's reduce_loss: logpr
 head's dtype, reduction sum), over every dev.TrainConfig value loss_fn reads (PPO or CISPO,
 importance-sampling level, epsilons, the negative advantage cap, ratio mask, Kimi tau, KL
 penalty and its source), U float or int, advantages of either sign, log-ratios up to 3, the
-model's dtype FP32/BF16/FP16, grad on and off. Oracle: the same step without TIS, 4 ulps."""
+model's dtype FP32/BF16/FP16, grad on and off. Oracle: the same step without TIS, 4 ulps.
+
+Torch runs on one thread here, as artbot's check runs it: the backward then accumulates each
+token's gradient into the logits table in one order, so two runs of the same step give the same
+gradient (measured on openpipe-art 0.5.21, Megatron's call, a row of 8,192 tokens: with two
+threads the same step's gradients differed by up to 2.1e-5 at a largest |gradient| of 28.8,
+above 4 FP32 ulps of it, 1.4e-5; with one thread by 0)."""
 
 import math
 import random
@@ -71,6 +77,17 @@ class Record:  # the fields of ART's TokenizedResult its packer reads
     pixel_values: None = None
     image_grid_thw: None = None
     moe_routed_experts: None = None
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Torch on one thread for the test (see the module's docstring), restored after."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _records(case: dict, table: torch.Tensor) -> list:
