@@ -204,8 +204,8 @@ def _records(case: dict[str, Any], table: torch.Tensor, bad: float | None) -> li
         scale = case.get("log-ratio scale", 0.05)
         old = exact + scale * torch.randn(completion_len, generator=gen, dtype=torch.float64)
         if k == 0:
-            at = case["at"] % completion_len
-            old[at] = exact[at] if bad is None else bad
+            for at in _bad_positions(case, completion_len):
+                old[at] = exact[at] if bad is None else bad
         sign = case["advantage"] if k % 2 == 0 else -case["advantage"]
         out.append(
             TokenizedRecord(
@@ -220,6 +220,15 @@ def _records(case: dict[str, Any], table: torch.Tensor, bad: float | None) -> li
             )
         )
     return out
+
+
+def _bad_positions(case: dict[str, Any], completion_len: int) -> list[int]:
+    """The completion tokens of the first branch that get the bad old logprob: token ``at``,
+    and with ``bad tokens`` n (default 1: item 8's several bad tokens a row, issue #53) n
+    tokens spread over the completion from it (fewer where the completion is shorter)."""
+    count = max(1, int(case.get("bad tokens") or 1))
+    stride = max(1, completion_len // count)
+    return sorted({(case["at"] + j * stride) % completion_len for j in range(count)})
 
 
 @dataclass

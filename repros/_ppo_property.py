@@ -10,9 +10,11 @@ dimensions, plus random draws. Each claim names the dimensions it narrows and ad
   packer writes no ``original_logprobs``, so every step is the "without original logprobs"
   case. Holds: every row's loss and the logits' gradient equal those of the same step without
   TIS (4 ulps of the loss dtype, relative), or the step raises an error naming the logprobs.
-- item 8: one old logprob of the bad branch -inf, +inf, NaN, or finite up to 1e5 below the new
-  one (beyond ART's log-ratio bound: a log-ratio of 21 to 1e5). Holds: every row's loss and the
-  gradient finite, or an error naming the logprobs (while the ordinary step runs).
+- item 8: old logprobs of the bad branch -inf, +inf, NaN, or finite up to 1e5 below the new
+  one (beyond ART's log-ratio bound: a log-ratio of 21 to 1e5), on 1-8 tokens of a row (issue
+  #53: a fake that clamps only a row's worst token was judged fixed on one). Holds: every
+  row's loss and the gradient finite, or an error naming the logprobs (while the ordinary step
+  runs).
 - item 801: PPO, A < 0 on the bad branch, one old logprob a sentinel: vLLM's -9999 floor, or
   any value below it, to FP32's largest negative value (ART's old logprobs are FP32: the
   packer's tensor). Holds: every row's loss finite and within twice what one token can add at
@@ -59,6 +61,9 @@ SENTINELS = (-9999.0, -9999.5, -1e4, -1e5, -1e9, -1e30, -FP32_MAX)
 # (measured: 0.5.21's fix written another way, a megatron FP16 row of 5,444 tokens).
 FP16_LOSS_ONLY = "in FP16 the loss only (65,504, FP16's largest, is below e^20, the audit's clamp)"
 BAD_OLD = ("-inf", "+inf", "nan", 21.0, 200.0, 10000.2, 1e4, 1e5)
+# 8's bad tokens a row (issue #53, the review's fake that clamps only a row's one worst token):
+# a sampler's floor or a stale logprob hits several tokens of a completion, not one.
+BAD_TOKENS = (1, 2, 8)
 NON_FINITE = {"-inf": float("-inf"), "nan": float("nan"), "+inf": float("inf")}
 
 # What each claim narrows (``fixed``) and adds (``extra``) to _loss_path's domain.
@@ -70,7 +75,11 @@ CONTRACTS: dict[str, dict[str, Any]] = {
     },
     "8": {
         "fixed": {},
-        "extra": {"advantage": (-1.0, 1.0, -1e3, 1e-3), "bad old": BAD_OLD},
+        "extra": {
+            "advantage": (-1.0, 1.0, -1e3, 1e-3),
+            "bad old": BAD_OLD,
+            "bad tokens": BAD_TOKENS,
+        },
         "oracle": "finite loss and gradients",
     },
     "801": {

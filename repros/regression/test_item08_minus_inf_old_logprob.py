@@ -1,5 +1,6 @@
 """Audit item 8: whatever the old logprob on a trainable token (-inf, +inf, NaN, or finite up to
-1e5 below the new one, a sentinel such as -9999 among them), the loss and its gradients stay
+1e5 below the new one, a sentinel such as -9999 among them; on 1-8 tokens of a row, 1, 2
+or 8 of a completion), the loss and its gradients stay
 finite, or the step fails with a clear error (one that names the old logprobs) before backward.
 
 The step runs as ART runs it: a GRPO group (one prompt, 1-8 completions) packed into one row of
@@ -54,8 +55,10 @@ DIMS = {  # None: the key left out of the config (ART's default)
     "branches": (1, 2, 8),
     "advantage": (-1.0, 1.0, -1e3, 1e-3),
     "bad old": ("-inf", "+inf", "nan", 21.0, 200.0, 10000.2, 1e4, 1e5),  # text, or new - old
+    "bad tokens": (1, 2, 8),  # in the first completion, spread over it
 }
 PATH = {"caller", "new dtype", "grad", "row tokens", "branches", "advantage", "bad old"}
+PATH |= {"bad tokens"}
 CONFIG = DIMS.keys() - PATH
 
 
@@ -90,9 +93,11 @@ def _records(case: dict, table: torch.Tensor, bad: str | float | None) -> list:
         ids = torch.cat([prompt, torch.randint(0, VOCAB, (completion_len,), generator=gen)])
         exact = reference[ids[prompt_len - 1 : -1], ids[prompt_len:]]
         old = exact + 0.05 * torch.randn(completion_len, generator=gen, dtype=torch.float64)
-        if k == 0:
-            at = case["at"] % completion_len
-            old[at] = exact[at] if bad is None else _bad(bad, float(exact[at]))
+        if k == 0:  # the bad tokens, spread over the first completion
+            stride = max(1, completion_len // case["bad tokens"])
+            for j in range(case["bad tokens"]):
+                at = (case["at"] + j * stride) % completion_len
+                old[at] = exact[at] if bad is None else _bad(bad, float(exact[at]))
         out.append(
             Record(
                 token_ids=ids.tolist(),
