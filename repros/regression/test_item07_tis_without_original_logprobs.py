@@ -3,7 +3,8 @@ the loss nor its gradient (TIS skipped), or the step fails with a clear error na
 missing logprobs.
 
 The step runs as ART runs it: a GRPO group (one prompt, 1-8 completions) packed into one row of
-16 to 8,192 tokens by ART's packer (which writes no original_logprobs), taken by
+16 to 8,192 tokens by ART's packer (which writes no original_logprobs; and one Megatron row of
+32,768 tokens: ART sets no limit on a packed row), taken by
 create_train_inputs, wrapped in LossInputs, and loss_fn called as each of ART's callers calls it
 (Unsloth's compute_loss and Tinker's custom_loss_fn: FP32 logprobs of the model's dtype,
 reduction mean, Tinker without reference logprobs; Megatron's reduce_loss: logprobs in the
@@ -154,6 +155,7 @@ def _cases() -> list:
     rng = random.Random(7)
     cases = [{k: v[-1] for k, v in DIMS.items()}]  # every dimension at its largest
     cases += [{k: rng.choice(v) for k, v in DIMS.items()} for _ in range(31)]
+    cases.append(dict(cases[0], caller="megatron", grad=True, **{"row tokens": 32768}))
     return [dict(case, seed=i) for i, case in enumerate(cases)]
 
 
