@@ -112,7 +112,7 @@ def config_shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
 def _keys(case: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     """The raw's first steps a field must set the eps of, and the case's eps each must use:
     the LoRA pair's on one rank, and the case's slot on its ranks where those differ."""
-    keys = (("first", "eps"), ("first_other", "eps_other"))
+    keys: tuple[tuple[str, str], ...] = (("first", "eps"), ("first_other", "eps_other"))
     if int(case.get("tensors") or 2) != 2 or int(case.get("world_size") or 1) != 1:
         keys += (("layout", "eps"), ("layout_other", "eps_other"))
     return keys
