@@ -67,7 +67,8 @@ CALL_PATH = (
     "ART's packer -> create_train_inputs -> each caller: Unsloth's compute_loss and Tinker's "
     "custom_loss_fn (TinkerService.train) run whole (stand-ins: trainer, model, Tinker "
     "client), mean; "
-    "Megatron's reduce_loss not run (needs Megatron-Core's schedule): loss_fn, sum; "
+    "Megatron's reduce_loss not run (needs Megatron-Core's schedule): loss_fn, sum, the "
+    "selective LM head's compacted inputs (ART's default, on odd seeds) or LossInputs; "
     "nothing compiled"
 )
 
@@ -138,6 +139,9 @@ class Path:
     inputs: Any
     types: Any
     callers: callers_.Callers | None = None
+    # megatron/selective_lm_head.py (its Megatron-Core import stood in for), loaded with the
+    # callers: Megatron's reduce_loss passes loss_fn the head's compacted inputs.
+    selective: Any = None
 
     @classmethod
     def load(cls, art: Any, callers: callers_.Callers | None = None) -> Path:
@@ -147,6 +151,7 @@ class Path:
             art.load("preprocessing/inputs.py"),
             art.load("types.py"),
             callers,
+            None if callers is None else callers.whole.load("megatron/selective_lm_head.py"),
         )
 
 
@@ -319,7 +324,12 @@ def _at_loss_fn(
 ) -> list[callers_.RowResult]:
     """Megatron's call of ``loss_fn`` (its ``reduce_loss`` cannot run here): every row's
     ``create_train_inputs`` in ``LossInputs``, the new logprobs in the head's dtype, the
-    reference's in FP32, ``reduction`` its own; the backward run where the case has grad."""
+    reference's in FP32, ``reduction`` its own; the backward run where the case has grad.
+    On odd seeds (issue #53, the review's fake kept on this path) as ART's default selective LM
+    head (``ART_MEGATRON_SELECTIVE_LM_HEAD`` on) makes it: ``LmHeadTokenSelection.from_labels``
+    on the row's shifted labels masked to its assistant tokens (``_prepare_dense_rl_micro``), its
+    ``compact_loss_inputs`` (``AlignedLossInputs``, ``entropies_are_aligned``), the new and
+    reference logprobs of the selected tokens only."""
     train_config = path.types.TrainConfig(learning_rate=1e-5)
     out = []
     for i in range(int(packed["tokens"].shape[0])):
@@ -328,9 +338,15 @@ def _at_loss_fn(
         new = torch.log_softmax(table[tokens[:, :-1]], -1).gather(-1, tokens[:, 1:, None])
         new = torch.nn.functional.pad(new.squeeze(-1), (0, 1)).to(DTYPES[case["new dtype"]])
         ref = new.detach().float() - 0.01 if config.get("kl_penalty_coef") else None
-        loss = path.loss.loss_fn(
-            path.loss.LossInputs(inputs=row), new, ref, None, config, reduction
-        ).policy_loss
+        inputs = path.loss.LossInputs(inputs=row)
+        if path.selective is not None and case["seed"] % 2:
+            shift = path.loss.shift_tensor
+            labels = shift(tokens, -100)
+            labels = torch.where(shift(row["assistant_mask"], False), labels, -100)
+            selection = path.selective.LmHeadTokenSelection.from_labels(labels)
+            inputs = selection.compact_loss_inputs(inputs)
+            new, ref = selection.select(new), selection.select_optional(ref)
+        loss = path.loss.loss_fn(inputs, new, ref, None, config, reduction).policy_loss
         if case["grad"]:
             loss.backward()
         out.append(callers_.RowResult(loss, row))
