@@ -12,8 +12,10 @@ can take the Megatron backend's step.
   the field set to ``eps`` and, afresh, to ``eps_other`` (None: a value refused), a later step's
   after the field changed from one to the other (reported, not judged: ART reuses a slot's
   optimizer), and whether the cross-rank guard refused two ranks holding the two. Fixed on it
-  when some field's value is the eps every parameter's step used at both values (within 1%)
-  and the guard refuses two ranks that differ only in that field.
+  when some field's value is the eps every parameter's step used at both values (within 1%),
+  on the LoRA pair on one rank and on the case's slot (``tensors``, 2-1,024: a Qwen3-4B LoRA's
+  504) on its ranks (``world_size``, 1-8), and the guard refuses ranks that differ only in
+  that field.
 - eps-damps-tiny-updates, one input: a seed and a token count of the LoRA model, and the eps
   asked through a field (``asked_eps``, Megatron's 1e-13); ``raw`` is the smallest eps a step
   can be given and how, the step A first moves on, its median |update| / lr, the median |grad A|
@@ -43,13 +45,20 @@ CONFIG_DIMENSIONS: dict[str, tuple[Any, ...]] = {  # None: AdamParams' default
     "weight_decay": (None, 0.0, 0.01),
     "grad_clip_norm": (None, 0.0, 1.0),  # 0: ART's clip off
     "rest": (None, 0.5),  # any other float field of AdamParams: its default times this
+    # The slot's parameter tensors and the ranks (issue #53, the review's fakes gated past the
+    # old domain's 2 tensors and 2 ranks): a Qwen3-4B LoRA has 504 (36 layers x 7 modules x A,
+    # B), a Qwen3-32B one 896; 1 rank (no torch.distributed) to a node's 8.
+    "tensors": (2, 504, 896),
+    "world_size": (1, 2, 8),
 }
+MOST_TENSORS, MOST_RANKS = 1024, 8
 CONFIG_COVERS = (
     "every field of AdamParams but the learning rate, set in turn to eps 1e-16-1e-5 (never "
     "near 1e-8), a covering array of eps x learning rate 1e-6-1e-4 x beta1 x beta2 x weight "
-    "decay 0-0.01 x clip norm 0 (off)-1.0 x any other float field at 0.5x its default, then "
-    "draws; each through TrainerRank.optim_step: the eps a first step used, a later step's "
-    "after the field changed; the cross-rank guard on two ranks differing in eps only"
+    "decay 0-0.01 x clip norm 0 (off)-1.0 x any other float field at 0.5x its default x "
+    "2-1,024 parameter tensors a slot (a Qwen3-4B LoRA's 504) x 1-8 ranks, then draws; each "
+    "through TrainerRank.optim_step: the eps a first step used, a later step's after the field "
+    "changed; the cross-rank guard on two ranks differing in eps only"
 )
 DAMP_COVERS = (
     "the smallest eps a step of ART's optimizer can be given (AdamParams' defaults, or a field "
@@ -64,7 +73,9 @@ def _other_eps(eps: float) -> float:
 
 def config_edges() -> list[dict[str, Any]]:
     """The audit's case (eps 1e-13, every other field at its default), then a covering array."""
-    cases: list[dict[str, Any]] = [{"eps": 1e-13, **dict.fromkeys(list(CONFIG_DIMENSIONS)[1:])}]
+    cases: list[dict[str, Any]] = [
+        {"eps": 1e-13, **dict.fromkeys(list(CONFIG_DIMENSIONS)[1:]), "tensors": 2, "world_size": 1}
+    ]
     cases += _domain.pairwise_cases(CONFIG_DIMENSIONS)
     return [{**c, "eps_other": _other_eps(c["eps"])} for c in cases]
 
@@ -80,27 +91,44 @@ def config_sample(rng: random.Random) -> dict[str, Any]:
         "weight_decay": rng.choice([None, 0.0, rng.uniform(0.0, 0.2)]),
         "grad_clip_norm": rng.choice([None, 0.0, 10 ** rng.uniform(-2, 1)]),
         "rest": rng.choice([None, rng.uniform(0.5, 0.95)]),
+        "tensors": rng.choice([2, 504, rng.randint(2, MOST_TENSORS)]),
+        "world_size": rng.randint(1, MOST_RANKS),
     }
     return {**case, "eps_other": _other_eps(eps)}
 
 
 def config_shrink(case: dict[str, Any]) -> list[dict[str, Any]]:
-    """Toward the audit's case: eps 1e-13, then each other field back to its default."""
+    """Toward the audit's case: eps 1e-13, then each other field back to its default (the slot
+    to its LoRA pair, one rank)."""
     out = [] if case["eps"] == 1e-13 else [{**case, "eps": 1e-13, "eps_other": 1e-6}]
-    others = [k for k in CONFIG_DIMENSIONS if k != "eps" and case.get(k) is not None]
-    return out + [_domain.replace(case, k, None) for k in others]
+    smallest = {"tensors": 2, "world_size": 1}
+    others = [
+        k for k in CONFIG_DIMENSIONS if k not in ("eps", *smallest) and case.get(k) is not None
+    ]
+    out += [_domain.replace(case, k, None) for k in others]
+    return out + [_domain.replace(case, k, v) for k, v in smallest.items() if case.get(k, v) != v]
+
+
+def _keys(case: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The raw's first steps a field must set the eps of, and the case's eps each must use:
+    the LoRA pair's on one rank, and the case's slot on its ranks where those differ."""
+    keys: tuple[tuple[str, str], ...] = (("first", "eps"), ("first_other", "eps_other"))
+    if int(case.get("tensors") or 2) != 2 or int(case.get("world_size") or 1) != 1:
+        keys += (("layout", "eps"), ("layout_other", "eps_other"))
+    return keys
 
 
 def reaching(case: dict[str, Any], raw: dict[str, Any]) -> list[str]:
     """The fields whose value is the eps every parameter's first step used, set to the case's
-    ``eps`` and to its ``eps_other`` (one value could be the default's by chance)."""
+    ``eps`` and to its ``eps_other`` (one value could be the default's by chance), on the LoRA
+    pair and on the case's slot and ranks."""
     return [
         name
         for name, got in raw["fields"].items()
         if got
         and all(
-            got[key] and all(_close(e, case[want]) for e in got[key])
-            for key, want in (("first", "eps"), ("first_other", "eps_other"))
+            got.get(key) and all(_close(e, case[want]) for e in got[key])
+            for key, want in _keys(case)
         )
     ]
 
@@ -129,9 +157,9 @@ def nearest(case: dict[str, Any], raw: dict[str, Any]) -> tuple[str, float, list
     got = fields[named[0]] if named else next((g for g in fields.values() if g), None)
     if not got:
         return name, case["eps"], None
-    for key, want in (("first", "eps"), ("first_other", "eps_other")):
-        if not (got[key] and all(_close(e, case[want]) for e in got[key])):
-            return name, case[want], got[key]
+    for key, want in _keys(case):
+        if not (got.get(key) and all(_close(e, case[want]) for e in got[key])):
+            return name, case[want], got.get(key)
     return name, case["eps"], got["first"]
 
 

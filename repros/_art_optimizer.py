@@ -24,9 +24,15 @@ them as given. Nothing is read from ``param_groups``: a fix or a fake anywhere o
 caller, a helper, the step itself) is measured as it acts (issue #50: an eps floored inside the
 step while ``param_groups`` say 1e-13).
 
-The cross-rank guard runs on a stand-in ``torch.distributed`` of two ranks (:class:`TwoRanks`):
-rank 1's digest is the one the guard itself computed in a step with the other config, so the
-guard raises exactly when its digest of the two configs differs.
+The cross-rank guard runs on a stand-in ``torch.distributed`` of the case's ranks (:class:`Ranks`,
+two at least): every other rank's digest is the one the guard itself computed in a step with the
+other config, so the guard raises exactly when its digest of the two configs differs.
+
+The probes' slot holds as many parameter tensors as the case says (issue #53, the review's
+fakes gated past the old domain's 2: a Qwen3-4B LoRA has 504, ART's
+``default_target_modules_for_model``), the LoRA pair first, and steps under as many ranks as
+the case says (1: no ``torch.distributed``; up to 8, a node's GPUs, all holding the same
+tensors), so an eps gated on the tensor count or the world size is measured as ART steps.
 """
 
 from __future__ import annotations
@@ -52,18 +58,21 @@ PATH = (
     "_new_dynamic_optimizer",
 )
 SHAPES = ((64, 8), (8, 64))  # a rank-8 LoRA pair of a 64-wide layer, for the eps probes
+OTHER_SHAPE = (4, 4)  # every further parameter tensor of a case's slot (its count is the point)
 LR = 5e-6  # ART's default learning rate (art/types.py TrainConfig), when a case gives none
 # AdamParams' fields at the audit (trainer_rank/_impl.py), which a case may set by name.
 NAMED = ("learning_rate", "beta1", "beta2", "weight_decay", "grad_clip_norm")
 REQUIRED_FILL = 1e-8  # a field without a default that a case does not name (each caller sets it)
 
 
-class TwoRanks:
-    """``torch.distributed`` for two ranks holding the same tensors: ``all_gather`` gives this
-    rank's tensor and ``other`` (this rank's again when ``other`` is None) and keeps each local
-    tensor in ``seen``; ``all_reduce`` sums two equal tensors (a MAX or MIN leaves them)."""
+class Ranks:
+    """``torch.distributed`` for ``world`` ranks holding the same tensors: ``all_gather`` gives
+    this rank's tensor and, for every other rank, ``other`` (this rank's again when ``other`` is
+    None) and keeps each local tensor in ``seen``; ``all_reduce`` sums ``world`` equal tensors
+    (a MAX or MIN leaves them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, world: int = 2) -> None:
+        self.world = world
         self.other: torch.Tensor | None = None
         self.seen: list[torch.Tensor] = []
 
@@ -74,16 +83,20 @@ class TwoRanks:
         return True
 
     def get_world_size(self, *_: Any) -> int:
-        return 2
+        return self.world
+
+    def get_rank(self, *_: Any) -> int:
+        return 0
 
     def all_gather(self, gathered: list[torch.Tensor], local: torch.Tensor, **_: Any) -> None:
         self.seen.append(local.clone())
         gathered[0].copy_(local)
-        gathered[1].copy_(local if self.other is None else self.other)
+        for rest in gathered[1:]:
+            rest.copy_(local if self.other is None else self.other)
 
     def all_reduce(self, tensor: torch.Tensor, op: Any = None, **_: Any) -> None:
         if op is None or op == torch.distributed.ReduceOp.SUM:
-            tensor.mul_(2)
+            tensor.mul_(self.world)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -101,6 +114,19 @@ class TrainerRankOnCpu:
         root = Path(art.package_dir).parent
         self.where = {name: _where(getattr(self.cls, name), root) for name in PATH}
         self.params_at = _where(self.AdamParams, root)
+        self.shapes: tuple[tuple[int, ...], ...] = SHAPES  # the probes' slot
+        self.world = 1  # the probes' ranks (1: no torch.distributed)
+
+    def layout(self, case: dict[str, Any]) -> None:
+        """The probes' slot and ranks as ``case`` gives them (``tensors``, ``world_size``;
+        absent: the LoRA pair on one rank)."""
+        count = max(len(SHAPES), int(case.get("tensors") or len(SHAPES)))
+        self.shapes = SHAPES + (OTHER_SHAPE,) * (count - len(SHAPES))
+        self.world = max(1, int(case.get("world_size") or 1))
+
+    def zeros(self) -> Any:
+        """A rank whose slot holds the probes' tensors, all zero."""
+        return self.rank(tuple(torch.zeros(s) for s in self.shapes))
 
     # a rank and a step ----------------------------------------------------------------
     def rank(self, tensors: tuple[torch.Tensor, ...]) -> Any:
@@ -124,7 +150,13 @@ class TrainerRankOnCpu:
         """Give the slot's parameters ``grads`` and run ``rank.optim_step(params=adam)``."""
         for param, grad in zip(self.slot(rank), grads, strict=True):
             param.grad = grad.detach().float().clone()
-        return dict(rank.optim_step(params=adam))
+        if self.world == 1 or isinstance(self.impl.dist, Ranks):
+            return dict(rank.optim_step(params=adam))
+        saved, self.impl.dist = self.impl.dist, Ranks(self.world)
+        try:
+            return dict(rank.optim_step(params=adam))
+        finally:
+            self.impl.dist = saved
 
     # AdamParams --------------------------------------------------------------------------
     def fields(self) -> dict[str, Any]:
@@ -170,10 +202,10 @@ class TrainerRankOnCpu:
     def step_eps(self, adam: Any, scale: float) -> list[float]:
         """The eps each parameter's first step used, with every gradient element +-``scale``
         (inf where a parameter did not move)."""
-        rank = self.rank(tuple(torch.zeros(s) for s in SHAPES))
-        self.step(rank, adam, _signed(scale))
+        rank = self.zeros()
+        self.step(rank, adam, _signed(scale, self.shapes))
         lr = float(adam.learning_rate)
-        return [_solved(p.detach().double().abs(), lr, scale) for p in self.slot(rank)]
+        return _distinct(_solved(p.detach().double().abs(), lr, scale) for p in self.slot(rank))
 
     def default_eps(self, adam: Any) -> list[float]:
         """The eps a first step uses: one step at 1e-8, then one at the size it found."""
@@ -184,28 +216,29 @@ class TrainerRankOnCpu:
     def later_eps(self, first: Any, second: Any, scale: float) -> list[float]:
         """A step with ``first``, then one with ``second`` (the same gradient, +-``scale``, so
         Adam's bias-corrected moments are g and g**2): the eps the second step used."""
-        rank = self.rank(tuple(torch.zeros(s) for s in SHAPES))
-        self.step(rank, first, _signed(scale))
+        rank = self.zeros()
+        self.step(rank, first, _signed(scale, self.shapes))
         before = [p.detach().double().clone() for p in self.slot(rank)]
-        self.step(rank, second, _signed(scale))
+        self.step(rank, second, _signed(scale, self.shapes))
         lr, decay = float(second.learning_rate), float(second.weight_decay)
-        return [
+        return _distinct(
             _solved((p0 * (1 - lr * decay) - p.detach().double()).abs(), lr, scale)
             for p, p0 in zip(self.slot(rank), before, strict=True)
-        ]
+        )
 
     def guard_tells_apart(self, first: Any, second: Any, scale: float) -> bool:
-        """Does ``optim_step`` refuse when rank 0 holds ``first`` and rank 1 ``second``? (The
-        guard's own digest of ``second``, from a step on rank 1, is what rank 0 gathers.)"""
-        two, saved = TwoRanks(), self.impl.dist
+        """Does ``optim_step`` refuse when rank 0 holds ``first`` and the other ranks (the
+        case's, two at least) ``second``? (The guard's own digest of ``second``, from a step on
+        another rank, is what rank 0 gathers.)"""
+        two, saved = Ranks(max(2, self.world)), self.impl.dist
         self.impl.dist = two
         try:
-            self.step(self.rank(tuple(torch.zeros(s) for s in SHAPES)), second, _signed(scale))
+            self.step(self.zeros(), second, _signed(scale, self.shapes))
             if not two.seen:  # nothing gathered: no guard compared anything
                 return False
             two.other, two.seen = two.seen[0], []
             try:
-                self.step(self.rank(tuple(torch.zeros(s) for s in SHAPES)), first, _signed(scale))
+                self.step(self.zeros(), first, _signed(scale, self.shapes))
             except Exception as exc:  # ART's TrainerRankSlotStateError
                 return "differ across ranks" in str(exc)
             return False
@@ -216,25 +249,43 @@ class TrainerRankOnCpu:
 def probe(built: TrainerRankOnCpu, case: dict[str, Any]) -> dict[str, Any]:
     """The configurability claim's measure: for each field of AdamParams but the learning rate,
     set to the case's ``eps`` (the other fields as the case gives them): the eps a first step
-    used, and with it set to ``eps_other`` instead (None: ART refused a value), the eps a later
-    step used after the field changed from ``eps`` to ``eps_other``, and whether the guard
-    refuses two ranks holding the two.
+    of the LoRA pair on one rank used, and with it set to ``eps_other`` instead (None: ART
+    refused a value), the eps a later step used after the field changed from ``eps`` to
+    ``eps_other``, and whether the guard refuses ranks (the case's, two at least) holding the
+    two. Where the case's slot or ranks are not the LoRA pair's on one rank, also the eps a
+    first step of that slot on those ranks used (``layout``, ``layout_other``), for each field
+    whose first step used about the case's eps (those steps are the costly ones).
     And the eps a step uses with the field left out (None: AdamParams needs it)."""
     eps, other = float(case["eps"]), float(case["eps_other"])
     fields: dict[str, Any] = {}
+    guard_world = max(2, int(case.get("world_size") or 1))
     for name in built.fields():
         if name == "learning_rate":
             continue
         try:
             first, second = built.adam(case, name, eps), built.adam(case, name, other)
+            built.world = guard_world
+            guard = built.guard_tells_apart(first, second, eps)
+            built.world = 1
             fields[name] = {
                 "first": built.step_eps(first, eps),
                 "first_other": built.step_eps(second, other),
                 "later": built.later_eps(first, second, other),
-                "guard": built.guard_tells_apart(first, second, eps),
+                "guard": guard,
             }
         except (TypeError, ValueError):  # a value this field refuses
             fields[name] = None
+        finally:
+            built.world = 1
+    built.layout(case)
+    try:
+        if (built.shapes, built.world) != (SHAPES, 1):
+            for name, got in fields.items():
+                if got and got["first"] and all(eps / 2 <= e <= 2 * eps for e in got["first"]):
+                    got["layout"] = built.step_eps(built.adam(case, name, eps), eps)
+                    got["layout_other"] = built.step_eps(built.adam(case, name, other), other)
+    finally:
+        built.layout({})
     try:
         default: list[float] | None = built.step_eps(built.adam(case), 1e-8)  # for the detail
     except (TypeError, ValueError):
@@ -271,9 +322,9 @@ def target_modules(art: Any, model: str) -> tuple[str, ...]:
     return tuple(registry.default_target_modules_for_model(model))
 
 
-def _signed(scale: float) -> tuple[torch.Tensor, ...]:
+def _signed(scale: float, shapes: tuple[tuple[int, ...], ...] = SHAPES) -> tuple[torch.Tensor, ...]:
     out = []
-    for shape in SHAPES:
+    for shape in shapes:
         signs = torch.ones(math.prod(shape))
         signs[::2] = -1.0
         out.append((scale * signs).reshape(shape))
@@ -286,6 +337,12 @@ def _solved(moved: torch.Tensor, lr: float, scale: float) -> float:
     if not moved.numel():
         return math.inf
     return float((lr * scale / moved - scale).median())
+
+
+def _distinct(values: Any) -> list[float]:
+    """The distinct eps of a slot's parameters, to 4 digits (a few floats however many tensors
+    the slot holds: issue #53's raw is small)."""
+    return sorted({float(f"{v:.4g}") for v in values})
 
 
 def _is_float(value: Any) -> bool:

@@ -67,7 +67,8 @@ CALL_PATH = (
     "ART's packer -> create_train_inputs -> each caller: Unsloth's compute_loss and Tinker's "
     "custom_loss_fn (TinkerService.train) run whole (stand-ins: trainer, model, Tinker "
     "client), mean; "
-    "Megatron's reduce_loss not run (needs Megatron-Core's schedule): loss_fn, sum; "
+    "Megatron's reduce_loss not run (needs Megatron-Core's schedule): loss_fn, sum, the "
+    "selective LM head's compacted inputs (ART's default, on odd seeds) or LossInputs; "
     "nothing compiled"
 )
 
@@ -138,6 +139,9 @@ class Path:
     inputs: Any
     types: Any
     callers: callers_.Callers | None = None
+    # megatron/selective_lm_head.py (its Megatron-Core import stood in for), loaded with the
+    # callers: Megatron's reduce_loss passes loss_fn the head's compacted inputs.
+    selective: Any = None
 
     @classmethod
     def load(cls, art: Any, callers: callers_.Callers | None = None) -> Path:
@@ -147,6 +151,7 @@ class Path:
             art.load("preprocessing/inputs.py"),
             art.load("types.py"),
             callers,
+            None if callers is None else callers.whole.load("megatron/selective_lm_head.py"),
         )
 
 
@@ -204,8 +209,8 @@ def _records(case: dict[str, Any], table: torch.Tensor, bad: float | None) -> li
         scale = case.get("log-ratio scale", 0.05)
         old = exact + scale * torch.randn(completion_len, generator=gen, dtype=torch.float64)
         if k == 0:
-            at = case["at"] % completion_len
-            old[at] = exact[at] if bad is None else bad
+            for at in _bad_positions(case, completion_len):
+                old[at] = exact[at] if bad is None else bad
         sign = case["advantage"] if k % 2 == 0 else -case["advantage"]
         out.append(
             TokenizedRecord(
@@ -220,6 +225,15 @@ def _records(case: dict[str, Any], table: torch.Tensor, bad: float | None) -> li
             )
         )
     return out
+
+
+def _bad_positions(case: dict[str, Any], completion_len: int) -> list[int]:
+    """The completion tokens of the first branch that get the bad old logprob: token ``at``,
+    and with ``bad tokens`` n (default 1: item 8's several bad tokens a row, issue #53) n
+    tokens spread over the completion from it (fewer where the completion is shorter)."""
+    count = max(1, int(case.get("bad tokens") or 1))
+    stride = max(1, completion_len // count)
+    return sorted({(case["at"] + j * stride) % completion_len for j in range(count)})
 
 
 @dataclass
@@ -310,7 +324,12 @@ def _at_loss_fn(
 ) -> list[callers_.RowResult]:
     """Megatron's call of ``loss_fn`` (its ``reduce_loss`` cannot run here): every row's
     ``create_train_inputs`` in ``LossInputs``, the new logprobs in the head's dtype, the
-    reference's in FP32, ``reduction`` its own; the backward run where the case has grad."""
+    reference's in FP32, ``reduction`` its own; the backward run where the case has grad.
+    On odd seeds (issue #53, the review's fake kept on this path) as ART's default selective LM
+    head (``ART_MEGATRON_SELECTIVE_LM_HEAD`` on) makes it: ``LmHeadTokenSelection.from_labels``
+    on the row's shifted labels masked to its assistant tokens (``_prepare_dense_rl_micro``), its
+    ``compact_loss_inputs`` (``AlignedLossInputs``, ``entropies_are_aligned``), the new and
+    reference logprobs of the selected tokens only."""
     train_config = path.types.TrainConfig(learning_rate=1e-5)
     out = []
     for i in range(int(packed["tokens"].shape[0])):
@@ -319,9 +338,15 @@ def _at_loss_fn(
         new = torch.log_softmax(table[tokens[:, :-1]], -1).gather(-1, tokens[:, 1:, None])
         new = torch.nn.functional.pad(new.squeeze(-1), (0, 1)).to(DTYPES[case["new dtype"]])
         ref = new.detach().float() - 0.01 if config.get("kl_penalty_coef") else None
-        loss = path.loss.loss_fn(
-            path.loss.LossInputs(inputs=row), new, ref, None, config, reduction
-        ).policy_loss
+        inputs = path.loss.LossInputs(inputs=row)
+        if path.selective is not None and case["seed"] % 2:
+            shift = path.loss.shift_tensor
+            labels = shift(tokens, -100)
+            labels = torch.where(shift(row["assistant_mask"], False), labels, -100)
+            selection = path.selective.LmHeadTokenSelection.from_labels(labels)
+            inputs = selection.compact_loss_inputs(inputs)
+            new, ref = selection.select(new), selection.select_optional(ref)
+        loss = path.loss.loss_fn(inputs, new, ref, None, config, reduction).policy_loss
         if case["grad"]:
             loss.backward()
         out.append(callers_.RowResult(loss, row))

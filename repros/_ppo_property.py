@@ -8,11 +8,14 @@ dimensions, plus random draws. Each claim names the dimensions it narrows and ad
 
 - item 7: ``truncated_importance_sampling`` set (U) against the same step without it; the
   packer writes no ``original_logprobs``, so every step is the "without original logprobs"
-  case. Holds: every row's loss and the logits' gradient equal those of the same step without
-  TIS (4 ulps of the loss dtype, relative), or the step raises an error naming the logprobs.
-- item 8: one old logprob of the bad branch -inf, +inf, NaN, or finite up to 1e5 below the new
-  one (beyond ART's log-ratio bound: a log-ratio of 21 to 1e5). Holds: every row's loss and the
-  gradient finite, or an error naming the logprobs (while the ordinary step runs).
+  case; and one Megatron row of 32,768 tokens (:data:`LONG_ROWS`). Holds: every row's loss and
+  the logits' gradient equal those of the same step without TIS (4 ulps of the loss dtype,
+  relative), or the step raises an error naming the logprobs.
+- item 8: old logprobs of the bad branch -inf, +inf, NaN, or finite up to 1e5 below the new
+  one (beyond ART's log-ratio bound: a log-ratio of 21 to 1e5), on 1-8 tokens of a row (issue
+  #53: a fake that clamps only a row's worst token was judged fixed on one). Holds: every
+  row's loss and the gradient finite, or an error naming the logprobs (while the ordinary step
+  runs).
 - item 801: PPO, A < 0 on the bad branch, one old logprob a sentinel: vLLM's -9999 floor, or
   any value below it, to FP32's largest negative value (ART's old logprobs are FP32: the
   packer's tensor). Holds: every row's loss finite and within twice what one token can add at
@@ -59,6 +62,9 @@ SENTINELS = (-9999.0, -9999.5, -1e4, -1e5, -1e9, -1e30, -FP32_MAX)
 # (measured: 0.5.21's fix written another way, a megatron FP16 row of 5,444 tokens).
 FP16_LOSS_ONLY = "in FP16 the loss only (65,504, FP16's largest, is below e^20, the audit's clamp)"
 BAD_OLD = ("-inf", "+inf", "nan", 21.0, 200.0, 10000.2, 1e4, 1e5)
+# 8's bad tokens a row (issue #53, the review's fake that clamps only a row's one worst token):
+# a sampler's floor or a stale logprob hits several tokens of a completion, not one.
+BAD_TOKENS = (1, 2, 8)
 NON_FINITE = {"-inf": float("-inf"), "nan": float("nan"), "+inf": float("inf")}
 
 # What each claim narrows (``fixed``) and adds (``extra``) to _loss_path's domain.
@@ -70,7 +76,11 @@ CONTRACTS: dict[str, dict[str, Any]] = {
     },
     "8": {
         "fixed": {},
-        "extra": {"advantage": (-1.0, 1.0, -1e3, 1e-3), "bad old": BAD_OLD},
+        "extra": {
+            "advantage": (-1.0, 1.0, -1e3, 1e-3),
+            "bad old": BAD_OLD,
+            "bad tokens": BAD_TOKENS,
+        },
         "oracle": "finite loss and gradients",
     },
     "801": {
@@ -81,6 +91,13 @@ CONTRACTS: dict[str, dict[str, Any]] = {
     },
 }
 DRAWS = {"7": 24, "8": 24, "801": 24}
+# Rows past the covering array's 8,192 tokens (issue #53, the review's fake that keeps item 7's
+# bug for longer rows): ART sets no limit (packed_sequence_length: Field(ge=1)), and long-context
+# runs pack 16k-32k tokens a row. One edge each, on Megatron's call (the cheapest: loss_fn with
+# its arguments; 0.06 s CPU for item 7's two steps): a training step (grad on) of the covering
+# array's first case (every other dimension at its largest) in one Megatron row of 32,768 tokens.
+LONG_ROW = 32768
+LONG_ROWS = {"7": (LONG_ROW,)}
 
 
 def covers(item: str) -> str:
@@ -272,9 +289,15 @@ def oracle(item: str) -> _domain.Oracle:
     covering array as its edges and random draws of the same domain (ART-free)."""
     contract = CONTRACTS[item]
     fixed, extra = contract["fixed"], contract["extra"]
+
+    def edges() -> list[dict[str, Any]]:
+        cases = path_.cases(fixed, extra)
+        first = dict(cases[0], caller="megatron", grad=True)  # a training step: a backward
+        return cases + [dict(first, **{"row tokens": n}) for n in LONG_ROWS.get(item, ())]
+
     return _domain.Oracle(
         judge=JUDGES[item],
-        edges=lambda: path_.cases(fixed, extra),
+        edges=edges,
         sample=lambda rng: path_.draw(fixed, extra, rng),
         draws=DRAWS[item],
     )

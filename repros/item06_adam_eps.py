@@ -384,8 +384,9 @@ def check_art(art: Any) -> dict[str, Any]:
             f"{art.name}/megatron/model_support/registry.py:default_target_modules_for_model",
         ],
         "scope": "ART's trainer_rank/_impl.py imported whole, entered at TrainerRank.optim_step "
-        "on CPU (an uninitialised TrainerRank with one FP32 slot, a stand-in runtime; a stand-in "
-        f"two-rank torch.distributed for the guard; {', '.join(said)}); the damping's gradients "
+        "on CPU (an uninitialised TrainerRank with one FP32 slot of 2-1,024 parameter tensors, a "
+        "stand-in runtime; a stand-in torch.distributed of the case's 1-8 ranks, two at least for "
+        f"the guard; {', '.join(said)}); the damping's gradients "
         "from a modelled LoRA layer",
     }
 
@@ -440,7 +441,10 @@ def _config_detail(art: Any, found: _domain.Found, built: Any, entry: str) -> st
     case, fail = found.failure
     raw = found.extra["raw"]
     default = f"eps {eps_text(raw['default'])}" if raw["default"] else "none (a required field)"
-    shown = {k: v for k, v in case.items() if k in CONFIG_DIMENSIONS and k != "eps" and v}
+    layout = ("tensors", "world_size")  # the slot's parameter tensors and the ranks
+    shown = {
+        k: v for k, v in case.items() if k in CONFIG_DIMENSIONS and k not in ("eps", *layout) and v
+    }
     given = ", ".join(f"{k}={v:.4g}" for k, v in shown.items())
     name, value, got = nearest(case, raw)
     counterexample = {
@@ -448,6 +452,8 @@ def _config_detail(art: Any, found: _domain.Found, built: Any, entry: str) -> st
             "field": name,
             "set to": value,
             **{f"{k} (other field)": float(f"{v:.4g}") for k, v in shown.items()},
+            "parameter tensors": int(case.get("tensors") or 2),
+            "ranks": int(case.get("world_size") or 1),
         },
         "measured": fail.measured,
         "bound": fail.bound,
@@ -470,8 +476,9 @@ def _config_detail(art: Any, found: _domain.Found, built: Any, entry: str) -> st
     )
     return (
         f"ran {entry}: no field of AdamParams ({', '.join(raw['fields'])}) reaches the "
-        f"step's eps ({built.params_at}); {missed}; a step from AdamParams' defaults uses "
-        f"{default}"
+        f"step's eps ({built.params_at}); {missed} ({int(case.get('tensors') or 2)} parameter "
+        f"tensors, {int(case.get('world_size') or 1)} rank(s)); a step from AdamParams' "
+        f"defaults uses {default}"
     )
 
 

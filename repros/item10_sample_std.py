@@ -238,17 +238,22 @@ def build_report() -> _common.Report:
 # analytic value, float64, of the same FP32 rewards) within a tolerance in FP32 ulps scaled by
 # the group's conditioning; with ``normalize_advantages=False``, the centred reward r - mean
 # within 4 n ulps of max|r|. One input is one training step: several groups, each judged.
+# The domain is ART's, not the counterexample's (issue #53, the review's fakes): rewards as a
+# scorer gives them (0.1, 0.37: FP32 rounds them; the oracle is that of the FP32 values ART's
+# tensor holds), and steps of as many groups as a run's groups_per_step (128 x 8).
 COVERS = (
-    "trajectory_groups_to_datums, normalize_advantages True and False; 1-32 groups a step of "
-    "2-1,024 trajectories (a step of 32 x 8, a group of 128, a group of 1,024); reward scales "
-    "1e-3 to 1e8 with offsets; 0/1, two-point, uniform rewards; every pair of (normalize, kind, "
-    "scale) in some input; oracle: float64 population-std advantage (or r - mean); tolerance "
-    "4 sqrt(n) eps(fp32) (1 + max|r|/std)"
+    "trajectory_groups_to_datums, normalize_advantages True and False; 1-128 groups a step of "
+    "2-1,024 trajectories (a step of 128 x 8, a step of 32 x 8, a group of 128, a group of "
+    "1,024); reward scales 1e-3 to 1e8 with offsets; 0/1, two-point, uniform rewards; "
+    "rewards FP32 holds exactly and rewards it rounds (0.1, 0.37: decimal rewards); every pair "
+    "of (normalize, kind, scale) in some input; oracle: float64 population-std advantage (or "
+    "r - mean) of the FP32 rewards; tolerance 4 sqrt(n) eps(fp32) (1 + max|r|/std)"
 )
 SIZES = (2, 3, 4, 5, 8, 16, 31, 64, 128)
 SCALES = (1e-3, 1.0, 7.0, 1e3, 1.5e6, 1e8)
 KINDS = ("binary", "two-point", "uniform")
 LARGEST = 1024  # the largest group drawn (ART sets no limit)
+MOST_GROUPS = 128  # the most groups a step drawn (a run's groups_per_step; ART sets no limit)
 MAX_INPUTS = 80
 
 
@@ -266,13 +271,16 @@ def population_z(rewards: list[float]) -> tuple[list[float], float]:
 
 def in_domain(rewards: list[float]) -> bool:
     """At least two distinct FP32 values and a spread well above the 1e-8 std floor."""
-    if len(rewards) < 2 or len(set(rewards)) < 2:
+    held = fp32(rewards)
+    if len(held) < 2 or len(set(held)) < 2:
         return False
-    return population_z(rewards)[1] > 1e-6
+    return population_z(held)[1] > 1e-6
 
 
 def expected(rewards: list[float], normalize: bool) -> tuple[list[float], float]:
-    """The oracle's advantages of one group and the tolerance they are held to."""
+    """The oracle's advantages of one group (the rewards as ART's FP32 tensor holds them) and
+    the tolerance they are held to."""
+    rewards = fp32(rewards)
     z, std = population_z(rewards)
     top = max(map(abs, rewards))
     if normalize:
@@ -323,15 +331,16 @@ def judge(case: dict[str, Any], raw: dict[str, Any]) -> Any:
 
 
 def draw_rewards(rng: Any, n: int, scale: float, kind: str) -> list[float]:
+    """One group's rewards: 0/1 and two-point ones FP32 holds (with an offset, as FP32 values);
+    uniform ones as a scorer gives them, to two decimals (0.37: FP32 rounds them)."""
     offset = scale * rng.choice((0.0, 0.0, rng.uniform(-3.0, 3.0)))
     while True:
         if kind == "binary":
-            rewards = [offset + scale * rng.randint(0, 1) for _ in range(n)]
+            rewards = fp32([offset + scale * rng.randint(0, 1) for _ in range(n)])
         elif kind == "two-point":
-            rewards = [offset + scale * rng.choice((0.25, 1.0)) for _ in range(n)]
+            rewards = fp32([offset + scale * rng.choice((0.25, 1.0)) for _ in range(n)])
         else:
-            rewards = [offset + scale * rng.random() for _ in range(n)]
-        rewards = fp32(rewards)
+            rewards = [offset + scale * round(rng.random(), 2) for _ in range(n)]
         if in_domain(rewards):
             return rewards
 
@@ -345,11 +354,12 @@ def _step(normalize: bool, groups: list[list[float]]) -> dict[str, Any]:
 
 
 def _sample(rng: Any) -> dict[str, Any]:
-    count = rng.choice((1, 2, 4, rng.randint(1, 16)))
+    count = rng.choice((1, 2, 4, rng.randint(1, 16), rng.randint(1, MOST_GROUPS)))
     groups = []
     wide = LARGEST if count <= 4 else 128  # groups past 128 in steps of up to 4 groups (time)
     for _ in range(count):
         n = rng.choice((rng.randint(2, 128), rng.choice(SIZES), rng.randint(2, wide)))
+        n = n if count <= 16 else rng.randint(2, 16)  # a step of many groups: GRPO's sizes
         scale = rng.choice((10 ** rng.uniform(-3, 8), rng.choice(SCALES)))
         groups.append(draw_rewards(rng, n, scale, rng.choice(KINDS)))
     return _step(rng.random() < 0.5, groups)
@@ -358,7 +368,8 @@ def _sample(rng: Any) -> dict[str, Any]:
 def _edges() -> list[dict[str, Any]]:
     """The audit's groups first, then a covering array: every (normalize, kind, scale) in one
     step (so every pair of them occurs), group sizes cycling up to 128; then the largest
-    steps, 32 groups of 8 and a group of 128, both ways, and a group of 1,024."""
+    steps, 32 groups of 8 and a group of 128, both ways, a group of 1,024, and a step of
+    128 groups of 8 with decimal rewards."""
     rng = random.Random(10)
     audit = [[0.0, 1.0], [0.0, 0.0, 0.0, 1.0], [0.0, 1.0] * 2, [0.0, 1.0] * 32]
     out = [_step(True, audit)]
@@ -371,6 +382,9 @@ def _edges() -> list[dict[str, Any]]:
         out.append(_step(normalize, [draw_rewards(rng, 128, 1.0, "binary")]))
     # ART sets no limit on a group's size (issue #50: a fake gated past 128 was judged fixed).
     out.append(_step(True, [draw_rewards(rng, LARGEST, 1.0, "uniform")]))
+    # A run's step of many groups (issue #53: a fake gated past 32 groups was judged fixed).
+    many = [draw_rewards(rng, 8, 1.0, rng.choice(KINDS)) for _ in range(MOST_GROUPS)]
+    out.append(_step(True, many))
     return out
 
 

@@ -3,14 +3,22 @@ the loss nor its gradient (TIS skipped), or the step fails with a clear error na
 missing logprobs.
 
 The step runs as ART runs it: a GRPO group (one prompt, 1-8 completions) packed into one row of
-16 to 8,192 tokens by ART's packer (which writes no original_logprobs), taken by
+16 to 8,192 tokens by ART's packer (which writes no original_logprobs; and one Megatron row of
+32,768 tokens: ART sets no limit on a packed row), taken by
 create_train_inputs, wrapped in LossInputs, and loss_fn called as each of ART's callers calls it
 (Unsloth's compute_loss and Tinker's custom_loss_fn: FP32 logprobs of the model's dtype,
 reduction mean, Tinker without reference logprobs; Megatron's reduce_loss: logprobs in the
-head's dtype, reduction sum), over every dev.TrainConfig value loss_fn reads (PPO or CISPO,
+head's dtype, reduction sum; on odd seeds with its selective LM head's compacted inputs, ART's
+default), over every dev.TrainConfig value loss_fn reads (PPO or CISPO,
 importance-sampling level, epsilons, the negative advantage cap, ratio mask, Kimi tau, KL
 penalty and its source), U float or int, advantages of either sign, log-ratios up to 3, the
-model's dtype FP32/BF16/FP16, grad on and off. Oracle: the same step without TIS, 4 ulps."""
+model's dtype FP32/BF16/FP16, grad on and off. Oracle: the same step without TIS, 4 ulps.
+
+Torch runs on one thread here, as artbot's check runs it: the backward then accumulates each
+token's gradient into the logits table in one order, so two runs of the same step give the same
+gradient (measured on openpipe-art 0.5.21, Megatron's call, a row of 8,192 tokens: with two
+threads the same step's gradients differed by up to 2.1e-5 at a largest |gradient| of 28.8,
+above 4 FP32 ulps of it, 1.4e-5; with one thread by 0)."""
 
 import math
 import random
@@ -73,6 +81,17 @@ class Record:  # the fields of ART's TokenizedResult its packer reads
     moe_routed_experts: None = None
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Torch on one thread for the test (see the module's docstring), restored after."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _records(case: dict, table: torch.Tensor) -> list:
     row, branches = case["row tokens"], case["branches"]
     prompt_len = max(2, min(row // 8, 1024))
@@ -100,6 +119,31 @@ def _records(case: dict, table: torch.Tensor) -> list:
     return out
 
 
+def _compacted(inputs: LossInputs, new: torch.Tensor, ref: torch.Tensor | None) -> tuple:
+    """What Megatron's reduce_loss passes loss_fn with its selective LM head (ART's default):
+    the inputs of the assistant tokens only, aligned (``entropies_are_aligned``), and their new
+    and reference logprobs; ART's own LmHeadTokenSelection where Megatron-Core imports."""
+    labels = torch.where(inputs.align_inputs().assistant_mask, 1, -100)  # shifted, masked
+    try:
+        from art.megatron.selective_lm_head import LmHeadTokenSelection
+    except ImportError:  # no Megatron-Core: the same selection, as ART makes it
+        keep = torch.nonzero(labels.reshape(-1) != -100).reshape(-1)
+        keep = keep if keep.numel() else torch.zeros(1, dtype=torch.long)
+        aligned = inputs.align_inputs()
+        fields = ("assistant_mask", "old_logprobs", "advantages", "weights", "group_ids")
+
+        def pick(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t.reshape(-1).index_select(0, keep).unsqueeze(0)
+
+        update = {name: pick(getattr(aligned, name)) for name in fields}
+        update["original_logprobs"] = pick(aligned.original_logprobs)
+        compact = aligned.model_copy(update={**update, "entropies_are_aligned": True})
+        return compact, pick(new), pick(ref)
+    selection = LmHeadTokenSelection.from_labels(labels)
+    compact = selection.compact_loss_inputs(inputs)
+    return compact, selection.select(new), selection.select_optional(ref)
+
+
 def _step(case: dict) -> tuple | str:
     gen = torch.Generator().manual_seed(case["seed"])
     table = (2.0 * torch.randn(VOCAB, VOCAB, generator=gen)).requires_grad_(case["grad"])
@@ -124,7 +168,10 @@ def _step(case: dict) -> tuple | str:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                loss = loss_fn(LossInputs(inputs=row), new, ref, None, config, reduction)
+                inputs = LossInputs(inputs=row)
+                if case["caller"] == "megatron" and case["seed"] % 2:
+                    inputs, new, ref = _compacted(inputs, new, ref)
+                loss = loss_fn(inputs, new, ref, None, config, reduction)
             if case["grad"]:
                 loss.policy_loss.backward()
         except Exception as exc:
@@ -137,6 +184,7 @@ def _cases() -> list:
     rng = random.Random(7)
     cases = [{k: v[-1] for k, v in DIMS.items()}]  # every dimension at its largest
     cases += [{k: rng.choice(v) for k, v in DIMS.items()} for _ in range(31)]
+    cases.append(dict(cases[0], caller="megatron", grad=True, **{"row tokens": 32768}))
     return [dict(case, seed=i) for i, case in enumerate(cases)]
 
 

@@ -1,12 +1,14 @@
 """Audit item 8: whatever the old logprob on a trainable token (-inf, +inf, NaN, or finite up to
-1e5 below the new one, a sentinel such as -9999 among them), the loss and its gradients stay
+1e5 below the new one, a sentinel such as -9999 among them; on 1-8 tokens of a row, 1, 2
+or 8 of a completion), the loss and its gradients stay
 finite, or the step fails with a clear error (one that names the old logprobs) before backward.
 
 The step runs as ART runs it: a GRPO group (one prompt, 1-8 completions) packed into one row of
 16 to 8,192 tokens by ART's packer, taken by create_train_inputs, wrapped in LossInputs, and
 loss_fn called as each of ART's callers calls it (Unsloth's compute_loss and Tinker's
 custom_loss_fn: FP32 logprobs of the model's dtype, reduction mean, Tinker without reference
-logprobs; Megatron's reduce_loss: logprobs in the head's dtype, reduction sum), over every
+logprobs; Megatron's reduce_loss: logprobs in the head's dtype, reduction sum; on odd seeds
+with its selective LM head's compacted inputs, ART's default), over every
 dev.TrainConfig value loss_fn reads (PPO or CISPO, importance-sampling level, epsilons, TIS, the
 negative advantage cap, ratio mask, Kimi tau, KL penalty and its source), advantages of either
 sign, the model's dtype FP32/BF16/FP16, grad on and off. Oracle: finite loss and gradients, or a
@@ -54,8 +56,10 @@ DIMS = {  # None: the key left out of the config (ART's default)
     "branches": (1, 2, 8),
     "advantage": (-1.0, 1.0, -1e3, 1e-3),
     "bad old": ("-inf", "+inf", "nan", 21.0, 200.0, 10000.2, 1e4, 1e5),  # text, or new - old
+    "bad tokens": (1, 2, 8),  # in the first completion, spread over it
 }
 PATH = {"caller", "new dtype", "grad", "row tokens", "branches", "advantage", "bad old"}
+PATH |= {"bad tokens"}
 CONFIG = DIMS.keys() - PATH
 
 
@@ -90,9 +94,11 @@ def _records(case: dict, table: torch.Tensor, bad: str | float | None) -> list:
         ids = torch.cat([prompt, torch.randint(0, VOCAB, (completion_len,), generator=gen)])
         exact = reference[ids[prompt_len - 1 : -1], ids[prompt_len:]]
         old = exact + 0.05 * torch.randn(completion_len, generator=gen, dtype=torch.float64)
-        if k == 0:
-            at = case["at"] % completion_len
-            old[at] = exact[at] if bad is None else _bad(bad, float(exact[at]))
+        if k == 0:  # the bad tokens, spread over the first completion
+            stride = max(1, completion_len // case["bad tokens"])
+            for j in range(case["bad tokens"]):
+                at = (case["at"] + j * stride) % completion_len
+                old[at] = exact[at] if bad is None else _bad(bad, float(exact[at]))
         out.append(
             Record(
                 token_ids=ids.tolist(),
@@ -105,6 +111,31 @@ def _records(case: dict, table: torch.Tensor, bad: str | float | None) -> list:
             )
         )
     return out
+
+
+def _compacted(inputs: LossInputs, new: torch.Tensor, ref: torch.Tensor | None) -> tuple:
+    """What Megatron's reduce_loss passes loss_fn with its selective LM head (ART's default):
+    the inputs of the assistant tokens only, aligned (``entropies_are_aligned``), and their new
+    and reference logprobs; ART's own LmHeadTokenSelection where Megatron-Core imports."""
+    labels = torch.where(inputs.align_inputs().assistant_mask, 1, -100)  # shifted, masked
+    try:
+        from art.megatron.selective_lm_head import LmHeadTokenSelection
+    except ImportError:  # no Megatron-Core: the same selection, as ART makes it
+        keep = torch.nonzero(labels.reshape(-1) != -100).reshape(-1)
+        keep = keep if keep.numel() else torch.zeros(1, dtype=torch.long)
+        aligned = inputs.align_inputs()
+        fields = ("assistant_mask", "old_logprobs", "advantages", "weights", "group_ids")
+
+        def pick(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t.reshape(-1).index_select(0, keep).unsqueeze(0)
+
+        update = {name: pick(getattr(aligned, name)) for name in fields}
+        update["original_logprobs"] = pick(aligned.original_logprobs)
+        compact = aligned.model_copy(update={**update, "entropies_are_aligned": True})
+        return compact, pick(new), pick(ref)
+    selection = LmHeadTokenSelection.from_labels(labels)
+    compact = selection.compact_loss_inputs(inputs)
+    return compact, selection.select(new), selection.select_optional(ref)
 
 
 def _step(case: dict, bad: str | float | None) -> tuple | str:
@@ -131,7 +162,10 @@ def _step(case: dict, bad: str | float | None) -> tuple | str:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                loss = loss_fn(LossInputs(inputs=row), new, ref, None, config, reduction)
+                inputs = LossInputs(inputs=row)
+                if case["caller"] == "megatron" and case["seed"] % 2:
+                    inputs, new, ref = _compacted(inputs, new, ref)
+                loss = loss_fn(inputs, new, ref, None, config, reduction)
             if case["grad"]:
                 loss.policy_loss.backward()
         except Exception as exc:

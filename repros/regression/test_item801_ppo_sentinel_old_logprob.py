@@ -7,7 +7,8 @@ The step runs as ART runs it: a GRPO group (one prompt, 1-8 completions) packed 
 16 to 8,192 tokens by ART's packer, taken by create_train_inputs, wrapped in LossInputs, and
 loss_fn called as each of ART's callers calls it (Unsloth's compute_loss and Tinker's
 custom_loss_fn: FP32 logprobs of the model's dtype, reduction mean, Tinker without reference
-logprobs; Megatron's reduce_loss: logprobs in the head's dtype, reduction sum), over every
+logprobs; Megatron's reduce_loss: logprobs in the head's dtype, reduction sum; on odd seeds
+with its selective LM head's compacted inputs, ART's default), over every
 dev.TrainConfig value loss_fn reads (importance-sampling level, epsilons, TIS, the negative
 advantage cap, ratio mask, Kimi tau, KL penalty and its source), the model's dtype FP32/BF16/FP16,
 grad on and off. Each row's loss must differ from the same step with that old logprob equal to
@@ -103,6 +104,31 @@ def _records(case: dict, table: torch.Tensor, bad: float | None) -> list:
     return out
 
 
+def _compacted(inputs: LossInputs, new: torch.Tensor, ref: torch.Tensor | None) -> tuple:
+    """What Megatron's reduce_loss passes loss_fn with its selective LM head (ART's default):
+    the inputs of the assistant tokens only, aligned (``entropies_are_aligned``), and their new
+    and reference logprobs; ART's own LmHeadTokenSelection where Megatron-Core imports."""
+    labels = torch.where(inputs.align_inputs().assistant_mask, 1, -100)  # shifted, masked
+    try:
+        from art.megatron.selective_lm_head import LmHeadTokenSelection
+    except ImportError:  # no Megatron-Core: the same selection, as ART makes it
+        keep = torch.nonzero(labels.reshape(-1) != -100).reshape(-1)
+        keep = keep if keep.numel() else torch.zeros(1, dtype=torch.long)
+        aligned = inputs.align_inputs()
+        fields = ("assistant_mask", "old_logprobs", "advantages", "weights", "group_ids")
+
+        def pick(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t.reshape(-1).index_select(0, keep).unsqueeze(0)
+
+        update = {name: pick(getattr(aligned, name)) for name in fields}
+        update["original_logprobs"] = pick(aligned.original_logprobs)
+        compact = aligned.model_copy(update={**update, "entropies_are_aligned": True})
+        return compact, pick(new), pick(ref)
+    selection = LmHeadTokenSelection.from_labels(labels)
+    compact = selection.compact_loss_inputs(inputs)
+    return compact, selection.select(new), selection.select_optional(ref)
+
+
 def _step(case: dict, bad: float | None) -> tuple | str:
     gen = torch.Generator().manual_seed(case["seed"])
     table = (2.0 * torch.randn(VOCAB, VOCAB, generator=gen)).requires_grad_(case["grad"])
@@ -127,7 +153,10 @@ def _step(case: dict, bad: float | None) -> tuple | str:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                loss = loss_fn(LossInputs(inputs=row), new, ref, None, config, reduction)
+                inputs = LossInputs(inputs=row)
+                if case["caller"] == "megatron" and case["seed"] % 2:
+                    inputs, new, ref = _compacted(inputs, new, ref)
+                loss = loss_fn(inputs, new, ref, None, config, reduction)
             if case["grad"]:
                 loss.policy_loss.backward()
         except Exception as exc:
