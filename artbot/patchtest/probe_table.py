@@ -21,10 +21,8 @@ class ProbeKind(enum.Enum):
     rebinding = "rebinds a name outside ART"
     files = "opens files or descriptors"
     process = "controls the process"
-    device = (
-        "asks which devices the machine has (the check runs on CPU: it never sees the other path)"
-    )
-    runtime = "reads or sets torch's runtime state (threads, seeds, determinism, compilation)"
+    device = "gates on the machine's devices, past which a check on CPU cannot see"
+    runtime = "reads or sets torch's process-wide state"
     environment = "reads the process's environment"
     unscanned = "has a file artbot cannot scan"
 

@@ -82,6 +82,13 @@ def test_the_third_reviews_evasions_are_probes(name: str) -> None:
     assert (got[0].kind, got[0].text) == (kind, text), got  # the headline's probe
 
 
+def test_a_device_gate_says_the_cpu_check_cannot_see_past_it() -> None:
+    """f10's kind, in the words the answer's headline completes "the patch ..." with."""
+    assert ProbeKind.device.value == (
+        "gates on the machine's devices, past which a check on CPU cannot see"
+    )
+
+
 def test_f06_is_seen_three_ways() -> None:
     code, _, _ = EVASIONS["f06 the stack read through warnings' file names"]
     texts = {p.text for p in added(code)}
