@@ -69,7 +69,7 @@ NAMES: Mapping[str, ProbeKind] = {
     "warnings.filters": IN, "warnings.showwarning": IN, "warnings.formatwarning": IN,
     "warnings._showwarnmsg": IN, "warnings._formatwarnmsg": IN, "warnings.defaultaction": IN,
     "warnings.onceregistry": IN, "warnings._filters_mutated": IN, "warnings.WarningMessage": IN,
-    "logging.captureWarnings": IN, "sys.warnoptions": E,
+    "logging.captureWarnings": IN, "logging.currentframe": IN, "sys.warnoptions": E,
     # torch's process-wide state: a gate on it acts on how the process is set up, not on the
     # tensors (the check sets one thread: repros/_domain.py)
     "torch.get_num_threads": RT, "torch.get_num_interop_threads": RT,
@@ -127,7 +127,7 @@ ATTRIBUTES: Mapping[str, ProbeKind] = {
         "co_consts", "__loader__", "__spec__", "__traceback__", "__self__", "__func__",
         "__doc__", "__file__", "__path__", "__cached__",
         # a recorded warning's or a log record's place in the call stack
-        "filename", "lineno", "pathname", "funcName", "findCaller",
+        "filename", "lineno", "pathname", "funcName", "findCaller", "stack_info",
     )
 }  # fmt: skip
 # Calls that import a module by its name: one of ART's, named by a literal (or ``__package__``

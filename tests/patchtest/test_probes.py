@@ -108,6 +108,8 @@ E, IN, F, P, D, R, H, U, RT, DV = (
         ("x = [m.filename for m in new]", IN),
         ("x = new[0].lineno", IN),
         ("import logging\nx = logging.getLogger().findCaller(stacklevel=3)", IN),
+        ("import logging\nx = logging.currentframe().f_back", IN),
+        ("x = [r.pathname for r in new]", IN),
         # where ART's files sit (the harness's scratch)
         ("x = __file__", IN),
         ("x = __spec__.origin", IN),
