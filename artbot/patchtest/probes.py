@@ -4,15 +4,17 @@ The split (artbot judges the patched check's outputs on inputs it drew with a se
 against a patch that rewrites a verdict, but the outputs still come from the process that runs
 the patch: a patch can forge them (the tape found through ``gc``, the results pipe written at
 import, the document rewritten ``atexit``) or act only under artbot's harness (gated on
-``sys.modules``, the call stack, ``/etc/passwd``, the PID, plan objects in the heap). Each needs
-code a numerical fix to ART never needs, so :func:`scan` reads the patch's files with ``ast``
-(never executed) and names each such use, a :class:`Probe`.
+``sys.modules``, the call stack, ``/etc/passwd``, the PID, plan objects in the heap, the
+warnings filters, torch's thread count, CUDA's availability). Each needs code a numerical fix
+to ART never needs, so :func:`scan` reads the patch's files with ``ast`` (never executed) and
+names each such use, a :class:`Probe`, of one kind of :mod:`.probe_table`'s.
 
 The rule: a probe counts only where the patched file has more of that (kind, text) than the
 release's file (a multiset difference: ART's own ``os.environ`` reads do not count); in an
 added file everything counts. Names are resolved through imports (``import os as o``,
-``from os import getpid as g``, ``getattr(os, "getpid")``). A file over :data:`MAX_BYTES`, not
-UTF-8, not Python, or that the parser cannot take (a syntax error, too deep) is itself a probe.
+``from os import getpid as g``, ``getattr(os, "getpid")``, ``torch.sys.modules``). A file
+over :data:`MAX_BYTES`, not UTF-8, not Python, or that the parser cannot take (a syntax error,
+too deep) is itself a probe. The most telling probe comes first (:func:`ranked`).
 
 It is a heuristic a determined author can evade (a name built where no literal shows it, a
 call through ART's own helpers): a clean scan vouches for nothing the diff does not show.
@@ -21,105 +23,32 @@ call through ART's own helpers): a clean scan vouches for nothing the diff does 
 from __future__ import annotations
 
 import ast
-import enum
 import sys
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from ..verify.whole import _TYPE_ALIAS
+from .probe_table import (
+    ATTRIBUTES,
+    DEVICE_BACKEND_CALLS,
+    HARNESS_LITERALS,
+    HARNESS_MODULES,
+    HARNESS_WORDS,
+    IMPORTERS,
+    LOG_STREAMS,
+    LOG_WRITES,
+    NAME_BY_VALUE,
+    NAMES,
+    REROOTED,
+    WARNINGS_RECORDER,
+    ProbeKind,
+)
 
 MAX_BYTES = 1 << 20  # a source file of ART's is under 100 KB
 MAX_TEXT = 80  # a probe's text, as shown
 
 
-class ProbeKind(enum.Enum):
-    """What a probe reaches for; the value completes "the patch ..."."""
-
-    environment = "reads the process's environment"
-    introspection = "inspects the running program"
-    files = "opens files or descriptors"
-    process = "controls the process"
-    dynamic = "runs code built at run time"
-    rebinding = "rebinds a name outside ART"
-    harness = "names the harness or the machine"
-    unscanned = "has a file artbot cannot scan"
-
-
-E, IN, F, P, D = (ProbeKind.environment, ProbeKind.introspection, ProbeKind.files,
-                  ProbeKind.process, ProbeKind.dynamic)  # fmt: skip
-
-# Dotted names (after imports are resolved): the name itself or anything under it is a probe.
-# Measured (Python 3.12): no real fix, harmless or suggested control of repros/controls/ uses
-# one. ART's own changes do, and stay flagged, each for its reason:
-# - 0.5.21 adds `os.environ` reads (megatron/lora.py, trainer_rank/_impl.py): a new environment
-#   read is a gate on a config value, a fake class #53 names;
-# - 0.5.21 adds `gc.collect` (megatron/lora.py), `threading`, `traceback`, `weakref`, `__dict__`
-#   (trainer_rank/_impl.py), and sockets, files and threads across src/art: ART's
-#   infrastructure, never a numerical fix; a patch that carries it is read beside the diff.
-NAMES: Mapping[str, ProbeKind] = {
-    "os.environ": E, "os.environb": E, "os.getenv": E, "os.getenvb": E, "os.putenv": E,
-    "os.getpid": E, "os.getppid": E, "os.getpgid": E, "os.getpgrp": E, "os.getsid": E,
-    "os.getuid": E, "os.geteuid": E, "os.getgid": E, "os.getegid": E, "os.getlogin": E,
-    "os.getgroups": E, "os.uname": E, "os.cpu_count": E, "os.getcwd": E, "os.listdir": E,
-    "os.scandir": E, "os.stat": E, "os.lstat": E, "os.access": E, "os.path.exists": E,
-    "os.path.isfile": E, "os.path.isdir": E, "os.sched_getaffinity": E, "os.getloadavg": E,
-    "platform": E, "socket": E, "pwd": E, "grp": E, "resource": E, "getpass": E, "sysconfig": E,
-    "sys.argv": E, "sys.orig_argv": E, "sys.executable": E, "sys.path": E, "sys.flags": E,
-    "sys.prefix": E, "sys.base_prefix": E, "sys.platform": E, "time.process_time": E,
-    "sys.modules": IN, "sys._getframe": IN, "sys.exc_info": IN, "sys.exception": IN,
-    "sys.settrace": IN, "sys.setprofile": IN, "sys.gettrace": IN, "sys.audit": IN,
-    "sys.addaudithook": IN, "sys.meta_path": IN, "sys.path_hooks": IN, "sys.monitoring": IN,
-    "sys._current_frames": IN, "sys.getrefcount": IN, "sys.getsizeof": IN,
-    "inspect": IN, "traceback": IN, "gc": IN, "weakref": IN, "dis": IN, "types.FrameType": IN,
-    "types.CodeType": IN, "types.FunctionType": IN, "types.ModuleType": IN, "tracemalloc": IN,
-    "faulthandler": IN, "site": IN, "builtins": IN, "__builtins__": IN,
-    "open": F, "io": F, "os.open": F, "os.read": F, "os.write": F, "os.dup": F, "os.dup2": F,
-    "os.fdopen": F, "os.pipe": F, "os.pipe2": F, "os.close": F, "os.closerange": F,
-    "os.lseek": F, "os.sendfile": F, "os.truncate": F, "os.ftruncate": F, "os.remove": F,
-    "os.unlink": F, "os.rename": F, "os.replace": F, "os.mkdir": F, "os.makedirs": F,
-    "os.symlink": F, "os.link": F, "os.chmod": F, "os.set_inheritable": F, "os.memfd_create": F,
-    "os.fsync": F, "os.readlink": F, "os.walk": F, "pathlib": F, "shutil": F, "tempfile": F,
-    "fcntl": F, "select": F, "selectors": F, "sys.stdout": F, "sys.stderr": F, "sys.stdin": F,
-    "sys.__stdout__": F, "sys.__stderr__": F, "sys.__stdin__": F, "fileinput": F, "glob": F,
-    "atexit": P, "signal": P, "os._exit": P, "os.abort": P, "os.kill": P, "os.killpg": P,
-    "os.fork": P, "os.forkpty": P, "os.register_at_fork": P, "os.system": P, "os.popen": P,
-    "os.spawnl": P, "os.spawnv": P, "os.posix_spawn": P, "os.execv": P, "os.execve": P,
-    "os.execl": P, "os.execvp": P, "os.setsid": P, "os.nice": P, "os.wait": P,
-    "os.waitpid": P, "sys.exit": P, "sys.setrecursionlimit": P, "sys.excepthook": P,
-    "sys.unraisablehook": P, "sys.displayhook": P, "subprocess": P, "multiprocessing": P,
-    "threading": P, "_thread": P, "concurrent": P, "asyncio.subprocess": P, "ctypes": P,
-    "cffi": P, "mmap": P, "pty": P, "time.sleep": P, "exit": P, "quit": P,
-    "exec": D, "eval": D, "compile": D, "__import__": D, "importlib": D, "imp": D,
-    "runpy": D, "marshal": D, "pickle": D, "copyreg": D, "codecs": D, "base64": D,
-    "binascii": D, "zlib": D, "lzma": D, "bz2": D, "gzip": D, "zipimport": D, "code": D,
-    "codeop": D, "globals": D, "locals": D, "breakpoint": D, "pdb": D,
-    "torch.load": D, "torch.jit.load": D, "numpy.load": D,
-}  # fmt: skip
-# Attributes that reach the interpreter's own objects (frames, code, a function's globals).
-ATTRIBUTES: Mapping[str, ProbeKind] = {
-    name: ProbeKind.introspection
-    for name in (
-        "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_lineno", "f_trace",
-        "tb_frame", "tb_next", "gi_frame", "gi_code", "cr_frame", "ag_frame", "__globals__",
-        "__code__", "__closure__", "__subclasses__", "__builtins__", "__dict__", "__base__",
-        "__bases__", "__mro__", "__getattribute__", "__reduce__", "__reduce_ex__", "co_code",
-        "co_consts", "__loader__", "__spec__", "__traceback__", "__self__", "__func__",
-        "__doc__",
-    )
-}  # fmt: skip
-# Calls that import a module by its name: one of ART's, named by a literal (or ``__package__``
-# and a literal, as the controls' real fix item01_real_patch_imported_with_importlib does), is
-# an import; any other is a probe (``importlib``).
-IMPORTERS = ("importlib.import_module",)
-# Built-in names that, called with a name not written literally, can reach anything.
-NAME_BY_VALUE = ("getattr", "setattr", "delattr", "hasattr")
-# Strings that name the harness or the machine: a substring anywhere in a literal (case
-# ignored), and literals that are exactly one of these words.
-HARNESS_WORDS = ("artbot", "repros", "oracle", "/etc/", "/proc/", "/sys/", "/dev/",
-                 "passwd", "pytest", "sandbox", "bwrap", "seccomp")  # fmt: skip
-HARNESS_LITERALS = ("_domain", "plan", "tape", "seed", "judge", "verdict", "check_art",
-                    "measure", "claims", "reproduced", "fixed", "out_fd")  # fmt: skip
 ART_PACKAGE = "art"
 
 
@@ -170,6 +99,13 @@ def scan(path: str, before: str | None, after: str | None) -> tuple[Probe, ...]:
 def scan_files(files: Mapping[str, tuple[str | None, str | None]]) -> tuple[Probe, ...]:
     """:func:`scan` over ``{path: (release's text, patched text)}``, in path order."""
     return tuple(p for path in sorted(files) for p in scan(path, *files[path]))
+
+
+def ranked(probes: Iterable[Probe]) -> tuple[Probe, ...]:
+    """``probes`` the most telling first (by kind, in :class:`ProbeKind`'s order), each kind's
+    in the order given: the answer's headline names the first."""
+    order = {kind: n for n, kind in enumerate(ProbeKind)}
+    return tuple(sorted(probes, key=lambda p: order[p.kind]))
 
 
 def _line(lines: list[str], n: int) -> str:
@@ -259,16 +195,24 @@ class _Reader:
                 return None
 
     def named(self, name: str) -> ProbeKind | None:
+        if name in LOG_WRITES:
+            return None
         parts = name.split(".")
+        if parts[:2] == ["torch", "backends"] and DEVICE_BACKEND_CALLS.count(parts[-1]):
+            return ProbeKind.device
         for n in range(len(parts), 0, -1):
             if (kind := NAMES.get(".".join(parts[:n]))) is not None:
                 return kind
+        root = rerooted(name)
+        if root != name:  # ``torch.sys.modules``: another module's reference to ``sys``
+            return self.named(root) or ProbeKind.introspection
         return None
 
     def uses(self) -> Iterator[Probe]:
         seen_chain: set[int] = set()  # inner nodes of a dotted name already read
         seen_text: set[int] = set()  # parts of a string already read whole
         docs = _docstrings(self.tree)
+        seen_chain.update(self._log_streams())
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 yield from self._import(node)
@@ -330,7 +274,29 @@ class _Reader:
             node = node.value
         return isinstance(node, ast.Name) and node.id in self.bound and node.id not in self.aliases
 
+    def _log_streams(self) -> Iterator[int]:
+        """``sys.stderr`` where it is ``print``'s ``file=``: a write to a log artbot drops."""
+        for node in ast.walk(self.tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "print"
+                and "print" not in self.bound | set(self.aliases)
+            ):
+                for k in node.keywords:
+                    if k.arg == "file" and self.dotted(k.value) in LOG_STREAMS:
+                        seen = {id(k.value)}
+                        _mark_chain(k.value, seen)
+                        yield from seen
+
     def _call(self, node: ast.Call) -> Iterator[Probe]:
+        recorder, keywords = WARNINGS_RECORDER
+        if rerooted(self.dotted(node.func) or "") == recorder:
+            for k in node.keywords:
+                if k.arg in keywords and not _false(k.value):
+                    shown = f"{recorder}({k.arg}={ast.unparse(k.value)})"
+                    yield self.probe(node, ProbeKind.introspection, shown)
+                    break
         func = node.func
         if not isinstance(func, ast.Name) or func.id in self.bound or func.id in self.aliases:
             return
@@ -379,7 +345,11 @@ class _Reader:
         if text is None or not text:
             return
         low = text.lower()
-        if low in HARNESS_LITERALS or any(w in low for w in HARNESS_WORDS):
+        if (
+            low in HARNESS_LITERALS
+            or any(w in low for w in HARNESS_WORDS)
+            or HARNESS_MODULES.search(low)
+        ):
             yield self.probe(node, ProbeKind.harness, repr(text))
 
 
@@ -391,6 +361,21 @@ def _docstrings(tree: ast.Module) -> set[int]:
         for node in ast.walk(tree)
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant | ast.JoinedStr)
     }
+
+
+def rerooted(name: str) -> str:
+    """``torch.sys.modules`` as ``sys.modules``: a dotted name from its first module of
+    :data:`REROOTED` past the first part (``name`` itself when none)."""
+    parts = name.split(".")
+    for n in range(1, len(parts)):
+        if parts[n] in REROOTED:
+            return ".".join(parts[n:])
+    return name
+
+
+def _false(node: ast.AST) -> bool:
+    """``False``, ``None`` or ``0`` written literally (``record=False``: nothing recorded)."""
+    return isinstance(node, ast.Constant) and not node.value and not isinstance(node.value, str)
 
 
 def _literal_getattr(node: ast.AST) -> bool:

@@ -23,7 +23,7 @@ from ..verify.release import recorded_pin, release_tree
 from ..verify.tree import ArtTree, open_tree
 from .command import Refusal
 from .diff import DoesNotApply, FilePatch, apply_to_folder
-from .probes import Probe, ProbeKind, scan_files
+from .probes import Probe, ProbeKind, ranked, scan_files
 from .regress import Regression, run_regression
 
 CHECK_TIMEOUT_S = 300.0  # each check process, before and after
@@ -194,7 +194,9 @@ def run_trial(
 
 def read_probes(released: Path, patched: Path, files: Sequence[FilePatch]) -> tuple[Probe, ...]:
     """The probes of the files ``files`` changed: each release's file beside its patched copy
-    (in the two unpacked trees), as text; a file that is not UTF-8 is a probe itself."""
+    (in the two unpacked trees), as text; a file that is not UTF-8 is a probe itself. The
+    most telling first (:func:`.probes.ranked`): the headline names it, the handover keeps the
+    first few."""
     texts: dict[str, tuple[str | None, str | None]] = {}
     odd: list[Probe] = []
     for patch in files:
@@ -208,4 +210,4 @@ def read_probes(released: Path, patched: Path, files: Sequence[FilePatch]) -> tu
                 if root == patched:
                     odd.append(Probe(patch.path, 1, ProbeKind.unscanned, "not UTF-8"))
         texts[patch.path] = (sides[0], sides[1])
-    return (*odd, *scan_files(texts))
+    return ranked((*odd, *scan_files(texts)))

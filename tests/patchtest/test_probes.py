@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from artbot.patchtest.probes import MAX_BYTES, Probe, ProbeKind, scan, scan_files
+from artbot.patchtest.probes import MAX_BYTES, Probe, ProbeKind, ranked, scan, scan_files
 
 PATH = "src/art/loss.py"
 RELEASE = '''"""ART's loss (a stand-in)."""
@@ -42,9 +42,10 @@ def kinds(probes: tuple[Probe, ...]) -> set[ProbeKind]:
     return {p.kind for p in probes}
 
 
-E, IN, F, P, D, R, H, U = (
+E, IN, F, P, D, R, H, U, RT, DV = (
     ProbeKind.environment, ProbeKind.introspection, ProbeKind.files, ProbeKind.process,
     ProbeKind.dynamic, ProbeKind.rebinding, ProbeKind.harness, ProbeKind.unscanned,
+    ProbeKind.runtime, ProbeKind.device,
 )  # fmt: skip
 
 
@@ -67,7 +68,10 @@ E, IN, F, P, D, R, H, U = (
         ("os.write(5, b'{}')", F),
         ("x = os.fdopen(3, 'wb')", F),
         ("import pathlib\npathlib.Path('x').write_text('y')", F),
-        ("import sys\nsys.stdout.write('x')", F),
+        ("import sys\nx = sys.stdout.isatty()", F),
+        ("import sys\nx = sys.stdin.read()", F),
+        ("import sys\nsys.stderr = open('x', 'w')", R),
+        ("os.dup2(5, 2)", F),
         ("import atexit\natexit.register(print)", P),
         ("import signal\nsignal.alarm(1)", P),
         ("os._exit(0)", P),
@@ -90,6 +94,50 @@ E, IN, F, P, D, R, H, U = (
         ("x = f'/proc/{os.getpid()}/status'", H),
         ("x = 'tape'", H),
         ("x = 'plan'", H),
+        ("x = 'x/_domain.py'.endswith(name)", H),
+        ("x = name.endswith('item07_tis_fallback.py')", H),
+        ("x = 'repros._ppo_property' in name", H),
+        # the warnings machinery: the harness's filters, the stack through a warning's file
+        ("import warnings\nwith warnings.catch_warnings(record=True) as w:\n    pass", IN),
+        ("import warnings\nwith warnings.catch_warnings(action='ignore'):\n    pass", IN),
+        ("import warnings\nwarnings.simplefilter('always')", IN),
+        ("import warnings\nwarnings.filterwarnings('error')", IN),
+        ("import warnings\nx = len(warnings.filters)", IN),
+        ("import warnings\nwarnings.showwarning = print", IN),
+        ("import warnings as w\nx = w.formatwarning", IN),
+        ("x = [m.filename for m in new]", IN),
+        ("x = new[0].lineno", IN),
+        ("import logging\nx = logging.getLogger().findCaller(stacklevel=3)", IN),
+        ("import logging\nx = logging.currentframe().f_back", IN),
+        ("x = [r.pathname for r in new]", IN),
+        # where ART's files sit (the harness's scratch)
+        ("x = __file__", IN),
+        ("x = __spec__.origin", IN),
+        ("x = __loader__", IN),
+        ("x = torch.__file__", IN),
+        ("x = __path__", IN),
+        # torch's process-wide state and the machine's devices
+        ("x = torch.get_num_threads() > 1", RT),
+        ("x = torch.get_num_interop_threads()", RT),
+        ("torch.set_num_threads(4)", RT),
+        ("x = torch.are_deterministic_algorithms_enabled()", RT),
+        ("x = torch.initial_seed()", RT),
+        ("x = torch.get_rng_state()", RT),
+        ("x = torch.random.initial_seed()", RT),
+        ("x = torch.compiler.is_compiling()", RT),
+        ("x = torch.cuda.is_available()", DV),
+        ("x = torch.cuda.device_count()", DV),
+        ("x = torch.cuda.current_device()", DV),
+        ("from torch.cuda import is_available as gpu\nx = gpu()", DV),
+        ("x = torch.backends.mps.is_available()", DV),
+        ("x = torch.backends.cudnn.version()", DV),
+        ("x = torch.version.cuda", DV),
+        # the standard library through another module's reference to it
+        ("x = torch.sys.modules", IN),
+        ("x = torch.sys._getframe(1)", IN),
+        ("x = torch.os.getpid()", E),
+        ("x = torch.os.path.join('a', 'b')", IN),
+        ("import numpy\nx = numpy.warnings", IN),
     ],
 )
 def test_each_kind_is_seen(code: str, kind: ProbeKind) -> None:
@@ -152,6 +200,42 @@ def _fixed(new, old, bound=20.0):
     assert added("x = float(new.shape[0]) / 2\nraise ValueError('stale logprob')") == ()
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        # a warning told, a logger by its module's name (ART's idiom), a device from the tensors
+        "import warnings\nwarnings.warn('no original_logprobs', RuntimeWarning, stacklevel=2)",
+        "import warnings\nwith warnings.catch_warnings():\n    x = 1",
+        "import warnings\nwith warnings.catch_warnings(record=False):\n    x = 1",
+        "import logging\nlogger = logging.getLogger(__name__)\nlogger.warning('clamped')",
+        "x = new.is_cuda or new.device.type == 'cuda'",
+        "torch.cuda.synchronize()\nx = torch.cuda.memory_allocated()",
+        "x = torch.backends.cuda.matmul.allow_tf32",
+        "x = {'grad_sync_domain': 1, 'name': 'loss.py'}",  # ART's own words
+        # a note on stdout or stderr: artbot counts those bytes and drops them
+        "import sys\nprint('clamped', file=sys.stderr)",
+        "import sys\nprint('clamped', file=sys.stdout, flush=True)",
+        "import sys\nsys.stderr.write('clamped\\n')\nsys.stderr.flush()",
+        "import sys as _s\n_s.__stderr__.write('clamped')",
+    ],
+)
+def test_what_ordinary_code_around_a_fix_writes_is_not_a_probe(code: str) -> None:
+    assert added(code) == ()
+
+
+def test_the_most_telling_probe_comes_first() -> None:
+    """:func:`ranked`: by kind in the enum's order (the harness named first, a read of the
+    environment late), each kind's in the order given; the headline names the first."""
+    code = "x = os.getpid()\ny = torch.get_num_threads()\nz = 'artbot' in str(__file__)"
+    got = ranked(added(code))
+    assert [p.kind for p in got] == [H, IN, RT, E]
+    assert [p.kind for p in ranked(reversed(got))] == [H, IN, RT, E]
+    order = list(ProbeKind)
+    assert order.index(H) < order.index(IN) < order.index(D) < order.index(F)
+    assert order.index(F) < order.index(P) < order.index(RT) < order.index(E)
+    assert order[-1] is U
+
+
 def test_only_what_the_patch_adds_counts() -> None:
     """The release's own ``os.environ`` read is not the patch's; a second one is; moving it
     (the same count) is not."""
@@ -212,10 +296,10 @@ def test_a_trial_reads_the_probes_of_the_files_the_patch_changed(tmp_path: Path)
     (patched / "art" / "odd.py").write_bytes(b"x = '\xff'\n")
     files = [FilePatch(f"src/art/{n}.py", ()) for n in ("loss", "gone", "new", "odd")]
     got = read_probes(released, patched, files)
-    assert [(p.path, p.kind, p.text) for p in got] == [
-        ("src/art/odd.py", U, "not UTF-8"),
-        ("src/art/loss.py", E, "os.getpid"),
+    assert [(p.path, p.kind, p.text) for p in got] == [  # the most telling first
         ("src/art/new.py", IN, "sys.modules"),
+        ("src/art/loss.py", E, "os.getpid"),
+        ("src/art/odd.py", U, "not UTF-8"),
     ]
 
 
