@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 import re
+import sys
 from collections.abc import Mapping
 
 
@@ -22,6 +23,7 @@ class ProbeKind(enum.Enum):
     files = "opens files or descriptors"
     process = "controls the process"
     device = "gates on the machine's devices, past which a check on CPU cannot see"
+    clock = "reads the clock, past which a check that runs for seconds cannot see"
     runtime = "reads or sets torch's process-wide state"
     environment = "reads the process's environment"
     unscanned = "has a file artbot cannot scan"
@@ -29,7 +31,7 @@ class ProbeKind(enum.Enum):
 
 E, IN, F, P, D = (ProbeKind.environment, ProbeKind.introspection, ProbeKind.files,
                   ProbeKind.process, ProbeKind.dynamic)  # fmt: skip
-DV, RT = ProbeKind.device, ProbeKind.runtime
+DV, RT, CK = ProbeKind.device, ProbeKind.runtime, ProbeKind.clock
 
 # Dotted names (after imports are resolved): the name itself or anything under it is a probe.
 # Measured (Python 3.12): no real fix, harmless or suggested control of repros/controls/ uses
@@ -51,7 +53,7 @@ NAMES: Mapping[str, ProbeKind] = {
     "os.path.isfile": E, "os.path.isdir": E, "os.sched_getaffinity": E, "os.getloadavg": E,
     "platform": E, "socket": E, "pwd": E, "grp": E, "resource": E, "getpass": E, "sysconfig": E,
     "sys.argv": E, "sys.orig_argv": E, "sys.executable": E, "sys.path": E, "sys.flags": E,
-    "sys.prefix": E, "sys.base_prefix": E, "sys.platform": E, "time.process_time": E,
+    "sys.prefix": E, "sys.base_prefix": E, "sys.platform": E,
     "sys.modules": IN, "sys._getframe": IN, "sys.exc_info": IN, "sys.exception": IN,
     "sys.settrace": IN, "sys.setprofile": IN, "sys.gettrace": IN, "sys.audit": IN,
     "sys.addaudithook": IN, "sys.meta_path": IN, "sys.path_hooks": IN, "sys.monitoring": IN,
@@ -94,6 +96,15 @@ NAMES: Mapping[str, ProbeKind] = {
     "torch.version.hip": DV, "torch.xpu.is_available": DV, "torch.xpu.device_count": DV,
     "torch.mps.is_available": DV, "torch.mps.device_count": DV, "torch.accelerator": DV,
     "torch.cpu.is_available": DV, "torch.cpu.device_count": DV, "torch.cpu.current_device": DV,
+    # the clock: a gate on time (a guard that holds for the first minutes after import) acts
+    # only where a check that runs for seconds never looks
+    "time.time": CK, "time.time_ns": CK, "time.monotonic": CK, "time.monotonic_ns": CK,
+    "time.perf_counter": CK, "time.perf_counter_ns": CK, "time.process_time": CK,
+    "time.process_time_ns": CK, "time.thread_time": CK, "time.thread_time_ns": CK,
+    "time.clock_gettime": CK, "time.clock_gettime_ns": CK, "time.localtime": CK,
+    "time.gmtime": CK, "time.ctime": CK, "time.asctime": CK, "time.strftime": CK,
+    "datetime.datetime.now": CK, "datetime.datetime.utcnow": CK, "datetime.datetime.today": CK,
+    "datetime.date.today": CK, "timeit": CK, "os.times": CK,
     "open": F, "io": F, "os.open": F, "os.read": F, "os.write": F, "os.dup": F, "os.dup2": F,
     "os.fdopen": F, "os.pipe": F, "os.pipe2": F, "os.close": F, "os.closerange": F,
     "os.lseek": F, "os.sendfile": F, "os.truncate": F, "os.ftruncate": F, "os.remove": F,
@@ -116,10 +127,13 @@ NAMES: Mapping[str, ProbeKind] = {
     "codeop": D, "globals": D, "locals": D, "breakpoint": D, "pdb": D,
     "torch.load": D, "torch.jit.load": D, "numpy.load": D,
 }  # fmt: skip
-# Attributes that reach the interpreter's own objects (frames, code, a function's globals).
+# Attributes (also named by ``getattr``, ``operator.attrgetter``): the interpreter's own objects
+# (frames, code, a function's globals), and what tells the harness's stand-ins and synthetic
+# package from ART's real ones (``type(layer).__module__``, ``type(art).__name__``; the bare
+# module-level ``__name__`` is ART's logging idiom and no probe); a tensor's device kind.
 ATTRIBUTES: Mapping[str, ProbeKind] = {
-    name: ProbeKind.introspection
-    for name in (
+    **{name: DV for name in ("is_cuda", "is_cpu", "is_mps", "is_xpu")},
+    **{name: IN for name in (
         "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_lineno", "f_trace",
         "tb_frame", "tb_next", "gi_frame", "gi_code", "cr_frame", "ag_frame", "__globals__",
         "__code__", "__closure__", "__subclasses__", "__builtins__", "__dict__", "__base__",
@@ -128,8 +142,19 @@ ATTRIBUTES: Mapping[str, ProbeKind] = {
         "__doc__", "__file__", "__path__", "__cached__",
         # a recorded warning's or a log record's place in the call stack
         "filename", "lineno", "pathname", "funcName", "findCaller", "stack_info",
-    )
+        "__name__", "__module__", "__qualname__",
+    )},
 }  # fmt: skip
+# A device kind written where the code decides (a comparison, an ``if``'s test), and a device's
+# ``.type`` there (``x.device.type == "cuda"``): a gate on the device a check on CPU never takes.
+DEVICE_KINDS = frozenset(("cuda", "cpu", "mps", "xpu", "hip", "hpu", "npu"))
+# Calls that build a getter of a name (``operator.methodcaller("getpid")(os)``: ``os.getpid``),
+# and a fold of ``getattr`` over names (``functools.reduce(getattr, ["path", "exists"], os)``).
+GETTERS = ("operator.attrgetter", "operator.methodcaller",
+           "_operator.attrgetter", "_operator.methodcaller")  # fmt: skip
+REDUCERS = ("functools.reduce", "_functools.reduce")
+# A lock is no process control (a cache shared by training threads); starting threads still is.
+THREAD_LOCKS = frozenset(("threading.Lock", "threading.RLock"))
 # Calls that import a module by its name: one of ART's, named by a literal (or ``__package__``
 # and a literal, as the controls' real fix item01_real_patch_imported_with_importlib does), is
 # an import; any other is a probe (``importlib``).
@@ -148,6 +173,14 @@ HARNESS_LITERALS = ("plan", "tape", "seed", "judge", "verdict",
 # ``warnings.catch_warnings`` is a probe with one of these keywords (``record=True``: what
 # was shown under the harness's filters, and where from; ``module``, ``action``: the filters).
 WARNINGS_RECORDER = ("warnings.catch_warnings", ("record", "module", "action"))
+# Rebinding counts in the modules artbot's check and regression-test processes rely on to
+# measure and report (what artbot/verify/* and repros/ import: the standard library, torch,
+# pytest, pydantic_core; numpy under torch; the repros' own ``_``-named modules and artbot), not
+# in a third-party library ART patches by design (0.5.21's own fix for item 1 sets an attribute
+# on Transformer Engine's kernel; transformers, unsloth, peft, vllm likewise).
+REBINDING_GUARDED = frozenset(sys.stdlib_module_names) | frozenset(
+    ("torch", "numpy", "pytest", "_pytest", "pluggy", "pydantic", "pydantic_core", "artbot",
+     "repros", "conftest"))  # fmt: skip
 # Modules of the standard library a patch can reach through another module's reference to
 # them (``torch.sys``, ``torch.os``, ``numpy.warnings``): read as if named directly, and a probe
 # of introspection where nothing more is known (``torch.os.path.join``).

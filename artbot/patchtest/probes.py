@@ -29,9 +29,20 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from ..verify.whole import _TYPE_ALIAS
+from .probe_literals import (
+    ART_PACKAGE,
+    constants,
+    docstrings,
+    false_literal,
+    folded,
+    gate_positions,
+    literal_getattr,
+)
 from .probe_table import (
     ATTRIBUTES,
     DEVICE_BACKEND_CALLS,
+    DEVICE_KINDS,
+    GETTERS,
     HARNESS_LITERALS,
     HARNESS_MODULES,
     HARNESS_WORDS,
@@ -40,16 +51,16 @@ from .probe_table import (
     LOG_WRITES,
     NAME_BY_VALUE,
     NAMES,
+    REBINDING_GUARDED,
+    REDUCERS,
     REROOTED,
+    THREAD_LOCKS,
     WARNINGS_RECORDER,
     ProbeKind,
 )
 
 MAX_BYTES = 1 << 20  # a source file of ART's is under 100 KB
 MAX_TEXT = 80  # a probe's text, as shown
-
-
-ART_PACKAGE = "art"
 
 
 @dataclass(frozen=True)
@@ -166,6 +177,16 @@ class _Reader:
                 self.bound.add(node.id)
             elif isinstance(node, ast.arg):
                 self.bound.add(node.arg)
+        self.consts = constants(tree, self.aliases)  # NAME = "literal", bound once
+        self.callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        self.resolved: set[int] = set()  # getters and ``getattr``s read through where applied
+        self.gates = gate_positions(tree)
+
+    def mark_chain(self, node: ast.AST, seen: set[int]) -> None:
+        """The inner nodes of a dotted name: read once, as the whole name."""
+        while (step := self.step(node)) is not None:
+            node = step[1]
+            seen.add(id(node))
 
     def probe(self, node: ast.AST, kind: ProbeKind, text: str) -> Probe:
         flat = " ".join(text.split())
@@ -178,13 +199,9 @@ class _Reader:
         when the chain does not start at a name."""
         parts: list[str] = []
         while True:
-            if isinstance(node, ast.Attribute):
-                parts.append(node.attr)
-                node = node.value
-            elif _literal_getattr(node):
-                assert isinstance(node, ast.Call)
-                parts.append(_folded(node.args[1]) or "")
-                node = node.args[0]
+            if (step := self.step(node)) is not None:
+                parts += reversed(step[0])
+                node = step[1]
             elif isinstance(node, ast.Name):
                 root = self.aliases.get(node.id)
                 if root is None and node.id in self.bound:
@@ -194,8 +211,53 @@ class _Reader:
             else:
                 return None
 
+    def step(self, node: ast.AST) -> tuple[list[str], ast.AST] | None:
+        """One step into a name reached from an object: ``x.a``, ``getattr(x, "a")``,
+        ``operator.attrgetter("a.b")(x)``, ``functools.reduce(getattr, ["a", "b"], x)``: the
+        names (in order) and ``x``; None for anything else."""
+        if isinstance(node, ast.Attribute):
+            return [node.attr], node.value
+        if not isinstance(node, ast.Call):
+            return None
+        if literal_getattr(node, self.consts):
+            return [folded(node.args[1], self.consts) or ""], node.args[0]
+        func, args = node.func, node.args
+        if (
+            isinstance(func, ast.Call)
+            and len(args) == 1
+            and not node.keywords
+            and (names := self.getter_names(func)) is not None
+        ):
+            self.resolved.add(id(func))
+            return names, args[0]
+        if (
+            len(args) == 3
+            and isinstance(args[0], ast.Name)
+            and args[0].id == "getattr"
+            and isinstance(args[1], ast.List | ast.Tuple)
+            and self.dotted(func) in REDUCERS
+        ):
+            names = [folded(e, self.consts) or "" for e in args[1].elts]
+            if all(names):
+                self.resolved.add(id(args[0]))
+                return names, args[2]
+        return None
+
+    def getter_names(self, node: ast.Call) -> list[str] | None:
+        """``operator.attrgetter("a.b")`` as ``["a", "b"]``, ``methodcaller("a", ...)`` as
+        ``["a"]``; None when ``node`` is no such getter of one literal name."""
+        getter = self.dotted(node.func)
+        if getter not in GETTERS or not node.args or node.keywords and "attr" in getter:
+            return None
+        if "attr" in getter and len(node.args) != 1:
+            return None
+        name = folded(node.args[0], self.consts)
+        if name is None:
+            return None
+        return name.split(".") if "attr" in getter else [name]
+
     def named(self, name: str) -> ProbeKind | None:
-        if name in LOG_WRITES:
+        if name in LOG_WRITES or name in THREAD_LOCKS:
             return None
         parts = name.split(".")
         if parts[:2] == ["torch", "backends"] and DEVICE_BACKEND_CALLS.count(parts[-1]):
@@ -211,7 +273,7 @@ class _Reader:
     def uses(self) -> Iterator[Probe]:
         seen_chain: set[int] = set()  # inner nodes of a dotted name already read
         seen_text: set[int] = set()  # parts of a string already read whole
-        docs = _docstrings(self.tree)
+        docs = docstrings(self.tree)
         seen_chain.update(self._log_streams())
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
@@ -220,17 +282,16 @@ class _Reader:
                 isinstance(node, ast.Attribute | ast.Name | ast.Call) and id(node) not in seen_chain
             ):
                 name = self.dotted(node) if not isinstance(node, ast.Call) else None
-                if isinstance(node, ast.Call) and _literal_getattr(node):
+                if isinstance(node, ast.Call) and self.step(node) is not None:
                     name = self.dotted(node)
                 elif isinstance(node, ast.Call) and self._art_import(node):
-                    _mark_chain(node.func, seen_chain)
+                    self.mark_chain(node.func, seen_chain)
                     seen_chain.add(id(node.func))
                 if name is not None:
-                    _mark_chain(node, seen_chain)
+                    self.mark_chain(node, seen_chain)
                     if (kind := self.named(name)) is not None:
                         yield self.probe(node, kind, name)
-            if isinstance(node, ast.Attribute) and node.attr in ATTRIBUTES:
-                yield self.probe(node, ATTRIBUTES[node.attr], node.attr)
+            yield from self._reached(node)
             if isinstance(node, ast.Call):
                 yield from self._call(node)
             elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
@@ -242,6 +303,43 @@ class _Reader:
             ):
                 seen_text.update(id(n) for n in ast.walk(node))
                 yield from self._string(node)
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) in self.gates
+            ):
+                device = node.value.lower().split(":")[0]
+                if device in DEVICE_KINDS:  # ``x.device.type == "cuda"``, ``"cuda" in str(d)``
+                    yield self.probe(node, ProbeKind.device, f"device kind {device!r}")
+
+    def _reached(self, node: ast.AST) -> Iterator[Probe]:
+        """An attribute of :data:`ATTRIBUTES` however named (``x.__module__``,
+        ``getattr(x, "f_back")``), a getter of a name not applied where it is built, ``getattr``
+        passed as a value, a device's ``.type`` where the code decides."""
+        if (step := self.step(node)) is not None:
+            for name in step[0]:
+                if name in ATTRIBUTES:
+                    yield self.probe(node, ATTRIBUTES[name], name)
+            if step[0] == ["type"] and id(node) in self.gates:
+                device = self.dotted(step[1]) or ast.unparse(step[1])
+                if device.lower().endswith("device"):
+                    yield self.probe(node, ProbeKind.device, "device.type")
+        if isinstance(node, ast.Call) and id(node) not in self.resolved:
+            getter = self.dotted(node.func)
+            if getter in GETTERS:
+                names = self.getter_names(node)
+                if names is None:
+                    yield self.probe(node, ProbeKind.dynamic, f"{getter} with a computed name")
+                elif (kind := _TAILS.get(names[-1]) or ATTRIBUTES.get(names[-1])) is not None:
+                    yield self.probe(node, kind, f"{getter}({'.'.join(names)!r})")
+        if (
+            isinstance(node, ast.Name)
+            and node.id in NAME_BY_VALUE
+            and isinstance(node.ctx, ast.Load)
+            and id(node) not in self.callees | self.resolved
+            and node.id not in self.bound | set(self.aliases)
+        ):
+            yield self.probe(node, ProbeKind.dynamic, f"{node.id} passed as a value")
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> Iterator[Probe]:
         if isinstance(node, ast.Import):
@@ -257,6 +355,8 @@ class _Reader:
         for name in names:
             if name in IMPORTERS or name == "importlib":
                 continue  # what it imports is read where it is called
+            if any(lock.startswith(f"{name}.") for lock in THREAD_LOCKS):
+                continue  # ``threading``: each use is read where it is (a lock, a thread)
             if (kind := self.named(name)) is not None:
                 yield self.probe(node, kind, f"import {name}")
 
@@ -265,7 +365,7 @@ class _Reader:
         ART's own module, read as one."""
         if len(node.args) != 1 or node.keywords or self.dotted(node.func) not in IMPORTERS:
             return False
-        name = _folded(node.args[0])
+        name = folded(node.args[0], self.consts)
         return name is not None and (name.startswith(".") or name.split(".")[0] == ART_PACKAGE)
 
     def _own(self, node: ast.AST) -> bool:
@@ -286,14 +386,14 @@ class _Reader:
                 for k in node.keywords:
                     if k.arg == "file" and self.dotted(k.value) in LOG_STREAMS:
                         seen = {id(k.value)}
-                        _mark_chain(k.value, seen)
+                        self.mark_chain(k.value, seen)
                         yield from seen
 
     def _call(self, node: ast.Call) -> Iterator[Probe]:
         recorder, keywords = WARNINGS_RECORDER
         if rerooted(self.dotted(node.func) or "") == recorder:
             for k in node.keywords:
-                if k.arg in keywords and not _false(k.value):
+                if k.arg in keywords and not false_literal(k.value):
                     shown = f"{recorder}({k.arg}={ast.unparse(k.value)})"
                     yield self.probe(node, ProbeKind.introspection, shown)
                     break
@@ -303,21 +403,34 @@ class _Reader:
         if func.id == "vars" and not (node.args and self._own(node.args[0])):
             yield self.probe(node, ProbeKind.dynamic, "vars" + ("()" if not node.args else ""))
         if func.id in NAME_BY_VALUE:
-            computed = len(node.args) < 2 or _folded(node.args[1]) is None
+            computed = len(node.args) < 2 or folded(node.args[1], self.consts) is None
             if computed and not (node.args and self._own(node.args[0])):
                 yield self.probe(node, ProbeKind.dynamic, f"{func.id} with a computed name")
-            elif func.id in ("setattr", "delattr") and self._outside_art(node.args[0]):
+            elif func.id in ("setattr", "delattr") and self._guarded(node.args[0]):
                 target = self.dotted(node.args[0]) or "?"
                 yield self.probe(node, ProbeKind.rebinding, f"{func.id}({target}, ...)")
 
-    def _outside_art(self, node: ast.AST) -> bool:
-        """``node`` names an imported module (or something in one) that is not ART's."""
+    def _guarded(self, node: ast.AST) -> bool:
+        """``node`` is (in) an imported module the check's processes rely on
+        (:data:`REBINDING_GUARDED`, the repros' ``_``-named modules), or reached through one
+        (``peft.tuners.lora.torch.nn``); not ART's, nor a library ART patches by design."""
+        parts: list[str] = []
         while isinstance(node, ast.Attribute | ast.Subscript):
+            if isinstance(node, ast.Attribute):
+                parts.append(node.attr)
             node = node.value
         if not isinstance(node, ast.Name) or node.id not in self.aliases:
             return False
-        root = self.aliases[node.id].split(".")[0]
-        return root != ART_PACKAGE
+        path = self.aliases[node.id].split(".") + parts[::-1]
+        if path[0] == ART_PACKAGE:
+            return False
+        through = REROOTED | {"torch", "numpy"}
+        return (
+            path[0] in REBINDING_GUARDED
+            or path[0].startswith("_")
+            or HARNESS_MODULES.search(path[0]) is not None
+            or any(p in through for p in path[1:-1])
+        )
 
     def _rebinding(self, node: ast.stmt) -> Iterator[Probe]:
         targets: list[ast.expr]
@@ -336,12 +449,12 @@ class _Reader:
             else:
                 flat.append(t)
         for t in flat:
-            if isinstance(t, ast.Attribute | ast.Subscript) and self._outside_art(t):
+            if isinstance(t, ast.Attribute | ast.Subscript) and self._guarded(t):
                 shown = self.dotted(t) if isinstance(t, ast.Attribute) else None
                 yield self.probe(node, ProbeKind.rebinding, shown or ast.unparse(t))
 
     def _string(self, node: ast.AST) -> Iterator[Probe]:
-        text = _folded(node)
+        text = folded(node, self.consts)
         if text is None or not text:
             return
         low = text.lower()
@@ -353,14 +466,8 @@ class _Reader:
             yield self.probe(node, ProbeKind.harness, repr(text))
 
 
-def _docstrings(tree: ast.Module) -> set[int]:
-    """Strings standing alone as statements (docstrings): read by nothing but ``__doc__``,
-    which is a probe of its own."""
-    return {
-        id(node.value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant | ast.JoinedStr)
-    }
+# ``operator.methodcaller("getpid")`` built apart from its object: read by its last name.
+_TAILS = {key.rpartition(".")[2]: kind for key, kind in reversed(list(NAMES.items())) if "." in key}
 
 
 def rerooted(name: str) -> str:
@@ -371,53 +478,3 @@ def rerooted(name: str) -> str:
         if parts[n] in REROOTED:
             return ".".join(parts[n:])
     return name
-
-
-def _false(node: ast.AST) -> bool:
-    """``False``, ``None`` or ``0`` written literally (``record=False``: nothing recorded)."""
-    return isinstance(node, ast.Constant) and not node.value and not isinstance(node.value, str)
-
-
-def _literal_getattr(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "getattr"
-        and len(node.args) >= 2
-        and _folded(node.args[1]) is not None
-    )
-
-
-def _mark_chain(node: ast.AST, seen: set[int]) -> None:
-    """The inner nodes of a dotted name: read once, as the whole name."""
-    while True:
-        if isinstance(node, ast.Attribute):
-            node = node.value
-        elif _literal_getattr(node):
-            assert isinstance(node, ast.Call)
-            node = node.args[0]
-        else:
-            return
-        seen.add(id(node))
-
-
-def _folded(node: ast.AST) -> str | None:
-    """A string the code spells out: a literal, a concatenation of literals (``"o" + "s"``),
-    an f-string's literal parts; None when it is not one."""
-    stack: list[ast.AST] = [node]
-    parts: list[str] = []
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.Constant) and isinstance(n.value, str):
-            parts.append(n.value)
-        elif isinstance(n, ast.Name) and n.id in ("__package__", "__name__"):
-            parts.append(ART_PACKAGE)  # a module of ART's own name (the file is under art/)
-        elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add):
-            stack += [n.right, n.left]
-        elif isinstance(n, ast.JoinedStr) and n is node:
-            stack += reversed(n.values)
-        elif isinstance(n, ast.FormattedValue):
-            continue
-        else:
-            return None
-    return "".join(parts)

@@ -208,7 +208,8 @@ def _fixed(new, old, bound=20.0):
         "import warnings\nwith warnings.catch_warnings():\n    x = 1",
         "import warnings\nwith warnings.catch_warnings(record=False):\n    x = 1",
         "import logging\nlogger = logging.getLogger(__name__)\nlogger.warning('clamped')",
-        "x = new.is_cuda or new.device.type == 'cuda'",
+        "x = torch.zeros(3, device=new.device)",  # a device named, not decided on
+        "with torch.autocast(device_type=new.device.type, enabled=False):\n    x = 1",
         "torch.cuda.synchronize()\nx = torch.cuda.memory_allocated()",
         "x = torch.backends.cuda.matmul.allow_tf32",
         "x = {'grad_sync_domain': 1, 'name': 'loss.py'}",  # ART's own words
