@@ -12,7 +12,9 @@ names each such use, a :class:`Probe`, of one kind of :mod:`.probe_table`'s.
 The rule: a probe counts only where the patched file has more of that (kind, text) than the
 release's file (a multiset difference: ART's own ``os.environ`` reads do not count); in an
 added file everything counts. Names are resolved through imports (``import os as o``,
-``from os import getpid as g``, ``getattr(os, "getpid")``, ``torch.sys.modules``). A file
+``from os import getpid as g``, ``getattr(os, "getpid")``, ``torch.sys.modules``), through
+``operator.attrgetter``/``methodcaller`` and ``functools.reduce(getattr, ...)``, and a module's
+string constant reads as its literal (``getattr(torch, HEAD_DTYPE)``). A file
 over :data:`MAX_BYTES`, not UTF-8, not Python, or that the parser cannot take (a syntax error,
 too deep) is itself a probe. The most telling probe comes first (:func:`ranked`).
 
