@@ -42,8 +42,9 @@ DV, RT, CK = ProbeKind.device, ProbeKind.runtime, ProbeKind.clock
 #   (trainer_rank/_impl.py), and sockets, files and threads across src/art: ART's
 #   infrastructure, never a numerical fix; a patch that carries it is read beside the diff;
 # - 0.5.21 adds device queries (`torch.cuda.mem_get_info`, `torch.cuda.is_initialized`,
-#   `torch.version.cuda`) and `torch.compiler.is_compiling` to audited files: memory planning
-#   and compilation, flagged as a gate a CPU check cannot see past would be.
+#   `torch.version.cuda`, `.is_cuda`, `device.type == "cpu"`), `time.perf_counter` and
+#   `torch.compiler.is_compiling` to audited files: memory planning, timing and compilation,
+#   flagged as a gate a CPU check (or a check's few seconds) cannot see past would be.
 NAMES: Mapping[str, ProbeKind] = {
     "os.environ": E, "os.environb": E, "os.getenv": E, "os.getenvb": E, "os.putenv": E,
     "os.getpid": E, "os.getppid": E, "os.getpgid": E, "os.getpgrp": E, "os.getsid": E,
