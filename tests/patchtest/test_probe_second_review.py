@@ -232,3 +232,15 @@ def test_a_module_constant_is_read_like_a_literal_both_ways(
     code: str, kind: ProbeKind, text: str
 ) -> None:
     assert (kind, text) in {(p.kind, p.text) for p in added(code)}
+
+
+@pytest.mark.network
+def test_r01_arts_own_released_fix_for_item_1_scans_clean() -> None:
+    """0.5.21's te_cross_entropy.py whole, as ART shipped it, added to 0.5.20 (where it is
+    new, so all of it counts): no probe."""
+    from tests.helpers.wheels import default_wheels
+
+    old, new = default_wheels().tree("0.5.20"), default_wheels().tree("0.5.21")
+    module = "art/megatron/te_cross_entropy.py"
+    assert not (old / module).exists()
+    assert scan(f"src/{module}", None, (new / module).read_text(encoding="utf-8")) == ()
