@@ -11,6 +11,8 @@ audit) is constructed as the release constructs it: its ``__init__`` builds the 
   GPU GEMM with FP32 accumulation returns it; no bias;
 - the provider: tensor-parallel size 1 (no reduction of the LoRA output);
 - Megatron's ``parallel_state``: one process (``_art_whole``).
+- ``torch.distributed``: not initialised, or, for item 11's cases on ranks, initialised for 2
+  or 8 ranks (:func:`ranks`, item 6's stand-in).
 
 Everything else the wrapper and its ``LoRA`` do (shapes, dtypes, initialisation, hooks, the
 forward, the add) is ART's code as released, in its own module.
