@@ -11,6 +11,8 @@ audit) is constructed as the release constructs it: its ``__init__`` builds the 
   GPU GEMM with FP32 accumulation returns it; no bias;
 - the provider: tensor-parallel size 1 (no reduction of the LoRA output);
 - Megatron's ``parallel_state``: one process (``_art_whole``).
+- ``torch.distributed``: not initialised, or, for item 11's cases on ranks, initialised for 2
+  or 8 ranks (:func:`ranks`, item 6's stand-in).
 
 Everything else the wrapper and its ``LoRA`` do (shapes, dtypes, initialisation, hooks, the
 forward, the add) is ART's code as released, in its own module.
@@ -25,13 +27,15 @@ base layer (row, column or layer-norm column parallel linear) and run forward.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
+import _art_optimizer
 import _art_whole
 import torch
 
@@ -230,19 +234,24 @@ def _componentwise(
     return cls("model.layers.0.linear_attn.in_proj", base, (f // 2, f // 2, f), rank, alpha), base
 
 
-def _proj(module: Any, f: int, rank: int, alpha: float, dtype: torch.dtype, gen: Any) -> Any:
-    base = StandInRowLinear(f, f, dtype, gen)
+def _proj(
+    module: Any, f: int, rank: int, alpha: float, dtype: torch.dtype, gen: Any, in_f: int = 0
+) -> Any:
+    base = StandInRowLinear(in_f or f, f, dtype, gen)
     provider = SimpleNamespace(tensor_model_parallel_size=1, sequence_parallel=False)
     return module.SelfAttentionLinearProjLoRA(PREFIX, base, rank, alpha, provider), base
 
 
-def _shared_fc1(module: Any, f: int, rank: int, alpha: float, dtype: torch.dtype, gen: Any) -> Any:
-    base = StandInRowLinear(f, 2 * f, dtype, gen)
+def _shared_fc1(
+    module: Any, f: int, rank: int, alpha: float, dtype: torch.dtype, gen: Any, in_f: int = 0
+) -> Any:
+    base = StandInRowLinear(in_f or f, 2 * f, dtype, gen)  # gate and up, f each
     cls = module.SharedExpertsLinearFC1LoRA
     return cls("model.layers.0.mlp.shared_experts.linear_fc1", base, rank, alpha), base
 
 
-# name -> builder(lora.py, features, rank, alpha, dtype, generator) -> (ART's wrapper, base)
+# name -> builder(lora.py, features, rank, alpha, dtype, generator) -> (ART's wrapper, base);
+# the two of a row-linear base also take the input width apart (``in_f``, default ``features``).
 RUN_WRAPPERS: dict[str, Callable[..., Any]] = {
     WRAPPER: _proj,
     "SharedExpertsLinearFC1LoRA": _shared_fc1,
@@ -257,12 +266,53 @@ BASE_STAND_INS = (
 )
 
 
+# Names of ``torch.distributed`` answered by :class:`_art_optimizer.Ranks` while a case runs on
+# ranks (item 11): ART's lora.py asks ``torch.distributed`` itself whether it is initialised.
+RANKS_API = (
+    "is_available",
+    "is_initialized",
+    "get_world_size",
+    "get_rank",
+    "all_gather",
+    "all_reduce",
+)
+
+
+@contextlib.contextmanager
+def ranks(world: int) -> Iterator[None]:
+    """``torch.distributed`` initialised with ``world`` ranks holding the same tensors (item 6's
+    :class:`_art_optimizer.Ranks`), set on the module itself, so every way of reaching it (the
+    attribute of ``torch``, ``import torch.distributed as dist``, a name looked up at call time)
+    sees it; 1: left as it is (not initialised). Megatron's ``parallel_state`` stays one process
+    (tensor-parallel size 1: ART's default topology puts a node's GPUs in context parallelism)."""
+    if world <= 1:
+        yield
+        return
+    stand_in = _art_optimizer.Ranks(world)
+    dist = torch.distributed
+    saved = {name: getattr(dist, name) for name in RANKS_API}
+    try:
+        for name in RANKS_API:
+            setattr(dist, name, getattr(stand_in, name))
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(dist, name, value)
+
+
 def lora_add(whole: _art_whole.Whole, case: dict[str, Any]) -> dict[str, Any]:
     """Item 11's measurement: ART's ``case["wrapper"]`` (built by lora.py's own ``__init__``
     around a stand-in base) run forward twice on the same input: with the base's output, and
     with it zero (what is left is the wrapper's adapter output exactly, ``0 + a`` being exact in
     every dtype). Returns the output's dtype and the L2 norms of ``(out - base) - adapter``,
-    of the adapter output and of the base output (float64 on the stored values)."""
+    of the adapter output and of the base output (float64 on the stored values). The case's
+    ``world_size`` ranks (:func:`ranks`; absent: 1) hold while the wrapper is built and run;
+    its ``in_features`` (absent: ``features``) is the input width of a row-linear base."""
+    with ranks(int(case.get("world_size") or 1)):
+        return _lora_add(whole, case)
+
+
+def _lora_add(whole: _art_whole.Whole, case: dict[str, Any]) -> dict[str, Any]:
     module = whole.load(RELPATH)
     dtype = getattr(torch, case["dtype"])
     gen = torch.Generator().manual_seed(case["tokens"] * 31 + case["rank"])
@@ -270,15 +320,17 @@ def lora_add(whole: _art_whole.Whole, case: dict[str, Any]) -> dict[str, Any]:
     # seeded here from the case, so one case measures the same whatever ran before it.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(case["tokens"] * 31 + case["rank"])
+        wide = {"in_f": int(case["in_features"])} if case.get("in_features") else {}
         wrapper, base = RUN_WRAPPERS[case["wrapper"]](
-            module, case["features"], case["rank"], 32.0, dtype, gen
+            module, case["features"], case["rank"], 32.0, dtype, gen, **wide
         )
     loras = [m for m in wrapper.modules() if isinstance(m, module.LoRA)]
     with torch.no_grad():
         for factor in loras:
             b_t = factor.B_T
             b_t.copy_((case["b_std"] * torch.randn(b_t.shape, generator=gen)).to(b_t.dtype))
-    x = torch.randn(case["tokens"], 1, case["features"], generator=gen).to(dtype)
+    width = int(case.get("in_features") or case["features"])
+    x = torch.randn(case["tokens"], 1, width, generator=gen).to(dtype)
     train = case["mode"] == "train"
     wrapper.train(train)
     outs = []

@@ -266,10 +266,12 @@ def build_report() -> _common.Report:
 
 CLAIM = "forward-delta-rounds-away"
 # The check's run. The claim depends on the dtype of the add (the model dtype, and any gate a
-# fix puts on a mode, a size or a configuration), not on the layer's width: the wrappers are
-# built 64 features wide (one input at Qwen3-4B's 2560), with rows up to ART's
-# packed 8,192 tokens, LoRA ranks 1-64 (ART's defaults 1 and 8), B drawn as after the first
-# steps so the delta is about 1e-5 to 1e-2 of the base.
+# fix puts on a mode, a size or a configuration): the wrappers are built 64 features wide in
+# the covering array, with rows up to ART's packed 8,192 tokens, LoRA ranks 1-64 (ART's
+# defaults 1 and 8), B drawn as after the first steps so the delta is about 1e-5 to 1e-2 of the
+# base, on 1 process or on 2 or 8 ranks with torch.distributed initialised (ART's Megatron
+# training always runs initialised; issue #53, the second review's fake that adds in FP32 only
+# when it is not: _art_lora.ranks).
 ADD_FACTORS: dict[str, tuple[Any, ...]] = {
     "wrapper": tuple(_art_lora.RUN_WRAPPERS),
     "dtype": ("float16", "bfloat16"),
@@ -278,23 +280,29 @@ ADD_FACTORS: dict[str, tuple[Any, ...]] = {
     "b_std": (1e-6, 1e-4, 1e-3),
     "rank": (1, 8, 64),
     "features": (64,),
+    "world_size": (1, 2, 8),
 }
-# The audit's anchor once at Qwen3-4B's width (the width costs time, and the claim does not
-# depend on it).
-WIDE = {
-    "dtype": "bfloat16",
-    "mode": "train",
-    "tokens": 8,
-    "b_std": 1e-4,
-    "rank": 8,
-    "features": 2560,
-}
+# Real models' widths, one edge each (issue #53, the second review's fake that adds in FP32 only
+# up to 2,560 features): the attention output projection at Qwen3-4B's hidden 2,560, Qwen3-8B's
+# 4,096 and a 70B model's 8,192; the MLP's fused gate and up projection (the shared experts' FC1
+# wrapper, 2 x intermediate wide) at a 32B-70B model's intermediate 28,672 (57,344 output
+# features), from a 64-wide input (a full 8,192-wide weight would hold 470M elements; the add
+# sees the output's width, and the proj edges give the input real widths). 4-8 tokens, rank 8,
+# on 8 ranks.
+WIDE = {"dtype": "bfloat16", "mode": "train", "b_std": 1e-4, "rank": 8, "world_size": 8}
+WIDTHS: tuple[dict[str, Any], ...] = (
+    {"wrapper": _art_lora.WRAPPER, "features": 2560, "tokens": 8},
+    {"wrapper": _art_lora.WRAPPER, "features": 4096, "tokens": 8},
+    {"wrapper": _art_lora.WRAPPER, "features": 8192, "tokens": 4},
+    {"wrapper": "SharedExpertsLinearFC1LoRA", "features": 28672, "in_features": 64, "tokens": 4},
+)
 ADD_COVERS = (
     "every pair of: 5 wrappers run (attention proj and QKV, shared experts' FC1, gated-delta-"
     "net in_proj, componentwise column proj); float16/bfloat16; train with grad, eval under "
-    "no_grad; 1-8,192 tokens a row; B std 1e-6 to 1e-3; LoRA rank 1-64; 64 features (attention "
-    "proj once at 2,560); 4 seeded draws. Measured: the share of the wrapper's own adapter "
-    "output missing from output - base"
+    "no_grad; 1-8,192 tokens a row; B std 1e-6 to 1e-3; LoRA rank 1-64; 1 process, or 2-8 "
+    "ranks with torch.distributed initialised; 64 features, and real widths: the attention "
+    "proj at 2,560, 4,096 and 8,192, the MLP's gate and up at 2 x 28,672; 4 seeded draws. "
+    "Measured: the share of the wrapper's own adapter output missing from output - base"
 )
 # Not run: their LoRA is ART's QuACK grouped GEMM (kernels/cute_grouped_lora_quack.py), whose
 # _validate_inputs refuses tensors that are not on CUDA; their add is read (_dtype_read).
@@ -302,9 +310,9 @@ READ_WRAPPERS = ("MLPExpertsLinearFC1LoRA", "MLPExpertsLinearFC2LoRA")
 
 
 def add_edges() -> list[dict[str, Any]]:
-    """artbot's deterministic inputs (ART-free): the covering array, then the attention output
-    projection's wrapper at Qwen3-4B's width."""
-    return [*_simpler.pairwise(ADD_FACTORS), {"wrapper": _art_lora.WRAPPER, **WIDE}]
+    """artbot's deterministic inputs (ART-free): the covering array, then real models' widths
+    (:data:`WIDTHS`)."""
+    return [*_simpler.pairwise(ADD_FACTORS), *({**WIDE, **width} for width in WIDTHS)]
 
 
 def add_sample(rng: Any) -> dict[str, Any]:
@@ -347,6 +355,7 @@ def _run_add(whole: _art_whole.Whole, channel: Any = None, seed: int = 0) -> dic
         "rank": (8,),
         "b_std": (1e-4,),
         "features": (64,),
+        "world_size": (1,),
     }
     oracle = ORACLES[CLAIM]
     found = _simpler.search(
@@ -362,7 +371,12 @@ def _run_add(whole: _art_whole.Whole, channel: Any = None, seed: int = 0) -> dic
         measure=measure,
         judge=judge_add,
     )
-    stand_ins = [_art_lora.BASE_STAND_INS, "provider (tensor-parallel size 1)", *whole.said()]
+    stand_ins = [
+        _art_lora.BASE_STAND_INS,
+        "provider (tensor-parallel size 1)",
+        "torch.distributed of 2 or 8 ranks (initialised; item 6's)",
+        *whole.said(),
+    ]
     return {"found": found, "out": ", ".join(sorted(seen.get("out", ()))), "stand_ins": stand_ins}
 
 

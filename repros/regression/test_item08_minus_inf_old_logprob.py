@@ -4,7 +4,8 @@ or 8 of a completion), the loss and its gradients stay
 finite, or the step fails with a clear error (one that names the old logprobs) before backward.
 
 The step runs as ART runs it: a GRPO group (one prompt, 1-8 completions) packed into one row of
-16 to 8,192 tokens by ART's packer, taken by create_train_inputs, wrapped in LossInputs, and
+16 to 8,192 tokens by ART's packer (and one Megatron row of 32,768 tokens: ART sets no limit
+on a packed row), taken by create_train_inputs, wrapped in LossInputs, and
 loss_fn called as each of ART's callers calls it (Unsloth's compute_loss and Tinker's
 custom_loss_fn: FP32 logprobs of the model's dtype, reduction mean, Tinker without reference
 logprobs; Megatron's reduce_loss: logprobs in the head's dtype, reduction sum; on odd seeds
@@ -181,6 +182,7 @@ def _cases() -> list:
     rng = random.Random(8)
     cases = [{k: v[-1] for k, v in DIMS.items()}]  # every dimension at its largest
     cases += [{k: rng.choice(v) for k, v in DIMS.items()} for _ in range(31)]
+    cases.append(dict(cases[0], caller="megatron", grad=True, **{"row tokens": 32768}))
     return [dict(case, seed=i, at=rng.randrange(1 << 14)) for i, case in enumerate(cases)]
 
 
