@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.controls import ADVERSARIAL, controlled_copy, load_adversarial
-from tests.repro.test_export import art_package, outcomes, run_exported, server  # noqa: F401
+from tests.helpers.exported import art_package, outcomes, run_exported
+from tests.helpers.forkrun import ForkServer
 
 pytestmark = pytest.mark.network
 
@@ -31,21 +32,21 @@ def test_item04s_controls_include_the_reviews_helper_fixes_and_config_gates() ->
     assert {
         "item04_real_fp32_weight_cache_under_a_lock.toml",
         "item04_real_head_dtype_from_a_module_constant.toml",
+        "item04_fake_fp32_only_without_sequence_parallelism.toml",
+        "item04_fake_fp32_only_for_a_layer_not_megatrons.toml",
     } <= set(ITEM04_CONTROLS)
 
 
 @pytest.mark.parametrize("name", ITEM04_CONTROLS, ids=lambda v: Path(v).stem.split("_", 1)[-1])
 def test_item04s_exported_test_judges_its_controls_as_the_check_does(
-    server: object,  # noqa: F811
-    tmp_path: Path,
-    name: str,
+    server: ForkServer, tmp_path: Path, name: str
 ) -> None:
     control = load_adversarial(ADVERSARIAL / name)
     assert control.expect is not None, name
     (verdict,) = set(control.expect.values())
     version = "0.5.23" if "0.5.23" in control.releases else control.releases[-1]
     changed = controlled_copy(art_package(version).parent, tmp_path / "changed", control.edits)
-    done = run_exported(server, tmp_path, f"{version}-item04", changed / "art", only={TEST})  # type: ignore[arg-type]
+    done = run_exported(server, tmp_path, f"{version}-item04", changed / "art", only={TEST})
     xpassed = re.search(rf"^XPASS \S*{re.escape(TEST)}", done.stdout, re.M)
     if verdict == "fixed":  # non-strict: an XPASS reported, ART's suite not failed
         assert xpassed and outcomes(done.stdout).get(TEST) != "failed", done.stdout[-3000:]
