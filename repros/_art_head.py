@@ -279,6 +279,11 @@ class HeadMeasure:
         self.state = parallel_state  # Megatron's, stood in for: told the case's layout
         self.seen: set[tuple[str, str]] = set()
         self.out_dtypes: set[str] = set()
+        # Every input's weights are kept for the search's life: in ART the head's weight is one
+        # parameter for the process's life, so no later weight takes a freed one's storage (a
+        # fix that caches its FP32 copy by storage and version, as real ones may, sees each
+        # input's weight as the new tensor it is).
+        self.alive: list[Any] = []
 
     def parallel_state(self, tp: int, tp_rank: int) -> None:
         """Megatron's ``parallel_state`` (the one-process stand-in) answers with the case's
@@ -302,6 +307,7 @@ class HeadMeasure:
             weight if not case["tied"] else weight.detach().clone(), sequence_parallel=tp > 1
         )
         model = StandInModel(layer)
+        self.alive.append((weight, layer))
         self.parallel_state(tp, tp_rank)
         try:
             # Entered at the call site: the head's statistics without the log-normaliser or
