@@ -39,7 +39,13 @@ stood-in ``parallel_state`` answers the case's size and rank), chunk rows 1 to 5
 ``_HEAD_CHUNK_TOKENS``), vocabulary (this rank's shard) 512 to 151,936 (Qwen3's), hidden
 sizes 4 to 2560. The stand-in output layer and model are named as Megatron's
 (``ColumnParallelLinear``, ``GPTModel``, with their modules), so a head that looks at the
-layer's type sees Megatron's names (issue #53). The
+layer's type sees Megatron's names (issue #53).
+
+Not reached: a head at a real 7-8B model's size. Qwen3-8B's (151,936 x 4,096 at TP 1) is a
+1.24 GB BF16 weight, and a fix's FP32 copy of it 2.5 GB more: under the check's 4 GB address
+space (``artbot.verify.limits``) that copy's allocation fails (measured, torch alone on CPU),
+so a fix that keeps BF16 only for weights past the domain's ``MAX_WEIGHT`` elements is not
+seen by the check (the review's f03 gates at 2^29). The
 full-size corners (64 and 512 rows x 151,936 ids) are run with a hidden size of 4, so
 that the float64 oracle stays cheap (scaled down in the hidden size only: every
 branch a fix could take on rows, vocabulary, dtype or grad mode is reached).
