@@ -1,12 +1,12 @@
 """Item 4's exported regression test judges every adversarial control of item 4 as the check does
 (issues #50, #53): it imports ``trainer_rank/_impl.py`` whole and enters at the check's call
-site, so a real fix through a module-level helper or constant (an FP32 weight cache under a
-lock, the head's dtype named by a module-level constant) reports an XPASS, as the check finds
-it fixed; a fake (gated on sequence parallelism, on the output layer's class, on one dtype or
-grad mode, in the caller after the GEMM) leaves it xfailed (or failed, where the output layer
-refuses the rows and weight of two dtypes a half fix gives it, as ``F.linear`` does). The test
-is a non-strict xfail (the audit decides no fix), so a fix is an XPASS, never a failure of
-ART's suite.
+site, so a real fix through a module-level helper or constant (an FP32 weight cache in a
+module-level table, the head's dtype named by a module-level constant) reports an XPASS, as
+the check finds it fixed; a fake (gated on sequence parallelism, on the output layer's class,
+on one dtype or grad mode, in the caller after the GEMM) leaves it xfailed (or failed, where
+the output layer refuses the rows and weight of two dtypes a half fix gives it, as
+``F.linear`` does). The test is a non-strict xfail (the audit decides no fix), so a fix is an
+XPASS, never a failure of ART's suite.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def test_item04s_controls_include_the_reviews_helper_fixes_and_config_gates() ->
     kinds = {load_adversarial(ADVERSARIAL / name).kind for name in ITEM04_CONTROLS}
     assert {"fake", "real"} <= kinds
     assert {
-        "item04_real_fp32_weight_cache_under_a_lock.toml",
+        "item04_real_fp32_weight_cache_in_a_module_helper.toml",
         "item04_real_head_dtype_from_a_module_constant.toml",
         "item04_fake_fp32_only_without_sequence_parallelism.toml",
         "item04_fake_fp32_only_for_a_layer_not_megatrons.toml",
