@@ -8,8 +8,8 @@ a chunk of hidden rows from ``model.output_layer(hidden.unsqueeze(1), weight=out
 3.11 its ``type X = ...`` statements run as assignments) and the method is called on an
 uninitialised ``TrainerRank`` (its other methods and the module's helpers are ART's own), with:
 
-- a stand-in model: ``_scale_logits`` returns the logits as given (Megatron scales only when a
-  model sets a logit multiplier);
+- a stand-in model (named as Megatron's ``GPTModel``): ``_scale_logits`` returns the logits
+  as given (Megatron scales only when a model sets a logit multiplier);
 - a stand-in output layer that records the dtypes of the input and weight it is given and
   returns their product as a GPU GEMM with FP32 accumulation does: the FP32 product rounded
   once to the operands' dtype (differentiable). Operands of two dtypes are refused, as
@@ -32,8 +32,20 @@ hidden 4), so each of the 64 logits judged shows it: a fix that spares a part of
 missed only where that part holds none of them.
 
 The domain: the model's dtype (BF16, FP16, FP32: rows and weight alike), grad off / rows /
-rows and weight, the weight passed (tied) or the layer's own, chunk rows 1 to 512 (ART's
-``_HEAD_CHUNK_TOKENS``), vocabulary 512 to 151,936 (Qwen3's), hidden sizes 4 to 2560. The
+rows and weight, the weight passed (tied) or the layer's own, the tensor-parallel layout as
+ART's Megatron provider sets it (TP 1, 2, 4 or 8, any rank; sequence parallelism on whenever
+TP > 1: the output layer's ``sequence_parallel`` is on when ART's head is entered, and the
+stood-in ``parallel_state`` answers the case's size and rank), chunk rows 1 to 512 (ART's
+``_HEAD_CHUNK_TOKENS``), vocabulary (this rank's shard) 512 to 151,936 (Qwen3's), hidden
+sizes 4 to 2560. The stand-in output layer and model are named as Megatron's
+(``ColumnParallelLinear``, ``GPTModel``, with their modules), so a head that looks at the
+layer's type sees Megatron's names (issue #53).
+
+Not reached: a head at a real 7-8B model's size. Qwen3-8B's (151,936 x 4,096 at TP 1) is a
+1.24 GB BF16 weight, and a fix's FP32 copy of it 2.5 GB more: under the check's 4 GB address
+space (``artbot.verify.limits``) that copy's allocation fails (measured, torch alone on CPU),
+so a fix that keeps BF16 only for weights past the domain's ``MAX_WEIGHT`` elements is not
+seen by the check (the review's f03 gates at 2^29). The
 full-size corners (64 and 512 rows x 151,936 ids) are run with a hidden size of 4, so
 that the float64 oracle stays cheap (scaled down in the hidden size only: every
 branch a fix could take on rows, vocabulary, dtype or grad mode is reached).
@@ -41,6 +53,7 @@ branch a fix could take on rows, vocabulary, dtype or grad mode is reached).
 
 from __future__ import annotations
 
+import importlib
 import math
 import random
 import types
@@ -59,22 +72,32 @@ ENTRY = "_local_head_stats"  # METHOD's caller on every release (0.5.20-0.5.23)
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 GRADS = ("off", "rows", "rows+weight")
 REAL_VOCAB, REAL_CHUNK = 151_936, 512
+# Tensor-parallel sizes: ART's Megatron provider sets TP to 1 (context parallelism) or to the
+# visible GPU count, and sequence parallelism on whenever TP > 1 (megatron/provider.py).
+TP_SIZES = (1, 2, 4, 8)
 CLAIM = "bf16-logit-rounding-noise"
 SAMPLES = 12  # random inputs after the edges (artbot draws as many with its own seed)
 COVERS = (
     "dtype bfloat16/float16/float32; grad off, rows, rows+weight; weight passed or the "
-    "layer's own; rows 1-512 (ART's chunk), vocab 17-151,936, hidden 4-2560 (151,936 ids at "
-    "hidden 4: 64 rows with grad off and on, 512 rows with grad); 8 rows x 8 ids of each "
-    "judged"
+    "layer's own; tensor-parallel size 1-8 with sequence parallelism as ART's provider sets it "
+    "(on when TP > 1), any rank; rows 1-512 (ART's chunk), vocab 17-151,936, hidden 4-2560 "
+    "(151,936 ids at hidden 4: 64 rows with grad off and on, 512 rows with grad); 8 rows x 8 "
+    "ids of each judged"
 )
 
 
 class StandInOutputLayer:
-    """Records what it is given; returns (logits, None) as a GPU GEMM would round them."""
+    """Records what it is given; returns (logits, None) as a GPU GEMM would round them. Named
+    as Megatron's output layer is (``GPTModel.output_layer``, a ``ColumnParallelLinear``), with
+    ``sequence_parallel`` as ART's provider sets it: nothing of its type tells it from the
+    layer training runs but what it does."""
 
-    def __init__(self, weight: torch.Tensor) -> None:
+    __module__ = "megatron.core.tensor_parallel.layers"
+    __qualname__ = "ColumnParallelLinear"
+
+    def __init__(self, weight: torch.Tensor, sequence_parallel: bool = False) -> None:
         self.weight = weight
-        self.sequence_parallel = False
+        self.sequence_parallel = sequence_parallel
         self.seen: list[tuple[str, str]] = []
 
     def __call__(
@@ -91,8 +114,33 @@ class StandInOutputLayer:
         return (x.float() @ used.float().T).to(x.dtype), None
 
 
+StandInOutputLayer.__name__ = "ColumnParallelLinear"
+
+
+class StandInModel:
+    """The model ``_local_head_stats`` is given, named as Megatron's ``GPTModel``:
+    ``_scale_logits`` returns the logits as given (no logit multiplier configured)."""
+
+    __module__ = "megatron.core.models.gpt.gpt_model"
+    __qualname__ = "GPTModel"
+
+    def __init__(self, output_layer: StandInOutputLayer) -> None:
+        self.output_layer = output_layer
+
+    def _scale_logits(self, logits: torch.Tensor) -> torch.Tensor:
+        return logits
+
+
+StandInModel.__name__ = "GPTModel"
+
+
 def _name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def _parallel(case: dict[str, Any]) -> tuple[int, int]:
+    """The case's tensor-parallel size and this rank's index (1 and 0 in a case without)."""
+    return case.get("tp", 1), case.get("tp_rank", 0)
 
 
 def edges() -> list[dict[str, Any]]:
@@ -110,6 +158,20 @@ def edges() -> list[dict[str, Any]]:
                 "hidden": 4,
             }
         )
+    # Qwen3's vocabulary sharded over 8 tensor-parallel ranks (sequence parallelism on), the
+    # last rank's shard.
+    out.append(
+        {
+            "dtype": "bfloat16",
+            "grad": "rows",
+            "tied": True,
+            "rows": 64,
+            "vocab": REAL_VOCAB // 8,
+            "hidden": 4,
+            "tp": 8,
+            "tp_rank": 7,
+        }
+    )
     out.append(
         {
             "dtype": "bfloat16",
@@ -123,16 +185,22 @@ def edges() -> list[dict[str, Any]]:
     for dtype in DTYPES:
         for grad in GRADS:
             for tied in (True, False):
-                out.append(
-                    {
-                        "dtype": dtype,
-                        "grad": grad,
-                        "tied": tied,
-                        "rows": 64,
-                        "vocab": 512,
-                        "hidden": 64,
-                    }
-                )
+                # Each dtype x grad mode x weight source with and without sequence parallelism:
+                # the tensor-parallel size and rank run through their values across the cases.
+                for sp in (False, True):
+                    tp = TP_SIZES[1 + len(out) % (len(TP_SIZES) - 1)] if sp else 1
+                    out.append(
+                        {
+                            "dtype": dtype,
+                            "grad": grad,
+                            "tied": tied,
+                            "rows": 64,
+                            "vocab": 512,
+                            "hidden": 64,
+                            "tp": tp,
+                            "tp_rank": len(out) % tp,
+                        }
+                    )
     for rows, vocab, hidden in ((1, 512, 64), (REAL_CHUNK, 512, 64), (64, 512, 2560)):
         out.append(
             {
@@ -144,13 +212,16 @@ def edges() -> list[dict[str, Any]]:
                 "hidden": hidden,
             }
         )
-    return [{**case, "seed": 0} for case in out]
+    return [{"tp": 1, "tp_rank": 0, **case, "seed": 0} for case in out]
 
 
 def sample(rng: random.Random) -> dict[str, Any]:
-    """A small random input: dtype, grad mode, weight source and shape drawn independently,
-    and the seed its operands are made from."""
+    """A small random input: dtype, grad mode, weight source, tensor-parallel size and rank
+    and shape drawn independently, and the seed its operands are made from."""
+    tp = rng.choice(TP_SIZES)
     return {
+        "tp": tp,
+        "tp_rank": rng.randrange(tp),
         "dtype": rng.choice(list(DTYPES)),
         "grad": rng.choice(GRADS),
         "tied": rng.random() < 0.5,
@@ -162,6 +233,8 @@ def sample(rng: random.Random) -> dict[str, Any]:
 
 
 SIMPLEST = {
+    "tp": (1, 2),
+    "tp_rank": (0,),
     "dtype": ("bfloat16",),
     "grad": ("off", "rows"),
     "tied": (True,),
@@ -207,10 +280,27 @@ class HeadMeasure:
     """The measure, with ART's method: runs it on one input, remembers what the GEMM was
     given and the dtype it returned (for the check's detail)."""
 
-    def __init__(self, trainer: Any) -> None:
+    def __init__(self, trainer: Any, parallel_state: types.ModuleType | None = None) -> None:
         self.trainer = trainer  # what has ENTRY: ART's TrainerRank (:func:`run`)
+        self.state = parallel_state  # Megatron's, stood in for: told the case's layout
         self.seen: set[tuple[str, str]] = set()
         self.out_dtypes: set[str] = set()
+        # Every input's weights are kept for the search's life: in ART the head's weight is one
+        # parameter for the process's life, so no later weight takes a freed one's storage (a
+        # fix that caches its FP32 copy by storage and version, as real ones may, sees each
+        # input's weight as the new tensor it is).
+        self.alive: list[Any] = []
+
+    def parallel_state(self, tp: int, tp_rank: int) -> None:
+        """Megatron's ``parallel_state`` (the one-process stand-in) answers with the case's
+        tensor-parallel size and rank: a head that asks sees the layout the case stands for."""
+        if self.state is None or not hasattr(self.state, "used"):  # the real one: leave it
+            return
+        for name, value in (
+            ("get_tensor_model_parallel_world_size", tp),
+            ("get_tensor_model_parallel_rank", tp_rank),
+        ):
+            setattr(self.state, name, lambda *args, _v=value, **kwargs: _v)
 
     def __call__(self, case: dict[str, Any]) -> dict[str, Any]:
         """ART's logits at the shown rows x ids, and (grad on) the gradients of sum(G * logits)
@@ -218,8 +308,13 @@ class HeadMeasure:
         hidden, weight, u, v = operands(case)
         hidden.requires_grad_(case["grad"] != "off")
         weight.requires_grad_(case["grad"] == "rows+weight")
-        layer = StandInOutputLayer(weight if not case["tied"] else weight.detach().clone())
-        model = types.SimpleNamespace(output_layer=layer, _scale_logits=lambda logits: logits)
+        tp, tp_rank = _parallel(case)
+        layer = StandInOutputLayer(
+            weight if not case["tied"] else weight.detach().clone(), sequence_parallel=tp > 1
+        )
+        model = StandInModel(layer)
+        self.alive.append((weight, layer))
+        self.parallel_state(tp, tp_rank)
         try:
             # Entered at the call site: the head's statistics without the log-normaliser or
             # top-k (those read the logits; they do not make them), whose first output is the
@@ -256,8 +351,9 @@ class HeadMeasure:
 
 
 # The domain's bounds, which a case must keep to before the judge makes its operands.
-CHOICES = {"dtype": tuple(DTYPES), "grad": GRADS, "tied": (True, False)}
+CHOICES = {"dtype": tuple(DTYPES), "grad": GRADS, "tied": (True, False), "tp": TP_SIZES}
 LIMITS = {
+    "tp_rank": (0, max(TP_SIZES) - 1),
     "rows": (1, REAL_CHUNK),
     "vocab": (1, REAL_VOCAB),
     "hidden": (1, 2560),
@@ -272,6 +368,8 @@ def judge(case: dict[str, Any], raw: Any) -> _domain.Failure | None:
     why = _shown.outside(case, CHOICES, LIMITS)
     if why is None and case["vocab"] * case["hidden"] > MAX_WEIGHT:
         why = "a weight past the domain's size"
+    if why is None and case["tp_rank"] >= case["tp"]:
+        why = "a tensor-parallel rank past the size"
     if why is not None:
         return _domain.Failure(why, "an input of the claim's domain")
     if not isinstance(raw, dict):
@@ -330,7 +428,7 @@ def run(art: Any, seed: int = 0) -> dict[str, Any]:
         line = getattr(cls, METHOD).__code__.co_firstlineno
         # An uninitialised TrainerRank: the method, and every method or module-level helper it
         # calls, resolve as in ART (the instance's attributes are set by __init__, not run).
-        measure = HeadMeasure(cls.__new__(cls))
+        measure = HeadMeasure(cls.__new__(cls), _stand_in_parallel_state())
         found = _simpler.search(
             COVERS,
             edges(),
@@ -353,6 +451,15 @@ def run(art: Any, seed: int = 0) -> dict[str, Any]:
         "line": line,
         "stand_ins": stand_ins,
     }
+
+
+def _stand_in_parallel_state() -> types.ModuleType | None:
+    """Megatron's ``parallel_state`` as imported inside :func:`_art_whole.whole` (its
+    one-process stand-in where Megatron is not installed)."""
+    try:
+        return importlib.import_module("megatron.core.parallel_state")
+    except ImportError:
+        return None
 
 
 def describe(measured: dict[str, Any]) -> str:

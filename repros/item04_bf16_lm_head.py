@@ -437,8 +437,9 @@ def check_art(art: Any) -> dict[str, Any]:
             f"({measured['where']}; trainer_rank/_impl.py imported whole, run on an "
             "uninitialised TrainerRank)"
         ],
-        "scope": "ART's head function run on CPU over dtypes, grad modes and chunk/vocabulary "
-        "sizes; the output layer is a stand-in that records its operands' dtypes and rounds the "
+        "scope": "ART's head function run on CPU over dtypes, grad modes, tensor-parallel "
+        "layouts (sequence parallelism as ART's provider sets it) and chunk/vocabulary sizes; "
+        "the output layer is a stand-in that records its operands' dtypes and rounds the "
         "product once to them, as a GPU GEMM does; other stand-ins: "
         f"{', '.join(measured['stand_ins'])}; the per-token noise at a real model's size "
         "is this script's measurement",
