@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
-from ..verify.whole import _TYPE_ALIAS
+from ..verify.whole import type_statements_as_assignments
 from .probe_literals import (
     ART_PACKAGE,
     constants,
@@ -151,7 +151,7 @@ def _parse(path: str, text: str) -> ast.Module:
     except SyntaxError:
         if sys.version_info >= (3, 12):
             raise
-        return ast.parse(_TYPE_ALIAS.sub(r"\1\2 = ", text), filename=path)
+        return ast.parse(type_statements_as_assignments(text), filename=path)
 
 
 class _Reader:

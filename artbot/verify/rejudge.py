@@ -96,14 +96,14 @@ class Plan:
                 continue
             planned = self.inputs.get(result.item, {}).get(cid, [])
             tape = result.tapes.get(cid, [])
-            with self._one_thread():
+            with self.one_thread():
                 claims[cid], ran = _judge_claim(claim, oracle, planned, tape, self)
             if not ran:
                 unjudged.append(cid)
             judged[cid] = BY_ARTBOT
         return _rederived(result, claims, judged, unjudged, self.seed)
 
-    def _one_thread(self) -> AbstractContextManager[None]:
+    def one_thread(self) -> AbstractContextManager[None]:
         """Torch on one thread while judging (``_domain``'s rule: the inputs are small, and a
         thread pool on a loaded machine is 30 times slower); the tape cap bounds the work."""
         return self.helpers._one_thread() if self.helpers is not None else nullcontext()
@@ -171,7 +171,7 @@ def _judge_claim(
     """One claim's verdict from its tape; the second value is False when it could not run."""
     failing: tuple[Case, Any] | None = None
     for entry in tape:
-        fail = _judged(oracle, entry["case"], entry["raw"], plan.helpers)
+        fail = judge_entry(oracle, entry["case"], entry["raw"], plan.helpers)
         if fail is not None:
             failing = (entry["case"], fail)
     taped = {_key(entry["case"]) for entry in tape}
@@ -203,7 +203,7 @@ def _judge_claim(
     return claim.model_copy(update=update), True
 
 
-def _judged(oracle: Any, case: Any, raw: Any, helpers: ModuleType | None) -> Any:
+def judge_entry(oracle: Any, case: Any, raw: Any, helpers: ModuleType | None) -> Any:
     """The judge's Failure for one entry, or None; a judge that raises, or answers anything
     but None or a Failure, fails the entry."""
     try:

@@ -75,6 +75,12 @@ _PARALLEL_STATE = "megatron.core.parallel_state"
 _TYPE_ALIAS = re.compile(r"(?m)^(\s*)type (\w+)(\[[^\]=]*\])? = ")
 
 
+def type_statements_as_assignments(source: str) -> str:
+    """``source`` with each ``type X = ...`` statement (Python 3.12) read as ``X = ...``, so that
+    a Python before 3.12 compiles ART's modules; the one place for that reading."""
+    return _TYPE_ALIAS.sub(r"\1\2 = ", source)
+
+
 class _StandInMeta(type):
     """A stand-in class answers any class-level attribute with a recorded no-op call."""
 
@@ -198,7 +204,7 @@ class Whole(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         assert spec is not None
         if spec.loader_state == "stand-in":
             return
-        source = _TYPE_ALIAS.sub(r"\1\2 = ", spec.loader_state)
+        source = type_statements_as_assignments(spec.loader_state)
         assert spec.origin is not None
         self.shimmed.add(str(Path(spec.origin).relative_to(self.art.package_dir.parent)))
         exec(compile(source, spec.origin, "exec"), module.__dict__)

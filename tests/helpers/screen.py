@@ -27,7 +27,7 @@ from artbot.records.catalog import Catalog
 from artbot.records.models import Finding
 from artbot.verify.code import CodeStatus, run_check
 from artbot.verify.limits import MAX_TAPE_ENTRIES
-from artbot.verify.rejudge import _judged, as_json, draw
+from artbot.verify.rejudge import as_json, draw, judge_entry
 from artbot.verify.tree import open_tree
 from tests.helpers.controls import (
     ADVERSARIAL,
@@ -171,9 +171,9 @@ def screen_draws(
                 continue
 
             def judged(case: Any, raw: Any, oracle: Any = oracle) -> Any:
-                return _judged(oracle, case, raw, plan.helpers)
+                return judge_entry(oracle, case, raw, plan.helpers)
 
-            with plan._one_thread():
+            with plan.one_thread():
                 rest, measured, failed = settle(queue[cid], result.tapes.get(cid, []), judged)
             if failed is None and measured == 0:
                 raise Trouble(f"claim {cid}: the check measured none of its inputs")
